@@ -1,0 +1,241 @@
+"""The ringleader error hierarchy: one root, few meaningful branches, all picklable.
+
+::
+
+    RingleaderError(Exception)                       root of everything ringleader raises
+    ├── ConfigError(RingleaderError, ValueError)     bad user configuration or CLI arguments
+    ├── AdapterError                                 anything from one runtime adapter (.adapter, .session_key)
+    │   ├── RuntimeNotFoundError                     runtime binary missing (.path, .install_hint)
+    │   ├── RuntimeStartError                        spawn or handshake failed
+    │   ├── RuntimeExitedError                       the runtime exited badly (.exit_code, .stderr_tail)
+    │   ├── ProtocolError                            a line or frame we cannot read (.line, truncated)
+    │   │   └── LineTooLongError                     the line framer's cap tripped (.limit)
+    │   └── RuntimeReportedError                     the runtime itself said it failed (.code)
+    ├── ActorError                                   supervision (.actor_id)
+    │   ├── ActorCrashedError                        an actor's task tree raised
+    │   ├── MailboxClosedError                       a message was sent to a finished actor
+    │   └── CapabilityError                          the runtime does not support what was asked
+    └── BudgetExceededError                          a cost, turn or time limit was reached
+
+trio's own ``Cancelled``, ``ClosedResourceError`` and ``BrokenResourceError`` are used as they are.
+
+Every error keeps its constructor arguments in ``args`` order so that ``type(e)(*e.args)``
+rebuilds it, which is what :mod:`pickle` does; keyword-only data is carried through
+``__reduce__``. Messages never contain secrets: adapters pass text through
+:func:`redact_secrets` before building an error from runtime output.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = [
+    "ActorCrashedError",
+    "ActorError",
+    "AdapterError",
+    "BudgetExceededError",
+    "CapabilityError",
+    "ConfigError",
+    "LineTooLongError",
+    "MailboxClosedError",
+    "ProtocolError",
+    "RingleaderError",
+    "RuntimeExitedError",
+    "RuntimeNotFoundError",
+    "RuntimeReportedError",
+    "RuntimeStartError",
+    "redact_secrets",
+]
+
+_MAX_LINE_IN_ERROR = 200
+
+_SECRET_PATTERNS = (
+    # provider keys: sk-ant-…, sk-proj-…, sk-…, OpenRouter sk-or-…
+    re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),
+    # bearer tokens in headers or logs
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"),
+    # key=value / "key": "value" shapes
+    re.compile(
+        r"(?i)((?:api[_-]?key|auth[_-]?token|access[_-]?token|secret|password|x-api-key)"
+        r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"
+    ),
+)
+
+
+def redact_secrets(text: str) -> str:
+    """Replace anything shaped like an API key or token in ``text`` with ``[REDACTED]``."""
+    out = _SECRET_PATTERNS[0].sub("[REDACTED]", text)
+    out = _SECRET_PATTERNS[1].sub(r"\1[REDACTED]", out)
+    return _SECRET_PATTERNS[2].sub(r"\1[REDACTED]", out)
+
+
+class RingleaderError(Exception):
+    """Root of every error ringleader raises."""
+
+
+class ConfigError(RingleaderError, ValueError):
+    """Bad user configuration, options or command-line arguments."""
+
+
+class AdapterError(RingleaderError):
+    """Something went wrong in one runtime adapter."""
+
+    def __init__(
+        self, message: str, *, adapter: str | None = None, session_key: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.adapter = adapter
+        self.session_key = session_key
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def _extra(self) -> dict[str, Any]:
+        return {"adapter": self.adapter, "session_key": self.session_key}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, self._extra()))
+
+
+def _rebuild(cls: type[AdapterError], args: tuple[Any, ...], extra: dict[str, Any]) -> Any:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(extra)
+    return err
+
+
+class RuntimeNotFoundError(AdapterError):
+    """The runtime's binary is not installed; ``install_hint`` says how to install it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        install_hint: str | None = None,
+        adapter: str | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        super().__init__(message, adapter=adapter, session_key=session_key)
+        self.path = path
+        self.install_hint = install_hint
+
+    def _extra(self) -> dict[str, Any]:
+        return {**super()._extra(), "path": self.path, "install_hint": self.install_hint}
+
+
+class RuntimeStartError(AdapterError):
+    """Spawning the runtime or its handshake failed."""
+
+
+class RuntimeExitedError(AdapterError):
+    """The runtime exited before finishing its run (``exit_code``, last lines of stderr)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        exit_code: int | None = None,
+        stderr_tail: str = "",
+        adapter: str | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        super().__init__(message, adapter=adapter, session_key=session_key)
+        self.exit_code = exit_code
+        self.stderr_tail = redact_secrets(stderr_tail)
+
+    def _extra(self) -> dict[str, Any]:
+        return {**super()._extra(), "exit_code": self.exit_code, "stderr_tail": self.stderr_tail}
+
+
+class ProtocolError(AdapterError):
+    """A line or frame from the runtime could not be read; ``line`` holds its (truncated) start."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: str | bytes = "",
+        adapter: str | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        super().__init__(message, adapter=adapter, session_key=session_key)
+        if isinstance(line, bytes):
+            line = line[: _MAX_LINE_IN_ERROR * 4].decode("utf-8", "replace")
+        self.line = redact_secrets(line[:_MAX_LINE_IN_ERROR])
+
+    def _extra(self) -> dict[str, Any]:
+        return {**super()._extra(), "line": self.line}
+
+
+class LineTooLongError(ProtocolError):
+    """A line exceeded the framer's hard cap (``limit`` bytes); it was discarded."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: int,
+        line: str | bytes = "",
+        adapter: str | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        super().__init__(message, line=line, adapter=adapter, session_key=session_key)
+        self.limit = limit
+
+    def _extra(self) -> dict[str, Any]:
+        return {**super()._extra(), "limit": self.limit}
+
+
+class RuntimeReportedError(AdapterError):
+    """The runtime itself reported a failure (``code`` is its own error code, if any)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        adapter: str | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        super().__init__(message, adapter=adapter, session_key=session_key)
+        self.code = code
+
+    def _extra(self) -> dict[str, Any]:
+        return {**super()._extra(), "code": self.code}
+
+
+class ActorError(RingleaderError):
+    """Supervision and actor failures."""
+
+    def __init__(self, message: str, *, actor_id: str | None = None) -> None:
+        super().__init__(message)
+        self.actor_id = actor_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_actor, (type(self), self.args, {"actor_id": self.actor_id}))
+
+
+def _rebuild_actor(cls: type[ActorError], args: tuple[Any, ...], extra: dict[str, Any]) -> Any:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(extra)
+    return err
+
+
+class ActorCrashedError(ActorError):
+    """An actor's task tree raised; the cause is chained as ``__cause__``."""
+
+
+class MailboxClosedError(ActorError):
+    """A message was sent to an actor that has finished or been fenced."""
+
+
+class CapabilityError(ActorError):
+    """The runtime's capabilities do not allow what was asked (e.g. steering a non-steerable run)."""
+
+
+class BudgetExceededError(RingleaderError):
+    """A cost, turn, rotation or time budget was exhausted."""

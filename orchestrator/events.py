@@ -1,0 +1,273 @@
+"""The normalized event stream: seven kinds every runtime adapter emits.
+
+Each event is a frozen pydantic model. Python attributes are snake_case; JSON uses the
+reference's camelCase names (``runId``, ``toolCallId``, ``kind: "text-delta"``) so existing boards
+read it unchanged. Unknown input fields are ignored so a newer producer never breaks a reader.
+
+Contracts (see DESIGN §3): ``seq`` starts at 1 and is gapless per stream; ``ts`` is epoch
+milliseconds; exactly one ``done`` ends a run; ``cost`` carries cumulative usage and
+``cost_usd=None`` means unknown (never 0 for unknown).
+
+:class:`EventFactory` stamps the envelope (run id, session id, ``ts``, gapless ``seq``) so an
+adapter's normalizer only supplies the payload.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, NoReturn, TypeAlias
+
+import attrs
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "Cost",
+    "Done",
+    "DoneReason",
+    "ErrorEvent",
+    "EventBase",
+    "EventFactory",
+    "RuntimeEvent",
+    "RuntimeEventKind",
+    "Status",
+    "StatusPhase",
+    "TextChannel",
+    "TextDelta",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "assert_exhaustive",
+    "event_from_json",
+    "event_to_json",
+    "now_ms",
+]
+
+RuntimeEventKind: TypeAlias = Literal[
+    "text-delta", "tool-call", "tool-result", "status", "cost", "done", "error"
+]
+TextChannel: TypeAlias = Literal["assistant", "reasoning"]
+StatusPhase: TypeAlias = Literal["init", "thinking", "running", "turn-complete"]
+DoneReason: TypeAlias = Literal["success", "max_turns", "aborted", "error"]
+
+_WIRE = ConfigDict(
+    frozen=True,
+    alias_generator=to_camel,
+    populate_by_name=True,
+    extra="ignore",
+    serialize_by_alias=True,
+)
+
+
+class Usage(BaseModel):
+    """Token usage. On ``cost`` events it is cumulative for the run."""
+
+    model_config = _WIRE
+
+    input_tokens: int = 0
+    """Prompt tokens, including cached ones."""
+    output_tokens: int = 0
+    """Generated tokens."""
+    cached_input_tokens: int | None = None
+    """Prompt tokens served from the provider's cache (None when the runtime does not say)."""
+    cache_write_tokens: int | None = None
+    """Prompt tokens written to the provider's cache (Anthropic cache creation), if reported."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=_add_opt(self.cached_input_tokens, other.cached_input_tokens),
+            cache_write_tokens=_add_opt(self.cache_write_tokens, other.cache_write_tokens),
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def _add_opt(a: int | None, b: int | None) -> int | None:
+    if a is None and b is None:
+        return None
+    return (a or 0) + (b or 0)
+
+
+class EventBase(BaseModel):
+    """The envelope on every event."""
+
+    model_config = _WIRE
+
+    run_id: str
+    """The run id ('' until the runtime tells us one)."""
+    session_id: str | None = None
+    """The session this run belongs to (the host's session key)."""
+    ts: int
+    """Epoch milliseconds when the event was normalized."""
+    seq: int
+    """Gapless per-stream sequence number, starting at 1."""
+
+
+class TextDelta(EventBase):
+    """Incremental text; runtimes without native deltas emit one delta with the whole message."""
+
+    kind: Literal["text-delta"] = "text-delta"
+    text: str
+    channel: TextChannel = "assistant"
+
+
+class ToolCall(EventBase):
+    """The model asked for a tool; a ``tool-result`` with the same id always follows."""
+
+    kind: Literal["tool-call"] = "tool-call"
+    tool_call_id: str
+    name: str
+    input: JsonValue = None
+    partial: bool = False
+
+
+class ToolResult(EventBase):
+    """The result of a tool call (``is_error`` for failures, denials and synthetic closures)."""
+
+    kind: Literal["tool-result"] = "tool-result"
+    tool_call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+
+
+class Status(EventBase):
+    """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries etc."""
+
+    kind: Literal["status"] = "status"
+    phase: StatusPhase
+    model: str | None = None
+    detail: str | None = None
+
+
+class Cost(EventBase):
+    """Cumulative usage and USD for the run so far; ``cost_usd=None`` means unknown."""
+
+    kind: Literal["cost"] = "cost"
+    cost_usd: float | None = None
+    usage: Usage
+    model: str | None = None
+    estimated: bool = False
+
+
+class Done(EventBase):
+    """The single terminal event of a run."""
+
+    kind: Literal["done"] = "done"
+    reason: DoneReason
+    summary: str = ""
+    usage: Usage | None = None
+    cost_usd: float | None = None
+
+
+class ErrorEvent(EventBase):
+    """A failure; ``fatal`` errors are followed by ``done{reason: error}``."""
+
+    kind: Literal["error"] = "error"
+    code: str | None = None
+    message: str
+    fatal: bool = True
+
+
+RuntimeEvent: TypeAlias = Annotated[
+    TextDelta | ToolCall | ToolResult | Status | Cost | Done | ErrorEvent,
+    Field(discriminator="kind"),
+]
+
+_EVENT_ADAPTER: TypeAdapter[RuntimeEvent] = TypeAdapter(RuntimeEvent)
+
+
+def event_to_json(event: RuntimeEvent) -> str:
+    """One event as compact JSON with the wire (camelCase) names."""
+    return event.model_dump_json(by_alias=True)
+
+
+def event_from_json(data: str | bytes) -> RuntimeEvent:
+    """Parse and validate one wire event."""
+    return _EVENT_ADAPTER.validate_json(data)
+
+
+def assert_exhaustive(value: NoReturn) -> NoReturn:
+    """Static exhaustiveness guard for ``match event.kind``; raises if reached at run time."""
+    raise AssertionError(f"Unhandled RuntimeEvent variant: {value!r}")
+
+
+def now_ms() -> int:
+    """Wall-clock epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+@attrs.define
+class EventFactory:
+    """Stamps events for one stream: run id, session id, ``ts`` and a gapless ``seq`` from 1.
+
+    ``run_id`` is mutable because runtimes tell us their id late; every event built afterwards
+    carries it. Construction skips re-validation (arguments are already typed), which keeps the
+    per-event cost low on the hot path.
+    """
+
+    run_id: str = ""
+    session_id: str | None = None
+    clock: Callable[[], int] = now_ms
+    seq: int = 0
+
+    def _base(self) -> dict[str, Any]:
+        self.seq += 1
+        return {
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "ts": self.clock(),
+            "seq": self.seq,
+        }
+
+    def text_delta(self, text: str, channel: TextChannel = "assistant") -> TextDelta:
+        return TextDelta.model_construct(**self._base(), text=text, channel=channel)
+
+    def tool_call(self, tool_call_id: str, name: str, input: JsonValue) -> ToolCall:
+        return ToolCall.model_construct(
+            **self._base(), tool_call_id=tool_call_id, name=name, input=input, partial=False
+        )
+
+    def tool_result(
+        self, tool_call_id: str, name: str, output: str, *, is_error: bool = False
+    ) -> ToolResult:
+        return ToolResult.model_construct(
+            **self._base(), tool_call_id=tool_call_id, name=name, output=output, is_error=is_error
+        )
+
+    def status(
+        self, phase: StatusPhase, *, model: str | None = None, detail: str | None = None
+    ) -> Status:
+        return Status.model_construct(**self._base(), phase=phase, model=model, detail=detail)
+
+    def cost(
+        self,
+        usage: Usage,
+        *,
+        cost_usd: float | None,
+        model: str | None = None,
+        estimated: bool = False,
+    ) -> Cost:
+        return Cost.model_construct(
+            **self._base(), cost_usd=cost_usd, usage=usage, model=model, estimated=estimated
+        )
+
+    def done(
+        self,
+        reason: DoneReason,
+        summary: str = "",
+        *,
+        usage: Usage | None = None,
+        cost_usd: float | None = None,
+    ) -> Done:
+        return Done.model_construct(
+            **self._base(), reason=reason, summary=summary, usage=usage, cost_usd=cost_usd
+        )
+
+    def error(self, message: str, *, code: str | None = None, fatal: bool = True) -> ErrorEvent:
+        return ErrorEvent.model_construct(**self._base(), code=code, message=message, fatal=fatal)
