@@ -1,0 +1,156 @@
+"""ringleader's core: the adapter trait, normalized events, queues, idle guard, registry, rotation.
+
+Everything public is re-exported here; submodules are the implementation.
+"""
+
+from .adapter import HEALTH_TIMEOUT_S as HEALTH_TIMEOUT_S
+from .adapter import Capabilities as Capabilities
+from .adapter import EventStream as EventStream
+from .adapter import HealthResult as HealthResult
+from .adapter import NativeHomeClaim as NativeHomeClaim
+from .adapter import ParticipantKind as ParticipantKind
+from .adapter import RunHandle as RunHandle
+from .adapter import RuntimeAdapter as RuntimeAdapter
+from .adapter import RuntimeClass as RuntimeClass
+from .adapter import RuntimeId as RuntimeId
+from .adapter import SessionCodec as SessionCodec
+from .adapter import StartOpts as StartOpts
+from .adapter import TaskHandle as TaskHandle
+from .errors import ActorCrashedError as ActorCrashedError
+from .errors import ActorError as ActorError
+from .errors import AdapterError as AdapterError
+from .errors import BudgetExceededError as BudgetExceededError
+from .errors import CapabilityError as CapabilityError
+from .errors import ConfigError as ConfigError
+from .errors import LineTooLongError as LineTooLongError
+from .errors import MailboxClosedError as MailboxClosedError
+from .errors import ProtocolError as ProtocolError
+from .errors import RingleaderError as RingleaderError
+from .errors import RuntimeExitedError as RuntimeExitedError
+from .errors import RuntimeNotFoundError as RuntimeNotFoundError
+from .errors import RuntimeReportedError as RuntimeReportedError
+from .errors import RuntimeStartError as RuntimeStartError
+from .errors import redact_secrets as redact_secrets
+from .events import Cost as Cost
+from .events import Done as Done
+from .events import DoneReason as DoneReason
+from .events import ErrorEvent as ErrorEvent
+from .events import EventBase as EventBase
+from .events import EventFactory as EventFactory
+from .events import RuntimeEvent as RuntimeEvent
+from .events import RuntimeEventKind as RuntimeEventKind
+from .events import Status as Status
+from .events import StatusPhase as StatusPhase
+from .events import TextChannel as TextChannel
+from .events import TextDelta as TextDelta
+from .events import ToolCall as ToolCall
+from .events import ToolResult as ToolResult
+from .events import Usage as Usage
+from .events import assert_exhaustive as assert_exhaustive
+from .events import event_from_json as event_from_json
+from .events import event_to_json as event_to_json
+from .events import now_ms as now_ms
+from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S as DEFAULT_RUN_SILENT_TIMEOUT_S
+from .idle import IDLE_ABORT_GRACE_S as IDLE_ABORT_GRACE_S
+from .idle import IdleGuard as IdleGuard
+from .idle import with_idle_timeout as with_idle_timeout
+from .integration import ConnectedHome as ConnectedHome
+from .integration import EphemeralHome as EphemeralHome
+from .integration import IntegrationHome as IntegrationHome
+from .integration import PersistentHome as PersistentHome
+from .integration import RuntimeIntegrationPlan as RuntimeIntegrationPlan
+from .integration import resolve_runtime_integration as resolve_runtime_integration
+from .queue import DEFAULT_QUEUE_MAX as DEFAULT_QUEUE_MAX
+from .queue import AsyncQueue as AsyncQueue
+from .queue import EventQueue as EventQueue
+from .queue import QueueEventStream as QueueEventStream
+from .queue import collect_until_done as collect_until_done
+from .queue import create_async_queue as create_async_queue
+from .registry import AdapterFactory as AdapterFactory
+from .registry import RuntimeRegistry as RuntimeRegistry
+from .rotation import DEFAULT_ROTATION as DEFAULT_ROTATION
+from .rotation import RotationDefaults as RotationDefaults
+from .rotation import RotationHandoff as RotationHandoff
+from .rotation import RotationReason as RotationReason
+from .rotation import RotationRecord as RotationRecord
+from .rotation import RotationTrigger as RotationTrigger
+from .rotation import build_rotation_handoff_note as build_rotation_handoff_note
+from .rotation import rotate_session as rotate_session
+from .rotation import should_rotate as should_rotate
+
+__all__ = [
+    "DEFAULT_QUEUE_MAX",
+    "DEFAULT_ROTATION",
+    "DEFAULT_RUN_SILENT_TIMEOUT_S",
+    "HEALTH_TIMEOUT_S",
+    "IDLE_ABORT_GRACE_S",
+    "ActorCrashedError",
+    "ActorError",
+    "AdapterError",
+    "AdapterFactory",
+    "AsyncQueue",
+    "BudgetExceededError",
+    "Capabilities",
+    "CapabilityError",
+    "ConfigError",
+    "ConnectedHome",
+    "Cost",
+    "Done",
+    "DoneReason",
+    "EphemeralHome",
+    "ErrorEvent",
+    "EventBase",
+    "EventFactory",
+    "EventQueue",
+    "EventStream",
+    "HealthResult",
+    "IdleGuard",
+    "IntegrationHome",
+    "LineTooLongError",
+    "MailboxClosedError",
+    "NativeHomeClaim",
+    "ParticipantKind",
+    "PersistentHome",
+    "ProtocolError",
+    "QueueEventStream",
+    "RingleaderError",
+    "RotationDefaults",
+    "RotationHandoff",
+    "RotationReason",
+    "RotationRecord",
+    "RotationTrigger",
+    "RunHandle",
+    "RuntimeAdapter",
+    "RuntimeClass",
+    "RuntimeEvent",
+    "RuntimeEventKind",
+    "RuntimeExitedError",
+    "RuntimeId",
+    "RuntimeIntegrationPlan",
+    "RuntimeNotFoundError",
+    "RuntimeRegistry",
+    "RuntimeReportedError",
+    "RuntimeStartError",
+    "SessionCodec",
+    "StartOpts",
+    "Status",
+    "StatusPhase",
+    "TaskHandle",
+    "TextChannel",
+    "TextDelta",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "assert_exhaustive",
+    "build_rotation_handoff_note",
+    "collect_until_done",
+    "create_async_queue",
+    "event_from_json",
+    "event_to_json",
+    "now_ms",
+    "redact_secrets",
+    "resolve_runtime_integration",
+    "rotate_session",
+    "should_rotate",
+    "with_idle_timeout",
+]

@@ -204,17 +204,28 @@ def now_ms() -> int:
 
 @attrs.define
 class EventFactory:
-    """Stamps events for one stream: run id, session id, ``ts`` and a gapless ``seq`` from 1.
+    """Stamps one run's events: run id, session id, ``ts`` and a gapless ``seq`` from 1.
 
-    ``run_id`` is mutable because runtimes tell us their id late; every event built afterwards
-    carries it. Construction skips re-validation (arguments are already typed), which keeps the
-    per-event cost low on the hot path.
+    It also keeps the run's bookkeeping that every adapter needs, so each normalizer stays a pure
+    function of (frame, factory):
+
+    * ``open_tool_calls`` — tool calls not yet answered; :meth:`finish` closes each with a
+      synthetic ``tool-result{is_error}`` before ``done``, so no call is left dangling;
+    * ``usage`` — cumulative usage; :meth:`cost` never lets it decrease;
+    * ``finished`` — set by :meth:`finish`; a second terminal is refused (empty list).
+
+    ``run_id`` is mutable because runtimes tell us their id late; events built afterwards carry
+    it. Construction skips re-validation (arguments are typed), keeping the hot path cheap.
     """
 
     run_id: str = ""
     session_id: str | None = None
     clock: Callable[[], int] = now_ms
     seq: int = 0
+    open_tool_calls: dict[str, str] = attrs.field(factory=dict[str, str])
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    finished: bool = False
 
     def _base(self) -> dict[str, Any]:
         self.seq += 1
@@ -229,15 +240,22 @@ class EventFactory:
         return TextDelta.model_construct(**self._base(), text=text, channel=channel)
 
     def tool_call(self, tool_call_id: str, name: str, input: JsonValue) -> ToolCall:
+        self.open_tool_calls[tool_call_id] = name
         return ToolCall.model_construct(
             **self._base(), tool_call_id=tool_call_id, name=name, input=input, partial=False
         )
 
     def tool_result(
-        self, tool_call_id: str, name: str, output: str, *, is_error: bool = False
+        self, tool_call_id: str, output: str, *, name: str | None = None, is_error: bool = False
     ) -> ToolResult:
+        """A tool's result; ``name`` defaults to the name of the matching open call."""
+        call_name = self.open_tool_calls.pop(tool_call_id, None)
         return ToolResult.model_construct(
-            **self._base(), tool_call_id=tool_call_id, name=name, output=output, is_error=is_error
+            **self._base(),
+            tool_call_id=tool_call_id,
+            name=name or call_name or "",
+            output=output,
+            is_error=is_error,
         )
 
     def status(
@@ -253,21 +271,100 @@ class EventFactory:
         model: str | None = None,
         estimated: bool = False,
     ) -> Cost:
+        """A cumulative ``cost`` event; values below the previous cumulative ones are raised to them."""
+        prev = self.usage
+        if prev is not None:
+            usage = Usage.model_construct(
+                input_tokens=max(prev.input_tokens, usage.input_tokens),
+                output_tokens=max(prev.output_tokens, usage.output_tokens),
+                cached_input_tokens=_max_opt(prev.cached_input_tokens, usage.cached_input_tokens),
+                cache_write_tokens=_max_opt(prev.cache_write_tokens, usage.cache_write_tokens),
+            )
+        if cost_usd is not None and self.cost_usd is not None:
+            cost_usd = max(cost_usd, self.cost_usd)
+        self.usage = usage
+        if cost_usd is not None:
+            self.cost_usd = cost_usd
         return Cost.model_construct(
             **self._base(), cost_usd=cost_usd, usage=usage, model=model, estimated=estimated
         )
 
-    def done(
+    def add_cost(
+        self,
+        delta: Usage,
+        *,
+        cost_usd_delta: float | None,
+        model: str | None = None,
+        estimated: bool = False,
+    ) -> Cost:
+        """A ``cost`` event from one turn's usage and USD (added to the running totals).
+
+        An unknown USD for any turn makes the cumulative USD unknown from then on.
+        """
+        total = delta if self.usage is None else self.usage + delta
+        if cost_usd_delta is None or (self.usage is not None and self.cost_usd is None):
+            cost_usd: float | None = None
+        else:
+            cost_usd = (self.cost_usd or 0.0) + cost_usd_delta
+        self.usage = total
+        self.cost_usd = cost_usd
+        return Cost.model_construct(
+            **self._base(), cost_usd=cost_usd, usage=total, model=model, estimated=estimated
+        )
+
+    def finish(
         self,
         reason: DoneReason,
         summary: str = "",
         *,
         usage: Usage | None = None,
         cost_usd: float | None = None,
-    ) -> Done:
-        return Done.model_construct(
-            **self._base(), reason=reason, summary=summary, usage=usage, cost_usd=cost_usd
+    ) -> list[RuntimeEvent]:
+        """The terminal group: synthetic results for open tool calls, then the one ``done``.
+
+        Returns ``[]`` if the run already finished. ``usage``/``cost_usd`` default to the
+        cumulative figures seen on ``cost`` events.
+        """
+        if self.finished:
+            return []
+        self.finished = True
+        out: list[RuntimeEvent] = [
+            self.tool_result(
+                call_id,
+                f"tool call not completed: the run ended ({reason})",
+                name=name,
+                is_error=True,
+            )
+            for call_id, name in list(self.open_tool_calls.items())
+        ]
+        out.append(
+            Done.model_construct(
+                **self._base(),
+                reason=reason,
+                summary=summary,
+                usage=usage if usage is not None else self.usage,
+                cost_usd=cost_usd if cost_usd is not None else self.cost_usd,
+            )
         )
+        return out
+
+    def fail(
+        self, message: str, *, code: str | None = None, summary: str | None = None
+    ) -> list[RuntimeEvent]:
+        """A fatal failure: ``error{fatal}`` then the terminal group with ``done{error}``."""
+        if self.finished:
+            return []
+        err = self.error(message, code=code, fatal=True)
+        return [err, *self.finish("error", message if summary is None else summary)]
 
     def error(self, message: str, *, code: str | None = None, fatal: bool = True) -> ErrorEvent:
+        """A bare error event; prefer :meth:`fail` for fatal failures (it adds the ``done``)."""
         return ErrorEvent.model_construct(**self._base(), code=code, message=message, fatal=fatal)
+
+
+def _max_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)

@@ -235,6 +235,9 @@ class QueueEventStream:
     subscription, so a one-shot stream always closes after its terminal.
     """
 
+    cancel_safe = True
+    """A cancelled pull consumes nothing (the idle guard relies on it)."""
+
     def __init__(
         self,
         queue: EventQueue,

@@ -1,0 +1,161 @@
+"""One run's outbound events: the shared mechanism every adapter publishes through.
+
+A :class:`RunEmitter` owns the run's :class:`~orchestrator.events.EventFactory` (gapless ``seq``,
+tool-call bookkeeping, cumulative cost, one terminal) and its subscribers. An adapter's normalizer
+turns native frames into events with ``emitter.factory``; the adapter hands them to
+:meth:`RunEmitter.publish`. The emitter then keeps the contracts of DESIGN §3 for everyone:
+
+* events published before anyone subscribed are buffered for the first subscriber (a runtime
+  may speak before the host calls ``events()``);
+* ``events()`` subscribes eagerly; the first subscriber sees ``seq`` from 1, later ones are
+  renumbered from 1 at the point they joined;
+* the run id is bound late: by :meth:`bind_run_id` from the runtime's own id, else on the first
+  event from a generated id, and the :class:`RunHandle` sees it;
+* nothing is delivered after ``done``; after ``done`` a one-shot run's streams close;
+* the backpressure policy of :class:`~orchestrator.queue.EventQueue` (coalesce text deltas,
+  make the producer wait for everything else) applies per subscriber;
+* unknown native frames are counted and surfaced once per type as a ``status`` detail.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+
+import attrs
+import trio
+
+from orchestrator.adapter import RunHandle
+from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms
+from orchestrator.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
+
+__all__ = ["RunEmitter", "RunTable"]
+
+_log = logging.getLogger(__name__)
+
+
+@attrs.define(eq=False)
+class _Subscriber:
+    queue: EventQueue
+    seq_offset: int
+
+
+@attrs.define(eq=False)
+class RunEmitter:
+    """The outbound side of one run (see the module docstring).
+
+    The adapter's pattern for each native frame: bind the runtime's id if the frame carries one
+    (:meth:`bind_run_id`), else :meth:`ensure_run_id`; normalize with :attr:`factory`; then
+    :meth:`publish` the events.
+    """
+
+    handle: RunHandle
+    clock: Callable[[], int] = now_ms
+    one_shot: bool = True
+    max_buffer: int = DEFAULT_QUEUE_MAX
+    factory: EventFactory = attrs.field(init=False)
+    unknown_frames: dict[str, int] = attrs.field(init=False, factory=dict[str, int])
+    """Unknown native frame types seen, with counts."""
+    dropped_after_done: int = attrs.field(init=False, default=0)
+    """Events an adapter tried to publish after the terminal (a bug in that adapter)."""
+    finished: trio.Event = attrs.field(init=False, factory=trio.Event)
+    """Set once ``done`` has been published."""
+    _subscribers: list[_Subscriber] = attrs.field(init=False, factory=list[_Subscriber])
+    _unclaimed: _Subscriber | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self.factory = EventFactory(
+            run_id=self.handle.run_id or "",
+            session_id=self.handle.session_key,
+            clock=self.clock,
+        )
+        # Buffers everything published before the host's first events() call.
+        self._unclaimed = _Subscriber(EventQueue(self.max_buffer), 0)
+        self._subscribers.append(self._unclaimed)
+
+    @property
+    def done(self) -> bool:
+        """True once the terminal ``done`` has been published."""
+        return self.finished.is_set()
+
+    def bind_run_id(self, run_id: str) -> None:
+        """Bind the runtime's own run id, if none is bound yet (the first id wins)."""
+        if self.handle.run_id is None and run_id:
+            self.handle.run_id = run_id
+            self.factory.run_id = run_id
+
+    def ensure_run_id(self) -> None:
+        """Bind a generated run id if the runtime has not told us one yet."""
+        if self.handle.run_id is None:
+            self.bind_run_id(f"{self.handle.adapter_id}-{uuid.uuid4().hex[:12]}")
+
+    def subscribe(self) -> QueueEventStream:
+        """A new stream of this run's events (buffered from now on; the first gets the backlog)."""
+        sub = self._unclaimed
+        if sub is not None:
+            self._unclaimed = None
+        else:
+            sub = _Subscriber(EventQueue(self.max_buffer), self.factory.seq)
+            if self.done and self.one_shot:
+                sub.queue.close()
+            else:
+                self._subscribers.append(sub)
+        return QueueEventStream(
+            sub.queue, on_close=lambda: self._unsubscribe(sub), close_on_done=self.one_shot
+        )
+
+    def _unsubscribe(self, sub: _Subscriber) -> None:
+        if sub in self._subscribers:
+            self._subscribers.remove(sub)
+
+    def note_unknown(self, frame_type: str) -> list[RuntimeEvent]:
+        """Count an unknown native frame; the first of each type gives a ``status`` detail."""
+        count = self.unknown_frames.get(frame_type, 0) + 1
+        self.unknown_frames[frame_type] = count
+        if count > 1 or self.done:
+            return []
+        self.ensure_run_id()
+        return [self.factory.status("running", detail=f"ignored unknown frame type {frame_type!r}")]
+
+    async def publish(self, events: Iterable[RuntimeEvent]) -> None:
+        """Deliver events in order to every subscriber (or the backlog), applying backpressure."""
+        for event in events:
+            if self.finished.is_set():
+                self.dropped_after_done += 1
+                _log.warning("%s: %s event after done dropped", self.handle.adapter_id, event.kind)
+                continue
+            for sub in tuple(self._subscribers):
+                out = event
+                if sub.seq_offset:
+                    out = event.model_copy(update={"seq": event.seq - sub.seq_offset})
+                if not await sub.queue.send(out):
+                    self._unsubscribe(sub)
+            if isinstance(event, Done):
+                self.finished.set()
+                if self.one_shot:
+                    for sub in self._subscribers:
+                        sub.queue.close()
+
+    async def finish(self, reason: DoneReason = "success", summary: str = "") -> None:
+        """Publish the terminal group (no-op if already finished)."""
+        self.ensure_run_id()
+        await self.publish(self.factory.finish(reason, summary))
+
+    async def fail(self, message: str, *, code: str | None = None) -> None:
+        """Publish ``error{fatal}`` then ``done{error}`` (no-op if already finished)."""
+        self.ensure_run_id()
+        await self.publish(self.factory.fail(message, code=code))
+
+
+@attrs.define
+class RunTable:
+    """An adapter's runs by session key (a new run for a key replaces the old one)."""
+
+    runs: dict[str, RunEmitter] = attrs.field(factory=dict[str, RunEmitter])
+
+    def add(self, emitter: RunEmitter) -> None:
+        self.runs[emitter.handle.session_key] = emitter
+
+    def get(self, run: RunHandle) -> RunEmitter | None:
+        return self.runs.get(run.session_key)

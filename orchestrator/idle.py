@@ -1,0 +1,168 @@
+"""The idle guard: end a stream that has gone silent, after giving ``on_idle`` a grace window.
+
+``with_idle_timeout`` re-yields a source. Each gap between events is bounded by ``idle_s``; when a
+gap runs out, ``on_idle`` (typically ``adapter.abort``) is started in the background and never
+awaited (a wedged abort must not hang the consumer), and the stream goes on in the *grace*
+window: from then on every gap is bounded by ``grace_s`` (after an abort only a terminal is
+expected). A second expiry ends the stream. The timer is an idle reset, not a total budget.
+
+The pending pull is never lost to a timeout: a cancel-safe source (one that sets
+``cancel_safe = True``, like :class:`~orchestrator.queue.QueueEventStream`) is pulled directly,
+because a cancelled receive consumes nothing; any other async iterator is pumped by a helper task
+whose in-flight pull carries over from one window to the next. Source exceptions reach the
+consumer. On exit the source is closed (errors from its ``aclose`` are swallowed) and a still
+running ``on_idle`` gets one grace window to finish before it is cancelled.
+
+Usage::
+
+    async with with_idle_timeout(stream, idle_s=600, on_idle=lambda: adapter.abort(run)) as events:
+        async for event in events:
+            ...
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Generic, Self, TypeVar
+
+import outcome
+import trio
+
+__all__ = [
+    "DEFAULT_RUN_SILENT_TIMEOUT_S",
+    "IDLE_ABORT_GRACE_S",
+    "IdleGuard",
+    "with_idle_timeout",
+]
+
+T = TypeVar("T")
+
+DEFAULT_RUN_SILENT_TIMEOUT_S = 30 * 60.0
+"""A run that says nothing for 30 minutes is considered wedged."""
+IDLE_ABORT_GRACE_S = 5.0
+"""After ``on_idle`` fires, this long is allowed for the terminal to arrive."""
+
+_log = logging.getLogger(__name__)
+
+OnIdle = Callable[[], Awaitable[object] | None]
+
+
+class IdleGuard(Generic[T]):
+    """The async iterator yielded by :func:`with_idle_timeout`."""
+
+    def __init__(
+        self,
+        source: AsyncIterator[T],
+        *,
+        idle_s: float,
+        grace_s: float,
+        on_idle: OnIdle,
+        nursery: trio.Nursery,
+    ) -> None:
+        self._source = source
+        self._idle_s = idle_s
+        self._grace_s = grace_s
+        self._on_idle = on_idle
+        self._nursery = nursery
+        self._idled = False
+        self._ended = False
+        self.idle_fired = trio.Event()
+        """Set once ``on_idle`` has been started."""
+        self._receive: trio.MemoryReceiveChannel[outcome.Outcome[T]] | None = None
+        if not getattr(source, "cancel_safe", False):
+            send, receive = trio.open_memory_channel[outcome.Outcome[T]](0)
+            self._receive = receive
+            nursery.start_soon(self._pump, send)
+
+    @property
+    def idled(self) -> bool:
+        """True once the idle window has expired at least once."""
+        return self._idled
+
+    async def _pump(self, send: trio.MemorySendChannel[outcome.Outcome[T]]) -> None:
+        async with send:
+            while True:
+                try:
+                    value = await self._source.__anext__()
+                except StopAsyncIteration:
+                    return
+                except Exception as exc:  # forwarded to the consumer
+                    await send.send(outcome.Error(exc))
+                    return
+                await send.send(outcome.Value(value))
+
+    async def _pull(self) -> T:
+        if self._receive is None:
+            return await self._source.__anext__()
+        try:
+            result = await self._receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        return result.unwrap()
+
+    async def _fire(self) -> None:
+        try:
+            result = self._on_idle()
+            if result is not None:
+                await result
+        except Exception:
+            _log.warning("on_idle raised; ignored", exc_info=True)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._ended:
+            raise StopAsyncIteration
+        while True:
+            window = self._grace_s if self._idled else self._idle_s
+            with trio.move_on_after(window):
+                try:
+                    return await self._pull()
+                except StopAsyncIteration:
+                    self._ended = True
+                    raise
+            if self._idled:
+                self._ended = True
+                raise StopAsyncIteration
+            self._idled = True
+            self.idle_fired.set()
+            self._nursery.start_soon(self._fire)
+
+
+@asynccontextmanager
+async def with_idle_timeout(
+    source: AsyncIterator[T],
+    *,
+    on_idle: OnIdle,
+    idle_s: float = DEFAULT_RUN_SILENT_TIMEOUT_S,
+    grace_s: float = IDLE_ABORT_GRACE_S,
+) -> AsyncGenerator[IdleGuard[T]]:
+    """Guard ``source`` against silence (see the module docstring)."""
+    if idle_s <= 0 or grace_s <= 0:
+        raise ValueError("idle_s and grace_s must be positive")
+    async with trio.open_nursery() as nursery:
+        guard = IdleGuard(source, idle_s=idle_s, grace_s=grace_s, on_idle=on_idle, nursery=nursery)
+        try:
+            yield guard
+        finally:
+            with trio.CancelScope(shield=True):
+                await _close_quietly(source)
+            # the pump (if any) is done or blocked on a source nobody reads any more
+            if guard._receive is not None:  # pyright: ignore[reportPrivateUsage]
+                guard._receive.close()  # pyright: ignore[reportPrivateUsage]
+            nursery.cancel_scope.deadline = min(
+                nursery.cancel_scope.deadline, trio.current_time() + grace_s
+            )
+
+
+async def _close_quietly(source: Any) -> None:
+    aclose = getattr(source, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception:
+        _log.debug("source aclose raised; ignored", exc_info=True)
