@@ -1,0 +1,13 @@
+"""Runtime adapters: each runtime (native, Claude Code, Codex, OpenClaw, Hermes, scripted) behind
+the common :class:`orchestrator.RuntimeAdapter` trait.
+
+Each runtime lives in its own subpackage, in three layers: dialect (typed native frames),
+normalize (pure frames → events) and driver (process or socket); the adapter glues them to the
+trait. Shared mechanisms: ``_base`` (lifecycle, run table, health deadline), ``_runs`` (event
+emission contracts), ``_process`` (child processes), ``_jsonl`` (line framing).
+"""
+
+from .scripted import RecordedCall as RecordedCall
+from .scripted import ScriptedAdapter as ScriptedAdapter
+
+__all__ = ["RecordedCall", "ScriptedAdapter"]

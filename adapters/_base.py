@@ -1,0 +1,163 @@
+"""What every adapter shares: its task scope, its run table, health with a deadline, safe paths.
+
+An adapter is an async context manager: ``async with adapter:`` opens the nursery its runs live
+in (child processes, sockets, the native loop), and leaving it (or :meth:`aclose`) aborts every
+run still going and waits until they are gone — no run, and no child process, outlives its
+adapter. ``start()`` before entering raises :class:`RuntimeError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+import trio
+
+from orchestrator.adapter import (
+    HEALTH_TIMEOUT_S,
+    HealthResult,
+    ParticipantKind,
+    RunHandle,
+    SessionCodec,
+)
+from orchestrator.errors import ConfigError, redact_secrets
+from orchestrator.events import now_ms
+from orchestrator.queue import EventQueue, QueueEventStream
+
+from ._runs import RunEmitter, RunTable
+
+__all__ = ["AdapterBase", "closed_stream", "confined_path"]
+
+_log = logging.getLogger(__name__)
+
+
+def closed_stream() -> QueueEventStream:
+    """An empty stream (for ``events()`` on a run this adapter does not know)."""
+    queue = EventQueue(1)
+    queue.close()
+    return QueueEventStream(queue)
+
+
+def confined_path(root: str | os.PathLike[str], key: str) -> Path:
+    """``root / key`` for a context key, refusing absolute paths and ``..`` escapes."""
+    if not key or "\x00" in key:
+        raise ConfigError("context key must be a non-empty relative path")
+    pure = PurePosixPath(key.replace("\\", "/"))
+    if pure.is_absolute() or any(part == ".." for part in pure.parts):
+        raise ConfigError(f"context key {key!r} escapes the run's workspace")
+    base = Path(root).resolve()
+    target = (base / pure).resolve()
+    if target != base and base not in target.parents:
+        raise ConfigError(f"context key {key!r} escapes the run's workspace")
+    return target
+
+
+class AdapterBase:
+    """Base class for adapters: nursery, run table, health deadline, event subscription."""
+
+    id: ClassVar[str] = ""
+    participant_kind: ParticipantKind = "agent"
+    one_shot: ClassVar[bool] = True
+
+    def __init__(self, *, clock: Callable[[], int] = now_ms) -> None:
+        self._clock = clock
+        self._runs = RunTable()
+        self._stack: AsyncExitStack | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._stack is not None:
+            raise RuntimeError(f"{self.id} adapter entered twice")
+        stack = AsyncExitStack()
+        self._nursery = await stack.enter_async_context(trio.open_nursery())
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._shutdown()
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.__aexit__(exc_type, exc, tb)
+        self._nursery = None
+
+    async def aclose(self) -> None:
+        """Abort every live run and release resources (the nursery closes on ``__aexit__``)."""
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            for emitter in list(self._runs.runs.values()):
+                if not emitter.done:
+                    try:
+                        await self.abort(emitter.handle)
+                    except Exception:
+                        _log.warning("%s: abort during shutdown failed", self.id, exc_info=True)
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise RuntimeError(f"use `async with` on the {self.id} adapter before starting runs")
+        return self._nursery
+
+    # -- trait pieces ------------------------------------------------------------------------
+
+    @property
+    def session_codec(self) -> SessionCodec | None:
+        return None
+
+    async def health(self) -> HealthResult:
+        """Runs :meth:`probe_health` with the 2 s deadline; never raises."""
+        try:
+            with trio.fail_after(HEALTH_TIMEOUT_S * 0.95):
+                return await self.probe_health()
+        except trio.TooSlowError:
+            return HealthResult(ok=False, message="health check timed out")
+        except Exception as exc:
+            return HealthResult(ok=False, message=redact_secrets(f"{type(exc).__name__}: {exc}"))
+
+    async def probe_health(self) -> HealthResult:
+        """Override: the real check (may be slow or raise; :meth:`health` bounds it)."""
+        await trio.lowlevel.checkpoint()
+        return HealthResult(ok=True)
+
+    def new_run(self, session_key: str) -> RunEmitter:
+        """Register a new run's emitter (replacing any earlier run with the same key)."""
+        if self._closed:
+            raise RuntimeError(f"{self.id} adapter is closed")
+        handle = RunHandle(adapter_id=self.id, session_key=session_key, run_id=None)
+        emitter = RunEmitter(handle=handle, clock=self._clock, one_shot=self.one_shot)
+        self._runs.add(emitter)
+        return emitter
+
+    async def abort(self, run: RunHandle) -> None:
+        """Override: cancel the live run so its stream ends in ``done{aborted}``. Idempotent."""
+        raise NotImplementedError
+
+    def emitter_for(self, run: RunHandle) -> RunEmitter | None:
+        return self._runs.get(run)
+
+    def events(self, run: RunHandle) -> QueueEventStream:
+        emitter = self._runs.get(run)
+        if emitter is None:
+            return closed_stream()
+        return emitter.subscribe()
+
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in the adapter's nursery."""
+        self.nursery.start_soon(fn, *args)
