@@ -27,6 +27,7 @@ import attrs
 import trio
 
 from orchestrator.adapter import RunHandle
+from orchestrator.errors import RingleaderError, redact_secrets
 from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms
 from orchestrator.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
 
@@ -145,7 +146,11 @@ class RunEmitter:
     async def fail(self, message: str, *, code: str | None = None) -> None:
         """Publish ``error{fatal}`` then ``done{error}`` (no-op if already finished)."""
         self.ensure_run_id()
-        await self.publish(self.factory.fail(message, code=code))
+        await self.publish(self.factory.fail(redact_secrets(message), code=code))
+
+    async def fail_with(self, error: RingleaderError) -> None:
+        """Report a typed error: ``error{code: error.event_code, fatal}`` then ``done{error}``."""
+        await self.fail(str(error), code=error.event_code)
 
 
 @attrs.define

@@ -71,15 +71,25 @@ def redact_secrets(text: str) -> str:
 
 
 class RingleaderError(Exception):
-    """Root of every error ringleader raises."""
+    """Root of every error ringleader raises.
+
+    ``event_code`` is the stable string an adapter puts in ``error{code}`` when it reports this
+    error on the event stream.
+    """
+
+    event_code: str = "ringleader_error"
 
 
 class ConfigError(RingleaderError, ValueError):
     """Bad user configuration, options or command-line arguments."""
 
+    event_code = "config_error"
+
 
 class AdapterError(RingleaderError):
     """Something went wrong in one runtime adapter."""
+
+    event_code = "adapter_error"
 
     def __init__(
         self, message: str, *, adapter: str | None = None, session_key: str | None = None
@@ -109,6 +119,8 @@ def _rebuild(cls: type[AdapterError], args: tuple[Any, ...], extra: dict[str, An
 class RuntimeNotFoundError(AdapterError):
     """The runtime's binary is not installed; ``install_hint`` says how to install it."""
 
+    event_code = "runtime_not_found"
+
     def __init__(
         self,
         message: str,
@@ -129,9 +141,13 @@ class RuntimeNotFoundError(AdapterError):
 class RuntimeStartError(AdapterError):
     """Spawning the runtime or its handshake failed."""
 
+    event_code = "runtime_start_failed"
+
 
 class RuntimeExitedError(AdapterError):
     """The runtime exited before finishing its run (``exit_code``, last lines of stderr)."""
+
+    event_code = "runtime_exited"
 
     def __init__(
         self,
@@ -153,6 +169,8 @@ class RuntimeExitedError(AdapterError):
 class ProtocolError(AdapterError):
     """A line or frame from the runtime could not be read; ``line`` holds its (truncated) start."""
 
+    event_code = "protocol_error"
+
     def __init__(
         self,
         message: str,
@@ -173,6 +191,8 @@ class ProtocolError(AdapterError):
 class LineTooLongError(ProtocolError):
     """A line exceeded the framer's hard cap (``limit`` bytes); it was discarded."""
 
+    event_code = "line_too_long"
+
     def __init__(
         self,
         message: str,
@@ -192,6 +212,8 @@ class LineTooLongError(ProtocolError):
 class RuntimeReportedError(AdapterError):
     """The runtime itself reported a failure (``code`` is its own error code, if any)."""
 
+    event_code = "runtime_reported"
+
     def __init__(
         self,
         message: str,
@@ -209,6 +231,8 @@ class RuntimeReportedError(AdapterError):
 
 class ActorError(RingleaderError):
     """Supervision and actor failures."""
+
+    event_code = "actor_error"
 
     def __init__(self, message: str, *, actor_id: str | None = None) -> None:
         super().__init__(message)
@@ -228,14 +252,22 @@ def _rebuild_actor(cls: type[ActorError], args: tuple[Any, ...], extra: dict[str
 class ActorCrashedError(ActorError):
     """An actor's task tree raised; the cause is chained as ``__cause__``."""
 
+    event_code = "actor_crashed"
+
 
 class MailboxClosedError(ActorError):
     """A message was sent to an actor that has finished or been fenced."""
+
+    event_code = "mailbox_closed"
 
 
 class CapabilityError(ActorError):
     """The runtime's capabilities do not allow what was asked (e.g. steering a non-steerable run)."""
 
+    event_code = "capability_error"
+
 
 class BudgetExceededError(RingleaderError):
     """A cost, turn, rotation or time budget was exhausted."""
+
+    event_code = "budget_exceeded"
