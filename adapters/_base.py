@@ -31,7 +31,7 @@ from orchestrator.queue import EventQueue, QueueEventStream
 
 from ._runs import RunEmitter, RunTable
 
-__all__ = ["AdapterBase", "closed_stream", "confined_path"]
+__all__ = ["AdapterBase", "closed_stream", "confined_path", "validate_context_key"]
 
 _log = logging.getLogger(__name__)
 
@@ -43,13 +43,19 @@ def closed_stream() -> QueueEventStream:
     return QueueEventStream(queue)
 
 
-def confined_path(root: str | os.PathLike[str], key: str) -> Path:
-    """``root / key`` for a context key, refusing absolute paths and ``..`` escapes."""
+def validate_context_key(key: str) -> PurePosixPath:
+    """A ``write_context`` key as a relative path; absolute paths and ``..`` are refused."""
     if not key or "\x00" in key:
         raise ConfigError("context key must be a non-empty relative path")
     pure = PurePosixPath(key.replace("\\", "/"))
     if pure.is_absolute() or any(part == ".." for part in pure.parts):
         raise ConfigError(f"context key {key!r} escapes the run's workspace")
+    return pure
+
+
+def confined_path(root: str | os.PathLike[str], key: str) -> Path:
+    """``root / key`` for a context key, refusing absolute paths, ``..`` and symlink escapes."""
+    pure = validate_context_key(key)
     base = Path(root).resolve()
     target = (base / pure).resolve()
     if target != base and base not in target.parents:

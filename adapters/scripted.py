@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, Valid
 from orchestrator.adapter import Capabilities, RunHandle, StartOpts, TaskHandle
 from orchestrator.events import EventFactory, RuntimeEvent, Usage, now_ms
 
-from ._base import AdapterBase, confined_path
+from ._base import AdapterBase, confined_path, validate_context_key
 from ._runs import RunEmitter
 
 __all__ = [
@@ -306,6 +306,7 @@ class ScriptedAdapter(AdapterBase):
         await trio.lowlevel.checkpoint()
 
     async def write_context(self, run: RunHandle, key: str, value: str) -> None:
+        validate_context_key(key)
         live = self._live.get(run.session_key)
         if live is not None and live.opts.cwd:
             path = confined_path(live.opts.cwd, key)

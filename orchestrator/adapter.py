@@ -6,7 +6,8 @@ is a small mutable attrs class because the runtime tells us its run id late.
 
 Contracts every adapter keeps (DESIGN §3): ``capabilities()`` is pure and starts nothing;
 ``health()`` never raises and answers within 2 s; ``start()`` returns a handle whose ``run_id`` is
-``None``; ``events()`` is *not* async and subscribes before it returns, so nothing emitted between
+``None``; an adapter is an async context manager (``async with adapter:``) that owns whatever its
+runs need (child processes, sockets, tasks) and ends them all on exit; ``events()`` is *not* async and subscribes before it returns, so nothing emitted between
 ``events()`` and the first pull is lost; ``abort()`` is idempotent; one-shot streams close after
 their single ``done``.
 """
@@ -193,3 +194,10 @@ class RuntimeAdapter(Protocol):
     async def set_model(self, run: RunHandle, model: str) -> None: ...
     async def write_context(self, run: RunHandle, key: str, value: str) -> None: ...
     async def aclose(self) -> None: ...
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
