@@ -1,0 +1,517 @@
+"""The one child-process driver every CLI adapter shares (Claude Code, Codex, Hermes ACP, …).
+
+:func:`open_child` spawns a runtime CLI and is the only way to get a :class:`ChildProcess`::
+
+    env = child_env(extra={"HOME": home, "CLAUDE_CONFIG_DIR": state})
+    async with open_child([str(claude), "-p", prompt, ...], env=env, adapter="claude-code") as child:
+        async for batch in child.batches():        # one batch per pipe read
+            for frame in batch:
+                if isinstance(frame, LineTooLongError):
+                    ...                            # report it; the next lines keep coming
+                else:
+                    ...                            # one line of bytes, without the newline
+        code = await child.wait()
+        if code != 0 and not child.terminated_by_us:
+            raise child.exit_error()
+
+What it guarantees:
+
+* **No shell, own process group.** ``argv`` is a list; the child is started with
+  ``start_new_session=True``, so it leads a new session and process group, and every signal we send
+  goes to the whole group (its tools, their children).
+* **Allow-listed environment.** Pass ``env=child_env(...)``: only ``PATH``, locale, terminal,
+  time zone, temp dir, CA bundle and user-identity variables come from our environment; the run adds
+  its own (state dirs, model URL, key). Nothing else leaks into the child.
+* **stdin** is the null device unless ``stdin=True`` (then :meth:`ChildProcess.send_line`).
+* **stdout** goes through :class:`~adapters._jsonl.LineFramer` (hard line cap) and is delivered in
+  batches, one per pipe read, so a consumer pays one checkpoint per read, not per line. An over-cap
+  line arrives in place as a :class:`~orchestrator.errors.LineTooLongError` frame.
+* **stderr** is drained continuously (so the child never blocks on it) into a bounded tail (last
+  64 KiB by default); :attr:`ChildProcess.stderr_tail` is that text with secrets redacted.
+* **Termination** (:meth:`ChildProcess.terminate`) sends SIGINT to the group, waits ``sigint_grace``
+  seconds for the whole group to be gone, then SIGTERM and ``sigterm_grace``, then SIGKILL. It waits
+  for the group — not just the direct child — to disappear (a reference bug stopped escalating when
+  the direct child exited and orphaned its grandchildren). It is idempotent, safe to call at any
+  time from any task, shielded from cancellation and bounded by the graces.
+* **Leaving the ``async with``** — normally, by an exception or by cancellation — always terminates
+  and reaps the group (draining stdout meanwhile so a child blocked on a full pipe can still exit).
+
+Exit codes follow :mod:`subprocess`: ``-N`` means killed by signal ``N`` (a shell would say
+``128+N``, e.g. 143 for SIGTERM).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Final
+
+import trio
+
+from orchestrator.errors import (
+    RuntimeExitedError,
+    RuntimeNotFoundError,
+    RuntimeStartError,
+    redact_secrets,
+)
+
+from ._jsonl import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer
+
+__all__ = [
+    "DEFAULT_ENV_ALLOW",
+    "DEFAULT_SIGINT_GRACE",
+    "DEFAULT_SIGTERM_GRACE",
+    "DEFAULT_STDERR_TAIL_BYTES",
+    "ChildProcess",
+    "child_env",
+    "open_child",
+]
+
+DEFAULT_ENV_ALLOW: Final[tuple[str, ...]] = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+)
+"""Variables a child inherits from our environment by default. ``NAME*`` matches a prefix.
+
+``HOME`` is deliberately absent: every run gets its own (DESIGN §7), passed in ``extra``.
+"""
+
+DEFAULT_SIGINT_GRACE: Final = 3.0
+DEFAULT_SIGTERM_GRACE: Final = 3.0
+DEFAULT_STDERR_TAIL_BYTES: Final = 64 * 1024
+_KILL_WAIT: Final = 5.0
+"""How long to wait for the group to vanish after SIGKILL (only a process stuck in the kernel,
+state D, survives that long)."""
+_STDERR_EOF_WAIT: Final = 1.0
+"""How long :meth:`ChildProcess.wait` waits for stderr's end after the exit (a process that left
+the group may keep the pipe open)."""
+_READ_SIZE: Final = 65536
+
+
+def child_env(
+    allow: Iterable[str] = DEFAULT_ENV_ALLOW,
+    extra: Mapping[str, str] | None = None,
+    *,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Build a child's environment: allow-listed variables from ``base`` plus the run's own.
+
+    Args:
+        allow: names to copy from ``base``; a name ending in ``*`` copies every variable with that
+            prefix (``"LC_*"``).
+        extra: the run's own variables (state dirs, ``HOME``, model URL and key); they win.
+        base: where allowed variables come from; defaults to :data:`os.environ`.
+    """
+    src = os.environ if base is None else base
+    exact: set[str] = set()
+    prefixes: list[str] = []
+    for name in allow:
+        if name.endswith("*"):
+            prefixes.append(name[:-1])
+        else:
+            exact.add(name)
+    env = {k: v for k, v in src.items() if k in exact or any(k.startswith(p) for p in prefixes)}
+    if extra:
+        env.update(extra)
+    return env
+
+
+class ChildProcess:
+    """A running runtime CLI in its own process group. Created only by :func:`open_child`."""
+
+    def __init__(
+        self,
+        proc: trio.Process,
+        argv: Sequence[str],
+        *,
+        framer: LineFramer,
+        stderr_tail_bytes: int,
+        sigint_grace: float,
+        sigterm_grace: float,
+        adapter: str | None,
+        session_key: str | None,
+    ) -> None:
+        self._proc = proc
+        self.argv: Final = tuple(argv)
+        self.pid: Final = proc.pid
+        """The child's pid, which is also its process group id."""
+        self._pgid = proc.pid
+        self._framer = framer
+        self._eof = False
+        self._stderr = bytearray()
+        self._stderr_cap = stderr_tail_bytes
+        self._stderr_cut = False
+        self._stderr_done = trio.Event()
+        self._send_lock = trio.Lock()
+        self.sigint_grace = sigint_grace
+        self.sigterm_grace = sigterm_grace
+        self.adapter = adapter
+        self.session_key = session_key
+        self._term_started = False
+        self._term_done = trio.Event()
+        self.terminated_by_us = False
+        """True when :meth:`terminate` found the child still running (so an exit that follows is
+        our abort, not the runtime's failure)."""
+        self.group_survived = False
+        """True if some member of the group was still there after SIGKILL and the kill wait."""
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status (``-N``: killed by signal ``N``), or ``None`` while running."""
+        return self._proc.returncode
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last bytes of stderr (at most ``stderr_tail_bytes``), decoded, secrets redacted.
+
+        When older output was dropped, the first (partial) line is dropped too, so a cut never
+        leaves half a secret that the redaction patterns no longer recognize.
+        """
+        data = bytes(self._stderr[-self._stderr_cap :])
+        if self._stderr_cut or len(self._stderr) > self._stderr_cap:
+            nl = data.find(b"\n")
+            if nl >= 0:
+                data = data[nl + 1 :]
+        return redact_secrets(data.decode("utf-8", "replace"))
+
+    def exit_error(self, message: str | None = None) -> RuntimeExitedError:
+        """A :class:`RuntimeExitedError` for this child's exit, carrying the stderr tail."""
+        code = self.returncode
+        if message is None:
+            name = os.path.basename(self.argv[0]) if self.argv else "runtime"
+            message = f"{name} exited with status {code}"
+        return RuntimeExitedError(
+            message,
+            exit_code=code,
+            stderr_tail=self.stderr_tail,
+            adapter=self.adapter,
+            session_key=self.session_key,
+        )
+
+    # ------------------------------------------------------------------ stdout
+
+    async def receive_batch(self) -> Sequence[Frame]:
+        """The next non-empty batch of frames from stdout; an empty sequence at end of output.
+
+        The final unterminated line (a truncated frame, if the child died mid-write) comes in the
+        last batch. Only one task may read at a time (trio raises ``BusyResourceError``).
+        """
+        stdout = self._proc.stdout
+        assert stdout is not None
+        framer = self._framer
+        while not self._eof:
+            data = await stdout.receive_some(_READ_SIZE)
+            if isinstance(data, bytearray):  # pipes give bytes; the stream type allows either
+                data = bytes(data)
+            if not data:
+                self._eof = True
+                return framer.close()
+            frames = framer.feed(data)
+            if frames:
+                return frames
+        return ()
+
+    async def batches(self) -> AsyncIterator[Sequence[Frame]]:
+        """Iterate over stdout in batches (one per pipe read) until end of output."""
+        while batch := await self.receive_batch():
+            yield batch
+
+    async def lines(self) -> AsyncIterator[Frame]:
+        """Iterate over stdout frame by frame (convenience; :meth:`batches` is cheaper)."""
+        while batch := await self.receive_batch():
+            for frame in batch:
+                yield frame
+
+    # ------------------------------------------------------------------ stdin
+
+    async def send_line(self, line: bytes) -> None:
+        """Write one line (a ``\\n`` is appended if missing) to the child's stdin.
+
+        Safe to call from several tasks. Raises ``trio.BrokenResourceError`` if the child closed its
+        stdin (exited), ``trio.ClosedResourceError`` after :meth:`close_stdin`, and ``RuntimeError``
+        if the child was started without ``stdin=True``.
+        """
+        stdin = self._proc.stdin
+        if stdin is None:
+            raise RuntimeError("this child was started without stdin=True")
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        async with self._send_lock:
+            await stdin.send_all(line)
+
+    async def close_stdin(self) -> None:
+        """Close stdin: the child reads end of file. Idempotent; a no-op without ``stdin=True``."""
+        if self._proc.stdin is not None:
+            async with self._send_lock:
+                await self._proc.stdin.aclose()
+
+    # ------------------------------------------------------------------ exit
+
+    async def wait(self) -> int:
+        """Wait for the child to exit (and, briefly, for the rest of its stderr); return its code."""
+        code = await self._proc.wait()
+        # Members of the group left behind (tools still running) hold stderr open: no EOF to wait for.
+        if not _group_has_live_members(self._pgid):
+            with trio.move_on_after(_STDERR_EOF_WAIT):
+                await self._stderr_done.wait()
+        return code
+
+    async def terminate(self) -> int | None:
+        """Stop the whole process group: SIGINT, grace, SIGTERM, grace, SIGKILL; then reap.
+
+        Idempotent and safe at any time: concurrent callers wait for the first one's escalation.
+        Returns once every member of the group is gone (or, after SIGKILL, the kill wait has passed:
+        see :attr:`group_survived`). The escalation is shielded from cancellation and bounded by
+        ``sigint_grace + sigterm_grace`` plus a few seconds. Returns the exit code.
+        """
+        if self._term_started:
+            await self._term_done.wait()
+            return self.returncode
+        self._term_started = True
+        try:
+            with trio.CancelScope(shield=True):
+                if self._proc.returncode is None:
+                    self.terminated_by_us = True
+                steps = (
+                    (signal.SIGINT, self.sigint_grace),
+                    (signal.SIGTERM, self.sigterm_grace),
+                    (signal.SIGKILL, _KILL_WAIT),
+                )
+                for sig, grace in steps:
+                    if not self._group_alive():
+                        break
+                    self._signal_group(sig)
+                    if await self._wait_group_gone(grace):
+                        break
+                else:
+                    self.group_survived = True
+                with trio.move_on_after(_KILL_WAIT):
+                    await self._proc.wait()
+        finally:
+            self._term_done.set()
+        return self.returncode
+
+    def _signal_group(self, sig: int) -> None:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._pgid, sig)
+
+    def _group_alive(self) -> bool:
+        if self._proc.returncode is None:
+            return True
+        return _group_has_live_members(self._pgid)
+
+    async def _wait_group_gone(self, grace: float) -> bool:
+        with trio.move_on_after(grace):
+            await self._proc.wait()
+            delay = 0.002
+            while _group_has_live_members(self._pgid):
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ internals
+
+    async def _drain_stderr(self) -> None:
+        stderr = self._proc.stderr
+        assert stderr is not None
+        buf = self._stderr
+        keep = self._stderr_cap
+        try:
+            while data := await stderr.receive_some(_READ_SIZE):
+                buf += data
+                if len(buf) > 2 * keep:
+                    del buf[:-keep]
+                    self._stderr_cut = True
+        except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+            pass
+        finally:
+            self._stderr_done.set()
+
+    async def _drain_stdout(self, done: trio.Event) -> None:
+        """Discard stdout until end of output (used while shutting down with no reader left)."""
+        stdout = self._proc.stdout
+        assert stdout is not None
+        try:
+            while not self._eof and await stdout.receive_some(_READ_SIZE):
+                pass
+        except (trio.ClosedResourceError, trio.BrokenResourceError, trio.BusyResourceError):
+            pass
+        finally:
+            done.set()
+
+    async def _shutdown(self) -> None:
+        """Terminate (while draining stdout, so a child blocked on a full pipe can exit); close."""
+        stdout_done = trio.Event()
+        async with trio.open_nursery() as nursery:
+            if self._eof:
+                stdout_done.set()
+            else:
+                nursery.start_soon(self._drain_stdout, stdout_done)
+            await self.terminate()
+            # With the group gone both pipes are at end of file, unless a process escaped the
+            # group (setsid) and holds them open: wait a moment for the drains, then stop them.
+            with trio.move_on_after(0.1):
+                await stdout_done.wait()
+                await self._stderr_done.wait()
+            nursery.cancel_scope.cancel()
+        for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            if stream is not None:
+                await stream.aclose()
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """Whether process group ``pgid`` still has a member that is not a zombie."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # killpg(0) also succeeds for zombies, which an init that does not reap orphans leaves behind
+    # forever. On Linux, look at the members' states; elsewhere trust killpg.
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses
+        fields = stat[stat.rfind(b")") + 2 :].split(b" ", 3)
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _resolve_executable(argv0: str, env: Mapping[str, str]) -> str | None:
+    if os.sep in argv0:
+        return argv0 if os.path.isfile(argv0) and os.access(argv0, os.X_OK) else None
+    return shutil.which(argv0, path=env.get("PATH", os.defpath))
+
+
+@asynccontextmanager
+async def open_child(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str] | None = None,
+    stdin: bool = False,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES,
+    sigint_grace: float = DEFAULT_SIGINT_GRACE,
+    sigterm_grace: float = DEFAULT_SIGTERM_GRACE,
+    adapter: str | None = None,
+    session_key: str | None = None,
+    install_hint: str | None = None,
+) -> AsyncGenerator[ChildProcess]:
+    """Spawn ``argv`` in its own process group; terminate and reap the group on leaving.
+
+    Args:
+        argv: program and arguments (never a shell). A bare program name is looked up on ``env``'s
+            ``PATH``.
+        env: the child's complete environment; build it with :func:`child_env`.
+        cwd: the child's working directory.
+        stdin: give the child a stdin pipe (for :meth:`ChildProcess.send_line`); otherwise stdin is
+            the null device (Claude Code ``-p`` and ``codex exec`` wait on an open stdin pipe).
+        max_line_bytes: the stdout line cap.
+        stderr_tail_bytes: how much of the end of stderr to keep.
+        sigint_grace: seconds between SIGINT and SIGTERM during :meth:`ChildProcess.terminate`.
+        sigterm_grace: seconds between SIGTERM and SIGKILL.
+        adapter: adapter id recorded on errors.
+        session_key: session key recorded on errors.
+        install_hint: how to install the program, carried by :class:`RuntimeNotFoundError`.
+
+    Raises:
+        RuntimeNotFoundError: the program does not exist or is not executable.
+        RuntimeStartError: spawning failed for another reason (bad ``cwd``, resource limits, …).
+    """
+    if not argv:
+        raise RuntimeStartError("empty argv", adapter=adapter, session_key=session_key)
+    if sigint_grace < 0 or sigterm_grace < 0 or math.isnan(sigint_grace + sigterm_grace):
+        raise ValueError("grace periods must be non-negative")
+    args = [os.fspath(a) for a in argv]
+    env = dict(env)
+    if _resolve_executable(args[0], env) is None:
+        hint = f"; {install_hint}" if install_hint else ""
+        raise RuntimeNotFoundError(
+            f"runtime binary not found or not executable: {args[0]}{hint}",
+            path=args[0],
+            install_hint=install_hint,
+            adapter=adapter,
+            session_key=session_key,
+        )
+    try:
+        proc = await trio.lowlevel.open_process(
+            args,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise RuntimeStartError(
+            f"could not start {args[0]}: {exc}", adapter=adapter, session_key=session_key
+        ) from exc
+    child = ChildProcess(
+        proc,
+        args,
+        framer=LineFramer(max_line_bytes, adapter=adapter, session_key=session_key),
+        stderr_tail_bytes=stderr_tail_bytes,
+        sigint_grace=sigint_grace,
+        sigterm_grace=sigterm_grace,
+        adapter=adapter,
+        session_key=session_key,
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(child._drain_stderr)  # pyright: ignore[reportPrivateUsage]
+            try:
+                yield child
+            finally:
+                with trio.CancelScope(shield=True):
+                    await child._shutdown()  # pyright: ignore[reportPrivateUsage]
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The stderr task never raises, so a group here wraps what the caller's body raised: give
+        # the caller its own exception back, not a group it never asked for.
+        if len(group.exceptions) != 1:
+            raise
+        exc = group.exceptions[0]
+        context = exc.__context__
+        try:
+            raise exc
+        finally:
+            exc.__context__ = context
+            del exc, context
+    finally:
+        # Reached without _shutdown only if the nursery itself failed; make sure of the group.
+        if not child._term_done.is_set():  # pyright: ignore[reportPrivateUsage]
+            with trio.CancelScope(shield=True):
+                await child.terminate()
