@@ -7,7 +7,18 @@ trait. Shared mechanisms: ``_base`` (lifecycle, run table, health deadline), ``_
 emission contracts), ``_process`` (child processes), ``_jsonl`` (line framing).
 """
 
+from ._base import AdapterBase as AdapterBase
+from ._base import confined_path as confined_path
+from ._base import validate_context_key as validate_context_key
+from ._runs import RunEmitter as RunEmitter
 from .scripted import RecordedCall as RecordedCall
 from .scripted import ScriptedAdapter as ScriptedAdapter
 
-__all__ = ["RecordedCall", "ScriptedAdapter"]
+__all__ = [
+    "AdapterBase",
+    "RecordedCall",
+    "RunEmitter",
+    "ScriptedAdapter",
+    "confined_path",
+    "validate_context_key",
+]

@@ -426,17 +426,15 @@ class AdapterContract:
             await harness.emit(frames.final("beta done"), run_b)
             await harness.emit(frames.final("alpha done"), run_a)
             events_b = await self._collect(stream_b)
+            check_stream(events_b)
+            text_b = "".join(e.text for e in events_b if isinstance(e, TextDelta))
+            if "alpha" in text_b or "beta-1" not in text_b:
+                raise violation("runs-isolated", f"run b saw {text_b!r}")
             events_a = await self._collect(stream_a)
             check_stream(events_a)
-            check_stream(events_b)
             text_a = "".join(e.text for e in events_a if isinstance(e, TextDelta))
-            text_b = "".join(e.text for e in events_b if isinstance(e, TextDelta))
-            if "beta" in text_a or "alpha" in text_b:
-                raise violation(
-                    "runs-isolated", f"runs leaked into each other: {text_a!r} / {text_b!r}"
-                )
-            if "alpha-1" not in text_a or "alpha-2" not in text_a or "beta-1" not in text_b:
-                raise violation("runs-isolated", f"text lost: {text_a!r} / {text_b!r}")
+            if "beta" in text_a or "alpha-1" not in text_a or "alpha-2" not in text_a:
+                raise violation("runs-isolated", f"run a saw {text_a!r}")
             if run_a.run_id == run_b.run_id:
                 raise violation("runs-isolated", "two runs share one run id")
 
@@ -446,9 +444,12 @@ class AdapterContract:
         async def body(adapter: RuntimeAdapter) -> None:
             run = await harness.start(adapter)
             stream = adapter.events(run)
-            await harness.emit(harness.frames.unknown(), run)
-            await harness.emit(harness.frames.delta("still here"), run)
-            await harness.emit(harness.frames.unknown(), run)
+            try:
+                await harness.emit(harness.frames.unknown(), run)
+                await harness.emit(harness.frames.delta("still here"), run)
+                await harness.emit(harness.frames.unknown(), run)
+            except Exception as exc:
+                raise violation("unknown-frames", f"an unknown frame raised {exc!r}") from exc
             await harness.emit(harness.frames.final("ok"), run)
             events = await self._collect(stream)
             check_stream(events)
@@ -482,7 +483,11 @@ class AdapterContract:
     @settings(
         max_examples=25,
         deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.differing_executors,  # one method, many adapters' subclasses: by design
+        ],
     )
     @given(
         ops=st.lists(
