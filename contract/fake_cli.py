@@ -1,0 +1,353 @@
+"""A fake runtime CLI: a real child process that replays a transcript, with injected faults.
+
+Adapters are tested against it through the real process driver (:mod:`adapters._process`), so
+pipes, signals, exit codes and framing are exercised for real, with no runtime installed. It uses
+only the standard library, because it runs as a child (started with ``-I -S``: isolated, no
+``site``, so nothing from the project or the venv is imported).
+
+Build its argv with :func:`fake_cli_argv`, or run it by hand::
+
+    python -m contract.fake_cli --transcript tests/fixtures/claude-code/2.1.330/text.jsonl \\
+        --delay 0.01 --stall-at 3 --ignore-sigint
+
+Transcript
+    A JSONL file (``--transcript FILE``; lines are written byte for byte, each followed by
+    ``\\n``; a trailing ``\\r`` is kept, blank lines are skipped) and/or inline lines
+    (``--line TEXT``, repeatable, appended after the file's). Nothing is parsed: any bytes work.
+
+Faults (``N`` is a 0-based line index: "before line N is written", so ``N`` = number of lines
+already written; ``N`` equal to the number of lines means "at the end")
+    ``--delay S``           sleep S seconds after each line (and before the first, if
+                            ``--initial-delay`` is given)
+    ``--truncate-at N``     write the first half of line N without its newline, then exit
+                            (``--exit-code``): a runtime dying mid-write
+    ``--overlong-at N``     write one line of ``--overlong-bytes`` bytes (default 9 MiB, above the
+                            framer's 8 MiB cap) before line N; the transcript continues after it
+    ``--stall-at N``        stop before line N and sleep forever (signals still act)
+    ``--exit-at N``         exit with ``--exit-code`` before line N
+    ``--exit-code C``       the exit code at ``--exit-at``/``--truncate-at`` and at the normal end
+    ``--ignore-sigint``     ignore SIGINT; ``--ignore-sigterm`` ignore SIGTERM too
+    ``--on-sigint LINE``    on SIGINT write LINE and exit with ``--on-sigint-exit-code`` (default
+                            0): a runtime that ends cleanly when interrupted (Claude Code writes
+                            a ``result`` line and exits 0)
+    ``--stderr TEXT``       write TEXT and a newline to stderr at start (repeatable)
+
+    Signal handlers are installed before anything is written, so once the first stdout line has
+    been read, a test can signal the process deterministically.
+
+Reading stdin (long-lived protocols: Claude ``--input-format stream-json``, Codex app-server, ACP)
+    ``--rules JSON``        a JSON list of rules (or ``@FILE`` holding one). While the transcript
+                            plays, a thread reads stdin lines; for each JSON object, the first
+                            rule whose ``match`` is a subset of it fires. After the transcript the
+                            process keeps serving stdin until end of file, then exits with
+                            ``--exit-code``. Lines that are not JSON or match no rule are ignored.
+    ``--stdin-log FILE``    append every stdin line received to FILE (for assertions)
+
+    A rule is ``{"match": {...}, "reply": [LINE, ...], "exit": CODE}`` (``reply`` and ``exit``
+    optional). ``match`` is a subset pattern: each key must be present with an equal value, nested
+    objects matching recursively; ``{}`` matches any object. In reply lines ``{{a.b}}`` is replaced
+    by the JSON encoding of the incoming object's field ``a.b`` (so ids keep their type), e.g.::
+
+        {"match": {"method": "initialize"}, "reply": ["{\\"id\\": {{id}}, \\"result\\": {}}"]}
+        {"match": {"type": "control_request", "request": {"subtype": "interrupt"}},
+         "reply": ["{\\"type\\":\\"control_response\\",\\"response\\":{\\"subtype\\":\\"success\\",\\"request_id\\":{{request_id}}}}"]}
+        {"match": {"method": "shutdown"}, "exit": 0}
+
+    ``"echo": true`` in a rule writes the incoming line back as is (after ``reply``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, cast
+
+__all__ = ["DEFAULT_OVERLONG_BYTES", "NAMED_FAULTS", "fake_cli_argv", "main"]
+
+DEFAULT_OVERLONG_BYTES = 9 * 1024 * 1024
+"""Default size of the ``--overlong-at`` line: above the framer's default 8 MiB cap."""
+
+NAMED_FAULTS = ("truncated-line", "over-cap-line", "stall", "exit-nonzero", "ignore-sigint")
+"""Presets for ``fake_cli_argv(fault=...)`` (the contract suite's process faults), each placed at
+the middle line of the transcript: ``truncated-line`` (cut that line mid-JSON, exit 1),
+``over-cap-line`` (an over-cap line before it), ``stall`` (sleep forever before it),
+``exit-nonzero`` (exit 1 before it), ``ignore-sigint`` (ignore SIGINT and stall before it)."""
+
+_PLACEHOLDER = re.compile(r"\{\{([A-Za-z0-9_.\-]+)\}\}")
+
+
+def fake_cli_argv(
+    transcript: str | os.PathLike[str] | Sequence[str] | None = None,
+    *,
+    delay: float = 0.0,
+    initial_delay: bool = False,
+    truncate_at: int | None = None,
+    overlong_at: int | None = None,
+    overlong_bytes: int = DEFAULT_OVERLONG_BYTES,
+    stall_at: int | None = None,
+    exit_at: int | None = None,
+    exit_code: int = 0,
+    ignore_sigint: bool = False,
+    ignore_sigterm: bool = False,
+    on_sigint: str | None = None,
+    on_sigint_exit_code: int = 0,
+    stderr: Sequence[str] = (),
+    rules: Sequence[Mapping[str, Any]] | None = None,
+    stdin_log: str | os.PathLike[str] | None = None,
+    fault: str | None = None,
+) -> list[str]:
+    """The argv that runs the fake CLI with ``sys.executable``; see the module docstring.
+
+    Args:
+        transcript: a JSONL file path, or the lines themselves (each without its newline).
+        rules: stdin rules; giving them (even ``[]``) makes the fake read stdin, so start it with
+            ``stdin=True``.
+        fault: one of :data:`NAMED_FAULTS`, placed at the transcript's middle line; it fills in
+            the matching options above (``exit_code`` becomes 1 where the preset exits).
+    """
+    if fault is not None:
+        n = _count_lines(transcript)
+        at = min(n // 2, max(n - 1, 0))
+        match fault:
+            case "truncated-line":
+                if n == 0:
+                    raise ValueError("truncated-line needs a transcript with at least one line")
+                truncate_at, exit_code = at, exit_code or 1
+            case "over-cap-line":
+                overlong_at = at
+            case "stall":
+                stall_at = at
+            case "exit-nonzero":
+                exit_at, exit_code = at, exit_code or 1
+            case "ignore-sigint":
+                ignore_sigint, stall_at = True, at
+            case _:
+                raise ValueError(f"unknown fault {fault!r}; known: {', '.join(NAMED_FAULTS)}")
+    argv = [sys.executable, "-I", "-S", os.path.abspath(__file__)]
+    if isinstance(transcript, (str, os.PathLike)):
+        argv += ["--transcript", os.fspath(transcript)]
+    elif transcript is not None:
+        for line in transcript:
+            argv += ["--line", line]
+    if delay:
+        argv += ["--delay", repr(float(delay))]
+    if initial_delay:
+        argv.append("--initial-delay")
+    for flag, value in (
+        ("--truncate-at", truncate_at),
+        ("--overlong-at", overlong_at),
+        ("--stall-at", stall_at),
+        ("--exit-at", exit_at),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
+    if overlong_bytes != DEFAULT_OVERLONG_BYTES:
+        argv += ["--overlong-bytes", str(overlong_bytes)]
+    if exit_code:
+        argv += ["--exit-code", str(exit_code)]
+    if ignore_sigint:
+        argv.append("--ignore-sigint")
+    if ignore_sigterm:
+        argv.append("--ignore-sigterm")
+    if on_sigint is not None:
+        argv += ["--on-sigint", on_sigint, "--on-sigint-exit-code", str(on_sigint_exit_code)]
+    for text in stderr:
+        argv += ["--stderr", text]
+    if rules is not None:
+        argv += ["--rules", json.dumps(list(rules))]
+    if stdin_log is not None:
+        argv += ["--stdin-log", os.fspath(stdin_log)]
+    return argv
+
+
+def _count_lines(transcript: str | os.PathLike[str] | Sequence[str] | None) -> int:
+    if transcript is None:
+        return 0
+    if isinstance(transcript, (str, os.PathLike)):
+        return len(_load_transcript(os.fspath(transcript), ()))
+    return len(transcript)
+
+
+# --------------------------------------------------------------------------- the child side
+
+
+class _Out:
+    """Whole-line writes to stdout, shared by the transcript and the stdin-rules thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def line(self, data: bytes, *, newline: bool = True) -> None:
+        with self.lock:
+            _write_all(1, data + b"\n" if newline else data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BrokenPipeError:
+            os._exit(141)  # the reader went away, like a CLI killed by SIGPIPE
+        view = view[n:]
+
+
+def _exit(code: int) -> NoReturn:
+    os._exit(code)  # no buffered output to lose: every write went straight to the fd
+
+
+def _load_transcript(path: str | None, inline: Sequence[str]) -> list[bytes]:
+    lines: list[bytes] = []
+    if path:
+        lines += [line for line in Path(path).read_bytes().split(b"\n") if line.strip()]
+    lines += [line.encode("utf-8") for line in inline]
+    return lines
+
+
+def _matches(pattern: object, value: object) -> bool:
+    if isinstance(pattern, dict):
+        if not isinstance(value, dict):
+            return False
+        val = cast("dict[str, object]", value)
+        pat = cast("dict[str, object]", pattern)
+        return all(k in val and _matches(v, val[k]) for k, v in pat.items())
+    return pattern == value
+
+
+def _lookup(obj: object, path: str) -> object:
+    for part in path.split("."):
+        if isinstance(obj, dict):
+            obj = obj.get(part)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):  # pyright: ignore[reportUnknownArgumentType]
+            obj = obj[int(part)]  # pyright: ignore[reportUnknownVariableType]
+        else:
+            return None
+    return obj  # pyright: ignore[reportUnknownVariableType]
+
+
+def _render(template: str, incoming: object) -> bytes:
+    text = _PLACEHOLDER.sub(lambda m: json.dumps(_lookup(incoming, m.group(1))), template)
+    return text.encode("utf-8")
+
+
+def _serve_stdin(out: _Out, rules: list[dict[str, Any]], log_path: str | None) -> None:
+    log = open(log_path, "ab") if log_path else None  # noqa: SIM115 (lives as long as the thread)
+    for raw in sys.stdin.buffer:
+        line = raw.rstrip(b"\r\n")
+        if log is not None:
+            log.write(line + b"\n")
+            log.flush()
+        try:
+            decoded: object = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(decoded, dict):
+            continue
+        incoming = cast("dict[str, object]", decoded)
+        for rule in rules:
+            if not _matches(rule.get("match", {}), incoming):
+                continue
+            for template in rule.get("reply", ()):
+                out.line(_render(template, incoming))
+            if rule.get("echo"):
+                out.line(line)
+            if "exit" in rule:
+                _exit(int(rule["exit"]))
+            break
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="fake_cli", description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--transcript", help="JSONL file to replay")
+    p.add_argument("--line", action="append", default=[], help="an inline transcript line")
+    p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--initial-delay", action="store_true")
+    p.add_argument("--truncate-at", type=int)
+    p.add_argument("--overlong-at", type=int)
+    p.add_argument("--overlong-bytes", type=int, default=DEFAULT_OVERLONG_BYTES)
+    p.add_argument("--stall-at", type=int)
+    p.add_argument("--exit-at", type=int)
+    p.add_argument("--exit-code", type=int, default=0)
+    p.add_argument("--ignore-sigint", action="store_true")
+    p.add_argument("--ignore-sigterm", action="store_true")
+    p.add_argument("--on-sigint")
+    p.add_argument("--on-sigint-exit-code", type=int, default=0)
+    p.add_argument("--stderr", action="append", default=[])
+    p.add_argument("--rules", help="JSON list of stdin rules, or @FILE")
+    p.add_argument("--stdin-log")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run the fake CLI (the child side); never returns."""
+    args = _parse_args(argv)
+    out = _Out()
+
+    # Signals first, so that a reader that has seen one line can signal deterministically.
+    if args.ignore_sigint:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    elif args.on_sigint is not None:
+        goodbye = args.on_sigint.encode("utf-8") + b"\n"
+        code = args.on_sigint_exit_code
+
+        def on_sigint(_sig: int, _frame: object) -> None:
+            _write_all(1, goodbye)  # not under the lock: the main thread may hold it
+            _exit(code)
+
+        signal.signal(signal.SIGINT, on_sigint)
+    else:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # die by the signal, like a plain CLI
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    lines = _load_transcript(args.transcript, args.line)
+    for text in args.stderr:
+        _write_all(2, text.encode("utf-8") + b"\n")
+
+    reader: threading.Thread | None = None
+    if args.rules is not None:
+        spec: str = args.rules
+        if spec.startswith("@"):
+            spec = Path(spec[1:]).read_text(encoding="utf-8")
+        rules: list[dict[str, Any]] = json.loads(spec)
+        reader = threading.Thread(
+            target=_serve_stdin, args=(out, rules, args.stdin_log), daemon=True
+        )
+        reader.start()
+
+    if args.initial_delay and args.delay:
+        time.sleep(args.delay)
+    for i in range(len(lines) + 1):
+        if i == args.stall_at:
+            while True:
+                time.sleep(3600)
+        if i == args.exit_at:
+            _exit(args.exit_code)
+        if i == args.overlong_at:
+            filler = b"x" * max(0, args.overlong_bytes - 30)
+            out.line(b'{"type":"overlong","data":"' + filler + b'"}')
+        if i == len(lines):
+            break
+        if i == args.truncate_at:
+            line = lines[i]
+            out.line(line[: max(1, len(line) // 2)], newline=False)
+            _exit(args.exit_code)
+        out.line(lines[i])
+        if args.delay:
+            time.sleep(args.delay)
+
+    if reader is not None:
+        reader.join()
+    _exit(args.exit_code)
+
+
+if __name__ == "__main__":
+    main()
