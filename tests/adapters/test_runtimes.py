@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import time
 from pathlib import Path
 
 import pytest
 
 from adapters import _runtimes
+from adapters._process import child_env, open_child
 from adapters._runtimes import install_hint, installed_spec, runtime_binary, runtime_path_dirs
 from orchestrator.errors import ConfigError, RuntimeNotFoundError
 
@@ -73,3 +76,47 @@ def test_unknown_runtime() -> None:
     with pytest.raises(ConfigError):
         runtime_path_dirs("nope")
     assert install_hint("nope") == "run scripts/install-runtimes"
+
+
+_VERSION_PREFIX = {
+    "claude-code": b"2.1.330 (Claude Code)",
+    "codex": b"codex-cli 0.169.0",
+    "hermes": b"Hermes Agent v0.19.0",
+    "openclaw": b"OpenClaw 2026.9.6",
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("rid", sorted(_VERSION_PREFIX))
+async def test_installed_runtime_reports_its_version(rid: str, tmp_path: Path) -> None:
+    """The real, pinned binary answers ``--version`` through the shared driver, offline."""
+    binary = runtime_binary(rid)  # fails with "run scripts/install-runtimes <rid>" if missing
+    home = tmp_path / "home"
+    home.mkdir()
+    path = os.pathsep.join([*map(str, runtime_path_dirs(rid)), os.environ.get("PATH", "")])
+    extra = {
+        "HOME": str(home),
+        "TMPDIR": str(tmp_path),
+        "PATH": path,
+        "CLAUDE_CONFIG_DIR": str(home),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "CODEX_HOME": str(home),
+        "HERMES_HOME": str(home),
+        "OPENCLAW_STATE_DIR": str(home),
+        "OPENCLAW_NO_AUTO_UPDATE": "1",
+    }
+    # `hermes --version` asks PyPI for updates unless a fresh answer is cached in HERMES_HOME.
+    (home / ".update_check").write_text(
+        json.dumps({"ts": time.time(), "behind": 0, "rev": None, "ver": "0.19.0"})
+    )
+    async with open_child(
+        [binary, "--version"],
+        env=child_env(extra=extra),
+        adapter=rid,
+        install_hint=install_hint(rid),
+    ) as child:
+        lines = [f async for f in child.lines() if isinstance(f, bytes)]
+        assert await child.wait() == 0, child.stderr_tail
+    assert any(line.startswith(_VERSION_PREFIX[rid]) for line in lines), lines
