@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, cast
 
 import trio
 
@@ -63,6 +63,13 @@ def confined_path(root: str | os.PathLike[str], key: str) -> Path:
     return target
 
 
+def _only_leaf_is(group: BaseException, leaf: BaseException) -> bool:
+    if isinstance(group, BaseExceptionGroup):
+        inner = cast(tuple[BaseException, ...], group.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        return all(_only_leaf_is(e, leaf) for e in inner)
+    return group is leaf
+
+
 class AdapterBase:
     """Base class for adapters: nursery, run table, health deadline, event subscription."""
 
@@ -95,9 +102,16 @@ class AdapterBase:
     ) -> None:
         await self._shutdown()
         stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
         self._nursery = None
+        if stack is None:
+            return
+        try:
+            await stack.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            # The nursery wraps the body's own exception; give it back to the caller unwrapped.
+            if exc is not None and _only_leaf_is(group, exc):
+                raise exc from None
+            raise
 
     async def aclose(self) -> None:
         """Abort every live run and release resources (the nursery closes on ``__aexit__``)."""

@@ -1,8 +1,13 @@
-"""ringleader's core: the adapter trait, normalized events, queues, idle guard, registry, rotation.
+"""ringleader's core: the adapter trait, normalized events, queues, idle guard, registry, rotation,
+actors, supervision and the task runner.
 
 Everything public is re-exported here; submodules are the implementation.
 """
 
+from .actor import STEER_KEY as STEER_KEY
+from .actor import EventSink as EventSink
+from .actor import RunActor as RunActor
+from .actor import RunOutcome as RunOutcome
 from .adapter import HEALTH_TIMEOUT_S as HEALTH_TIMEOUT_S
 from .adapter import Capabilities as Capabilities
 from .adapter import EventStream as EventStream
@@ -77,6 +82,17 @@ from .rotation import RotationTrigger as RotationTrigger
 from .rotation import build_rotation_handoff_note as build_rotation_handoff_note
 from .rotation import rotate_session as rotate_session
 from .rotation import should_rotate as should_rotate
+from .runner import NullSink as NullSink
+from .runner import Runner as Runner
+from .runner import RunRecord as RunRecord
+from .runner import TaskOutcome as TaskOutcome
+from .runner import TaskSpec as TaskSpec
+from .runner import default_state_dir as default_state_dir
+from .supervisor import FailureClass as FailureClass
+from .supervisor import RestartPolicy as RestartPolicy
+from .supervisor import Supervisor as Supervisor
+from .supervisor import classify_exception as classify_exception
+from .supervisor import classify_outcome as classify_outcome
 
 __all__ = [
     "DEFAULT_QUEUE_MAX",
@@ -84,6 +100,7 @@ __all__ = [
     "DEFAULT_RUN_SILENT_TIMEOUT_S",
     "HEALTH_TIMEOUT_S",
     "IDLE_ABORT_GRACE_S",
+    "STEER_KEY",
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
@@ -102,24 +119,32 @@ __all__ = [
     "EventBase",
     "EventFactory",
     "EventQueue",
+    "EventSink",
     "EventStream",
+    "FailureClass",
     "HealthResult",
     "IdleGuard",
     "IntegrationHome",
     "LineTooLongError",
     "MailboxClosedError",
     "NativeHomeClaim",
+    "NullSink",
     "ParticipantKind",
     "PersistentHome",
     "ProtocolError",
     "QueueEventStream",
+    "RestartPolicy",
     "RingleaderError",
     "RotationDefaults",
     "RotationHandoff",
     "RotationReason",
     "RotationRecord",
     "RotationTrigger",
+    "RunActor",
     "RunHandle",
+    "RunOutcome",
+    "RunRecord",
+    "Runner",
     "RuntimeAdapter",
     "RuntimeClass",
     "RuntimeEvent",
@@ -135,7 +160,10 @@ __all__ = [
     "StartOpts",
     "Status",
     "StatusPhase",
+    "Supervisor",
     "TaskHandle",
+    "TaskOutcome",
+    "TaskSpec",
     "TextChannel",
     "TextDelta",
     "ToolCall",
@@ -143,8 +171,11 @@ __all__ = [
     "Usage",
     "assert_exhaustive",
     "build_rotation_handoff_note",
+    "classify_exception",
+    "classify_outcome",
     "collect_until_done",
     "create_async_queue",
+    "default_state_dir",
     "event_from_json",
     "event_to_json",
     "now_ms",

@@ -1,0 +1,274 @@
+"""One run = one actor: it pumps its adapter's events through the idle guard into a sink, and
+takes messages (abort, set_model, write_context, steer) through a mailbox.
+
+Guarantees on top of the adapter's own contract:
+
+* the sink sees exactly one ``done`` per run, last: a stream that ends without one (a silent
+  runtime cut by the idle guard, an adapter bug) gets ``error`` + ``done{error}``, or
+  ``done{aborted}`` if an abort was asked for, with ``seq`` continuing gaplessly;
+* events reach the sink in batches (one sink call per burst, not per event);
+* ``steer`` is refused with :class:`~orchestrator.errors.CapabilityError` unless the runtime is
+  ``steerable``; messages to a finished or fenced actor raise
+  :class:`~orchestrator.errors.MailboxClosedError`;
+* a fenced actor (replaced by a successor) never delivers another event to the sink.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol
+
+import attrs
+import trio
+
+from .adapter import Capabilities, RunHandle, RuntimeAdapter
+from .errors import CapabilityError, MailboxClosedError
+from .events import (
+    Cost,
+    Done,
+    DoneReason,
+    ErrorEvent,
+    EventFactory,
+    RuntimeEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+    now_ms,
+)
+from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, with_idle_timeout
+
+__all__ = [
+    "STEER_KEY",
+    "EventSink",
+    "RunActor",
+    "RunOutcome",
+]
+
+_log = logging.getLogger(__name__)
+
+STEER_KEY = ".ringleader/signal"
+"""The ``write_context`` key a steerable runtime reads as a steer into the live conversation."""
+
+_BATCH = 256
+
+
+class EventSink(Protocol):
+    """Where a run's events go (the event log first, then subscribers)."""
+
+    async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None: ...
+
+
+@attrs.frozen
+class RunOutcome:
+    """How one run ended."""
+
+    run_key: str
+    run_id: str | None
+    reason: DoneReason
+    summary: str
+    usage: Usage | None
+    cost_usd: float | None
+    error_code: str | None = None
+    error_message: str | None = None
+    events: int = 0
+    idled: bool = False
+    text: str = ""
+    """The assistant text the run streamed (the handoff's "last progress" prefers it)."""
+    produced_output: bool = False
+    """True once the run streamed text or called a tool (a retry would redo visible work)."""
+
+
+@attrs.frozen
+class _Message:
+    kind: Literal["abort", "set_model", "write_context"]
+    key: str = ""
+    value: str = ""
+
+
+@attrs.define(eq=False)
+class RunActor:
+    """The actor of one run (see the module docstring). Drive it with :meth:`run`."""
+
+    adapter: RuntimeAdapter
+    run_handle: RunHandle
+    run_key: str
+    sink: EventSink
+    capabilities: Capabilities
+    idle_s: float = DEFAULT_RUN_SILENT_TIMEOUT_S
+    grace_s: float = IDLE_ABORT_GRACE_S
+    clock: Callable[[], int] = now_ms
+    on_event: Callable[[RuntimeEvent], Awaitable[None] | None] | None = None
+    """Called for each event after the sink took it (the runner watches cost here)."""
+    fenced: bool = attrs.field(init=False, default=False)
+    finished: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _abort_requested: bool = attrs.field(init=False, default=False)
+    _send: trio.MemorySendChannel[_Message] = attrs.field(init=False)
+    _receive: trio.MemoryReceiveChannel[_Message] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel[_Message](64)
+
+    # -- mailbox -------------------------------------------------------------------------------
+
+    def _post(self, message: _Message) -> None:
+        if self.finished.is_set() or self.fenced:
+            raise MailboxClosedError(f"run {self.run_key} has finished", actor_id=self.run_key)
+        try:
+            self._send.send_nowait(message)
+        except trio.WouldBlock:
+            raise MailboxClosedError(
+                f"mailbox of {self.run_key} is full", actor_id=self.run_key
+            ) from None
+
+    def abort(self) -> None:
+        """Ask the run to stop; it ends in ``done{aborted}``. Idempotent while running."""
+        if self.finished.is_set():
+            return
+        if not self._abort_requested:
+            self._abort_requested = True
+            self._post(_Message("abort"))
+
+    def set_model(self, model: str) -> None:
+        self._post(_Message("set_model", value=model))
+
+    def write_context(self, key: str, value: str) -> None:
+        self._post(_Message("write_context", key=key, value=value))
+
+    def steer(self, text: str) -> None:
+        """Inject ``text`` into the live conversation (steerable runtimes only)."""
+        if not self.capabilities.steerable:
+            raise CapabilityError(
+                f"runtime {self.adapter.id!r} is not steerable; use the task's mailbox instead",
+                actor_id=self.run_key,
+            )
+        self._post(_Message("write_context", key=STEER_KEY, value=text))
+
+    def fence(self) -> None:
+        """Stop delivering events: a successor has replaced this run."""
+        self.fenced = True
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    async def _serve_mailbox(self) -> None:
+        async for message in self._receive:
+            try:
+                match message.kind:
+                    case "abort":
+                        await self.adapter.abort(self.run_handle)
+                    case "set_model":
+                        await self.adapter.set_model(self.run_handle, message.value)
+                    case "write_context":
+                        await self.adapter.write_context(
+                            self.run_handle, message.key, message.value
+                        )
+            except Exception:
+                _log.warning("%s: %s failed", self.run_key, message.kind, exc_info=True)
+
+    async def run(self) -> RunOutcome:
+        """Drain the run to its end; returns its outcome. The adapter must already be started."""
+        seen = 0
+        last_seq = 0
+        done: Done | None = None
+        fatal: ErrorEvent | None = None
+        cost: Cost | None = None
+        text: list[str] = []
+        idled = False
+        produced = False
+        stream = self.adapter.events(self.run_handle)
+
+        async def on_idle() -> None:
+            await self.adapter.abort(self.run_handle)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._serve_mailbox)
+            batch: list[RuntimeEvent] = []
+            async with with_idle_timeout(
+                stream, on_idle=on_idle, idle_s=self.idle_s, grace_s=self.grace_s
+            ) as guarded:
+                async for event in guarded:
+                    seen += 1
+                    last_seq = event.seq
+                    if isinstance(event, TextDelta) and event.channel == "assistant":
+                        text.append(event.text)
+                        produced = True
+                    elif isinstance(event, ToolCall):
+                        produced = True
+                    elif isinstance(event, Cost):
+                        cost = event
+                    elif isinstance(event, ErrorEvent) and event.fatal:
+                        fatal = event
+                    elif isinstance(event, Done):
+                        done = event
+                    batch.append(event)
+                    if done is not None or len(batch) >= _BATCH or not _more_ready(stream):
+                        await self._deliver(batch)
+                        batch = []
+                    if done is not None:
+                        break
+                idled = guarded.idled
+            if batch:
+                await self._deliver(batch)
+            if done is None:
+                done, fatal = await self._synthesize_terminal(last_seq, text, idled, fatal)
+            self.finished.set()
+            self._send.close()
+            nursery.cancel_scope.cancel()
+        usage = done.usage if done.usage is not None else (cost.usage if cost else None)
+        cost_usd = done.cost_usd if done.cost_usd is not None else (cost.cost_usd if cost else None)
+        return RunOutcome(
+            run_key=self.run_key,
+            run_id=self.run_handle.run_id,
+            reason=done.reason,
+            summary=done.summary or "".join(text),
+            usage=usage,
+            cost_usd=cost_usd,
+            error_code=fatal.code if fatal else None,
+            error_message=fatal.message if fatal else None,
+            events=seen,
+            idled=idled,
+            produced_output=produced,
+            text="".join(text),
+        )
+
+    async def _deliver(self, batch: list[RuntimeEvent]) -> None:
+        if self.fenced or not batch:
+            return
+        await self.sink.deliver(self.run_key, batch)
+        if self.on_event is not None:
+            for event in batch:
+                result = self.on_event(event)
+                if result is not None:
+                    await result
+
+    async def _synthesize_terminal(
+        self, last_seq: int, text: list[str], idled: bool, fatal: ErrorEvent | None
+    ) -> tuple[Done, ErrorEvent | None]:
+        make = EventFactory(
+            run_id=self.run_handle.run_id or self.run_key,
+            session_id=self.run_handle.session_key,
+            clock=self.clock,
+            seq=last_seq,
+        )
+        summary = "".join(text)
+        if self._abort_requested:
+            events = make.finish("aborted", summary)
+        else:
+            if idled:
+                message = f"runtime silent for {self.idle_s:g}s; run ended by the idle guard"
+                code = "runtime_silent"
+            else:
+                message = "the runtime's event stream ended without a done event"
+                code = "stream_ended"
+            events = make.fail(message, code=code, summary=summary or message)
+            fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
+        await self._deliver(list(events))
+        done = events[-1]
+        assert isinstance(done, Done)
+        return done, fatal
+
+
+def _more_ready(stream: object) -> bool:
+    """True if the stream has more events buffered (so delivery can wait for a fuller batch)."""
+    queue = getattr(stream, "queue", None)
+    return bool(queue is not None and len(queue) > 0)

@@ -1,0 +1,393 @@
+"""Run a task on a runtime, end to end.
+
+integration plan → home (ephemeral dir, persistent per-identity dir, or connected) → prompt from
+``tiers`` → start → drain through a :class:`~orchestrator.actor.RunActor` under a
+:class:`~orchestrator.supervisor.Supervisor` → watch cumulative usage against the context window
+→ at a run boundary, rotate (``done{max_turns}``, or a failed run past the watermark) with a
+handoff note, up to ``max_rotations``, optionally onto another runtime → one
+:class:`TaskOutcome` (status, summary, usage and cost summed over every run).
+
+Choices the reference leaves open (documented here, tested in ``tests/orchestrator``):
+
+* tokens for the watermark are the run's cumulative ``input + output`` tokens from its last
+  ``cost`` (conservative: it over-estimates the live context, so rotation comes early, not late);
+* a successful run never rotates; an aborted one never rotates;
+* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700) and runs that
+  share one are serialized; ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
+  refuses a home there) and are deleted when the run ends;
+* the successor's session key is ``<base>:r<n>`` (the reference's), retries append ``:a<n>``;
+* the codec blob of the predecessor travels into ``record_rotation`` (the reference drops it).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import attrs
+import trio
+
+from tiers import PromptTiers, assemble_tiers, date_stamp
+
+from .actor import EventSink, RunActor, RunOutcome
+from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from .events import DoneReason, RuntimeEvent, Usage, now_ms
+from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
+from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
+from .registry import RuntimeRegistry
+from .rotation import (
+    DEFAULT_ROTATION,
+    RotationDefaults,
+    RotationHandoff,
+    RotationReason,
+    RotationRecord,
+    RotationTrigger,
+    rotate_session,
+    should_rotate,
+)
+from .supervisor import RestartPolicy, Supervisor
+
+__all__ = [
+    "NullSink",
+    "RunRecord",
+    "Runner",
+    "TaskOutcome",
+    "TaskSpec",
+    "default_state_dir",
+]
+
+LAST_SUMMARY_CHARS = 400
+
+
+def default_state_dir() -> Path:
+    """``$RINGLEADER_STATE_DIR``, else ``$XDG_STATE_HOME/ringleader``, else ``~/.local/state/ringleader``."""
+    explicit = os.environ.get("RINGLEADER_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    return base / "ringleader"
+
+
+class NullSink:
+    """A sink that keeps nothing (for runs nobody records)."""
+
+    async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+@attrs.frozen
+class TaskSpec:
+    """What to do. ``context`` lands in the context tier, ``memory`` in the volatile tier."""
+
+    task_id: str
+    title: str
+    description: str = ""
+    agent_id: str = "agent"
+    team_id: str | None = None
+    context: str = ""
+    memory: str = ""
+    model: str | None = None
+    cwd: str | None = None
+    max_turns: int | None = None
+    child_tool_blocklist: tuple[str, ...] = ()
+    env: Mapping[str, str] = attrs.field(factory=dict[str, str], repr=False)
+
+
+@attrs.frozen
+class RunRecord:
+    """One run of the task (the first, a retry's final attempt, or a rotation successor)."""
+
+    runtime_id: str
+    session_key: str
+    outcome: RunOutcome
+    attempts: int
+    serialized_session: str | None = None
+
+
+@attrs.frozen
+class TaskOutcome:
+    """The one final outcome of a task."""
+
+    status: DoneReason
+    summary: str
+    usage: Usage
+    cost_usd: float | None
+    """USD summed over every run whose runtime reported it (None when none did)."""
+    cost_complete: bool
+    """False when some run's USD was unknown (then ``cost_usd`` is a lower bound)."""
+    rotations: int
+    runs: tuple[RunRecord, ...]
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+@attrs.define
+class _TaskState:
+    runs: list[RunRecord] = attrs.field(factory=list[RunRecord])
+    rotations: int = 0
+    note: str = ""
+
+
+@attrs.define
+class Runner:
+    """Runs tasks on the runtimes of a registry (see the module docstring)."""
+
+    registry: RuntimeRegistry
+    sink: EventSink = attrs.field(factory=NullSink)
+    state_dir: Path = attrs.field(factory=default_state_dir, converter=Path)
+    rotation: RotationDefaults = DEFAULT_ROTATION
+    restart: RestartPolicy = attrs.field(factory=RestartPolicy)
+    idle_s: float = DEFAULT_RUN_SILENT_TIMEOUT_S
+    grace_s: float = IDLE_ABORT_GRACE_S
+    clock: Callable[[], int] = now_ms
+    today: Callable[[], _dt.date] = lambda: _dt.datetime.now(_dt.UTC).date()
+    record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
+    on_actor: Callable[[RunActor], None] | None = None
+    """Called with each new actor (to abort, steer or watch it from outside)."""
+    _home_locks: dict[str, trio.Lock] = attrs.field(init=False, factory=dict[str, trio.Lock])
+
+    # -- homes -------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _home(
+        self, plan: RuntimeIntegrationPlan, runtime_id: str, agent_id: str
+    ) -> AsyncGenerator[str | None]:
+        kind = plan.home.kind
+        if kind == "connected":
+            yield None
+            return
+        if kind == "persistent":
+            path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
+            lock = self._home_locks.setdefault(str(path), trio.Lock())
+            async with lock:
+                await trio.to_thread.run_sync(
+                    lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                )
+                yield str(path)
+            return
+        path = self.state_dir / "runs" / f"{_safe(runtime_id)}-{uuid.uuid4().hex[:12]}"
+        await trio.to_thread.run_sync(lambda: path.mkdir(mode=0o700, parents=True))
+        try:
+            yield str(path)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
+
+    # -- prompt ------------------------------------------------------------------------------
+
+    def _opts(self, task: TaskSpec, session_key: str, note: str, home: str | None) -> StartOpts:
+        context = "\n\n".join(part for part in (task.context, note) if part)
+        volatile = "\n\n".join(
+            part for part in (task.memory, f"Today: {date_stamp(self.today())}") if part
+        )
+        stable = (
+            f"# Task: {task.title}\n\n{task.description}"
+            if task.description
+            else f"# Task: {task.title}"
+        )
+        prompt = assemble_tiers(PromptTiers(stable=stable, context=context, volatile=volatile))
+        return StartOpts(
+            agent_id=task.agent_id,
+            session_key=session_key,
+            message=prompt.prompt,
+            model=task.model,
+            cwd=task.cwd,
+            home_dir=home,
+            max_turns=task.max_turns,
+            child_tool_blocklist=task.child_tool_blocklist,
+            env=task.env,
+        )
+
+    # -- one run under supervision -----------------------------------------------------------
+
+    async def _supervised_run(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        first: RunHandle,
+        note: str,
+        home: str | None,
+    ) -> tuple[RunOutcome, int, RunHandle]:
+        supervisor = Supervisor(self.restart)
+        current = first
+
+        async def attempt(n: int) -> RunOutcome:
+            nonlocal current
+            if n > 0:
+                current = await adapter.start(
+                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                    self._opts(task, f"{session_key}:a{n}", note, home),
+                )
+            actor = RunActor(
+                adapter=adapter,
+                run_handle=current,
+                run_key=current.session_key,
+                sink=self.sink,
+                capabilities=caps,
+                idle_s=self.idle_s,
+                grace_s=self.grace_s,
+                clock=self.clock,
+            )
+            if self.on_actor is not None:
+                self.on_actor(actor)
+            try:
+                return await actor.run()
+            finally:
+                actor.fence()
+
+        outcome = await supervisor.supervise(attempt)
+        return outcome, supervisor.attempts, current
+
+    # -- the task ------------------------------------------------------------------------------
+
+    async def run_task(
+        self,
+        runtime_id: str,
+        task: TaskSpec,
+        *,
+        rotate_to: str | None = None,
+        max_rotations: int | None = None,
+    ) -> TaskOutcome:
+        """Run ``task`` on ``runtime_id``; rotate (onto ``rotate_to`` if given) when it runs out."""
+        limit = self.rotation.max_rotations if max_rotations is None else max_rotations
+        state = _TaskState()
+        base_key = f"runtime:{runtime_id}:task:{task.task_id}"
+        runtime = runtime_id
+        async with AsyncExitStack() as stack:
+            adapters: dict[str, RuntimeAdapter] = {}
+
+            async def adapter_for(rid: str) -> RuntimeAdapter:
+                if rid not in adapters:
+                    adapters[rid] = await stack.enter_async_context(self.registry.create(rid))
+                return adapters[rid]
+
+            adapter = await adapter_for(runtime)
+            caps = adapter.capabilities()
+            session_key = base_key
+            plan = resolve_runtime_integration(caps)
+            home_cm = self._home(plan, runtime, task.agent_id)
+            home = await stack.enter_async_context(home_cm)
+            handle = await adapter.start(
+                TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                self._opts(task, session_key, "", home),
+            )
+            while True:
+                outcome, attempts, handle = await self._supervised_run(
+                    adapter, caps, task, session_key, handle, state.note, home
+                )
+                record = RunRecord(runtime, session_key, outcome, attempts)
+                state.runs.append(record)
+                reason = self._rotation_reason(outcome, caps)
+                if reason is None or state.rotations >= limit:
+                    break
+                state.rotations += 1
+                next_runtime = rotate_to or runtime
+                next_adapter = await adapter_for(next_runtime)
+                next_caps = next_adapter.capabilities()
+                next_plan = resolve_runtime_integration(next_caps)
+                next_home = home
+                if next_runtime != runtime:
+                    next_home = await stack.enter_async_context(
+                        self._home(next_plan, next_runtime, task.agent_id)
+                    )
+                next_key = f"{base_key}:r{state.rotations}"
+                usage = outcome.usage or Usage()
+                handoff = RotationHandoff(
+                    task_id=task.task_id,
+                    predecessor_session_key=session_key,
+                    predecessor_session_id=handle.run_id,
+                    reason=reason,
+                    last_summary=_compact(outcome.text or outcome.summary)[:LAST_SUMMARY_CHARS],
+                    tokens_used=usage.input_tokens + usage.output_tokens,
+                    rotation_index=state.rotations,
+                )
+
+                async def restart(note: str) -> RunHandle:
+                    state.note = note
+                    return await next_adapter.start(  # noqa: B023 - awaited within this iteration
+                        TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                        self._opts(task, next_key, note, next_home),  # noqa: B023
+                    )
+
+                serialized: list[str | None] = []
+
+                async def record_rotation(rec: RotationRecord) -> None:
+                    serialized.append(rec.serialized)  # noqa: B023 - awaited within this iteration
+                    if self.record_rotation is not None:
+                        result = self.record_rotation(rec)
+                        if result is not None:
+                            await result
+
+                handle = await rotate_session(
+                    adapter=adapter,
+                    current=handle,
+                    handoff=handoff,
+                    restart=restart,
+                    record_rotation=record_rotation,
+                )
+                if serialized:
+                    state.runs[-1] = attrs.evolve(record, serialized_session=serialized[0])
+                adapter, caps, runtime, session_key, home = (
+                    next_adapter,
+                    next_caps,
+                    next_runtime,
+                    next_key,
+                    next_home,
+                )
+        return _final(state)
+
+    def _rotation_reason(self, outcome: RunOutcome, caps: Capabilities) -> RotationReason | None:
+        if outcome.reason == "max_turns":
+            return "max_turns"
+        if outcome.reason in ("success", "aborted"):
+            return None
+        usage = outcome.usage or Usage()
+        trigger = RotationTrigger(
+            tokens_used=usage.input_tokens + usage.output_tokens,
+            context_window=caps.context_window_tokens or 0,
+            threshold_pct=self.rotation.threshold_pct,
+        )
+        return "context_watermark" if should_rotate(trigger) else None
+
+
+def _final(state: _TaskState) -> TaskOutcome:
+    last = state.runs[-1].outcome
+    total = Usage()
+    usd: float | None = None
+    complete = True
+    for record in state.runs:
+        outcome = record.outcome
+        if outcome.usage is not None:
+            total = total + outcome.usage
+        if outcome.cost_usd is None:
+            complete = False
+        else:
+            usd = (usd or 0.0) + outcome.cost_usd
+    return TaskOutcome(
+        status=last.reason,
+        summary=last.summary,
+        usage=total,
+        cost_usd=usd,
+        cost_complete=complete,
+        rotations=state.rotations,
+        runs=tuple(state.runs),
+        error_code=last.error_code,
+        error_message=last.error_message,
+    )
+
+
+def _compact(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _safe(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return cleaned.strip(".") or "_"
