@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Self
 
 import trio
 
@@ -25,7 +25,7 @@ from orchestrator.adapter import (
     RunHandle,
     SessionCodec,
 )
-from orchestrator.errors import ConfigError, redact_secrets
+from orchestrator.errors import ConfigError, exception_leaves, redact_secrets
 from orchestrator.events import now_ms
 from orchestrator.queue import EventQueue, QueueEventStream
 
@@ -61,13 +61,6 @@ def confined_path(root: str | os.PathLike[str], key: str) -> Path:
     if target != base and base not in target.parents:
         raise ConfigError(f"context key {key!r} escapes the run's workspace")
     return target
-
-
-def _only_leaf_is(group: BaseException, leaf: BaseException) -> bool:
-    if isinstance(group, BaseExceptionGroup):
-        inner = cast(tuple[BaseException, ...], group.exceptions)  # pyright: ignore[reportUnknownMemberType]
-        return all(_only_leaf_is(e, leaf) for e in inner)
-    return group is leaf
 
 
 class AdapterBase:
@@ -109,7 +102,7 @@ class AdapterBase:
             await stack.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
             # The nursery wraps the body's own exception; give it back to the caller unwrapped.
-            if exc is not None and _only_leaf_is(group, exc):
+            if exc is not None and all(e is exc for e in exception_leaves(group)):
                 raise exc from None
             raise
 

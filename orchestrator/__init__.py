@@ -35,7 +35,9 @@ from .errors import RuntimeExitedError as RuntimeExitedError
 from .errors import RuntimeNotFoundError as RuntimeNotFoundError
 from .errors import RuntimeReportedError as RuntimeReportedError
 from .errors import RuntimeStartError as RuntimeStartError
+from .errors import exception_leaves as exception_leaves
 from .errors import redact_secrets as redact_secrets
+from .errors import single_exception as single_exception
 from .events import Cost as Cost
 from .events import Done as Done
 from .events import DoneReason as DoneReason
@@ -178,10 +180,12 @@ __all__ = [
     "default_state_dir",
     "event_from_json",
     "event_to_json",
+    "exception_leaves",
     "now_ms",
     "redact_secrets",
     "resolve_runtime_integration",
     "rotate_session",
     "should_rotate",
+    "single_exception",
     "with_idle_timeout",
 ]

@@ -4,38 +4,72 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
+import os
 import sys
+import uuid
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 import trio
 
-from .adapter import RuntimeAdapter, StartOpts, TaskHandle
-from .errors import RingleaderError
+from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .events import RuntimeEvent, event_to_json
+from .integration import resolve_runtime_integration
+from .registry import RuntimeRegistry
+from .runner import Runner, TaskOutcome, TaskSpec
 
 __all__ = ["main"]
 
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
 
 class TerminalRenderer:
-    """Live rendering of a run's events for a person at a terminal."""
+    """Live rendering of events for a person at a terminal (or JSON Lines with ``as_json``)."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, *, as_json: bool = False, spinner: bool = False) -> None:
         self._out = out
+        self._json = as_json
         self._in_text = False
+        self._spinner = spinner and not as_json
+        self._spinning = False
+        self.last_event_at = 0.0
+
+    def _clear_spinner(self) -> None:
+        if self._spinning:
+            self._out.write("\r\x1b[K")
+            self._spinning = False
+
+    def spin(self, frame: str) -> None:
+        if self._spinner and not self._in_text:
+            self._out.write(f"\r{frame} waiting…")
+            self._out.flush()
+            self._spinning = True
 
     def _line(self, text: str) -> None:
+        self._clear_spinner()
         if self._in_text:
             self._out.write("\n")
             self._in_text = False
         self._out.write(text + "\n")
 
+    async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
+        for event in events:
+            self.render(event)
+        self.last_event_at = trio.current_time()
+        await trio.lowlevel.checkpoint()
+
     def render(self, event: RuntimeEvent) -> None:
+        if self._json:
+            self._out.write(event_to_json(event) + "\n")
+            self._out.flush()
+            return
         match event.kind:
             case "text-delta":
                 if event.channel == "reasoning":
-                    self._line(f"  (thinking) {event.text}")
+                    self._line(f"  (thinking) {_short(event.text)}")
                 else:
+                    self._clear_spinner()
                     self._out.write(event.text)
                     self._in_text = True
             case "tool-call":
@@ -51,7 +85,7 @@ class TerminalRenderer:
                 usd = "unknown" if event.cost_usd is None else f"${event.cost_usd:.4f}"
                 self._line(
                     f"· tokens in={event.usage.input_tokens} out={event.usage.output_tokens}"
-                    f" cost={usd}"
+                    f" cost={usd}{' (estimated)' if event.estimated else ''}"
                 )
             case "done":
                 self._line(f"■ done: {event.reason}")
@@ -66,23 +100,50 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def _drain(adapter: RuntimeAdapter, opts: StartOpts, as_json: bool, out: TextIO) -> int:
-    renderer = TerminalRenderer(out)
-    run = await adapter.start(TaskHandle(), opts)
-    code = 1
-    async with adapter.events(run) as stream:
-        async for event in stream:
-            if as_json:
-                out.write(event_to_json(event) + "\n")
-                out.flush()
-            else:
-                renderer.render(event)
-            if event.kind == "done":
-                code = 0 if event.reason == "success" else 1
-    return code
+def builtin_registry() -> RuntimeRegistry:
+    adapters = importlib.import_module("adapters.builtin")
+    registry: RuntimeRegistry = adapters.builtin_registry()
+    return registry
 
 
-DEMO_PROMPT = "List the files in the workspace, then summarize."
+async def _run_task(
+    registry: RuntimeRegistry,
+    runtime_id: str,
+    prompt: str,
+    *,
+    model: str | None,
+    as_json: bool,
+    out: TextIO,
+) -> TaskOutcome:
+    renderer = TerminalRenderer(out, as_json=as_json, spinner=out.isatty())
+    runner = Runner(registry, sink=renderer)
+    task = TaskSpec(
+        task_id=uuid.uuid4().hex[:8], title=prompt, model=model, cwd=os.getcwd(), agent_id="cli"
+    )
+    async with trio.open_nursery() as nursery:
+
+        async def spin() -> None:
+            for frame in itertools.cycle(SPINNER):
+                await trio.sleep(0.1)
+                if trio.current_time() - renderer.last_event_at > 0.3:
+                    renderer.spin(frame)
+
+        if out.isatty() and not as_json:
+            nursery.start_soon(spin)
+        outcome = await runner.run_task(runtime_id, task)
+        nursery.cancel_scope.cancel()
+    return outcome
+
+
+def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
+    usd = "unknown" if outcome.cost_usd is None else f"${outcome.cost_usd:.4f}"
+    if not outcome.cost_complete and outcome.cost_usd is not None:
+        usd += " (lower bound)"
+    rotated = f", {outcome.rotations} rotation(s)" if outcome.rotations else ""
+    out.write(
+        f"\n{outcome.status}: tokens in={outcome.usage.input_tokens} "
+        f"out={outcome.usage.output_tokens}, cost {usd}{rotated}\n"
+    )
 
 
 async def _demo(as_json: bool, out: TextIO) -> int:
@@ -98,9 +159,53 @@ async def _demo(as_json: bool, out: TextIO) -> int:
         {"type": "usage", "inputTokens": 180, "outputTokens": 40, "costUsd": None},
         {"type": "result", "ok": True, "summary": "The workspace holds a README and a pyproject."},
     ]
-    async with ScriptedAdapter(script) as adapter:
-        opts = StartOpts(agent_id="demo", session_key="demo:main", message=DEMO_PROMPT)
-        return await _drain(adapter, opts, as_json, out)
+    registry = RuntimeRegistry()
+    registry.register_factory("scripted", lambda: ScriptedAdapter(script))
+    outcome = await _run_task(
+        registry,
+        "scripted",
+        "List the files in the workspace, then summarize.",
+        model=None,
+        as_json=as_json,
+        out=out,
+    )
+    if not as_json:
+        _print_outcome(outcome, out)
+    return 0 if outcome.status == "success" else 1
+
+
+async def _runtimes(out: TextIO) -> int:
+    registry = builtin_registry()
+    rows: list[tuple[str, ...]] = [
+        ("runtime", "health", "streaming", "steerable", "resume", "context", "home")
+    ]
+    for runtime_id in registry.ids():
+        adapter = registry.create(runtime_id)
+        caps = adapter.capabilities()
+        health = await adapter.health()
+        plan = resolve_runtime_integration(caps)
+        status = "ok" if health.ok else f"no: {_short(health.message or '', 60)}"
+        rows.append(
+            (
+                runtime_id,
+                status,
+                _yes(caps.streaming),
+                _yes(caps.steerable),
+                _yes(caps.resume),
+                str(caps.context_window_tokens or "-"),
+                plan.home.kind,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        )
+    return 0
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -108,10 +213,17 @@ def _parser() -> argparse.ArgumentParser:
         prog="ringleader", description="Run heterogeneous coding agents side by side."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the built-in demo (no keys, no network)")
+    demo = sub.add_parser("demo", help="run the built-in demo (no keys, nothing leaves 127.0.0.1)")
     demo.add_argument("--json", action="store_true", help="print events as JSON Lines")
-    ms = sub.add_parser("model-server", help="serve the scripted model server on 127.0.0.1")
-    ms.add_argument("rest", nargs=argparse.REMAINDER)
+    run = sub.add_parser("run", help="run a prompt on one runtime")
+    run.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
+    run.add_argument("--model", default=None, help="model override for this run")
+    run.add_argument("--json", action="store_true", help="print events as JSON Lines")
+    run.add_argument("prompt", help="the instruction")
+    sub.add_parser("runtimes", help="list runtimes: installed, health, capabilities, plan")
+    sub.add_parser(
+        "model-server", help="serve the scripted model server on 127.0.0.1", add_help=False
+    )
     return parser
 
 
@@ -122,9 +234,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         model_server = importlib.import_module("contract.model_server")
         return int(model_server.main(args_list[1:]))
     args = _parser().parse_args(args_list)
+    out = sys.stdout
     try:
         if args.command == "demo":
-            return trio.run(_demo, bool(args.json), sys.stdout)
+            return trio.run(_demo, bool(args.json), out)
+        if args.command == "runtimes":
+            return trio.run(_runtimes, out)
+        if args.command == "run":
+            registry = builtin_registry()
+            if args.runtime not in registry:
+                raise ConfigError(
+                    f"unknown runtime {args.runtime!r}; known: {', '.join(registry.ids())}"
+                )
+            outcome = trio.run(
+                lambda: _run_task(
+                    registry,
+                    args.runtime,
+                    args.prompt,
+                    model=args.model,
+                    as_json=args.json,
+                    out=out,
+                )
+            )
+            if not args.json:
+                _print_outcome(outcome, out)
+            return 0 if outcome.status == "success" else 1
+    except BaseExceptionGroup as group:
+        found = exception_leaves(group)
+        if all(isinstance(e, BrokenPipeError) for e in found):
+            return 0
+        first = found[0]
+        if isinstance(first, RingleaderError):
+            print(f"ringleader: {first}", file=sys.stderr)
+            return 2
+        raise
+    except BrokenPipeError:
+        return 0
+    except RuntimeNotFoundError as exc:
+        hint = f"\n  install it with: {exc.install_hint}" if exc.install_hint else ""
+        print(f"ringleader: {exc}{hint}", file=sys.stderr)
+        return 3
     except RingleaderError as exc:
         print(f"ringleader: {exc}", file=sys.stderr)
         return 2

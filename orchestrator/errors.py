@@ -28,7 +28,9 @@ rebuilds it, which is what :mod:`pickle` does; keyword-only data is carried thro
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
+
+import trio
 
 __all__ = [
     "ActorCrashedError",
@@ -45,7 +47,9 @@ __all__ = [
     "RuntimeNotFoundError",
     "RuntimeReportedError",
     "RuntimeStartError",
+    "exception_leaves",
     "redact_secrets",
+    "single_exception",
 ]
 
 _MAX_LINE_IN_ERROR = 200
@@ -271,3 +275,20 @@ class BudgetExceededError(RingleaderError):
     """A cost, turn, rotation or time budget was exhausted."""
 
     event_code = "budget_exceeded"
+
+
+def exception_leaves(error: BaseException) -> list[BaseException]:
+    """Every non-group exception inside ``error`` (``[error]`` for a plain exception)."""
+    if isinstance(error, BaseExceptionGroup):
+        inner = cast(tuple[BaseException, ...], error.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        return [leaf for e in inner for leaf in exception_leaves(e)]
+    return [error]
+
+
+def single_exception(error: BaseException) -> BaseException | None:
+    """The one exception wrapped by (nested) groups, if there is exactly one and it is not a
+    cancellation (which must stay inside its group for trio to route it)."""
+    found = exception_leaves(error)
+    if len(found) == 1 and not isinstance(found[0], trio.Cancelled):
+        return found[0]
+    return None

@@ -36,6 +36,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from .errors import single_exception
 from .events import DoneReason, RuntimeEvent, Usage, now_ms
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
@@ -256,7 +257,26 @@ class Runner:
         rotate_to: str | None = None,
         max_rotations: int | None = None,
     ) -> TaskOutcome:
-        """Run ``task`` on ``runtime_id``; rotate (onto ``rotate_to`` if given) when it runs out."""
+        """Run ``task`` on ``runtime_id``; rotate (onto ``rotate_to`` if given) when it runs out.
+
+        A single error from inside (a runtime that cannot start, a bad configuration) is raised
+        as itself, not wrapped in exception groups.
+        """
+        try:
+            return await self._run_task(runtime_id, task, rotate_to, max_rotations)
+        except BaseExceptionGroup as group:
+            leaf = single_exception(group)
+            if leaf is not None:
+                raise leaf from group
+            raise
+
+    async def _run_task(
+        self,
+        runtime_id: str,
+        task: TaskSpec,
+        rotate_to: str | None,
+        max_rotations: int | None,
+    ) -> TaskOutcome:
         limit = self.rotation.max_rotations if max_rotations is None else max_rotations
         state = _TaskState()
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
