@@ -1,0 +1,314 @@
+"""The executor: runs one reply's tool calls and returns their results in call order.
+
+Per call, in order (Glove's steps, with the Part C decisions):
+
+1. lookup by name (case-insensitive); an unknown tool gets Glove's helpful error with near
+   matches and the list of tools (C#11);
+2. arguments that were not valid JSON get an ``invalid_input`` error the model can correct (C#12);
+3. validation against the pydantic input model; a compact error naming each field (C#10);
+4. permission, on the *validated* input, fail-closed (C#21): a store without the permissions
+   capability, or an ``unset`` decision with no approval handler, denies;
+5. run, with a per-tool timeout (C#16), retries for ``idempotent`` tools with backoff (C#15), and
+   ``un_abortable`` tools shielded from a cancel for a grace period (C#42).
+
+Consecutive ``parallel_safe`` calls run concurrently (bounded by a ``trio.CapacityLimiter``);
+a tool that fails with a raised error cancels its running siblings, which get ``aborted``
+results (C#14). Results are stored in call order and notified as they finish.
+
+A cancel leaves :class:`ToolBatch` partially filled; :meth:`ToolBatch.close_open` synthesizes an
+``aborted`` result for every call without one, so no ``tool_use`` is ever left dangling.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import attrs
+import trio
+from pydantic import BaseModel, ValidationError
+
+from .cancel import CancelToken
+from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
+from .stores.base import Store
+from .subscriber import NotifyFn, ToolUseResult
+from .tools import Tool, ToolContext, format_validation_error, normalize_result
+
+__all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch"]
+
+_log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class PermissionRequest:
+    tool_name: str
+    tool_input: Any
+    call_id: str
+
+
+PermissionHandler = Callable[[PermissionRequest], Awaitable[bool]]
+
+
+@attrs.define
+class ToolBatch:
+    """One reply's calls and the results gathered so far (index-aligned)."""
+
+    calls: Sequence[ToolCall]
+    results: list[ToolResult | None] = attrs.field(init=False)
+    notified: list[bool] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.results = [None] * len(self.calls)
+        self.notified = [False] * len(self.calls)
+
+    def close_open(self, message: str = "Tool execution was aborted.") -> None:
+        for i, call in enumerate(self.calls):
+            if self.results[i] is None:
+                self.results[i] = _result(call, "aborted", message, "aborted", 0.0)
+
+    def done(self) -> list[ToolResult]:
+        return [r for r in self.results if r is not None]
+
+
+def _result(
+    call: ToolCall, status: Any, message: str, kind: ToolErrorKind, duration_ms: float
+) -> ToolResult:
+    return ToolResult(
+        tool_name=call.tool_name,
+        call_id=call.id,
+        result=ToolResultData(status=status, message=message, error_kind=kind),
+        duration_ms=duration_ms,
+    )
+
+
+class _SiblingFailedError(Exception):
+    pass
+
+
+class Executor:
+    """Holds the tool registry and runs batches (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        notify: NotifyFn,
+        *,
+        max_retries: int = 3,
+        max_concurrency: int = 8,
+        permission_handler: PermissionHandler | None = None,
+        retry_backoff_s: float = 0.2,
+    ) -> None:
+        self.store = store
+        self.notify = notify
+        self.max_retries = max_retries
+        self.limiter = trio.CapacityLimiter(max_concurrency)
+        self.permission_handler = permission_handler
+        self.retry_backoff_s = retry_backoff_s
+        self._tools: dict[str, Tool[Any]] = {}
+        self._by_lower: dict[str, Tool[Any]] = {}
+        self.context_extras: dict[str, Any] = {}
+
+    # -- registry ------------------------------------------------------------------------------
+
+    def register(self, tool: Tool[Any]) -> None:
+        self._tools[tool.name] = tool
+        self._by_lower[tool.name.lower()] = tool
+
+    @property
+    def tools(self) -> Sequence[Tool[Any]]:
+        return tuple(self._tools.values())
+
+    def lookup(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name) or self._by_lower.get(name.lower())
+
+    def unknown_tool_message(self, name: str) -> str:
+        names = sorted(self._tools)
+        if not names:
+            return f"No tool called {name} exists. No tools are registered."
+        low = name.lower()
+        near = [n for n in names if low in n.lower() or n.lower() in low]
+        near += [n for n in difflib.get_close_matches(name, names, n=3) if n not in near]
+        hint = f" Did you mean {' or '.join(near[:3])}?" if near else ""
+        return f"No tool called {name} exists.{hint} Available tools: {', '.join(names)}."
+
+    # -- execution -------------------------------------------------------------------------------
+
+    async def execute(self, batch: ToolBatch, token: CancelToken, session: str = "") -> None:
+        """Fill ``batch.results`` (call order). Raises ``Cancelled`` on a cancel, batch partial."""
+        calls = batch.calls
+        i = 0
+        while i < len(calls):
+            j = i + 1
+            tool = self.lookup(calls[i].tool_name)
+            if tool is not None and tool.parallel_safe:
+                while j < len(calls):
+                    nxt = self.lookup(calls[j].tool_name)
+                    if nxt is None or not nxt.parallel_safe:
+                        break
+                    j += 1
+            if j - i == 1:
+                await self._run_and_record(batch, i, token, session)
+            else:
+                await self._run_group(batch, range(i, j), token, session)
+            i = j
+
+    async def _run_group(
+        self, batch: ToolBatch, indices: range, token: CancelToken, session: str
+    ) -> None:
+        failed: list[int] = []
+
+        async def one(index: int) -> None:
+            async with self.limiter:
+                result = await self._run_and_record(batch, index, token, session)
+            if result.result.error_kind == "failed":
+                failed.append(index)
+                nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            for index in indices:
+                nursery.start_soon(one, index)
+        if failed:
+            culprit = batch.calls[failed[0]]
+            for index in indices:
+                if batch.results[index] is None:
+                    call = batch.calls[index]
+                    res = _result(
+                        call,
+                        "aborted",
+                        f"Cancelled because sibling call {culprit.id} ({culprit.tool_name}) failed.",
+                        "aborted",
+                        0.0,
+                    )
+                    batch.results[index] = res
+                    batch.notified[index] = True
+                    await self._notify(res)
+
+    async def _run_and_record(
+        self, batch: ToolBatch, index: int, token: CancelToken, session: str
+    ) -> ToolResult:
+        call = batch.calls[index]
+        began = trio.current_time()
+        data = await self._run_one(call, token, session)
+        result = ToolResult(
+            tool_name=call.tool_name,
+            call_id=call.id,
+            result=data,
+            duration_ms=round((trio.current_time() - began) * 1000, 3),
+        )
+        batch.results[index] = result
+        batch.notified[index] = True
+        await self._notify(result)
+        return result
+
+    async def _notify(self, result: ToolResult) -> None:
+        await self.notify(
+            ToolUseResult(result.tool_name, result.call_id, result.result, result.duration_ms or 0.0)
+        )
+
+    async def _run_one(self, call: ToolCall, token: CancelToken, session: str) -> ToolResultData:
+        tool = self.lookup(call.tool_name)
+        if tool is None:
+            return _error(self.unknown_tool_message(call.tool_name), "not_found")
+        if call.parse_error is not None:
+            return _error(
+                f"The arguments for tool {tool.name!r} are not valid JSON ({call.parse_error}). "
+                "Send a JSON object that matches the tool's schema.",
+                "invalid_input",
+            )
+        try:
+            value = tool.validate(call.input_args)
+        except (ValidationError, TypeError) as exc:
+            return _error(format_validation_error(tool.name, exc), "invalid_input")
+        if tool.requires_permission and tool.needs_permission(value):
+            denial = await self._check_permission(tool, value, call)
+            if denial is not None:
+                return denial
+        return await self._run_with_retries(tool, value, call, token, session)
+
+    async def _check_permission(
+        self, tool: Tool[Any], value: Any, call: ToolCall
+    ) -> ToolResultData | None:
+        store = self.store
+        if not store.capabilities.permissions:
+            return _error(
+                f'Permission denied for tool "{tool.name}": the store cannot record approvals.',
+                "denied",
+            )
+        key_input = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        status = await store.get_permission(tool.name, key_input)
+        if status == "unset":
+            if self.permission_handler is None:
+                return _error(
+                    f'Permission denied for tool "{tool.name}": it needs approval and no '
+                    "approval handler is configured.",
+                    "denied",
+                )
+            granted = bool(
+                await self.permission_handler(PermissionRequest(tool.name, key_input, call.id))
+            )
+            status = "granted" if granted else "denied"
+            await store.set_permission(tool.name, status, key_input)
+        if status == "granted":
+            return None
+        return _error(
+            f'Permission denied for tool "{tool.name}". The user has not granted permission '
+            "to run this tool.",
+            "denied",
+        )
+
+    async def _run_with_retries(
+        self, tool: Tool[Any], value: Any, call: ToolCall, token: CancelToken, session: str
+    ) -> ToolResultData:
+        retries = tool.max_retries
+        if retries is None:
+            retries = self.max_retries if tool.idempotent else 0
+        ctx = ToolContext(
+            call_id=call.id,
+            tool_name=tool.name,
+            idempotency_key=f"{session}:{call.id}",
+            display=self.context_extras.get("display"),
+            glove=self.context_extras.get("glove"),
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            ctx.attempt = attempt
+            shield: AbstractContextManager[Any] = (
+                token.shield() if tool.un_abortable else nullcontext()
+            )
+            try:
+                with shield as shield_scope:
+                    if tool.timeout_s is not None:
+                        with trio.move_on_after(tool.timeout_s) as timer:
+                            out = await tool.do(value, ctx)
+                        if timer.cancelled_caught:
+                            return _error(
+                                f"Tool {tool.name!r} timed out after {tool.timeout_s:g}s.",
+                                "timeout",
+                            )
+                    else:
+                        out = await tool.do(value, ctx)
+                if shield_scope is not None and shield_scope.cancelled_caught:
+                    return _aborted(f"Tool {tool.name!r} did not finish within its abort grace.")
+                return normalize_result(out)
+            except Exception as exc:
+                if attempt <= retries:
+                    await trio.sleep(self.retry_backoff_s * (2 ** (attempt - 1)))
+                    continue
+                _log.debug("tool %s failed", tool.name, exc_info=True)
+                return _error(
+                    f"Tool {tool.name!r} raised {type(exc).__name__}: {exc} "
+                    f"(after {attempt} attempt{'s' if attempt != 1 else ''}).",
+                    "failed",
+                )
+
+
+def _error(message: str, kind: ToolErrorKind) -> ToolResultData:
+    return ToolResultData(status="error", message=message, error_kind=kind)
+
+
+def _aborted(message: str) -> ToolResultData:
+    return ToolResultData(status="aborted", message=message, error_kind="aborted")

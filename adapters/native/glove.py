@@ -1,0 +1,248 @@
+"""``Glove``: the builder and runnable facade over the loop.
+
+::
+
+    glove = (
+        Glove(store=MemoryStore(), model=model, system_prompt="You are helpful.")
+        .fold("get_weather", "Weather for a city.", CityInput, get_weather)
+        .add_subscriber(printer)
+        .build()
+    )
+    result = await glove.process_request("What is the weather in Tokyo?")
+
+The same concepts as Glove with Pythonic names: ``fold`` registers a tool (pydantic input model;
+``requires_permission``, ``un_abortable``, …) and is legal after ``build``; the tool list is
+snapshotted per turn. ``set_model`` takes effect at the next model call, also mid-request.
+``steer`` puts text into the live conversation. One request runs at a time per Glove (C#4); a
+second concurrent ``process_request`` raises :class:`SessionBusyError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Self, TypeVar
+
+from pydantic import BaseModel
+
+from tiers import AssembledPrompt, PromptTiers, assemble_tiers
+
+from .cancel import CancelToken
+from .compaction import CompactionConfig
+from .display import DisplayManager
+from .executor import Executor, PermissionHandler, PermissionRequest
+from .loop import Agent, AskResult, LoopConfig
+from .messages import ContentPart, Message
+from .models.base import ModelAdapter
+from .stores.base import Store
+from .stores.memory import MemoryStore
+from .subscriber import Notifier, Subscriber
+from .tools import Tool, ToolContext
+
+__all__ = ["Glove", "SessionBusyError"]
+
+InputT = TypeVar("InputT", bound=BaseModel)
+
+
+class SessionBusyError(RuntimeError):
+    """A request is already running on this Glove (one active run per session)."""
+
+
+class Glove:
+    def __init__(
+        self,
+        *,
+        model: ModelAdapter,
+        store: Store | None = None,
+        display_manager: DisplayManager | None = None,
+        system_prompt: str | PromptTiers | AssembledPrompt = "",
+        compaction_config: CompactionConfig | None = None,
+        max_retries: int = 3,
+        max_concurrency: int = 8,
+        permission_handler: PermissionHandler | None = None,
+        loop_config: LoopConfig | None = None,
+    ) -> None:
+        self._model = model
+        self._store: Store = store or MemoryStore()
+        self._display = display_manager
+        self._system_prompt = _assemble(system_prompt)
+        self._notifier = Notifier()
+        cfg = loop_config or LoopConfig()
+        if compaction_config is not None:
+            cfg = LoopConfig(
+                compaction=compaction_config,
+                model_retries=cfg.model_retries,
+                retry_base_s=cfg.retry_base_s,
+                retry_max_s=cfg.retry_max_s,
+                max_tokens=cfg.max_tokens,
+                continue_on_max_tokens=cfg.continue_on_max_tokens,
+            )
+        self._config = cfg
+        self._max_retries = max_retries
+        self._max_concurrency = max_concurrency
+        self._permission_handler = permission_handler
+        self._tools: list[Tool[Any]] = []
+        self._built = False
+        self._busy = False
+        self._agent = self._make_agent()
+        model.set_system_prompt(self._system_prompt)
+
+    def _make_agent(self) -> Agent:
+        handler = self._permission_handler
+        if handler is None and self._display is not None:
+            handler = self._ask_display
+        executor = Executor(
+            self._store,
+            self._notifier,
+            max_retries=self._max_retries,
+            max_concurrency=self._max_concurrency,
+            permission_handler=handler,
+        )
+        executor.context_extras = {"display": self._display, "glove": self}
+        for t in self._tools:
+            executor.register(t)
+        return Agent(self._store, executor, self._notifier, lambda: self._model, self._config)
+
+    async def _ask_display(self, request: PermissionRequest) -> bool:
+        assert self._display is not None
+        answer = await self._display.push_and_wait(
+            {"tool_name": request.tool_name, "tool_input": request.tool_input},
+            renderer="permission_request",
+        )
+        return bool(answer)
+
+    # -- builder ----------------------------------------------------------------------------
+
+    def fold(
+        self,
+        name: str,
+        description: str,
+        input_model: type[InputT],
+        do: Callable[[InputT, ToolContext], Awaitable[Any]],
+        *,
+        requires_permission: bool | Callable[[InputT], bool] = False,
+        un_abortable: bool = False,
+        parallel_safe: bool = False,
+        idempotent: bool = False,
+        max_retries: int | None = None,
+        timeout_s: float | None = None,
+    ) -> Self:
+        """Register a tool (legal after :meth:`build`; takes effect at the next turn)."""
+        return self.add_tool(
+            Tool(
+                name=name,
+                description=description,
+                do=do,
+                input_model=input_model,
+                requires_permission=requires_permission,
+                un_abortable=un_abortable,
+                parallel_safe=parallel_safe,
+                idempotent=idempotent,
+                max_retries=max_retries,
+                timeout_s=timeout_s,
+            )
+        )
+
+    def add_tool(self, tool: Tool[Any]) -> Self:
+        self._tools = [t for t in self._tools if t.name != tool.name]
+        self._tools.append(tool)
+        self._agent.executor.register(tool)
+        self._agent.tools_changed()
+        return self
+
+    def add_subscriber(self, subscriber: Subscriber) -> Self:
+        self._notifier.add(subscriber)
+        return self
+
+    def remove_subscriber(self, subscriber: Subscriber) -> Self:
+        self._notifier.remove(subscriber)
+        return self
+
+    def build(self, store: Store | None = None) -> Self:
+        """Mark the Glove runnable; a store passed here replaces the default one."""
+        if store is not None and store is not self._store:
+            self._store = store
+            self._agent = self._make_agent()
+        self._built = True
+        return self
+
+    # -- runnable ---------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def model(self) -> ModelAdapter:
+        return self._model
+
+    @property
+    def display_manager(self) -> DisplayManager | None:
+        return self._display
+
+    @property
+    def tools(self) -> Sequence[Tool[Any]]:
+        return tuple(self._tools)
+
+    @property
+    def agent(self) -> Agent:
+        return self._agent
+
+    @property
+    def system_prompt(self) -> str | AssembledPrompt:
+        return self._system_prompt
+
+    def set_model(self, model: ModelAdapter) -> None:
+        """Swap the model; the next model call uses it (also in the middle of a request)."""
+        model.set_system_prompt(self._system_prompt)
+        self._model = model
+
+    def set_system_prompt(self, prompt: str | PromptTiers | AssembledPrompt) -> None:
+        self._system_prompt = _assemble(prompt)
+        self._model.set_system_prompt(self._system_prompt)
+
+    def steer(self, text: str) -> None:
+        """Put user text into the live conversation (next turn boundary; FIFO)."""
+        self._agent.steer(text)
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    async def process_request(
+        self, request: str | Sequence[ContentPart], cancel: CancelToken | None = None
+    ) -> AskResult:
+        """Append the user message and run the loop until text only, the cap, or a cancel."""
+        return await self._run(_user_message(request), cancel)
+
+    async def continue_request(self, cancel: CancelToken | None = None) -> AskResult:
+        """Run the loop again on queued steers only (no new user message)."""
+        return await self._run(None, cancel)
+
+    async def compact(self) -> Message:
+        """Force a compaction now (between requests)."""
+        return await self._agent.compact()
+
+    async def _run(self, message: Message | None, cancel: CancelToken | None) -> AskResult:
+        if not self._built:
+            raise RuntimeError("Call build() before process_request()")
+        if self._busy:
+            raise SessionBusyError(f"a request is already running on {self._store.identifier}")
+        self._busy = True
+        try:
+            return await self._agent.ask(message, cancel)
+        finally:
+            self._busy = False
+
+
+def _assemble(prompt: str | PromptTiers | AssembledPrompt) -> str | AssembledPrompt:
+    return assemble_tiers(prompt) if isinstance(prompt, PromptTiers) else prompt
+
+
+def _user_message(request: str | Sequence[ContentPart]) -> Message:
+    if isinstance(request, str):
+        return Message(sender="user", text=request)
+    parts = tuple(request)
+    text = "\n".join(p.text or "" for p in parts if p.type == "text")
+    media = tuple(p for p in parts if p.type != "text")
+    content = ((ContentPart(type="text", text=text),) if text else ()) + media
+    return Message(sender="user", text=text or "[multimodal message]", content=content)

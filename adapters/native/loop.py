@@ -1,0 +1,352 @@
+"""``Agent.ask``: the loop — prompt → tool calls → execute → feed results → repeat.
+
+One request, in order:
+
+1. resolved inbox items are injected as one persisted user message (and marked consumed); a
+   transient reminder of blocking pending items is spliced before the last message on every call;
+2. compaction is considered (a turn boundary), then the user message is appended;
+3. each turn: pending steers are appended as user messages (FIFO, ``steer_applied``); the turn cap
+   is checked (an exact cap of ``max_turns`` model calls, the final answer included); the model is
+   called on the context view with a per-turn snapshot of the tool list; the reply is stored and
+   its usage counted; a reply without tool calls ends the request — unless a steer arrived while
+   it was being generated, in which case the loop goes on so the steer lands (the reference loses
+   it); otherwise the tools run and their results are stored as one user message;
+4. model calls that fail with a transient error (429, 5xx, network) are retried with full-jitter
+   backoff (``Retry-After`` honoured) unless the call already streamed something (C#43);
+5. a reply truncated by the output limit (``max_tokens``) with no tool calls is continued, not
+   taken as the answer (C#2); truncated tool calls fail validation and the model corrects them.
+
+A cancel (``CancelToken``) ends the request with ``stop="aborted"``: any tool call already stored
+gets its results (real or synthetic ``aborted``) stored *at abort time* (C#41), in a shielded
+scope with a short grace, and every one is notified.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeAlias
+
+import attrs
+import trio
+
+from .cancel import CancelToken
+from .compaction import CompactionConfig, build_summary_message, should_compact
+from .executor import Executor, ToolBatch
+from .messages import InboxItem, Message, TokenCounter
+from .models.base import ModelAdapter, ModelError, ModelResponse, PromptRequest
+from .stores.base import Store
+from .subscriber import (
+    CompactionEnd,
+    CompactionStart,
+    ModelResponseEvent,
+    NotifyFn,
+    RetryEvent,
+    SteerApplied,
+    SubscriberEvent,
+    TextDeltaEvent,
+    TokenConsumption,
+    ToolUseEvent,
+    ToolUseResult,
+    TurnStart,
+    discard,
+)
+from .tools import ToolDefinition
+
+__all__ = ["Agent", "AskResult", "LoopConfig", "StopReason"]
+
+StopReason: TypeAlias = Literal["completed", "max_turns", "aborted"]
+
+_TRUNCATED = frozenset({"max_tokens", "length", "max_output_tokens"})
+CONTINUE_PROMPT = (
+    "[Your previous reply was cut off by the output token limit. Continue exactly where it stopped.]"
+)
+REPAIR_GRACE_S = 5.0
+
+
+@attrs.frozen
+class LoopConfig:
+    compaction: CompactionConfig = attrs.field(factory=CompactionConfig)
+    model_retries: int = 2
+    retry_base_s: float = 1.0
+    retry_max_s: float = 30.0
+    max_tokens: int | None = None
+    continue_on_max_tokens: bool = True
+
+
+@attrs.frozen
+class AskResult:
+    """How a request ended. ``usage`` sums every model call of the request (compaction too)."""
+
+    stop: StopReason
+    text: str
+    """The last non-empty reply text."""
+    response: ModelResponse | None
+    usage: TokenCounter
+    turns: int
+
+
+class Agent:
+    """The loop over a store, an executor and the current model (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        executor: Executor,
+        notify: NotifyFn,
+        get_model: Callable[[], ModelAdapter],
+        config: LoopConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.executor = executor
+        self.notify = notify
+        self.get_model = get_model
+        self.config = config or LoopConfig()
+        self._steers: deque[str] = deque()
+        self._last_context_tokens = 0
+        self._tool_defs: tuple[ToolDefinition, ...] | None = None
+
+    # -- steering ------------------------------------------------------------------------------
+
+    def steer(self, text: str) -> None:
+        """Queue user text for the live conversation; applied at the next turn boundary."""
+        self._steers.append(text)
+
+    @property
+    def pending_steers(self) -> int:
+        return len(self._steers)
+
+    def tools_changed(self) -> None:
+        self._tool_defs = None
+
+    def tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        if self._tool_defs is None:
+            defs = [t.definition for t in self.executor.tools]
+            self._tool_defs = tuple(sorted(defs, key=lambda d: d.name))
+        return self._tool_defs
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def ask(self, message: Message | None, token: CancelToken | None = None) -> AskResult:
+        """Run one request (``message=None`` continues with queued steers only)."""
+        token = token or CancelToken()
+        store = self.store
+        state = _AskState()
+        with token.scope() as scope:
+            try:
+                reminder = await self._inbox_prelude()
+                await self._maybe_compact(token, state)
+                if message is not None:
+                    await store.append_messages((message,))
+                await self._turns(token, state, reminder)
+            finally:
+                if state.open_batch is not None:
+                    await self._repair(state.open_batch, token)
+        if scope.cancelled_caught or (token.cancelled and state.stop != "completed"):
+            state.stop = "aborted"
+        return AskResult(state.stop, state.text, state.last, state.usage, state.turns)
+
+    async def _turns(self, token: CancelToken, state: _AskState, reminder: Message | None) -> None:
+        store, notify, executor = self.store, self.notify, self.executor
+        cfg = self.config
+        max_turns = cfg.compaction.max_turns
+        while True:
+            if self._steers:
+                await self._apply_steers()
+            if state.turns >= max_turns:
+                state.stop = "max_turns"
+                return
+            model = self.get_model()
+            messages: Sequence[Message] = await store.get_context_messages()
+            if reminder is not None and messages:
+                messages = [*messages[:-1], reminder, messages[-1]]
+            await notify(TurnStart(state.turns + 1, model.name))
+            response = await self._call_model(model, messages, self.tool_definitions())
+            state.turns += 1
+            state.last = response
+            tokens = response.tokens
+            state.usage = state.usage + tokens
+            if response.text:
+                state.text = response.text
+            if not response.streamed:
+                if response.text:
+                    await notify(TextDeltaEvent(response.text))
+                for call in response.tool_calls:
+                    await notify(ToolUseEvent(call.id, call.tool_name, call.input_args))
+            await notify(
+                ModelResponseEvent(
+                    response.text,
+                    response.tool_calls,
+                    response.stop_reason,
+                    tokens,
+                    response.model or model.model,
+                    "model_response_complete" if response.streamed else "model_response",
+                )
+            )
+            await store.append_messages((response.to_message(),))
+            calls = response.tool_calls
+            if calls:
+                state.open_batch = ToolBatch(calls)
+            self._last_context_tokens = tokens.tokens_in + tokens.tokens_out
+            await store.add_tokens(tokens)
+            await store.increment_turn()
+            await notify(
+                TokenConsumption(tokens, state.usage, response.model or model.model, "turn")
+            )
+            if not calls:
+                if cfg.continue_on_max_tokens and response.stop_reason in _TRUNCATED:
+                    await store.append_messages((Message(sender="user", text=CONTINUE_PROMPT),))
+                    continue
+                if self._steers:
+                    continue  # a steer arrived during the final turn: let it land
+                state.stop = "completed"
+                return
+            batch = state.open_batch
+            assert batch is not None
+            await executor.execute(batch, token, store.identifier)
+            await store.append_messages(
+                (Message(sender="user", text="tool results", tool_results=tuple(batch.done())),)
+            )
+            state.open_batch = None
+            await self._maybe_compact(token, state)
+
+    async def _apply_steers(self) -> None:
+        steers = [
+            Message(sender="user", text=self._steers.popleft(), is_steer=True)
+            for _ in range(len(self._steers))
+        ]
+        await self.store.append_messages(steers)
+        await self.notify(SteerApplied(len(steers)))
+
+    async def _call_model(
+        self,
+        model: ModelAdapter,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        notify: NotifyFn | None = None,
+    ) -> ModelResponse:
+        target = notify or self.notify
+        request = PromptRequest(messages=messages, tools=tools, max_tokens=self.config.max_tokens)
+        cfg = self.config
+        attempt = 0
+        while True:
+            progressed = False
+
+            async def tracking(event: SubscriberEvent) -> None:
+                nonlocal progressed
+                if event.type in ("text_delta", "tool_use"):
+                    progressed = True
+                await target(event)
+
+            try:
+                return await model.prompt(request, tracking)
+            except ModelError as err:
+                if not err.transient or progressed or attempt >= cfg.model_retries:
+                    raise
+                attempt += 1
+                if err.retry_after is not None:
+                    delay = min(err.retry_after, cfg.retry_max_s)
+                else:
+                    delay = random.uniform(0, min(cfg.retry_max_s, cfg.retry_base_s * 2**attempt))
+                await self.notify(RetryEvent(attempt, delay, f"{err.code}: {err}"))
+                await trio.sleep(delay)
+
+    # -- repair, inbox, compaction -----------------------------------------------------------
+
+    async def _repair(self, batch: ToolBatch, token: CancelToken) -> None:
+        """Store results for every call of an interrupted batch (shielded, short grace)."""
+        batch.close_open()
+        with token.shield(REPAIR_GRACE_S):
+            await self.store.append_messages(
+                (Message(sender="user", text="tool results", tool_results=tuple(batch.done())),)
+            )
+            for i, result in enumerate(batch.results):
+                if result is not None and not batch.notified[i]:
+                    batch.notified[i] = True
+                    await self.notify(
+                        ToolUseResult(
+                            result.tool_name,
+                            result.call_id,
+                            result.result,
+                            result.duration_ms or 0.0,
+                        )
+                    )
+
+    async def _inbox_prelude(self) -> Message | None:
+        store = self.store
+        if not store.capabilities.inbox:
+            return None
+        resolved = await store.get_resolved_inbox_items()
+        if resolved:
+            lines = [f"[Inbox: {len(resolved)} item(s) resolved]"]
+            lines += [
+                f'- [{i.tag}] Request: "{i.request}" -> Response: "{i.response}" '
+                f"(resolved {i.resolved_at})"
+                for i in resolved
+            ]
+            await store.append_messages((Message(sender="user", text="\n".join(lines)),))
+            for item in resolved:
+                await store.update_inbox_item(item.id, status="consumed")
+        items = await store.get_inbox_items()
+        blocking = [i for i in items if i.status == "pending" and i.blocking]
+        return _blocking_reminder(blocking) if blocking else None
+
+    async def _maybe_compact(self, token: CancelToken, state: _AskState) -> None:
+        cfg = self.config.compaction
+        if not cfg.context_limit and not cfg.compact_after_turns:
+            return
+        turns = await self.store.get_turn_count() if cfg.compact_after_turns else 0
+        if should_compact(cfg, self._last_context_tokens, turns):
+            await self.compact(state)
+
+    async def compact(self, state: _AskState | None = None) -> Message:
+        """Summarize now and append the marker (also callable from hooks and hosts)."""
+        store, notify = self.store, self.notify
+        model = self.get_model()
+        await notify(CompactionStart(self._last_context_tokens))
+        history = list(await store.get_context_messages())
+        history.append(
+            Message(
+                sender="user",
+                text=self.config.compaction.compaction_instructions,
+                is_compaction_request=True,
+            )
+        )
+        response = await self._call_model(model, history, (), notify=discard)
+        caps = store.capabilities
+        tasks = await store.get_tasks() if caps.tasks else []
+        inbox = await store.get_inbox_items() if caps.inbox else []
+        summary = build_summary_message(response.text, tasks, inbox)
+        await store.reset_counters()
+        await store.append_messages((summary,))
+        await store.add_tokens(TokenCounter(tokens_out=response.tokens.tokens_out))
+        self._last_context_tokens = response.tokens.tokens_out
+        total = response.tokens
+        if state is not None:
+            state.usage = state.usage + response.tokens
+            total = state.usage
+        await notify(
+            TokenConsumption(response.tokens, total, response.model or model.model, "compaction")
+        )
+        await notify(CompactionEnd(response.tokens.tokens_out, summary))
+        return summary
+
+
+@attrs.define
+class _AskState:
+    stop: StopReason = "aborted"
+    text: str = ""
+    last: ModelResponse | None = None
+    usage: TokenCounter = attrs.field(factory=TokenCounter)
+    turns: int = 0
+    open_batch: ToolBatch | None = None
+
+
+def _blocking_reminder(items: Sequence[InboxItem]) -> Message:
+    lines = [
+        f"[Inbox: {len(items)} blocking item(s) still pending — you cannot proceed with actions "
+        "that depend on these results]"
+    ]
+    lines += [f"- [{i.tag}] {i.request} (posted {i.created_at})" for i in items]
+    return Message(sender="user", text="\n".join(lines))

@@ -1,0 +1,156 @@
+"""Tools: definitions with pydantic input models, ``fold``, and result normalization.
+
+A tool's ``do(input, ctx)`` receives the *validated* input (an instance of its ``input_model``)
+and a :class:`ToolContext` (call id, an idempotency key, the display manager, the Glove). It may
+return a :class:`~.messages.ToolResultData`, a string, any JSON value, or a list of content
+parts; :func:`normalize_result` turns each into a ``ToolResultData`` and refuses values that are
+not JSON-serializable (C#17).
+
+Flags: ``requires_permission`` (bool, or a function of the validated input; fail-closed),
+``un_abortable`` (finishes despite a cancel, within a grace deadline), ``parallel_safe`` (may run
+concurrently with its neighbours), ``idempotent`` (retried on a raised error up to the Glove's
+``max_retries``; side-effecting tools are never retried by default), ``timeout_s``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import attrs
+from pydantic import BaseModel, ValidationError
+
+from .messages import ContentPart, ToolResultData
+
+if TYPE_CHECKING:
+    from .display import DisplayManager
+
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolDefinition",
+    "format_validation_error",
+    "normalize_result",
+    "tool",
+]
+
+InputT = TypeVar("InputT", bound=BaseModel)
+
+
+@attrs.define
+class ToolContext:
+    """What a running tool knows about its call."""
+
+    call_id: str
+    tool_name: str
+    idempotency_key: str
+    """Stable per call (``<session>:<call id>``): retries and replays never repeat a write."""
+    display: DisplayManager | None = None
+    glove: Any = None
+    attempt: int = 1
+
+
+@attrs.frozen
+class ToolDefinition:
+    """What a model sees of a tool."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@attrs.define
+class Tool(Generic[InputT]):
+    """A tool the executor can run (see the module docstring)."""
+
+    name: str
+    description: str
+    do: Callable[[InputT, ToolContext], Awaitable[Any]]
+    input_model: type[InputT] | None = None
+    json_schema: Mapping[str, Any] | None = None
+    """Raw JSON Schema for bridged tools (MCP/OpenAPI): used as is, input passed unvalidated."""
+    requires_permission: bool | Callable[[InputT], bool] = False
+    un_abortable: bool = False
+    parallel_safe: bool = False
+    idempotent: bool = False
+    max_retries: int | None = None
+    """Retries on a raised error; None means the Glove default when ``idempotent``, else 0."""
+    timeout_s: float | None = None
+    _definition: ToolDefinition | None = attrs.field(default=None, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.input_model is None and self.json_schema is None:
+            raise ValueError(f"tool {self.name!r} needs an input_model or a json_schema")
+
+    @property
+    def definition(self) -> ToolDefinition:
+        if self._definition is None:
+            if self.json_schema is not None:
+                schema: Mapping[str, Any] = self.json_schema
+            else:
+                assert self.input_model is not None
+                schema = self.input_model.model_json_schema()
+            self._definition = ToolDefinition(self.name, self.description, schema)
+        return self._definition
+
+    def validate(self, raw: Any) -> InputT | Any:
+        """Validated input; raises :class:`pydantic.ValidationError` (or ``TypeError``)."""
+        if self.input_model is None:
+            if not isinstance(raw, dict):
+                raise TypeError("arguments must be a JSON object")
+            return raw
+        if isinstance(raw, self.input_model):
+            return raw
+        return self.input_model.model_validate(raw if raw is not None else {})
+
+    def needs_permission(self, value: Any) -> bool:
+        gate = self.requires_permission
+        if callable(gate):
+            return bool(gate(value))
+        return bool(gate)
+
+
+def tool(
+    name: str,
+    description: str,
+    input_model: type[InputT],
+    do: Callable[[InputT, ToolContext], Awaitable[Any]],
+    **flags: Any,
+) -> Tool[InputT]:
+    """Shorthand for :class:`Tool` with a pydantic input model."""
+    return Tool(name=name, description=description, do=do, input_model=input_model, **flags)
+
+
+def format_validation_error(tool_name: str, error: ValidationError | TypeError) -> str:
+    """A compact message naming each bad field, which a model can act on (C#10)."""
+    if isinstance(error, TypeError):
+        return f"Invalid input for tool {tool_name!r}: {error}"
+    parts: list[str] = []
+    for item in error.errors(include_url=False, include_context=False):
+        loc = ".".join(str(p) for p in item["loc"]) or "(input)"
+        parts.append(f"{loc}: {item['msg']}")
+    return f"Invalid input for tool {tool_name!r}: " + "; ".join(parts)
+
+
+def normalize_result(value: Any) -> ToolResultData:
+    """Text, JSON and content-part results as :class:`ToolResultData` (C#17)."""
+    if isinstance(value, ToolResultData):
+        return value
+    if value is None or isinstance(value, str | int | float | bool):
+        return ToolResultData(status="success", data=value)
+    if isinstance(value, BaseModel):
+        return ToolResultData(status="success", data=value.model_dump(mode="json"))
+    if isinstance(value, list | tuple) and value and all(isinstance(v, ContentPart) for v in value):  # pyright: ignore[reportUnknownVariableType]
+        parts = tuple(value)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        text = "\n".join(p.text or "" for p in parts if p.type == "text")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return ToolResultData(status="success", data=text, content=parts)  # pyright: ignore[reportUnknownArgumentType]
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        return ToolResultData(
+            status="error",
+            message=f"the tool returned a value that is not JSON-serializable ({type(value).__name__}): {exc}",
+            error_kind="failed",
+        )
+    return ToolResultData(status="success", data=value)
