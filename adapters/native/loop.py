@@ -152,6 +152,7 @@ class Agent:
         cfg = self.config
         max_turns = cfg.compaction.max_turns
         while True:
+            await trio.lowlevel.checkpoint()  # one cancel point and scheduling point per turn
             if self._steers:
                 await self._apply_steers()
             if state.turns >= max_turns:

@@ -163,11 +163,15 @@ class ScriptedModel:
 
     async def _reply(self, step: Reply, before: list[str], notify: NotifyFn) -> ModelResponse:
         calls = tuple(
-            c if isinstance(c, ToolCall) else ToolCall(tool_name=c[0], input_args=c[1], id="")
+            c
+            if isinstance(c, ToolCall) and c.id
+            else ToolCall(
+                tool_name=c.tool_name if isinstance(c, ToolCall) else c[0],
+                input_args=c.input_args if isinstance(c, ToolCall) else c[1],
+                id=f"call_{next(self._ids)}",
+                parse_error=c.parse_error if isinstance(c, ToolCall) else None,
+            )
             for c in step.tool_calls
-        )
-        calls = tuple(
-            c if c.id else c.model_copy(update={"id": f"call_{next(self._ids)}"}) for c in calls
         )
         if self.stream:
             if step.reasoning:
@@ -176,8 +180,6 @@ class ScriptedModel:
                 await notify(TextDeltaEvent(step.text))
             for c in calls:
                 await notify(ToolUseEvent(c.id, c.tool_name, c.input_args))
-        else:
-            await trio.lowlevel.checkpoint()
         tokens_in, tokens_out = step.tokens_in, step.tokens_out
         if self._cumulative != self._reported:
             tokens_in = self._cumulative[0] - self._reported[0]
