@@ -235,7 +235,7 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
                 open_calls.pop(r.call_id, None)
             close_open()
             if len(kept) != len(msg.tool_results):
-                if not kept and not msg.text.strip() and not msg.content:
+                if not kept and not msg.content:
                     continue
                 msg = msg.model_copy(update={"tool_results": kept or None})
             out.append(msg)
