@@ -213,28 +213,26 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
     def close_open() -> None:
         if not open_calls:
             return
-        patch = tuple(
-            ToolResult(
-                tool_name=name,
-                call_id=cid,
-                result=ToolResultData(status="error", message=NO_RESULT, error_kind="aborted"),
-            )
-            for cid, name in open_calls.items()
-        )
+        patch = _patches(open_calls)
         answered.update(open_calls)
         open_calls.clear()
         out.append(Message(sender="user", text="tool results", tool_results=patch))
 
     for msg in messages:
         if msg.tool_results:
-            kept = tuple(
-                r for r in msg.tool_results if r.call_id in open_calls and r.call_id not in answered
-            )
-            for r in kept:
-                answered.add(r.call_id)
-                open_calls.pop(r.call_id, None)
+            kept_list: list[ToolResult] = []
+            for r in msg.tool_results:
+                if r.call_id in open_calls:
+                    del open_calls[r.call_id]
+                    answered.add(r.call_id)
+                    kept_list.append(r)
+            kept = tuple(kept_list)
+            if open_calls and kept:
+                kept += _patches(open_calls)
+                answered.update(open_calls)
+                open_calls.clear()
             close_open()
-            if len(kept) != len(msg.tool_results):
+            if kept != msg.tool_results:
                 if not kept and not msg.content:
                     continue
                 msg = msg.model_copy(update={"tool_results": kept or None})
@@ -248,6 +246,17 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
                     open_calls[call.id] = call.tool_name
     close_open()
     return out
+
+
+def _patches(open_calls: dict[str, str]) -> tuple[ToolResult, ...]:
+    return tuple(
+        ToolResult(
+            tool_name=name,
+            call_id=cid,
+            result=ToolResultData(status="error", message=NO_RESULT, error_kind="aborted"),
+        )
+        for cid, name in open_calls.items()
+    )
 
 
 def format_tool_result_content(result: ToolResultData) -> str:
