@@ -35,7 +35,7 @@ def runner(tmp_path: Path) -> Runner:
 
 
 async def test_tasks_run_side_by_side_and_abort_independently(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    tmp_path: Path,
 ) -> None:
     async with LocalHost(runner(tmp_path)) as host:
         slow = host.submit("slow", TaskSpec(task_id="s", title="slow"))
@@ -50,7 +50,7 @@ async def test_tasks_run_side_by_side_and_abort_independently(
 
 
 async def test_leaving_the_host_aborts_what_is_still_running(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    tmp_path: Path,
 ) -> None:
     async with LocalHost(runner(tmp_path)) as host:
         slow = host.submit("slow", TaskSpec(task_id="s", title="slow"))
