@@ -205,7 +205,9 @@ class Executor:
 
     async def _notify(self, result: ToolResult) -> None:
         await self.notify(
-            ToolUseResult(result.tool_name, result.call_id, result.result, result.duration_ms or 0.0)
+            ToolUseResult(
+                result.tool_name, result.call_id, result.result, result.duration_ms or 0.0
+            )
         )
 
     async def _run_one(self, call: ToolCall, token: CancelToken, session: str) -> ToolResultData:

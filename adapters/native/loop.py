@@ -59,9 +59,7 @@ __all__ = ["Agent", "AskResult", "LoopConfig", "StopReason"]
 StopReason: TypeAlias = Literal["completed", "max_turns", "aborted"]
 
 _TRUNCATED = frozenset({"max_tokens", "length", "max_output_tokens"})
-CONTINUE_PROMPT = (
-    "[Your previous reply was cut off by the output token limit. Continue exactly where it stopped.]"
-)
+CONTINUE_PROMPT = "[Your previous reply was cut off by the output token limit. Continue exactly where it stopped.]"
 REPAIR_GRACE_S = 5.0
 
 

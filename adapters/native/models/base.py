@@ -19,12 +19,11 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from tiers import AssembledPrompt
+from adapters.native.messages import Message, ReasoningBlock, TokenCounter, ToolCall
+from adapters.native.subscriber import NotifyFn
+from adapters.native.tools import ToolDefinition
 from orchestrator.errors import redact_secrets
-
-from ..messages import Message, ReasoningBlock, TokenCounter, ToolCall
-from ..subscriber import NotifyFn
-from ..tools import ToolDefinition
+from tiers import AssembledPrompt
 
 __all__ = [
     "ModelAdapter",

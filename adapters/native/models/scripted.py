@@ -25,8 +25,9 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
-from ..messages import ReasoningBlock, TokenCounter, ToolCall
-from ..subscriber import NotifyFn, SubscriberEvent, TextDeltaEvent, ToolUseEvent
+from adapters.native.messages import ReasoningBlock, TokenCounter, ToolCall
+from adapters.native.subscriber import NotifyFn, SubscriberEvent, TextDeltaEvent, ToolUseEvent
+
 from .base import ModelError, ModelResponse, PromptRequest, SystemPrompt
 
 __all__ = ["Delta", "Emit", "Fail", "Reply", "ScriptedModel", "Sleep", "Step", "Usage"]

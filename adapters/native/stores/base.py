@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from ..messages import InboxItem, Message, PermissionStatus, Task, TokenCounter
+from adapters.native.messages import InboxItem, Message, PermissionStatus, Task, TokenCounter
 
 __all__ = ["Store", "StoreCapabilities", "permission_key"]
 

@@ -10,7 +10,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import InboxItem, Message, PermissionStatus, Task, TokenCounter
+from adapters.native.messages import InboxItem, Message, PermissionStatus, Task, TokenCounter
+
 from .base import Store, StoreCapabilities, permission_key
 
 __all__ = ["MemoryStore"]

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from ..messages import InboxItem, Message, PermissionStatus, Task, TokenCounter
+from adapters.native.messages import InboxItem, Message, PermissionStatus, Task, TokenCounter
+
 from .base import Store, StoreCapabilities, permission_key
 
 __all__ = ["SqliteStore", "list_sessions", "resolve_inbox_item"]
@@ -261,7 +262,9 @@ class SqliteStore:
 
     async def update_task(self, task_id: str, **changes: Any) -> None:
         tasks = await self.get_tasks()
-        await self.set_tasks([t.model_copy(update=changes) if t.id == task_id else t for t in tasks])
+        await self.set_tasks(
+            [t.model_copy(update=changes) if t.id == task_id else t for t in tasks]
+        )
 
     # -- permissions -------------------------------------------------------------------------
 
@@ -333,9 +336,7 @@ class SqliteStore:
 
 
 def _update_item(c: sqlite3.Connection, sid: str, item_id: str, changes: dict[str, Any]) -> bool:
-    row = c.execute(
-        "SELECT body FROM inbox WHERE session_id=? AND id=?", (sid, item_id)
-    ).fetchone()
+    row = c.execute("SELECT body FROM inbox WHERE session_id=? AND id=?", (sid, item_id)).fetchone()
     if row is None:
         return False
     item = InboxItem.model_validate_json(row[0]).model_copy(update=changes)

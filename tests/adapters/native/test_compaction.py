@@ -38,9 +38,7 @@ async def test_compaction_by_turns_appends_a_marker_and_cuts_the_view() -> None:
             Reply(text="finished"),
         ]
     )
-    glove = make(
-        model, CompactionConfig(compact_after_turns=2, context_limit=None), rec, store
-    )
+    glove = make(model, CompactionConfig(compact_after_turns=2, context_limit=None), rec, store)
     result = await glove.process_request("echo things")
     assert result.text == "finished"
     assert result.usage.tokens_out == 5 + 5 + 7 + 5  # the summary call is counted

@@ -179,7 +179,9 @@ async def test_parallel_safe_tools_run_concurrently_results_in_call_order(
 ) -> None:
     rec = Recorder()
     ex = make(recorder=rec, max_concurrency=2)
-    ex.register(Tool(name="read", description="", do=echo, input_model=EchoInput, parallel_safe=True))
+    ex.register(
+        Tool(name="read", description="", do=echo, input_model=EchoInput, parallel_safe=True)
+    )
     began = trio.current_time()
     results = await run(
         ex,
@@ -210,8 +212,12 @@ async def test_a_failing_parallel_tool_cancels_its_siblings(
         raise RuntimeError("disk on fire")
 
     ex = make()
-    ex.register(Tool(name="read", description="", do=echo, input_model=EchoInput, parallel_safe=True))
-    ex.register(Tool(name="boom", description="", do=boom, input_model=EchoInput, parallel_safe=True))
+    ex.register(
+        Tool(name="read", description="", do=echo, input_model=EchoInput, parallel_safe=True)
+    )
+    ex.register(
+        Tool(name="boom", description="", do=boom, input_model=EchoInput, parallel_safe=True)
+    )
     began = trio.current_time()
     results = await run(ex, call("read", {"delay": 100}, "1"), call("boom", {}, "2"))
     assert trio.current_time() - began == pytest.approx(1)

@@ -1,0 +1,91 @@
+"""What the provider adapters share: one httpx2 client, error normalization, argument parsing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+
+from adapters.native.messages import ContentPart, ToolCall
+
+from .base import ModelError, classify_status
+
+__all__ = ["convert_error", "data_url", "parse_arguments", "shared_http_client"]
+
+_CLIENT: httpx2.AsyncClient | None = None
+
+
+def shared_http_client() -> httpx2.AsyncClient:
+    """The process-wide httpx2 client every SDK client is built on (connection reuse)."""
+    global _CLIENT
+    if _CLIENT is None or _CLIENT.is_closed:
+        _CLIENT = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(600.0, connect=10.0),
+            limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+        )
+    return _CLIENT
+
+
+def _retry_after(headers: Any) -> float | None:
+    try:
+        value = headers.get("retry-after-ms")
+        if value is not None:
+            return float(value) / 1000.0
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def convert_error(exc: BaseException) -> ModelError | None:
+    """An SDK exception as a :class:`ModelError` (None for anything else)."""
+    if isinstance(exc, anthropic.APIStatusError | openai.APIStatusError):
+        status = exc.status_code
+        message = _status_message(exc)
+        return ModelError(
+            f"HTTP {status}: {message}",
+            classify_status(status, message),
+            status,
+            _retry_after(exc.response.headers),
+        )
+    if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
+        return ModelError(f"connection failed: {type(exc).__name__}: {exc}", "network")
+    if isinstance(exc, httpx2.TransportError):
+        return ModelError(f"connection failed: {type(exc).__name__}: {exc}", "network")
+    if isinstance(exc, anthropic.APIError | openai.APIError):
+        return ModelError(f"{type(exc).__name__}: {exc}", classify_status(None, str(exc)))
+    return None
+
+
+def _status_message(exc: anthropic.APIStatusError | openai.APIStatusError) -> str:
+    body: Any = exc.body
+    if isinstance(body, dict):
+        err: Any = body.get("error", body)  # pyright: ignore[reportUnknownMemberType]
+        if isinstance(err, dict) and isinstance(err.get("message"), str):  # pyright: ignore[reportUnknownMemberType]
+            return str(err["message"])  # pyright: ignore[reportUnknownArgumentType]
+        if isinstance(err, str):
+            return err
+    return str(exc.message)
+
+
+def parse_arguments(name: str, raw: str, call_id: str) -> ToolCall:
+    """A tool call from JSON text; bad JSON keeps the raw text and a ``parse_error`` (C#12)."""
+    if not raw.strip():
+        return ToolCall(tool_name=name, input_args={}, id=call_id)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return ToolCall(tool_name=name, input_args=raw, id=call_id, parse_error=str(exc))
+    return ToolCall(tool_name=name, input_args=value, id=call_id)
+
+
+def data_url(part: ContentPart) -> str | None:
+    src = part.source
+    if src is None:
+        return None
+    if src.type == "url":
+        return src.url
+    return f"data:{src.media_type};base64,{src.data or ''}"
