@@ -59,7 +59,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             "anthropic",
             None,
             "ANTHROPIC_API_KEY",
-            "claude-sonnet-4-20250514",
+            "claude-sonnet-4-6",
         ),
         _p(
             "openrouter",
