@@ -1,0 +1,336 @@
+"""The native runtime behind the ``RuntimeAdapter`` trait (``id = "native"``).
+
+The three layers: the *dialect* is the loop's subscriber events (:mod:`.subscriber`), *normalize*
+is :func:`.normalize.normalize_event`, and the *driver* is a :class:`~.glove.Glove` per run,
+running in the adapter's nursery. Events go out through the shared
+:class:`~adapters._runs.RunEmitter` (gapless ``seq``, late run-id binding from the session id,
+one ``done``, open tool calls closed, streams closed after ``done``).
+
+* ``abort`` cancels the run's :class:`~.cancel.CancelToken`: a model call stops at once, a tool is
+  cancelled (an ``un_abortable`` one gets a grace period), every open tool call gets an aborted
+  result stored in the history, and ``done{aborted}`` follows.
+* ``set_model`` swaps the model at the next model call, also mid-run.
+* ``write_context`` steers the live conversation: the text is appended as a user message at the
+  next turn boundary. A steer that arrives while the final answer is generated still lands: the
+  loop keeps going, and if it arrives after the loop returned the run continues on it before
+  ``done`` (the reference drops it). Keys other than the steer key are also written to the run's
+  working directory (confined), and reach the model as ``[context update: key]``.
+* cost is cumulative and honest: USD from a user-extendable :class:`~.pricing.PriceTable`,
+  ``None`` for an unpriced model.
+* the session codec is the store: a run id *is* its session id; with a ``home_dir`` sessions live
+  in ``<home>/native/sessions.db`` and ``resume_session_id`` continues one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import attrs
+import trio
+
+from orchestrator.adapter import (
+    Capabilities,
+    HealthResult,
+    NativeHomeClaim,
+    RunHandle,
+    StartOpts,
+    TaskHandle,
+)
+from orchestrator.errors import ConfigError, redact_secrets
+from orchestrator.events import now_ms
+
+from .._base import AdapterBase, confined_path, validate_context_key
+from .._runs import RunEmitter
+from .cancel import CancelToken
+from .compaction import CompactionConfig
+from .glove import Glove
+from .loop import AskResult
+from .models.base import ModelAdapter, ModelError
+from .models.providers import create_adapter
+from .normalize import normalize_event
+from .pricing import PriceTable
+from .stores.base import Store
+from .stores.memory import MemoryStore
+from .stores.sqlite import SqliteStore
+from .subscriber import SubscriberEvent
+from .tools import Tool
+
+__all__ = ["STEER_KEY", "NativeAdapter", "NativeCodec", "RecordedCall", "default_model_factory"]
+
+_log = logging.getLogger(__name__)
+
+STEER_KEY = ".ringleader/signal"
+"""The ``write_context`` key whose value is steered in verbatim (``orchestrator.actor`` uses it)."""
+
+ModelFactory: TypeAlias = Callable[[StartOpts], ModelAdapter]
+ToolsSpec: TypeAlias = Sequence[Tool[Any]] | Callable[[StartOpts], Iterable[Tool[Any]]]
+StoreFactory: TypeAlias = Callable[[StartOpts, str], Store]
+
+
+@attrs.frozen
+class RecordedCall:
+    """A side effect the adapter issued (``abort``, ``setModel``, ``writeContext``)."""
+
+    method: str
+    params: dict[str, Any]
+
+
+def default_model_factory(opts: StartOpts) -> ModelAdapter:
+    """``opts.model`` as ``provider:model`` (or ``$RINGLEADER_NATIVE_PROVIDER``, default
+    anthropic); keys and base URLs from ``opts.env`` first, then the process environment."""
+    env: dict[str, str] = {**os.environ, **opts.env}
+    provider = env.get("RINGLEADER_NATIVE_PROVIDER", "anthropic")
+    model = opts.model
+    if model and ":" in model:
+        provider, model = model.split(":", 1)
+    return create_adapter(provider=provider, model=model or None, env=env)
+
+
+@attrs.define(eq=False)
+class _Run:
+    emitter: RunEmitter
+    opts: StartOpts
+    glove: Glove
+    token: CancelToken
+    closing: bool = False
+
+
+class _Bridge:
+    """The run's subscriber: subscriber events → normalized events → the emitter."""
+
+    def __init__(self, run: _Run, prices: PriceTable) -> None:
+        self._run = run
+        self._prices = prices
+
+    async def record(self, event: SubscriberEvent) -> None:
+        emitter = self._run.emitter
+        if emitter.done:
+            return
+        events = normalize_event(event, emitter.factory, self._prices)
+        if events is None:
+            await emitter.publish(emitter.note_unknown(event.type))
+        elif events:
+            await emitter.publish(events)
+
+
+class NativeCodec:
+    """``{"sessionKey", "sessionId"}``: the session id is the run id and the store's key."""
+
+    def __init__(self, adapter: NativeAdapter) -> None:
+        self._adapter = adapter
+
+    async def serialize(self, run: RunHandle) -> str:
+        await trio.lowlevel.checkpoint()
+        return json.dumps({"sessionKey": run.session_key, "sessionId": run.run_id})
+
+    async def restore(self, blob: str) -> RunHandle:
+        await trio.lowlevel.checkpoint()
+        data = json.loads(blob)
+        return RunHandle(
+            adapter_id=self._adapter.id,
+            session_key=str(data.get("sessionKey") or ""),
+            run_id=data.get("sessionId"),
+        )
+
+
+class NativeAdapter(AdapterBase):
+    """ringleader's own runtime (see the module docstring)."""
+
+    id = "native"
+
+    def __init__(
+        self,
+        *,
+        model_factory: ModelFactory = default_model_factory,
+        tools: ToolsSpec = (),
+        store_factory: StoreFactory | None = None,
+        system_prompt: str = "",
+        prices: PriceTable | None = None,
+        max_turns: int = 16,
+        compaction: CompactionConfig | None = None,
+        context_window_tokens: int = 200_000,
+        abort_grace_s: float = 5.0,
+        models: Sequence[str] = (),
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        super().__init__(clock=clock)
+        self._model_factory = model_factory
+        self._tools = tools
+        self._store_factory = store_factory
+        self._system_prompt = system_prompt
+        self.prices = prices or PriceTable()
+        self._max_turns = max_turns
+        self._compaction = compaction
+        self._window = context_window_tokens
+        self._abort_grace_s = abort_grace_s
+        self._models = tuple(models)
+        self._live: dict[str, _Run] = {}
+        self._codec = NativeCodec(self)
+        self.calls: list[RecordedCall] = []
+
+    @property
+    def session_codec(self) -> NativeCodec:
+        return self._codec
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            streaming=True,
+            mcp=False,
+            worktrees=False,
+            resume=True,
+            tool_approval=True,
+            models=self._models,
+            steerable=True,
+            context_window_tokens=self._window,
+            runtime_class="native",
+            native_home=NativeHomeClaim(scope="per-identity", persist=True),
+            native_skills="none",
+            native_memory="preserve",
+            native_channels="none",
+            native_scheduler=False,
+        )
+
+    async def probe_health(self) -> HealthResult:
+        await trio.lowlevel.checkpoint()
+        return HealthResult(ok=True, message="in-process runtime")
+
+    def recorded_calls(self) -> list[RecordedCall]:
+        return list(self.calls)
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def _store(self, opts: StartOpts, session_id: str) -> Store:
+        if self._store_factory is not None:
+            return self._store_factory(opts, session_id)
+        if opts.home_dir:
+            root = Path(opts.home_dir) / "native"
+            root.mkdir(parents=True, exist_ok=True)
+            return SqliteStore(root / "sessions.db", session_id)
+        return MemoryStore(session_id)
+
+    def _tool_list(self, opts: StartOpts) -> list[Tool[Any]]:
+        tools = list(self._tools(opts) if callable(self._tools) else self._tools)
+        blocked = set(opts.child_tool_blocklist)
+        return [t for t in tools if t.name not in blocked]
+
+    async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
+        emitter = self.new_run(opts.session_key)
+        session_id = opts.resume_session_id or f"native-{uuid.uuid4().hex[:16]}"
+        token = CancelToken(grace_s=self._abort_grace_s)
+        try:
+            model = self._model_factory(opts)
+        except ConfigError as exc:
+            self.spawn(self._fail_early, emitter, session_id, exc)
+            await trio.lowlevel.checkpoint()
+            return emitter.handle
+        glove = Glove(
+            model=model,
+            store=self._store(opts, session_id),
+            system_prompt=self._system_prompt,
+            compaction_config=self._compaction
+            or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
+        )
+        for tool in self._tool_list(opts):
+            glove.add_tool(tool)
+        run = _Run(emitter=emitter, opts=opts, glove=glove, token=token)
+        glove.add_subscriber(_Bridge(run, self.prices)).build()
+        self._live[opts.session_key] = run
+        self.spawn(self._drive, run, session_id)
+        await trio.lowlevel.checkpoint()
+        return emitter.handle
+
+    async def _fail_early(self, emitter: RunEmitter, session_id: str, exc: ConfigError) -> None:
+        emitter.bind_run_id(session_id)
+        await emitter.fail(str(exc), code=exc.event_code)
+
+    async def _drive(self, run: _Run, session_id: str) -> None:
+        emitter, glove = run.emitter, run.glove
+        emitter.bind_run_id(session_id)
+        try:
+            await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
+            result = await glove.process_request(run.opts.full_message(), run.token)
+            while (
+                result.stop == "completed"
+                and glove.agent.pending_steers
+                and not run.token.cancelled
+            ):
+                # a steer arrived after the loop's last check: keep the conversation going
+                result = await glove.continue_request(run.token)
+            run.closing = True
+            await self._finish(run, result)
+        except ModelError as exc:
+            run.closing = True
+            await emitter.fail(str(exc), code=f"model_{exc.code}")
+        except Exception as exc:
+            run.closing = True
+            _log.warning("native run %s failed", session_id, exc_info=True)
+            await emitter.fail(
+                redact_secrets(f"{type(exc).__name__}: {exc}"), code="internal_error"
+            )
+        finally:
+            store = glove.store
+            if isinstance(store, SqliteStore):
+                with trio.CancelScope(shield=True):
+                    await store.aclose()
+
+    async def _finish(self, run: _Run, result: AskResult) -> None:
+        emitter = run.emitter
+        if result.stop == "completed":
+            await emitter.finish("success", result.text)
+        elif result.stop == "max_turns":
+            await emitter.finish("max_turns", result.text)
+        else:
+            await emitter.finish("aborted", result.text)
+
+    # -- control -------------------------------------------------------------------------------
+
+    async def abort(self, run: RunHandle) -> None:
+        self.calls.append(
+            RecordedCall("abort", {"sessionKey": run.session_key, "runId": run.run_id})
+        )
+        live = self._live.get(run.session_key)
+        emitter = self.emitter_for(run)
+        if live is None or emitter is None or emitter.done:
+            await trio.lowlevel.checkpoint()
+            return
+        live.token.cancel()
+        with trio.move_on_after(self._abort_grace_s + 1.0):
+            await emitter.finished.wait()
+        if not emitter.done:
+            await emitter.finish("aborted", "")
+
+    async def set_model(self, run: RunHandle, model: str) -> None:
+        self.calls.append(RecordedCall("setModel", {"sessionKey": run.session_key, "model": model}))
+        live = self._live.get(run.session_key)
+        if live is not None:
+            name = model.split(":", 1)[1] if ":" in model else model
+            live.glove.set_model(live.glove.model.with_model(name))
+        await trio.lowlevel.checkpoint()
+
+    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
+        validate_context_key(key)
+        live = self._live.get(run.session_key)
+        steered = False
+        if live is not None and live.opts.cwd and key != STEER_KEY:
+            path = confined_path(live.opts.cwd, key)
+            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
+            await trio.Path(path).write_text(value)
+        if live is not None and not live.closing and not live.emitter.done:
+            text = value if key == STEER_KEY else f"[context update: {key}]\n{value}"
+            live.glove.steer(text)
+            steered = True
+        self.calls.append(
+            RecordedCall("writeContext", {"key": key, "value": value, "steered": steered})
+        )
+        await trio.lowlevel.checkpoint()
+
+    def glove_for(self, run: RunHandle) -> Glove | None:
+        """The live run's Glove (tests and hosts that want the store or the display)."""
+        live = self._live.get(run.session_key)
+        return live.glove if live is not None else None

@@ -1,0 +1,87 @@
+"""Subscriber events → ringleader's seven kinds (pure, apart from the factory's counters).
+
+Part E's mapping: ``text_delta`` → ``text-delta`` (reasoning on its channel); ``tool_use`` →
+``tool-call``; ``tool_use_result`` → ``tool-result`` with ``is_error`` and the text the model saw
+(never ``render_data``); ``token_consumption`` → a *cumulative* ``cost`` (USD from the price
+table, ``None`` when unknown; compaction calls counted too); turn starts, retries, compaction
+and applied steers → ``status``. Returns ``None`` for an event type it does not know, so the
+adapter can count and surface it.
+"""
+
+from __future__ import annotations
+
+from orchestrator.events import EventFactory, RuntimeEvent, Usage
+
+from .messages import format_tool_result_content
+from .pricing import PriceTable
+from .subscriber import (
+    CompactionEnd,
+    CompactionStart,
+    ModelResponseEvent,
+    RetryEvent,
+    SteerApplied,
+    SubscriberEvent,
+    TextDeltaEvent,
+    TokenConsumption,
+    ToolUseEvent,
+    ToolUseResult,
+    TurnStart,
+)
+
+__all__ = ["normalize_event"]
+
+
+def normalize_event(
+    event: SubscriberEvent, make: EventFactory, prices: PriceTable
+) -> list[RuntimeEvent] | None:
+    match event:
+        case TextDeltaEvent():
+            return [make.text_delta(event.text, event.channel)] if event.text else []
+        case ToolUseEvent():
+            return [make.tool_call(event.id, event.name, event.input)]
+        case ToolUseResult():
+            return [
+                make.tool_result(
+                    event.call_id,
+                    format_tool_result_content(event.result),
+                    name=event.tool_name,
+                    is_error=event.result.is_error,
+                )
+            ]
+        case TokenConsumption():
+            t = event.consumption
+            delta = Usage(
+                input_tokens=t.tokens_in,
+                output_tokens=t.tokens_out,
+                cached_input_tokens=t.cache_read_input_tokens,
+                cache_write_tokens=t.cache_creation_input_tokens,
+            )
+            usd = prices.cost(event.model, t)
+            return [make.add_cost(delta, cost_usd_delta=usd, model=event.model)]
+        case TurnStart():
+            return [make.status("thinking", model=event.model, detail=f"turn {event.turn}")]
+        case ModelResponseEvent():
+            if event.tool_calls:
+                n = len(event.tool_calls)
+                return [make.status("running", detail=f"running {n} tool call(s)")]
+            return []
+        case RetryEvent():
+            return [
+                make.status(
+                    "thinking",
+                    detail=f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}",
+                )
+            ]
+        case CompactionStart():
+            return [make.status("running", detail="compaction started")]
+        case CompactionEnd():
+            return [
+                make.status(
+                    "running",
+                    detail=f"compaction done ({event.current_token_consumption} tokens summary)",
+                )
+            ]
+        case SteerApplied():
+            return [make.status("running", detail=f"steering_applied: {event.count}")]
+        case _:
+            return None
