@@ -220,6 +220,8 @@ class NativeAdapter(AdapterBase):
         return [t for t in tools if t.name not in blocked]
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
+        # checkpoint first: the run task must not bind the run id before start() returns
+        await trio.lowlevel.checkpoint()
         emitter = self.new_run(opts.session_key)
         session_id = opts.resume_session_id or f"native-{uuid.uuid4().hex[:16]}"
         token = CancelToken(grace_s=self._abort_grace_s)
@@ -227,7 +229,6 @@ class NativeAdapter(AdapterBase):
             model = self._model_factory(opts)
         except ConfigError as exc:
             self.spawn(self._fail_early, emitter, session_id, exc)
-            await trio.lowlevel.checkpoint()
             return emitter.handle
         glove = Glove(
             model=model,
@@ -242,7 +243,6 @@ class NativeAdapter(AdapterBase):
         glove.add_subscriber(_Bridge(run, self.prices)).build()
         self._live[opts.session_key] = run
         self.spawn(self._drive, run, session_id)
-        await trio.lowlevel.checkpoint()
         return emitter.handle
 
     async def _fail_early(self, emitter: RunEmitter, session_id: str, exc: ConfigError) -> None:
@@ -317,14 +317,18 @@ class NativeAdapter(AdapterBase):
         validate_context_key(key)
         live = self._live.get(run.session_key)
         steered = False
-        if live is not None and live.opts.cwd and key != STEER_KEY:
-            path = confined_path(live.opts.cwd, key)
-            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
-            await trio.Path(path).write_text(value)
+        path = (
+            confined_path(live.opts.cwd, key)
+            if live is not None and live.opts.cwd and key != STEER_KEY
+            else None
+        )
         if live is not None and not live.closing and not live.emitter.done:
             text = value if key == STEER_KEY else f"[context update: {key}]\n{value}"
-            live.glove.steer(text)
+            live.glove.steer(text)  # before any await: it lands at the next turn boundary
             steered = True
+        if path is not None:
+            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
+            await trio.Path(path).write_text(value)
         self.calls.append(
             RecordedCall("writeContext", {"key": key, "value": value, "steered": steered})
         )

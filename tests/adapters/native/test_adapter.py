@@ -117,7 +117,9 @@ async def test_steer_arriving_during_the_final_turn_lands(
     assert adapter.calls[-1].params["steered"] is True
 
 
-async def test_write_context_with_a_file_key_writes_and_steers(tmp_path: Path) -> None:
+async def test_write_context_with_a_file_key_writes_and_steers(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
     model = ScriptedModel([Sleep(1), Reply(text="noted")])
     async with NativeAdapter(model_factory=lambda o: model) as adapter:
         run = await adapter.start(TaskHandle(), opts(cwd=str(tmp_path)))
@@ -149,7 +151,7 @@ async def test_abort_mid_tool_closes_the_call_and_repairs_history(
     assert history[-1].tool_results is not None  # repaired at abort time
 
 
-async def test_set_model_switches_at_the_next_call() -> None:
+async def test_set_model_switches_at_the_next_call(autojump_clock: trio.testing.MockClock) -> None:
     model = ScriptedModel([Reply(tool_calls=[("echo", {"delay": 1})]), Reply(text="ok")])
     async with NativeAdapter(model_factory=lambda o: model, tools=[ECHO]) as adapter:
         run = await adapter.start(TaskHandle(), opts())
@@ -190,7 +192,7 @@ async def test_resume_continues_the_sqlite_session(tmp_path: Path) -> None:
         blob = await adapter.session_codec.serialize(run)
         restored = await adapter.session_codec.restore(blob)
         assert restored.run_id == run.run_id
-        again, events = await run_to_done(
+        again, _ = await run_to_done(
             adapter,
             opts(key="agent:a:next", home_dir=str(tmp_path), resume_session_id=restored.run_id),
         )
