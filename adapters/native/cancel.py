@@ -8,7 +8,7 @@ but get a grace deadline from the moment of the cancel, so nothing outlives a ru
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 
 import trio
@@ -41,7 +41,7 @@ class CancelToken:
             shield.deadline = min(shield.deadline, now + grace)
 
     @contextmanager
-    def scope(self) -> Iterator[trio.CancelScope]:
+    def scope(self) -> Generator[trio.CancelScope, None, None]:
         scope = trio.CancelScope()
         if self._cancelled:
             scope.cancel()
@@ -53,7 +53,7 @@ class CancelToken:
             self._scopes.remove(scope)
 
     @contextmanager
-    def shield(self, grace_s: float | None = None) -> Iterator[trio.CancelScope]:
+    def shield(self, grace_s: float | None = None) -> Generator[trio.CancelScope, None, None]:
         """A shielded scope; after a cancel it gets ``grace_s`` (default the token's) more."""
         grace = self.grace_s if grace_s is None else grace_s
         scope = trio.CancelScope(shield=True)

@@ -84,10 +84,6 @@ def _result(
     )
 
 
-class _SiblingFailedError(Exception):
-    pass
-
-
 class Executor:
     """Holds the tool registry and runs batches (see the module docstring)."""
 
@@ -282,6 +278,7 @@ class Executor:
                 token.shield() if tool.un_abortable else nullcontext()
             )
             try:
+                out: Any = _NOTHING
                 with shield as shield_scope:
                     if tool.timeout_s is not None:
                         with trio.move_on_after(tool.timeout_s) as timer:
@@ -293,7 +290,7 @@ class Executor:
                             )
                     else:
                         out = await tool.do(value, ctx)
-                if shield_scope is not None and shield_scope.cancelled_caught:
+                if out is _NOTHING or (shield_scope is not None and shield_scope.cancelled_caught):
                     return _aborted(f"Tool {tool.name!r} did not finish within its abort grace.")
                 return normalize_result(out)
             except Exception as exc:
@@ -306,6 +303,9 @@ class Executor:
                     f"(after {attempt} attempt{'s' if attempt != 1 else ''}).",
                     "failed",
                 )
+
+
+_NOTHING: Any = object()
 
 
 def _error(message: str, kind: ToolErrorKind) -> ToolResultData:

@@ -15,8 +15,8 @@ concurrently with its neighbours), ``idempotent`` (retried on a raised error up 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import attrs
 from pydantic import BaseModel, ValidationError
@@ -99,7 +99,7 @@ class Tool(Generic[InputT]):
         if self.input_model is None:
             if not isinstance(raw, dict):
                 raise TypeError("arguments must be a JSON object")
-            return raw
+            return cast(dict[str, Any], raw)
         if isinstance(raw, self.input_model):
             return raw
         return self.input_model.model_validate(raw if raw is not None else {})
@@ -141,16 +141,18 @@ def normalize_result(value: Any) -> ToolResultData:
         return ToolResultData(status="success", data=value)
     if isinstance(value, BaseModel):
         return ToolResultData(status="success", data=value.model_dump(mode="json"))
-    if isinstance(value, list | tuple) and value and all(isinstance(v, ContentPart) for v in value):  # pyright: ignore[reportUnknownVariableType]
-        parts = tuple(value)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-        text = "\n".join(p.text or "" for p in parts if p.type == "text")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        return ToolResultData(status="success", data=text, content=parts)  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(value, list | tuple):
+        items = cast(Sequence[Any], value)
+        if items and all(isinstance(v, ContentPart) for v in items):
+            parts = cast(tuple[ContentPart, ...], tuple(items))
+            text = "\n".join(p.text or "" for p in parts if p.type == "text")
+            return ToolResultData(status="success", data=text, content=parts)
     try:
         json.dumps(value)
     except (TypeError, ValueError) as exc:
         return ToolResultData(
             status="error",
-            message=f"the tool returned a value that is not JSON-serializable ({type(value).__name__}): {exc}",
+            message=f"the tool returned a value that is not JSON-serializable ({type(cast(object, value)).__name__}): {exc}",
             error_kind="failed",
         )
     return ToolResultData(status="success", data=value)

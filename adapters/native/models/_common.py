@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
@@ -15,18 +15,19 @@ from .base import ModelError, classify_status
 
 __all__ = ["convert_error", "data_url", "parse_arguments", "shared_http_client"]
 
-_CLIENT: httpx2.AsyncClient | None = None
+_shared: list[httpx2.AsyncClient] = []
 
 
 def shared_http_client() -> httpx2.AsyncClient:
     """The process-wide httpx2 client every SDK client is built on (connection reuse)."""
-    global _CLIENT
-    if _CLIENT is None or _CLIENT.is_closed:
-        _CLIENT = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(600.0, connect=10.0),
-            limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
-        )
-    return _CLIENT
+    if not _shared or _shared[0].is_closed:
+        _shared[:] = [
+            httpx2.AsyncClient(
+                timeout=httpx2.Timeout(600.0, connect=10.0),
+                limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+            )
+        ]
+    return _shared[0]
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -63,7 +64,7 @@ def convert_error(exc: BaseException) -> ModelError | None:
 def _status_message(exc: anthropic.APIStatusError | openai.APIStatusError) -> str:
     body: Any = exc.body
     if isinstance(body, dict):
-        err: Any = body.get("error", body)  # pyright: ignore[reportUnknownMemberType]
+        err: Any = cast(dict[str, Any], body).get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):  # pyright: ignore[reportUnknownMemberType]
             return str(err["message"])  # pyright: ignore[reportUnknownArgumentType]
         if isinstance(err, str):

@@ -14,7 +14,7 @@ cached tokens (Anthropic's ``input_tokens`` does not).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
@@ -111,7 +111,7 @@ class AnthropicModel:
         try:
             if self.stream:
                 return await self._streamed(params, notify)
-            message: Any = await self._client.messages.create(**params)
+            message: Any = cast(Any, await self._client.messages.create(**params))
         except Exception as exc:
             err = convert_error(exc)
             if err is None:
@@ -291,7 +291,8 @@ def _blocks(msg: Message) -> list[dict[str, Any]]:
         if msg.text:
             blocks.append({"type": "text", "text": msg.text})
         for call in msg.tool_calls or ():
-            args = call.input_args if isinstance(call.input_args, dict) else {}
+            raw: Any = call.input_args
+            args: Any = raw if isinstance(raw, dict) else {}
             blocks.append(
                 {"type": "tool_use", "id": call.id, "name": call.tool_name, "input": args}
             )

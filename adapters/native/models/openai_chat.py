@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import openai
@@ -106,7 +106,7 @@ class OpenAIChatModel:
         try:
             if self.stream:
                 return await self._streamed(params, notify)
-            completion: Any = await self._client.chat.completions.create(**params)
+            completion: Any = cast(Any, await self._client.chat.completions.create(**params))
         except Exception as exc:
             err = convert_error(exc)
             if err is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import openai
@@ -101,7 +101,7 @@ class OpenAIResponsesModel:
         try:
             if self.stream:
                 return await self._streamed(params, notify)
-            response: Any = await self._client.responses.create(**params)
+            response: Any = cast(Any, await self._client.responses.create(**params))
         except Exception as exc:
             err = convert_error(exc)
             if err is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,7 +78,7 @@ def _now() -> str:
 
 
 @contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+def _transaction(conn: sqlite3.Connection) -> Generator[None, None, None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
