@@ -291,8 +291,7 @@ def _blocks(msg: Message) -> list[dict[str, Any]]:
         if msg.text:
             blocks.append({"type": "text", "text": msg.text})
         for call in msg.tool_calls or ():
-            raw: Any = call.input_args
-            args: Any = raw if isinstance(raw, dict) else {}
+            args = _json_object(call)
             blocks.append(
                 {"type": "tool_use", "id": call.id, "name": call.tool_name, "input": args}
             )
@@ -313,6 +312,11 @@ def _blocks(msg: Message) -> list[dict[str, Any]]:
     if msg.content:
         return _content_blocks(msg.content)
     return [{"type": "text", "text": msg.text}] if msg.text else []
+
+
+def _json_object(call: ToolCall) -> dict[str, Any]:
+    value: object = call.input_args
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def format_anthropic_messages(
