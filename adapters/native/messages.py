@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
+import attrs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
@@ -155,10 +156,13 @@ class InboxItem(BaseModel):
     resolved_at: str | None = None
 
 
-class TokenCounter(BaseModel):
-    """One model call's tokens (``tokens_in`` includes cached prompt tokens)."""
+@attrs.frozen
+class TokenCounter:
+    """One model call's tokens (``tokens_in`` includes cached prompt tokens).
 
-    model_config = _MODEL
+    A plain attrs class, not pydantic: the loop adds these on every turn.
+    """
+
     tokens_in: int = 0
     tokens_out: int = 0
     cache_read_input_tokens: int = 0
@@ -166,11 +170,10 @@ class TokenCounter(BaseModel):
 
     def __add__(self, other: TokenCounter) -> TokenCounter:
         return TokenCounter(
-            tokens_in=self.tokens_in + other.tokens_in,
-            tokens_out=self.tokens_out + other.tokens_out,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens
-            + other.cache_creation_input_tokens,
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
         )
 
 

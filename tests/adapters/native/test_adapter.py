@@ -200,3 +200,18 @@ async def test_resume_continues_the_sqlite_session(tmp_path: Path) -> None:
     seen = [m.text for m in second.requests[0].messages]
     assert seen == ["do the thing", "first answer", "do the thing"]
     assert (tmp_path / "native" / "sessions.db").exists()
+
+
+async def test_scripted_demo_runs_a_tool_turn(tmp_path: Path) -> None:
+    from adapters.native.demo import DEMO_PROMPT, scripted_demo_adapter
+
+    (tmp_path / "README.md").write_text("hi")
+    async with scripted_demo_adapter(str(tmp_path)) as adapter:
+        _, events = await run_to_done(
+            adapter, StartOpts(agent_id="demo", session_key="demo:1", message=DEMO_PROMPT)
+        )
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert result.name == "list_files" and result.output == "README.md"
+    costs = [e for e in events if isinstance(e, Cost)]
+    assert costs[-1].cost_usd == pytest.approx((300 * 1.0 + 40 * 5.0) / 1e6)
+    assert isinstance(events[-1], Done) and events[-1].reason == "success"
