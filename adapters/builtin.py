@@ -27,7 +27,14 @@ def _scripted() -> RuntimeAdapter:
     )
 
 
+def _native() -> RuntimeAdapter:
+    from .native import NativeAdapter
+
+    return NativeAdapter()
+
+
 BUILTIN_RUNTIMES: dict[str, Callable[[], RuntimeAdapter]] = {
+    "native": _native,
     "scripted": _scripted,
 }
 """Runtime id → factory, in the order ``ringleader runtimes`` lists them."""

@@ -147,27 +147,12 @@ def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
 
 
 async def _demo(as_json: bool, out: TextIO) -> int:
-    from adapters.scripted import ScriptedAdapter
-
-    script: list[dict[str, Any]] = [
-        {"type": "init", "sessionId": "demo-session", "model": "scripted-model"},
-        {"type": "text", "text": "Let me look at the workspace. "},
-        {"type": "tool-call", "id": "call-1", "name": "list_files", "input": {"path": "."}},
-        {"type": "tool-result", "id": "call-1", "output": "README.md\npyproject.toml"},
-        {"type": "usage", "inputTokens": 120, "outputTokens": 24, "costUsd": None},
-        {"type": "text", "text": "The workspace holds a README and a pyproject."},
-        {"type": "usage", "inputTokens": 180, "outputTokens": 40, "costUsd": None},
-        {"type": "result", "ok": True, "summary": "The workspace holds a README and a pyproject."},
-    ]
+    """The native runtime runs one tool turn (``list_files`` on the working directory)."""
+    native_demo = importlib.import_module("adapters.native.demo")
     registry = RuntimeRegistry()
-    registry.register_factory("scripted", lambda: ScriptedAdapter(script))
+    registry.register_factory("native", lambda: native_demo.scripted_demo_adapter(os.getcwd()))
     outcome = await _run_task(
-        registry,
-        "scripted",
-        "List the files in the workspace, then summarize.",
-        model=None,
-        as_json=as_json,
-        out=out,
+        registry, "native", native_demo.DEMO_PROMPT, model=None, as_json=as_json, out=out
     )
     if not as_json:
         _print_outcome(outcome, out)
