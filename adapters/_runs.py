@@ -33,6 +33,8 @@ from orchestrator.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
 
 __all__ = ["RunEmitter", "RunTable"]
 
+_YIELD_BACKLOG = 64
+
 _log = logging.getLogger(__name__)
 
 
@@ -121,22 +123,29 @@ class RunEmitter:
 
     async def publish(self, events: Iterable[RuntimeEvent]) -> None:
         """Deliver events in order to every subscriber (or the backlog), applying backpressure."""
+        backlog = 0
         for event in events:
             if self.finished.is_set():
                 self.dropped_after_done += 1
                 _log.warning("%s: %s event after done dropped", self.handle.adapter_id, event.kind)
                 continue
             for sub in tuple(self._subscribers):
+                queue = sub.queue
                 out = event
                 if sub.seq_offset:
                     out = event.model_copy(update={"seq": event.seq - sub.seq_offset})
-                if not await sub.queue.send(out):
+                if not await queue.send(out):
                     self._unsubscribe(sub)
+                backlog = max(backlog, len(queue))
             if isinstance(event, Done):
                 self.finished.set()
                 if self.one_shot:
                     for sub in self._subscribers:
                         sub.queue.close()
+        # A producer that never waits on I/O must not starve its consumers (they would only
+        # ever see coalesced deltas): yield once a subscriber has a backlog worth draining.
+        if backlog >= _YIELD_BACKLOG:
+            await trio.lowlevel.checkpoint()
 
     async def finish(self, reason: DoneReason = "success", summary: str = "") -> None:
         """Publish the terminal group (no-op if already finished)."""

@@ -132,6 +132,8 @@ class EventQueue:
         self._closed = False
         self._receiver_closed = False
         self._shift = 0
+        self._merging: list[str] | None = None
+        """Texts being coalesced into the last buffered delta (joined once, when it leaves)."""
         self._data = trio.lowlevel.ParkingLot()
         self._space = trio.lowlevel.ParkingLot()
         self.coalesced = 0
@@ -153,17 +155,31 @@ class EventQueue:
             return event.model_copy(update={"seq": event.seq - self._shift})
         return event
 
+    def _seal(self) -> None:
+        """Materialize the coalesced delta at the tail of the buffer (one join, not n copies)."""
+        parts = self._merging
+        if parts is not None:
+            self._merging = None
+            last = self._buffer[-1]
+            assert isinstance(last, TextDelta)
+            self._buffer[-1] = last.model_copy(update={"text": "".join(parts)})
+
     def _try_put(self, event: RuntimeEvent) -> bool:
         """Put without waiting if possible (room, or a delta that can be coalesced)."""
         buf = self._buffer
         if len(buf) < self._max:
-            buf.append(self._renumbered(event))
-            self._data.unpark_all()
+            if self._merging is not None:
+                self._seal()
+            buf.append(self._renumbered(event) if self._shift else event)
+            if self._data:
+                self._data.unpark_all()
             return True
         if isinstance(event, TextDelta) and buf:
             last = buf[-1]
             if isinstance(last, TextDelta) and last.channel == event.channel:
-                buf[-1] = last.model_copy(update={"text": last.text + event.text})
+                if self._merging is None:
+                    self._merging = [last.text]
+                self._merging.append(event.text)
                 self._shift += 1
                 self.coalesced += 1
                 return True
@@ -201,6 +217,7 @@ class EventQueue:
     def close_receiver(self) -> None:
         """The consumer has gone: drop the buffer, wake and release waiting producers."""
         self._receiver_closed = True
+        self._merging = None
         self._buffer.clear()
         self._data.unpark_all()
         self._space.unpark_all()
@@ -211,8 +228,11 @@ class EventQueue:
             if self._closed or self._receiver_closed:
                 raise trio.EndOfChannel
             await self._data.park()
+        if len(self._buffer) == 1:
+            self._seal()
         event = self._buffer.popleft()
-        self._space.unpark_all()
+        if self._space:
+            self._space.unpark_all()
         return event
 
     async def receive_batch(self, max_items: int = 256) -> list[RuntimeEvent]:
@@ -223,8 +243,11 @@ class EventQueue:
             await self._data.park()
         buf = self._buffer
         n = min(max_items, len(buf))
+        if n == len(buf):
+            self._seal()
         batch = [buf.popleft() for _ in range(n)]
-        self._space.unpark_all()
+        if self._space:
+            self._space.unpark_all()
         return batch
 
 
