@@ -1,0 +1,36 @@
+"""A scripted model server on 127.0.0.1: Anthropic Messages, OpenAI Responses, Chat Completions.
+
+Real runtimes (Claude Code, Codex, OpenClaw, Hermes), the official SDKs and the native loop talk
+to it as to the real APIs; a :class:`Script` decides what the "model" answers and which faults it
+injects; the request log and prefix-reuse figures let tests assert on what the runtime sent.
+"""
+
+from .app import StreamCut as StreamCut
+from .script import Conversation as Conversation
+from .script import Fault as Fault
+from .script import Script as Script
+from .script import ToolCallSpec as ToolCallSpec
+from .script import Turn as Turn
+from .script import TurnUsage as TurnUsage
+from .script import load_script as load_script
+from .serve import ModelServer as ModelServer
+from .serve import main as main
+from .serve import serve_model_server as serve_model_server
+from .state import LoggedRequest as LoggedRequest
+from .state import ServerState as ServerState
+
+__all__ = [
+    "Conversation",
+    "Fault",
+    "LoggedRequest",
+    "ModelServer",
+    "Script",
+    "ServerState",
+    "StreamCut",
+    "ToolCallSpec",
+    "Turn",
+    "TurnUsage",
+    "load_script",
+    "main",
+    "serve_model_server",
+]

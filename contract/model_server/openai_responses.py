@@ -1,0 +1,303 @@
+"""OpenAI Responses dialect: ``POST /v1/responses``, streamed and not (what Codex speaks)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from ._sse import Ids, as_dict, as_list, sse
+from .script import Turn
+from .state import ParsedRequest
+
+__all__ = ["parse", "response_json", "stream_error", "stream_frames", "validate"]
+
+
+def parse(body: dict[str, Any]) -> ParsedRequest:
+    texts: list[str] = []
+    items = body.get("input")
+    if isinstance(items, str):
+        texts.append(items)
+    for raw in as_list(items):
+        item = as_dict(raw)
+        if item is None or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        for part in as_list(content):
+            block = as_dict(part)
+            if block is not None and block.get("type") in ("input_text", "text"):
+                texts.append(str(block.get("text", "")))
+    max_tokens = body.get("max_output_tokens")
+    return ParsedRequest(
+        api="responses",
+        user_texts=tuple(texts),
+        has_tools=bool(body.get("tools")),
+        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+        stream=bool(body.get("stream")),
+        model=str(body.get("model") or ""),
+    )
+
+
+def validate(raw: Any) -> str | None:
+    body = as_dict(raw)
+    if body is None:
+        return "Invalid body: expected a JSON object."
+    if not isinstance(body.get("model"), str):
+        return "Missing required parameter: 'model'."
+    if "input" not in body:
+        return "Missing required parameter: 'input'."
+    return None
+
+
+def _items(turn: Turn, ids: Ids) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if turn.reasoning:
+        items.append(
+            {
+                "type": "reasoning",
+                "id": ids.next("rs"),
+                "summary": [{"type": "summary_text", "text": turn.reasoning}],
+            }
+        )
+    if turn.text:
+        items.append(
+            {
+                "type": "message",
+                "id": ids.next("msg"),
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+            }
+        )
+    for call in turn.tool_calls:
+        items.append(
+            {
+                "type": "function_call",
+                "id": ids.next("fc"),
+                "call_id": call.id or ids.next("call"),
+                "name": call.name,
+                "arguments": json.dumps(call.input),
+                "status": "completed",
+            }
+        )
+    return items
+
+
+def _response(
+    turn: Turn, model: str, response_id: str, *, status: str, output: list[dict[str, Any]]
+) -> dict[str, Any]:
+    done = status == "completed"
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "model": model,
+        "output": output,
+        "usage": {
+            "input_tokens": turn.usage.input_tokens,
+            "input_tokens_details": {"cached_tokens": turn.usage.cached_input_tokens},
+            "output_tokens": turn.usage.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": turn.usage.input_tokens + turn.usage.output_tokens,
+        }
+        if done
+        else None,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": 1.0,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "text": {"format": {"type": "text"}},
+    }
+
+
+def response_json(turn: Turn, model: str, ids: Ids) -> dict[str, Any]:
+    return _response(turn, model, ids.next("resp"), status="completed", output=_items(turn, ids))
+
+
+def stream_frames(turn: Turn, model: str, ids: Ids) -> list[bytes]:
+    response_id = ids.next("resp")
+    items = _items(turn, ids)
+    seq = 0
+    frames: list[bytes] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        nonlocal seq
+        event["sequence_number"] = seq
+        seq += 1
+        frames.append(sse(event, str(event["type"])))
+
+    emit(
+        {
+            "type": "response.created",
+            "response": _response(turn, model, response_id, status="in_progress", output=[]),
+        }
+    )
+    emit(
+        {
+            "type": "response.in_progress",
+            "response": _response(turn, model, response_id, status="in_progress", output=[]),
+        }
+    )
+    for index, item in enumerate(items):
+        kind = item["type"]
+        if kind == "reasoning":
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "summary": []},
+                }
+            )
+            part = {"type": "summary_text", "text": ""}
+            emit(
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "summary_index": 0,
+                    "part": part,
+                }
+            )
+            for chunk in turn.chunks(turn.reasoning):
+                emit(
+                    {
+                        "type": "response.reasoning_summary_text.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "summary_index": 0,
+                        "delta": chunk,
+                    }
+                )
+            emit(
+                {
+                    "type": "response.reasoning_summary_text.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "summary_index": 0,
+                    "text": turn.reasoning,
+                }
+            )
+            emit(
+                {
+                    "type": "response.reasoning_summary_part.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "summary_index": 0,
+                    "part": {"type": "summary_text", "text": turn.reasoning},
+                }
+            )
+        elif kind == "message":
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            )
+            empty: dict[str, Any] = {"type": "output_text", "text": "", "annotations": []}
+            emit(
+                {
+                    "type": "response.content_part.added",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "part": empty,
+                }
+            )
+            for chunk in turn.chunks(turn.text):
+                emit(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "content_index": 0,
+                        "delta": chunk,
+                        "logprobs": [],
+                    }
+                )
+            emit(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "text": turn.text,
+                    "logprobs": [],
+                }
+            )
+            emit(
+                {
+                    "type": "response.content_part.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "part": item["content"][0],
+                }
+            )
+        else:
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                }
+            )
+            for chunk in turn.chunks(item["arguments"]):
+                emit(
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "delta": chunk,
+                    }
+                )
+            emit(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "arguments": item["arguments"],
+                    "name": item["name"],
+                }
+            )
+        emit({"type": "response.output_item.done", "output_index": index, "item": item})
+    emit(
+        {
+            "type": "response.completed",
+            "response": _response(turn, model, response_id, status="completed", output=items),
+        }
+    )
+    return frames
+
+
+def stream_error(message: str, model: str, ids: Ids) -> bytes:
+    response = _response_failed(model, ids.next("resp"), message)
+    return sse(
+        {"type": "response.failed", "sequence_number": 0, "response": response}, "response.failed"
+    )
+
+
+def _response_failed(model: str, response_id: str, message: str) -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "failed",
+        "model": model,
+        "output": [],
+        "error": {"code": "server_error", "message": message},
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }

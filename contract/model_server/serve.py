@@ -1,0 +1,109 @@
+"""Serve the scripted model server on 127.0.0.1 with Hypercorn's trio worker.
+
+Why Starlette on Hypercorn: both are well kept, Hypercorn has a native trio worker (no asyncio in
+our process), it speaks HTTP/1.1 chunked SSE exactly as the real APIs do, and Starlette is a
+small, typed routing layer over ASGI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
+
+from orchestrator.errors import exception_leaves
+
+from .app import build_app
+from .script import Script, load_script
+from .state import LoggedRequest, ServerState
+
+__all__ = ["ModelServer", "main", "serve_model_server"]
+
+
+@attrs.define
+class ModelServer:
+    """A running server: its base URL (``http://127.0.0.1:PORT/v1``) and what it has seen."""
+
+    state: ServerState
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (Anthropic SDK base URL)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` (OpenAI SDK base URL)."""
+        return f"{self.url}/v1"
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        return self.state.requests
+
+    def prefix_reuse(self, conversation: str) -> list[int]:
+        return self.state.prefix_reuse(conversation)
+
+
+@asynccontextmanager
+async def serve_model_server(
+    script: Script | dict[str, Any] | str | Path, *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncGenerator[ModelServer]:
+    """Run the server for the duration of the block (ephemeral port by default)."""
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        raise ValueError("the scripted model server binds to loopback only")
+    state = ServerState(load_script(script))
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("ringleader.model_server")
+    config.graceful_timeout = 0.5
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(_serve, build_app(state), config)
+        bound_port = int(binds[0].rsplit(":", 1)[1])
+        try:
+            yield ModelServer(
+                state=state, host="127.0.0.1" if host == "localhost" else host, port=bound_port
+            )
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def _serve(
+    app: Any, config: Config, *, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
+) -> None:
+    await serve(app, config, task_status=task_status)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``ringleader model-server --script FILE [--port N]``: print the base URL, serve until stopped."""
+    parser = argparse.ArgumentParser(prog="ringleader model-server", description=__doc__)
+    parser.add_argument("--script", required=True, help="a JSON or TOML script file")
+    parser.add_argument(
+        "--port", type=int, default=0, help="port on 127.0.0.1 (default: ephemeral)"
+    )
+    args = parser.parse_args(argv)
+
+    async def run() -> None:
+        async with serve_model_server(Path(args.script), port=args.port) as server:
+            print(server.url, flush=True)
+            await trio.sleep_forever()
+
+    try:
+        trio.run(run)
+    except KeyboardInterrupt:
+        return 0
+    except BaseExceptionGroup as group:
+        if all(isinstance(e, KeyboardInterrupt) for e in exception_leaves(group)):
+            return 0
+        raise
+    return 0
