@@ -9,6 +9,7 @@ import os
 import sys
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import trio
@@ -147,13 +148,20 @@ def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
 
 
 async def _demo(as_json: bool, out: TextIO) -> int:
-    """The native runtime runs one tool turn (``list_files`` on the working directory)."""
+    """The native runtime runs one tool turn (``list_files`` on the working directory) against
+    the built-in scripted model server on 127.0.0.1, speaking the Anthropic Messages API."""
+    # the demo borrows the test kit's model server; the library itself never imports contract/
+    model_server = importlib.import_module("contract.model_server")
     native_demo = importlib.import_module("adapters.native.demo")
-    registry = RuntimeRegistry()
-    registry.register_factory("native", lambda: native_demo.scripted_demo_adapter(os.getcwd()))
-    outcome = await _run_task(
-        registry, "native", native_demo.DEMO_PROMPT, model=None, as_json=as_json, out=out
-    )
+    script = Path(str(model_server.__file__)).parent / "scripts" / "demo.json"
+    async with model_server.serve_model_server(script) as server:
+        registry = RuntimeRegistry()
+        registry.register_factory(
+            "native", lambda: native_demo.demo_adapter(server.url, root=os.getcwd())
+        )
+        outcome = await _run_task(
+            registry, "native", native_demo.DEMO_PROMPT, model=None, as_json=as_json, out=out
+        )
     if not as_json:
         _print_outcome(outcome, out)
     return 0 if outcome.status == "success" else 1

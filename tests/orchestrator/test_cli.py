@@ -18,11 +18,24 @@ def ringleader(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_demo_runs_a_tool_turn_and_succeeds() -> None:
+def test_demo_runs_the_native_runtime_against_the_model_server() -> None:
     result = ringleader("demo")
     assert result.returncode == 0, result.stderr
+    assert "model=anthropic:" in result.stdout  # the native loop through the Anthropic SDK
     assert "→ list_files" in result.stdout
+    assert "✓ list_files" in result.stdout
     assert "■ done: success" in result.stdout
+
+
+def test_demo_json_is_wire_events() -> None:
+    result = ringleader("demo", "--json")
+    assert result.returncode == 0, result.stderr
+    events = [event_from_json(line) for line in result.stdout.splitlines()]
+    kinds = [e.kind for e in events]
+    assert kinds.count("done") == 1
+    assert kinds[-1] == "done"
+    assert "tool-call" in kinds
+    assert "tool-result" in kinds
 
 
 def test_run_json_prints_wire_events_ending_in_one_done() -> None:
