@@ -1,5 +1,5 @@
 """ringleader's core: the adapter trait, normalized events, queues, idle guard, registry, rotation,
-actors, supervision and the task runner.
+actors, supervision, the task runner, the event log and the board feed.
 
 Everything public is re-exported here; submodules are the implementation.
 """
@@ -38,6 +38,10 @@ from .errors import RuntimeStartError as RuntimeStartError
 from .errors import exception_leaves as exception_leaves
 from .errors import redact_secrets as redact_secrets
 from .errors import single_exception as single_exception
+from .eventlog import EventLog as EventLog
+from .eventlog import LoggedEvent as LoggedEvent
+from .eventlog import RunRow as RunRow
+from .eventlog import SessionRow as SessionRow
 from .events import Cost as Cost
 from .events import Done as Done
 from .events import DoneReason as DoneReason
@@ -57,6 +61,12 @@ from .events import assert_exhaustive as assert_exhaustive
 from .events import event_from_json as event_from_json
 from .events import event_to_json as event_to_json
 from .events import now_ms as now_ms
+from .feed import Feed as Feed
+from .feed import FeedSubscription as FeedSubscription
+from .feed import RecordingSink as RecordingSink
+from .feed import feed_app as feed_app
+from .feed import serve_feed as serve_feed
+from .feed import write_jsonl as write_jsonl
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S as DEFAULT_RUN_SILENT_TIMEOUT_S
 from .idle import IDLE_ABORT_GRACE_S as IDLE_ABORT_GRACE_S
 from .idle import IdleGuard as IdleGuard
@@ -120,14 +130,18 @@ __all__ = [
     "ErrorEvent",
     "EventBase",
     "EventFactory",
+    "EventLog",
     "EventQueue",
     "EventSink",
     "EventStream",
     "FailureClass",
+    "Feed",
+    "FeedSubscription",
     "HealthResult",
     "IdleGuard",
     "IntegrationHome",
     "LineTooLongError",
+    "LoggedEvent",
     "MailboxClosedError",
     "NativeHomeClaim",
     "NullSink",
@@ -135,6 +149,7 @@ __all__ = [
     "PersistentHome",
     "ProtocolError",
     "QueueEventStream",
+    "RecordingSink",
     "RestartPolicy",
     "RingleaderError",
     "RotationDefaults",
@@ -146,6 +161,7 @@ __all__ = [
     "RunHandle",
     "RunOutcome",
     "RunRecord",
+    "RunRow",
     "Runner",
     "RuntimeAdapter",
     "RuntimeClass",
@@ -159,6 +175,7 @@ __all__ = [
     "RuntimeReportedError",
     "RuntimeStartError",
     "SessionCodec",
+    "SessionRow",
     "StartOpts",
     "Status",
     "StatusPhase",
@@ -181,11 +198,14 @@ __all__ = [
     "event_from_json",
     "event_to_json",
     "exception_leaves",
+    "feed_app",
     "now_ms",
     "redact_secrets",
     "resolve_runtime_integration",
     "rotate_session",
+    "serve_feed",
     "should_rotate",
     "single_exception",
     "with_idle_timeout",
+    "write_jsonl",
 ]

@@ -37,6 +37,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 from .errors import single_exception
+from .eventlog import EventLog
 from .events import DoneReason, RuntimeEvent, Usage, now_ms
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
@@ -151,6 +152,8 @@ class Runner:
     record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
+    event_log: EventLog | None = None
+    """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     _home_locks: dict[str, trio.Lock] = attrs.field(init=False, factory=dict[str, trio.Lock])
 
     # -- homes -------------------------------------------------------------------------------
@@ -239,13 +242,56 @@ class Runner:
             )
             if self.on_actor is not None:
                 self.on_actor(actor)
+            log = self.event_log
+            if log is not None:
+                await log.start_run(
+                    current.session_key, runtime_id=adapter.id, session_key=session_key
+                )
             try:
-                return await actor.run()
+                outcome = await actor.run()
             finally:
                 actor.fence()
+            if log is not None:
+                await self._record(log, adapter, current, outcome, task)
+            return outcome
 
         outcome = await supervisor.supervise(attempt)
         return outcome, supervisor.attempts, current
+
+    async def _record(
+        self,
+        log: EventLog,
+        adapter: RuntimeAdapter,
+        run: RunHandle,
+        outcome: RunOutcome,
+        task: TaskSpec,
+    ) -> None:
+        codec = adapter.session_codec
+        blob: str | None = None
+        if codec is not None:
+            try:
+                blob = await codec.serialize(run)
+            except Exception:
+                blob = None
+        await log.record_session(
+            run.session_key,
+            runtime_id=adapter.id,
+            native_session_id=run.run_id,
+            codec_blob=blob,
+            origin_cwd=task.cwd,
+        )
+        await log.finish_run(
+            run.session_key,
+            status=outcome.reason,
+            outcome={
+                "reason": outcome.reason,
+                "summary": outcome.summary,
+                "usage": outcome.usage.model_dump(by_alias=True) if outcome.usage else None,
+                "costUsd": outcome.cost_usd,
+                "errorCode": outcome.error_code,
+                "runId": outcome.run_id,
+            },
+        )
 
     # -- the task ------------------------------------------------------------------------------
 

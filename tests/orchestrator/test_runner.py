@@ -350,3 +350,24 @@ async def test_a_fenced_actor_delivers_nothing() -> None:
         actor.fence()
         await actor.run()
     assert sink.events == {}
+
+
+async def test_runs_and_sessions_are_recorded_for_resume(tmp_path: Path) -> None:
+    from orchestrator.eventlog import EventLog
+    from orchestrator.feed import RecordingSink
+
+    scripts = Scripts([{"type": "init", "sessionId": "native-7"}, result(summary="ok")])
+    async with EventLog.open(tmp_path / "log.db") as log:
+        runner = make_runner(registry_with(scripts, caps()), tmp_path, event_log=log)
+        runner.sink = RecordingSink(log)
+        task = TaskSpec(task_id="t9", title="x", cwd=str(tmp_path / "repo"))
+        await runner.run_task("scripted", task)
+        (run,) = await log.runs()
+        assert run.status == "success"
+        session = await log.get_session(run.session_key)
+        assert session is not None
+        assert session.native_session_id == "native-7"
+        assert session.origin_cwd == str(tmp_path / "repo")
+        assert session.codec_blob is not None
+        events = await log.read(run.session_key)
+        assert events[-1].kind == "done"
