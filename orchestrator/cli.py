@@ -15,10 +15,12 @@ from typing import Any, TextIO
 import trio
 
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
+from .eventlog import EventLog
 from .events import RuntimeEvent, event_to_json
+from .feed import Feed, RecordingSink, serve_feed
 from .integration import resolve_runtime_integration
 from .registry import RuntimeRegistry
-from .runner import Runner, TaskOutcome, TaskSpec
+from .runner import Runner, TaskOutcome, TaskSpec, default_state_dir
 
 __all__ = ["main"]
 
@@ -107,6 +109,10 @@ def builtin_registry() -> RuntimeRegistry:
     return registry
 
 
+def _state_dir() -> Path:
+    return default_state_dir()
+
+
 async def _run_task(
     registry: RuntimeRegistry,
     runtime_id: str,
@@ -117,23 +123,79 @@ async def _run_task(
     out: TextIO,
 ) -> TaskOutcome:
     renderer = TerminalRenderer(out, as_json=as_json, spinner=out.isatty())
-    runner = Runner(registry, sink=renderer)
-    task = TaskSpec(
-        task_id=uuid.uuid4().hex[:8], title=prompt, model=model, cwd=os.getcwd(), agent_id="cli"
-    )
-    async with trio.open_nursery() as nursery:
+    state = _state_dir()
+    async with EventLog.open(state / "events.db") as log:
+        runner = Runner(
+            registry,
+            sink=RecordingSink(log, extra=[renderer]),
+            state_dir=state,
+            event_log=log,
+        )
+        task = TaskSpec(
+            task_id=uuid.uuid4().hex[:8], title=prompt, model=model, cwd=os.getcwd(), agent_id="cli"
+        )
+        async with trio.open_nursery() as nursery:
 
-        async def spin() -> None:
-            for frame in itertools.cycle(SPINNER):
-                await trio.sleep(0.1)
-                if trio.current_time() - renderer.last_event_at > 0.3:
-                    renderer.spin(frame)
+            async def spin() -> None:
+                for frame in itertools.cycle(SPINNER):
+                    await trio.sleep(0.1)
+                    if trio.current_time() - renderer.last_event_at > 0.3:
+                        renderer.spin(frame)
 
-        if out.isatty() and not as_json:
-            nursery.start_soon(spin)
-        outcome = await runner.run_task(runtime_id, task)
-        nursery.cancel_scope.cancel()
+            if out.isatty() and not as_json:
+                nursery.start_soon(spin)
+            outcome = await runner.run_task(runtime_id, task)
+            nursery.cancel_scope.cancel()
     return outcome
+
+
+async def _replay(run_key: str, as_json: bool, out: TextIO) -> int:
+    async with EventLog.open(_state_dir() / "events.db") as log:
+        if run_key == "last":
+            runs = await log.runs()
+            if not runs:
+                raise ConfigError("the event log has no runs yet")
+            run_key = runs[-1].run_key
+        events = await log.read(run_key)
+    if not events:
+        raise ConfigError(f"no events for run {run_key!r} (see `ringleader replay --list`)")
+    renderer = TerminalRenderer(out, as_json=as_json)
+    for event in events:
+        renderer.render(event)
+    return 0
+
+
+async def _list_runs(out: TextIO) -> int:
+    async with EventLog.open(_state_dir() / "events.db") as log:
+        for run in await log.runs():
+            out.write(f"{run.run_key}  {run.runtime_id}  {run.status}\n")
+    return 0
+
+
+async def _serve(host: str, port: int, token: str | None, out: TextIO) -> int:
+    feed = Feed()
+    async with (
+        EventLog.open(_state_dir() / "events.db") as log,
+        serve_feed(feed, log, host=host, port=port, token=token) as served,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(_tail_log, log, feed)
+        out.write(f"{served.url}/events\n")
+        out.flush()
+        await trio.sleep_forever()
+    return 0
+
+
+async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
+    """Publish what other processes append to the log (``ringleader serve`` runs apart)."""
+    cursor = await log.last_gid()
+    while True:
+        batch = await log.read_since(cursor)
+        if batch:
+            cursor = batch[-1].gid
+            await feed.publish(batch)
+        else:
+            await trio.sleep(interval_s)
 
 
 def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
@@ -214,6 +276,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print events as JSON Lines")
     run.add_argument("prompt", help="the instruction")
     sub.add_parser("runtimes", help="list runtimes: installed, health, capabilities, plan")
+    replay = sub.add_parser("replay", help="replay a run from the event log")
+    replay.add_argument("run_key", nargs="?", default="last", help="run key, or `last`")
+    replay.add_argument("--json", action="store_true", help="print events as JSON Lines")
+    replay.add_argument("--list", action="store_true", help="list the runs in the log")
+    serve = sub.add_parser("serve", help="serve the board feed (SSE) over the event log")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--token", default=os.environ.get("RINGLEADER_FEED_TOKEN"), help="required off loopback"
+    )
     sub.add_parser(
         "model-server", help="serve the scripted model server on 127.0.0.1", add_help=False
     )
@@ -233,6 +305,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return trio.run(_demo, bool(args.json), out)
         if args.command == "runtimes":
             return trio.run(_runtimes, out)
+        if args.command == "replay":
+            if args.list:
+                return trio.run(_list_runs, out)
+            return trio.run(_replay, args.run_key, bool(args.json), out)
+        if args.command == "serve":
+            return trio.run(_serve, args.host, args.port, args.token, out)
         if args.command == "run":
             registry = builtin_registry()
             if args.runtime not in registry:
@@ -256,6 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         found = exception_leaves(group)
         if all(isinstance(e, BrokenPipeError) for e in found):
             return 0
+        if all(isinstance(e, KeyboardInterrupt) for e in found):
+            return 130
         first = found[0]
         if isinstance(first, RingleaderError):
             print(f"ringleader: {first}", file=sys.stderr)

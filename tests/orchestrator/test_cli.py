@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
+
+import httpx2
 
 from orchestrator import Done, event_from_json
 
 
-def ringleader(*args: str) -> subprocess.CompletedProcess[str]:
+def ringleader(*args: str, state: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["RINGLEADER_STATE_DIR"] = str(state or tempfile.mkdtemp(prefix="ringleader-cli-"))
     return subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+        env=env,
     )
 
 
@@ -67,3 +76,53 @@ def test_runtimes_lists_each_runtime_with_its_plan() -> None:
     header, *rows = result.stdout.splitlines()
     assert header.split()[:2] == ["runtime", "health"]
     assert any(row.split()[0] == "scripted" and row.split()[1] == "ok" for row in rows)
+
+
+def test_runs_are_logged_and_replayable(tmp_path: Path) -> None:
+    first = ringleader("run", "--runtime", "scripted", "--json", "hi", state=tmp_path)
+    assert first.returncode == 0, first.stderr
+    listing = ringleader("replay", "--list", state=tmp_path)
+    (line,) = listing.stdout.splitlines()
+    run_key = line.split()[0]
+    assert run_key.startswith("runtime:scripted:task:")
+    replay = ringleader("replay", run_key, "--json", state=tmp_path)
+    assert replay.stdout == first.stdout  # the log holds exactly what was shown live
+    missing = ringleader("replay", "nope", state=tmp_path)
+    assert missing.returncode == 2
+    assert "no events for run 'nope'" in missing.stderr
+
+
+def test_serve_streams_runs_from_other_processes(tmp_path: Path) -> None:
+    env = dict(os.environ, RINGLEADER_STATE_DIR=str(tmp_path))
+    with subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as server:
+        try:
+            assert server.stdout is not None
+            url = server.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            with httpx2.Client(timeout=30) as http, http.stream("GET", url) as response:
+                assert (
+                    ringleader("run", "--runtime", "scripted", "hi", state=tmp_path).returncode == 0
+                )
+                kinds: list[str] = []
+                for line in response.iter_lines():
+                    if line.startswith("event: "):
+                        kinds.append(line[7:])
+                        if kinds[-1] == "done":
+                            break
+            assert kinds[0] == "status"
+            assert kinds.count("done") == 1
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.communicate(timeout=10)
+
+
+def test_serve_off_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    result = ringleader("serve", "--host", "0.0.0.0", "--token", "", state=tmp_path)
+    assert result.returncode == 2
+    assert "requires a token" in result.stderr
