@@ -71,7 +71,11 @@ class IdleGuard(Generic[T]):
         self.idle_fired = trio.Event()
         """Set once ``on_idle`` has been started."""
         self._receive: trio.MemoryReceiveChannel[outcome.Outcome[T]] | None = None
-        if not getattr(source, "cancel_safe", False):
+        self._pump_scope = trio.CancelScope()
+        self._pump_done = trio.Event()
+        if getattr(source, "cancel_safe", False):
+            self._pump_done.set()
+        else:
             send, receive = trio.open_memory_channel[outcome.Outcome[T]](0)
             self._receive = receive
             nursery.start_soon(self._pump, send)
@@ -82,16 +86,26 @@ class IdleGuard(Generic[T]):
         return self._idled
 
     async def _pump(self, send: trio.MemorySendChannel[outcome.Outcome[T]]) -> None:
-        async with send:
-            while True:
-                try:
-                    value = await self._source.__anext__()
-                except StopAsyncIteration:
-                    return
-                except Exception as exc:  # forwarded to the consumer
-                    await send.send(outcome.Error(exc))
-                    return
-                await send.send(outcome.Value(value))
+        try:
+            with self._pump_scope, send:
+                while True:
+                    try:
+                        value = await self._source.__anext__()
+                    except StopAsyncIteration:
+                        return
+                    except Exception as exc:  # forwarded to the consumer
+                        await send.send(outcome.Error(exc))
+                        return
+                    await send.send(outcome.Value(value))
+        except trio.BrokenResourceError:
+            pass  # the consumer has gone
+        finally:
+            self._pump_done.set()
+
+    async def _stop_pump(self) -> None:
+        """Cancel the pump and wait until it no longer touches the source."""
+        self._pump_scope.cancel()
+        await self._pump_done.wait()
 
     async def _pull(self) -> T:
         if self._receive is None:
@@ -149,10 +163,9 @@ async def with_idle_timeout(
             yield guard
         finally:
             with trio.CancelScope(shield=True):
+                await guard._stop_pump()  # pyright: ignore[reportPrivateUsage]
                 await _close_quietly(source)
-            # the pump (if any) is done or blocked on a source nobody reads any more
-            if guard._receive is not None:  # pyright: ignore[reportPrivateUsage]
-                guard._receive.close()  # pyright: ignore[reportPrivateUsage]
+            # only a still-running on_idle gets the grace window
             nursery.cancel_scope.deadline = min(
                 nursery.cancel_scope.deadline, trio.current_time() + grace_s
             )
