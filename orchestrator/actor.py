@@ -99,7 +99,8 @@ class RunActor:
     grace_s: float = IDLE_ABORT_GRACE_S
     clock: Callable[[], int] = now_ms
     on_event: Callable[[RuntimeEvent], Awaitable[None] | None] | None = None
-    """Called for each event after the sink took it (the runner watches cost here)."""
+    """Called for each event before its batch goes to the sink (the runner records the session
+    as soon as the runtime has told its id, so a crash right after still leaves it resumable)."""
     fenced: bool = attrs.field(init=False, default=False)
     finished: trio.Event = attrs.field(init=False, factory=trio.Event)
     _abort_requested: bool = attrs.field(init=False, default=False)
@@ -234,12 +235,12 @@ class RunActor:
     async def _deliver(self, batch: list[RuntimeEvent]) -> None:
         if self.fenced or not batch:
             return
-        await self.sink.deliver(self.run_key, batch)
         if self.on_event is not None:
             for event in batch:
                 result = self.on_event(event)
                 if result is not None:
                     await result
+        await self.sink.deliver(self.run_key, batch)
 
     async def _synthesize_terminal(
         self, last_seq: int, text: list[str], idled: bool, fatal: ErrorEvent | None

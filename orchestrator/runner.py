@@ -230,6 +230,18 @@ class Runner:
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
                     self._opts(task, f"{session_key}:a{n}", note, home),
                 )
+            log = self.event_log
+            handle = current
+            recorded = False
+
+            async def record_session_once(event: RuntimeEvent) -> None:
+                # As soon as the runtime has told us its id, the session is resumable: record it
+                # (with the origin working directory) before the run goes any further.
+                nonlocal recorded
+                if not recorded and log is not None and handle.run_id:
+                    recorded = True
+                    await self._record_session(log, adapter, handle, task)
+
             actor = RunActor(
                 adapter=adapter,
                 run_handle=current,
@@ -239,10 +251,10 @@ class Runner:
                 idle_s=self.idle_s,
                 grace_s=self.grace_s,
                 clock=self.clock,
+                on_event=record_session_once if log is not None else None,
             )
             if self.on_actor is not None:
                 self.on_actor(actor)
-            log = self.event_log
             if log is not None:
                 await log.start_run(
                     current.session_key, runtime_id=adapter.id, session_key=session_key
@@ -266,6 +278,23 @@ class Runner:
         outcome: RunOutcome,
         task: TaskSpec,
     ) -> None:
+        await self._record_session(log, adapter, run, task)
+        await log.finish_run(
+            run.session_key,
+            status=outcome.reason,
+            outcome={
+                "reason": outcome.reason,
+                "summary": outcome.summary,
+                "usage": outcome.usage.model_dump(by_alias=True) if outcome.usage else None,
+                "costUsd": outcome.cost_usd,
+                "errorCode": outcome.error_code,
+                "runId": outcome.run_id,
+            },
+        )
+
+    async def _record_session(
+        self, log: EventLog, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec
+    ) -> None:
         codec = adapter.session_codec
         blob: str | None = None
         if codec is not None:
@@ -279,18 +308,6 @@ class Runner:
             native_session_id=run.run_id,
             codec_blob=blob,
             origin_cwd=task.cwd,
-        )
-        await log.finish_run(
-            run.session_key,
-            status=outcome.reason,
-            outcome={
-                "reason": outcome.reason,
-                "summary": outcome.summary,
-                "usage": outcome.usage.model_dump(by_alias=True) if outcome.usage else None,
-                "costUsd": outcome.cost_usd,
-                "errorCode": outcome.error_code,
-                "runId": outcome.run_id,
-            },
         )
 
     # -- the task ------------------------------------------------------------------------------
