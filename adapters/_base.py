@@ -8,6 +8,7 @@ adapter. ``start()`` before entering raises :class:`RuntimeError`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -31,7 +32,13 @@ from orchestrator.queue import EventQueue, QueueEventStream
 
 from ._runs import RunEmitter, RunTable
 
-__all__ = ["AdapterBase", "closed_stream", "confined_path", "validate_context_key"]
+__all__ = [
+    "AdapterBase",
+    "JsonSessionCodec",
+    "closed_stream",
+    "confined_path",
+    "validate_context_key",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -174,3 +181,24 @@ class AdapterBase:
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in the adapter's nursery."""
         self.nursery.start_soon(fn, *args)
+
+
+class JsonSessionCodec:
+    """The reference's session blob: ``{"sessionKey", "sessionId"}`` JSON, where ``sessionId``
+    is the runtime's own id for the session (the bound run id)."""
+
+    def __init__(self, adapter: AdapterBase) -> None:
+        self._adapter = adapter
+
+    async def serialize(self, run: RunHandle) -> str:
+        await trio.lowlevel.checkpoint()
+        return json.dumps({"sessionKey": run.session_key, "sessionId": run.run_id})
+
+    async def restore(self, blob: str) -> RunHandle:
+        await trio.lowlevel.checkpoint()
+        data = json.loads(blob)
+        return RunHandle(
+            adapter_id=self._adapter.id,
+            session_key=str(data.get("sessionKey") or ""),
+            run_id=data.get("sessionId"),
+        )

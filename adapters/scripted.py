@@ -15,7 +15,6 @@ It follows the same three layers as every real adapter, in one small module:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, Valid
 from orchestrator.adapter import Capabilities, RunHandle, StartOpts, TaskHandle
 from orchestrator.events import EventFactory, RuntimeEvent, Usage, now_ms
 
-from ._base import AdapterBase, confined_path, validate_context_key
+from ._base import AdapterBase, JsonSessionCodec, confined_path, validate_context_key
 from ._runs import RunEmitter
 
 __all__ = [
@@ -169,24 +168,8 @@ class _Run:
     cancel: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
 
-class ScriptedCodec:
+class ScriptedCodec(JsonSessionCodec):
     """Session codec: ``{"sessionKey", "sessionId"}`` JSON, like the reference's driver adapters."""
-
-    def __init__(self, adapter: ScriptedAdapter) -> None:
-        self._adapter = adapter
-
-    async def serialize(self, run: RunHandle) -> str:
-        await trio.lowlevel.checkpoint()
-        return json.dumps({"sessionKey": run.session_key, "sessionId": run.run_id})
-
-    async def restore(self, blob: str) -> RunHandle:
-        await trio.lowlevel.checkpoint()
-        data = json.loads(blob)
-        return RunHandle(
-            adapter_id=self._adapter.id,
-            session_key=str(data.get("sessionKey") or ""),
-            run_id=data.get("sessionId"),
-        )
 
 
 Script: TypeAlias = Sequence[dict[str, Any]] | Callable[[StartOpts], Sequence[dict[str, Any]]]

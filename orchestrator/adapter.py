@@ -19,10 +19,9 @@ from types import TracebackType
 from typing import Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 import attrs
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, Field
 
-from .events import RuntimeEvent
+from .events import WIRE_CONFIG, RuntimeEvent
 
 __all__ = [
     "HEALTH_TIMEOUT_S",
@@ -48,19 +47,11 @@ RuntimeClass: TypeAlias = Literal["wrapped-oneshot", "connected-substrate", "nat
 HEALTH_TIMEOUT_S = 2.0
 """``health()`` must answer within this many seconds."""
 
-_WIRE = ConfigDict(
-    frozen=True,
-    alias_generator=to_camel,
-    populate_by_name=True,
-    extra="ignore",
-    serialize_by_alias=True,
-)
-
 
 class NativeHomeClaim(BaseModel):
     """Where a runtime claims to accrue state; the host decides the actual path."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     scope: Literal["per-identity", "per-run"]
     persist: bool
@@ -69,7 +60,7 @@ class NativeHomeClaim(BaseModel):
 class Capabilities(BaseModel):
     """What a runtime can do. Absent optional fields resolve to the conservative defaults."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     streaming: bool
     """Emits incremental text deltas (vs one whole message at the end of a turn)."""
@@ -99,7 +90,7 @@ class Capabilities(BaseModel):
 class HealthResult(BaseModel):
     """The answer of ``health()``."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     ok: bool
     message: str | None = None
@@ -108,7 +99,7 @@ class HealthResult(BaseModel):
 class TaskHandle(BaseModel):
     """References to the durable board task; both optional so a run can be ad hoc."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     task_id: str | None = None
     team_id: str | None = None
@@ -124,7 +115,7 @@ class StartOpts(BaseModel):
     shown in reprs because it may hold secrets).
     """
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     agent_id: str
     session_key: str

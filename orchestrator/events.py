@@ -51,19 +51,20 @@ TextChannel: TypeAlias = Literal["assistant", "reasoning"]
 StatusPhase: TypeAlias = Literal["init", "thinking", "running", "turn-complete"]
 DoneReason: TypeAlias = Literal["success", "max_turns", "aborted", "error"]
 
-_WIRE = ConfigDict(
+WIRE_CONFIG = ConfigDict(
     frozen=True,
     alias_generator=to_camel,
     populate_by_name=True,
     extra="ignore",
     serialize_by_alias=True,
 )
+"""The config of every wire model: frozen, camelCase JSON, unknown input fields ignored."""
 
 
 class Usage(BaseModel):
     """Token usage. On ``cost`` events it is cumulative for the run."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     input_tokens: int = 0
     """Prompt tokens, including cached ones."""
@@ -96,7 +97,7 @@ def _add_opt(a: int | None, b: int | None) -> int | None:
 class EventBase(BaseModel):
     """The envelope on every event."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     run_id: str
     """The run id ('' until the runtime tells us one)."""

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel
 
 from .adapter import Capabilities
+from .events import WIRE_CONFIG
 
 __all__ = [
     "ConnectedHome",
@@ -29,15 +29,11 @@ __all__ = [
     "resolve_runtime_integration",
 ]
 
-_WIRE = ConfigDict(
-    frozen=True, alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True
-)
-
 
 class PersistentHome(BaseModel):
     """A home directory kept across runs, one per identity (agent)."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
     kind: Literal["persistent"] = "persistent"
     scope: Literal["per-identity"] = "per-identity"
 
@@ -45,14 +41,14 @@ class PersistentHome(BaseModel):
 class EphemeralHome(BaseModel):
     """A fresh home directory for each run, deleted afterwards."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
     kind: Literal["ephemeral"] = "ephemeral"
 
 
 class ConnectedHome(BaseModel):
     """The runtime is a live substrate that owns its own state (e.g. an OpenClaw gateway)."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
     kind: Literal["connected"] = "connected"
 
 
@@ -62,7 +58,7 @@ IntegrationHome: TypeAlias = PersistentHome | EphemeralHome | ConnectedHome
 class RuntimeIntegrationPlan(BaseModel):
     """What the host does around a runtime's runs."""
 
-    model_config = _WIRE
+    model_config = WIRE_CONFIG
 
     home: IntegrationHome
     preserve_skills: bool

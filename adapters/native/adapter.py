@@ -23,7 +23,6 @@ one ``done``, open tool calls closed, streams closed after ``done``).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import uuid
@@ -45,7 +44,7 @@ from orchestrator.adapter import (
 from orchestrator.errors import ConfigError, redact_secrets
 from orchestrator.events import now_ms
 
-from .._base import AdapterBase, confined_path, validate_context_key
+from .._base import AdapterBase, JsonSessionCodec, confined_path, validate_context_key
 from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
@@ -119,24 +118,8 @@ class _Bridge:
             await emitter.publish(events)
 
 
-class NativeCodec:
+class NativeCodec(JsonSessionCodec):
     """``{"sessionKey", "sessionId"}``: the session id is the run id and the store's key."""
-
-    def __init__(self, adapter: NativeAdapter) -> None:
-        self._adapter = adapter
-
-    async def serialize(self, run: RunHandle) -> str:
-        await trio.lowlevel.checkpoint()
-        return json.dumps({"sessionKey": run.session_key, "sessionId": run.run_id})
-
-    async def restore(self, blob: str) -> RunHandle:
-        await trio.lowlevel.checkpoint()
-        data = json.loads(blob)
-        return RunHandle(
-            adapter_id=self._adapter.id,
-            session_key=str(data.get("sessionKey") or ""),
-            run_id=data.get("sessionId"),
-        )
 
 
 class NativeAdapter(AdapterBase):

@@ -6,7 +6,7 @@ import itertools
 import json
 from typing import Any, cast
 
-__all__ = ["Ids", "as_dict", "as_list", "sse"]
+__all__ = ["Ids", "as_dict", "as_list", "sse", "user_texts"]
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
@@ -35,3 +35,20 @@ def as_list(value: object) -> list[Any]:
 def as_dict(value: object) -> dict[str, Any] | None:
     """``value`` if it is a JSON object, else None."""
     return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def user_texts(messages: object, text_types: tuple[str, ...] = ("text",)) -> list[str]:
+    """The texts of every ``user`` message: string content, or content parts of ``text_types``."""
+    texts: list[str] = []
+    for raw in as_list(messages):
+        message = as_dict(raw)
+        if message is None or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        for part in as_list(content):
+            block = as_dict(part)
+            if block is not None and block.get("type") in text_types:
+                texts.append(str(block.get("text", "")))
+    return texts

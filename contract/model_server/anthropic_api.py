@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._sse import Ids, as_dict, as_list, sse
+from ._sse import Ids, as_dict, sse, user_texts
 from .script import Turn
 from .state import ParsedRequest
 
@@ -20,23 +20,8 @@ __all__ = [
 ]
 
 
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    out: list[str] = []
-    for block in as_list(content):
-        item = as_dict(block)
-        if item is not None and item.get("type") == "text":
-            out.append(str(item.get("text", "")))
-    return out
-
-
 def parse(body: dict[str, Any]) -> ParsedRequest:
-    texts: list[str] = []
-    for message in as_list(body.get("messages")):
-        item = as_dict(message)
-        if item is not None and item.get("role") == "user":
-            texts.extend(_texts(item.get("content")))
+    texts = user_texts(body.get("messages"))
     max_tokens = body.get("max_tokens")
     return ParsedRequest(
         api="anthropic",

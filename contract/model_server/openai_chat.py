@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from ._sse import Ids, as_dict, as_list, sse
+from ._sse import Ids, as_dict, sse, user_texts
 from .script import Turn
 from .state import ParsedRequest
 
@@ -14,18 +14,7 @@ __all__ = ["completion_json", "parse", "stream_error", "stream_frames", "validat
 
 
 def parse(body: dict[str, Any]) -> ParsedRequest:
-    texts: list[str] = []
-    for raw in as_list(body.get("messages")):
-        message = as_dict(raw)
-        if message is None or message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        for part in as_list(content):
-            block = as_dict(part)
-            if block is not None and block.get("type") == "text":
-                texts.append(str(block.get("text", "")))
+    texts = user_texts(body.get("messages"))
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     return ParsedRequest(
         api="chat",

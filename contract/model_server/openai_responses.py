@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from ._sse import Ids, as_dict, as_list, sse
+from ._sse import Ids, as_dict, sse, user_texts
 from .script import Turn
 from .state import ParsedRequest
 
@@ -18,17 +18,7 @@ def parse(body: dict[str, Any]) -> ParsedRequest:
     items = body.get("input")
     if isinstance(items, str):
         texts.append(items)
-    for raw in as_list(items):
-        item = as_dict(raw)
-        if item is None or item.get("role") != "user":
-            continue
-        content = item.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        for part in as_list(content):
-            block = as_dict(part)
-            if block is not None and block.get("type") in ("input_text", "text"):
-                texts.append(str(block.get("text", "")))
+    texts.extend(user_texts(items, ("input_text", "text")))
     max_tokens = body.get("max_output_tokens")
     return ParsedRequest(
         api="responses",
