@@ -6,8 +6,10 @@ injects; the request log and prefix-reuse figures let tests assert on what the r
 """
 
 from .app import StreamCut as StreamCut
+from .app import build_app as build_app
 from .script import Conversation as Conversation
 from .script import Fault as Fault
+from .script import FaultKind as FaultKind
 from .script import Script as Script
 from .script import ToolCallSpec as ToolCallSpec
 from .script import Turn as Turn
@@ -17,19 +19,23 @@ from .serve import ModelServer as ModelServer
 from .serve import main as main
 from .serve import serve_model_server as serve_model_server
 from .state import LoggedRequest as LoggedRequest
+from .state import Outcome as Outcome
 from .state import ServerState as ServerState
 
 __all__ = [
     "Conversation",
     "Fault",
+    "FaultKind",
     "LoggedRequest",
     "ModelServer",
+    "Outcome",
     "Script",
     "ServerState",
     "StreamCut",
     "ToolCallSpec",
     "Turn",
     "TurnUsage",
+    "build_app",
     "load_script",
     "main",
     "serve_model_server",

@@ -1,4 +1,10 @@
-"""Anthropic Messages dialect: ``POST /v1/messages`` (also ``?beta=true``), streamed and not."""
+"""Anthropic Messages dialect: ``POST /v1/messages`` (also ``?beta=true``), streamed and not.
+
+A stream is ``message_start, ping``, then per content block (thinking, text, tool_use in that
+order) ``content_block_start``, its deltas (``thinking_delta`` + ``signature_delta``,
+``text_delta``, ``input_json_delta``) and ``content_block_stop``, then ``message_delta``
+(``stop_reason`` ``tool_use`` or ``end_turn``, ``usage.output_tokens``) and ``message_stop``.
+"""
 
 from __future__ import annotations
 
@@ -74,7 +80,7 @@ def _blocks(turn: Turn, ids: Ids) -> list[dict[str, Any]]:
                 "type": "tool_use",
                 "id": call.id or ids.next("toolu"),
                 "name": call.name,
-                "input": call.input,
+                "input": call.input_object(),
             }
         )
     return blocks

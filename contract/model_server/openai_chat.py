@@ -42,7 +42,7 @@ def _tool_calls(turn: Turn, ids: Ids) -> list[dict[str, Any]]:
         {
             "id": call.id or ids.next("call"),
             "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.input)},
+            "function": {"name": call.name, "arguments": json.dumps(call.input_object())},
         }
         for call in turn.tool_calls
     ]
@@ -54,6 +54,7 @@ def _usage(turn: Turn) -> dict[str, Any]:
         "completion_tokens": turn.usage.output_tokens,
         "total_tokens": turn.usage.input_tokens + turn.usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": turn.usage.cached_input_tokens},
+        "completion_tokens_details": {"reasoning_tokens": turn.usage.reasoning_tokens},
     }
 
 

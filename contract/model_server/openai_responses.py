@@ -1,8 +1,15 @@
-"""OpenAI Responses dialect: ``POST /v1/responses``, streamed and not (what Codex speaks)."""
+"""OpenAI Responses dialect: ``POST /v1/responses``, streamed and not (what Codex speaks).
+
+A stream is ``response.created, response.in_progress``, then per output item (reasoning, message,
+function or custom tool calls in that order) ``response.output_item.added``, its parts and deltas
+(``reasoning_summary_part.*`` / ``reasoning_summary_text.*``, ``content_part.*`` /
+``output_text.*``, ``function_call_arguments.*``, ``custom_tool_call_input.*``) and
+``response.output_item.done``, then ``response.completed`` with ``response.usage``. Every event
+has a ``sequence_number``. Codex needs no ``instructions`` field and replays the full history.
+"""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -62,16 +69,28 @@ def _items(turn: Turn, ids: Ids) -> list[dict[str, Any]]:
             }
         )
     for call in turn.tool_calls:
-        items.append(
-            {
-                "type": "function_call",
-                "id": ids.next("fc"),
-                "call_id": call.id or ids.next("call"),
-                "name": call.name,
-                "arguments": json.dumps(call.input),
-                "status": "completed",
-            }
-        )
+        if call.kind == "custom":
+            items.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": ids.next("ctc"),
+                    "call_id": call.id or ids.next("call"),
+                    "name": call.name,
+                    "input": call.arguments(),
+                    "status": "completed",
+                }
+            )
+        else:
+            items.append(
+                {
+                    "type": "function_call",
+                    "id": ids.next("fc"),
+                    "call_id": call.id or ids.next("call"),
+                    "name": call.name,
+                    "arguments": call.arguments(),
+                    "status": "completed",
+                }
+            )
     return items
 
 
@@ -90,7 +109,7 @@ def _response(
             "input_tokens": turn.usage.input_tokens,
             "input_tokens_details": {"cached_tokens": turn.usage.cached_input_tokens},
             "output_tokens": turn.usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": turn.usage.reasoning_tokens},
             "total_tokens": turn.usage.input_tokens + turn.usage.output_tokens,
         }
         if done
@@ -232,6 +251,31 @@ def stream_frames(turn: Turn, model: str, ids: Ids) -> list[bytes]:
                     "part": item["content"][0],
                 }
             )
+        elif kind == "custom_tool_call":
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "input": "", "status": "in_progress"},
+                }
+            )
+            for chunk in turn.chunks(item["input"]):
+                emit(
+                    {
+                        "type": "response.custom_tool_call_input.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "delta": chunk,
+                    }
+                )
+            emit(
+                {
+                    "type": "response.custom_tool_call_input.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "input": item["input"],
+                }
+            )
         else:
             emit(
                 {
@@ -268,10 +312,12 @@ def stream_frames(turn: Turn, model: str, ids: Ids) -> list[bytes]:
     return frames
 
 
-def stream_error(message: str, model: str, ids: Ids) -> bytes:
+def stream_error(message: str, model: str, ids: Ids, sequence_number: int = 0) -> bytes:
+    """A ``response.failed`` event (``sequence_number``: the frames already sent)."""
     response = _response_failed(model, ids.next("resp"), message)
     return sse(
-        {"type": "response.failed", "sequence_number": 0, "response": response}, "response.failed"
+        {"type": "response.failed", "sequence_number": sequence_number, "response": response},
+        "response.failed",
     )
 
 

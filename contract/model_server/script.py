@@ -12,18 +12,27 @@ A script is JSON (or TOML, or Python objects)::
         ]}
     ]}
 
-A turn is what the model answers to one request: optional ``reasoning`` (thinking), ``text``,
-``tool_calls``, the ``usage`` it reports, how the text is cut into stream chunks
-(``chunk_chars``) and the pause between chunks (``chunk_delay_s``). A ``fault`` fires ``times``
-times for that turn before the turn is answered normally (N failures, then success):
+A turn is what the model answers to one request: optional ``reasoning`` (thinking / reasoning
+summary), ``text``, ``tool_calls``, the ``usage`` it reports, how text and tool arguments are cut
+into stream chunks (``chunk_chars``), the pause between chunks (``chunk_delay_s``) and before the
+response starts (``delay_s``). A tool call of ``kind: "custom"`` takes a string ``input`` (Codex's
+``apply_patch``): the Responses API streams it as a ``custom_tool_call``; Messages and Chat
+Completions have no such thing and send a plain tool call with input ``{"input": "<text>"}``.
+
+A ``fault`` fires ``times`` times for that turn before the turn is answered normally (N failures,
+then success):
 
 * ``rate_limit`` — 429 with ``retry-after``; ``server_error`` — 500; ``overloaded`` — 529
-  (Anthropic) / 503 (OpenAI); ``bad_request`` — 400 ``invalid_request_error``;
-* ``cut`` — the stream stops after ``after_chunks`` chunks without its terminal events;
-* ``stream_error`` — an in-stream ``error`` event (Anthropic ``overloaded_error`` /
-  OpenAI ``response.failed``) after ``after_chunks`` chunks.
+  (Anthropic) / 503 ``server_is_overloaded`` (OpenAI); ``bad_request`` — 400
+  ``invalid_request_error``; ``authentication`` — 401;
+* ``cut`` — the stream stops after ``after_chunks`` frames without its terminal events (the
+  connection drops); on a non-streamed request the server answers 500 instead;
+* ``stream_error`` — an in-stream error event (Anthropic ``event: error`` with
+  ``overloaded_error``, Responses ``response.failed``, Chat an ``error`` chunk) after
+  ``after_chunks`` frames. Claude Code then retries non-streamed: that retry gets the turn.
 
-For a slow stream (abort tests) give the turn a ``chunk_delay_s``.
+For a slow stream (abort tests) give the turn a ``chunk_delay_s``; the request log records
+whether the client went away before the stream ended (``outcome == "disconnected"``).
 """
 
 from __future__ import annotations
@@ -31,40 +40,83 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Conversation", "Fault", "Script", "ToolCallSpec", "Turn", "TurnUsage", "load_script"]
+__all__ = [
+    "DEFAULT_SIDE_REQUEST_PATTERNS",
+    "Conversation",
+    "Fault",
+    "FaultKind",
+    "Script",
+    "ToolCallSpec",
+    "Turn",
+    "TurnUsage",
+    "load_script",
+]
 
 _MODEL = ConfigDict(extra="forbid", frozen=True)
 
 FaultKind = Literal[
-    "rate_limit", "server_error", "overloaded", "bad_request", "cut", "stream_error"
+    "rate_limit",
+    "server_error",
+    "overloaded",
+    "bad_request",
+    "authentication",
+    "cut",
+    "stream_error",
 ]
+
+DEFAULT_SIDE_REQUEST_PATTERNS: tuple[str, ...] = (
+    # Hermes' auxiliary title call (agent/title_generator.py): no tools, non-streamed.
+    "Generate a short, descriptive title",
+)
+"""Texts that mark a request without tools as a side request wherever they appear in the body."""
 
 
 class ToolCallSpec(BaseModel):
     model_config = _MODEL
     name: str
-    input: dict[str, Any] = Field(default_factory=dict[str, Any])
+    input: dict[str, Any] | str = Field(default_factory=dict[str, Any])
+    """Arguments (an object) of a function call, or the free-form text of a custom call."""
+    kind: Literal["function", "custom"] = "function"
     id: str | None = None
     """Call id; generated (``toolu_…`` / ``call_…``) when omitted."""
+
+    @model_validator(mode="after")
+    def _input_matches_kind(self) -> Self:
+        if self.kind == "custom" and not isinstance(self.input, str):
+            raise ValueError("a custom tool call takes a string input")
+        if self.kind == "function" and isinstance(self.input, str):
+            raise ValueError("a function tool call takes an object input (or use kind: custom)")
+        return self
+
+    def arguments(self) -> str:
+        """The input as the wire carries it: JSON text of a function call, raw text of a custom one."""
+        return self.input if isinstance(self.input, str) else json.dumps(self.input)
+
+    def input_object(self) -> dict[str, Any]:
+        """The input as an object (a custom call's text becomes ``{"input": text}``)."""
+        return {"input": self.input} if isinstance(self.input, str) else self.input
 
 
 class TurnUsage(BaseModel):
     model_config = _MODEL
-    input_tokens: int = 10
-    output_tokens: int = 5
-    cached_input_tokens: int = 0
+    input_tokens: int = Field(default=10, ge=0)
+    output_tokens: int = Field(default=5, ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int = Field(default=0, ge=0)
 
 
 class Fault(BaseModel):
     model_config = _MODEL
     kind: FaultKind
-    times: int = 1
-    retry_after: float | None = 1
-    after_chunks: int = 2
+    times: int = Field(default=1, ge=1)
+    retry_after: float | None = Field(default=1, ge=0)
+    """``retry-after`` seconds sent with a 429 (None: no header)."""
+    after_chunks: int = Field(default=2, ge=0)
+    """For ``cut`` and ``stream_error``: how many stream frames go out first."""
     message: str | None = None
 
 
@@ -74,19 +126,22 @@ class Turn(BaseModel):
     reasoning: str = ""
     tool_calls: tuple[ToolCallSpec, ...] = ()
     usage: TurnUsage = TurnUsage()
-    chunk_chars: int = 8
-    chunk_delay_s: float = 0.0
+    chunk_chars: int = Field(default=8, ge=1)
+    chunk_delay_s: float = Field(default=0.0, ge=0)
+    delay_s: float = Field(default=0.0, ge=0)
+    """Pause before the response starts (streamed or not)."""
     fault: Fault | None = None
 
     def chunks(self, text: str) -> list[str]:
-        size = max(1, self.chunk_chars)
-        return [text[i : i + size] for i in range(0, len(text), size)] or []
+        """``text`` cut into pieces of ``chunk_chars`` (none for an empty text)."""
+        size = self.chunk_chars
+        return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class Conversation(BaseModel):
     model_config = _MODEL
     name: str
-    marker: str | None = None
+    marker: str | None = Field(default=None, min_length=1)
     """Picked when this string appears in the user text of a request; else by order."""
     turns: tuple[Turn, ...]
 
@@ -95,11 +150,23 @@ class Script(BaseModel):
     model_config = _MODEL
     conversations: tuple[Conversation, ...]
     model: str = "scripted-model"
-    """The model id reported in responses (requests may name any model)."""
+    """The model id listed by ``GET /v1/models`` and reported when a request names none."""
     side_reply: str = "Scripted session"
     """The answer to side requests (titles, summaries) that must not consume a turn."""
     side_request_max_tokens: int = 512
     """A request with no tools and at most this ``max_tokens`` is a side request."""
+    side_request_patterns: tuple[str, ...] = DEFAULT_SIDE_REQUEST_PATTERNS
+    """A request with no tools whose body contains one of these is a side request."""
+    api_key: str | None = None
+    """When set, requests must carry it (``x-api-key`` or ``Authorization: Bearer``) or get 401."""
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Self:
+        names = [c.name for c in self.conversations]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"conversation names must be unique: {', '.join(duplicates)}")
+        return self
 
 
 def load_script(source: str | Path | dict[str, Any] | Script) -> Script:

@@ -21,7 +21,7 @@ from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
 
 from orchestrator.errors import exception_leaves
 
-from .app import build_app
+from .app import StreamCut, build_app
 from .script import Script, load_script
 from .state import LoggedRequest, ServerState
 
@@ -48,24 +48,38 @@ class ModelServer:
 
     @property
     def requests(self) -> list[LoggedRequest]:
+        """Every request so far, in arrival order (secrets redacted)."""
         return self.state.requests
 
+    def requests_for(self, conversation: str) -> list[LoggedRequest]:
+        """The requests that took (or tried to take) a turn of ``conversation``."""
+        return [r for r in self.state.requests if r.conversation == conversation]
+
     def prefix_reuse(self, conversation: str) -> list[int]:
+        """For each request of ``conversation`` after its first: the leading bytes it shares
+        with the request before it (the prompt-cache figure)."""
         return self.state.prefix_reuse(conversation)
 
 
 @asynccontextmanager
 async def serve_model_server(
-    script: Script | dict[str, Any] | str | Path, *, host: str = "127.0.0.1", port: int = 0
+    script: Script | dict[str, Any] | str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    log_path: str | Path | None = None,
 ) -> AsyncGenerator[ModelServer]:
-    """Run the server for the duration of the block (ephemeral port by default)."""
+    """Run the server for the duration of the block (ephemeral port by default).
+
+    ``log_path``: also append each finished request to this file as one JSON line.
+    """
     if host not in ("127.0.0.1", "::1", "localhost"):
         raise ValueError("the scripted model server binds to loopback only")
-    state = ServerState(load_script(script))
+    state = ServerState(load_script(script), Path(log_path) if log_path is not None else None)
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
-    config.errorlog = logging.getLogger("ringleader.model_server")
+    config.errorlog = _ERROR_LOG
     config.graceful_timeout = 0.5
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(_serve, build_app(state), config)
@@ -78,6 +92,17 @@ async def serve_model_server(
             nursery.cancel_scope.cancel()
 
 
+class _QuietCuts(logging.Filter):
+    """Drop Hypercorn's traceback for a scripted stream cut (it is the point of the fault)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], StreamCut))
+
+
+_ERROR_LOG = logging.getLogger("ringleader.model_server")
+_ERROR_LOG.addFilter(_QuietCuts())
+
+
 async def _serve(
     app: Any, config: Config, *, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
 ) -> None:
@@ -85,16 +110,22 @@ async def _serve(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``ringleader model-server --script FILE [--port N]``: print the base URL, serve until stopped."""
+    """``ringleader model-server --script FILE [--port N] [--log FILE]``.
+
+    Prints the server's URL (``http://127.0.0.1:PORT``: the Anthropic base URL; add ``/v1`` for
+    OpenAI clients) on one line, then serves until interrupted; returns 0 after Ctrl-C.
+    """
     parser = argparse.ArgumentParser(prog="ringleader model-server", description=__doc__)
     parser.add_argument("--script", required=True, help="a JSON or TOML script file")
     parser.add_argument(
         "--port", type=int, default=0, help="port on 127.0.0.1 (default: ephemeral)"
     )
+    parser.add_argument("--log", help="append each request to this file as one JSON line")
     args = parser.parse_args(argv)
+    script = load_script(Path(args.script))
 
     async def run() -> None:
-        async with serve_model_server(Path(args.script), port=args.port) as server:
+        async with serve_model_server(script, port=args.port, log_path=args.log) as server:
             print(server.url, flush=True)
             await trio.sleep_forever()
 
