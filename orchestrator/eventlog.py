@@ -1,33 +1,60 @@
 """The durable event log: every event is in SQLite before any subscriber sees it.
 
-SQLite in WAL mode (stdlib :mod:`sqlite3`), one connection used from worker threads one call at a
-time (``trio.to_thread`` behind a capacity limiter of 1), so the trio loop never blocks on disk.
-``synchronous=NORMAL`` under WAL keeps every committed transaction across a crash of *this
-process* (an OS crash may lose the last few); each :meth:`EventLog.append` is one transaction.
+Storage: SQLite in WAL mode (stdlib :mod:`sqlite3`) on **one** connection. Every database call
+runs in ``trio.to_thread.run_sync`` behind a capacity limiter of 1, so calls are serialized on
+that connection and the trio loop never blocks on disk.
 
-Tables: ``events`` (a global id ``gid`` — the feed's resume cursor — run key, seq, kind, ts,
-wire JSON), ``runs`` (runtime, session key, status, times, final outcome) and ``sessions``
-(runtime, native session id, codec blob and the *origin working directory* a resume must run
-from).
+Writes are **group-committed**. :meth:`EventLog.append` queues its batch and waits; one writer
+task takes everything queued (up to ``max_batch_rows`` rows), writes it in one ``BEGIN
+IMMEDIATE`` transaction (one ``SAVEPOINT`` per append, so one bad append — a duplicate
+``(run_key, seq)`` — fails alone), commits, and only then hands the committed events, in commit
+order, to the listeners (the :class:`~orchestrator.feed.Feed`). ``append`` returns once its
+events are committed *and* published, so "written before any subscriber sees it" holds by
+construction, subscribers see the global order of the log, and a slow subscriber's backpressure
+reaches the producer. JSON bodies are encoded by the caller (in :meth:`append`), so the worker
+thread mostly runs SQLite's C code with the GIL released.
+
+Durability: ``synchronous=NORMAL`` under WAL (the default) keeps every committed transaction
+across a crash of *this process* (SIGKILL included); a power loss may lose the last few
+transactions. Pass ``synchronous="FULL"`` to fsync every commit.
+
+Cancelling :meth:`append` either withdraws the batch (nothing written) if the writer has not
+taken it yet, or waits for its commit (one transaction) and then raises ``Cancelled``: a cancelled
+append never leaves its batch half-written or its fate unknown.
+
+Tables: ``events`` (``gid`` — a global, increasing id, SQLite's rowid with ``AUTOINCREMENT``,
+stable across ``VACUUM`` and never reused; it is the feed's resume cursor — run key, seq, kind,
+ts, wire-JSON body; ``(run_key, seq)`` is ``UNIQUE``, the natural key), ``runs`` (runtime,
+session key, status, times, final outcome JSON) and ``sessions`` (runtime, native session id,
+codec blob and the *origin working directory* a resume must run from).
+
+One writing process per log file keeps the live feed complete: another process's commits are in
+the log (and replayed by the SSE endpoint) but are not published live in this one.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import sqlite3
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import attrs
 import trio
 
+from .errors import single_exception
 from .events import RuntimeEvent, event_from_json, event_to_json, now_ms
 
-__all__ = ["EventLog", "LoggedEvent", "RunRow", "SessionRow"]
+__all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRow", "SessionRow"]
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -58,13 +85,57 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 """
 
+_INSERT = "INSERT INTO events (run_key, seq, kind, ts, body) VALUES (?, ?, ?, ?, ?)"
 
-@attrs.frozen
+DEFAULT_MAX_BATCH_ROWS = 20_000
+"""At most this many rows go into one transaction (more queued rows wait for the next one)."""
+
+
 class LoggedEvent:
-    gid: int
-    """The log's global, increasing id (the SSE feed's ``id:``)."""
-    run_key: str
-    event: RuntimeEvent
+    """One committed event: its global id, run key, wire JSON and (parsed lazily) the event.
+
+    A feed subscriber that lagged may receive a *coalesced* text delta: it stands for
+    ``merged`` consecutive deltas of one run, carries the concatenated text and the ``gid`` and
+    ``seq`` of the **last** one it absorbed, and ``first_gid`` of the first.
+    """
+
+    __slots__ = ("_event", "body", "first_gid", "gid", "kind", "merged", "run_key", "seq")
+
+    def __init__(
+        self,
+        gid: int,
+        run_key: str,
+        event: RuntimeEvent | None = None,
+        *,
+        body: str | None = None,
+        kind: str | None = None,
+        seq: int | None = None,
+        first_gid: int | None = None,
+        merged: int = 1,
+    ) -> None:
+        self.gid = gid
+        self.run_key = run_key
+        self._event = event
+        if event is not None:
+            self.body: str = body if body is not None else event_to_json(event)
+            self.kind: str = kind if kind is not None else event.kind
+            self.seq: int = seq if seq is not None else event.seq
+        elif body is not None and kind is not None and seq is not None:
+            self.body, self.kind, self.seq = body, kind, seq
+        else:
+            raise ValueError("LoggedEvent needs the event, or its body, kind and seq")
+        self.first_gid = gid if first_gid is None else first_gid
+        self.merged = merged
+
+    @property
+    def event(self) -> RuntimeEvent:
+        """The event (parsed from the stored JSON on first use)."""
+        if self._event is None:
+            self._event = event_from_json(self.body)
+        return self._event
+
+    def __repr__(self) -> str:
+        return f"LoggedEvent(gid={self.gid}, run_key={self.run_key!r}, kind={self.kind!r}, seq={self.seq})"
 
 
 @attrs.frozen
@@ -88,34 +159,115 @@ class SessionRow:
     updated_ms: int
 
 
+class CommitListener(Protocol):
+    """Receives committed events in commit (``gid``) order, one batch at a time."""
+
+    async def publish(self, items: Sequence[LoggedEvent]) -> None: ...
+
+
+_Row = tuple[str, int, str, int, str]
+
+
+@attrs.define(eq=False)
+class _Append:
+    run_key: str
+    events: Sequence[RuntimeEvent]
+    rows: list[_Row]
+    committed: trio.Event = attrs.field(factory=trio.Event)
+    published: trio.Event = attrs.field(factory=trio.Event)
+    taken: bool = False
+    gids: list[int] | None = None
+    error: BaseException | None = None
+
+
+def _write_batch(conn: sqlite3.Connection, batch: list[_Append]) -> list[list[int] | Exception]:
+    """One transaction; one savepoint per append. Runs in the database thread."""
+    out: list[list[int] | Exception] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for req in batch:
+            conn.execute("SAVEPOINT a")
+            try:
+                conn.executemany(_INSERT, req.rows)
+            except sqlite3.IntegrityError as exc:
+                conn.execute("ROLLBACK TO a")
+                conn.execute("RELEASE a")
+                out.append(exc)
+                continue
+            conn.execute("RELEASE a")
+            last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+            n = len(req.rows)
+            out.append(list(range(last - n + 1, last + 1)))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return out
+
+
 @attrs.define(eq=False)
 class EventLog:
-    """Open with ``async with EventLog.open(path) as log``."""
+    """Open with ``async with EventLog.open(path) as log`` (see the module docstring)."""
 
     path: Path
     _conn: sqlite3.Connection = attrs.field(alias="conn")
-    _limiter: trio.CapacityLimiter = attrs.field(
-        factory=lambda: trio.CapacityLimiter(1), alias="limiter"
-    )
     clock: Callable[[], int] = now_ms
+    max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS
+    _limiter: trio.CapacityLimiter = attrs.field(
+        init=False, factory=lambda: trio.CapacityLimiter(1)
+    )
+    _pending: deque[_Append] = attrs.field(init=False, factory=deque[_Append])
+    _wakeup: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
+    _listeners: list[CommitListener] = attrs.field(init=False, factory=list[CommitListener])
+    _closing: bool = attrs.field(init=False, default=False)
+    transactions: int = attrs.field(init=False, default=0)
+    """How many event transactions the writer has committed (batching shows as appends/tx)."""
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path: str | Path) -> AsyncGenerator[EventLog]:
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        clock: Callable[[], int] = now_ms,
+        max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS,
+    ) -> AsyncGenerator[EventLog]:
         target = Path(path)
 
         def connect() -> sqlite3.Connection:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
+            try:
+                mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+                if mode.lower() != "wal":
+                    _log.warning("event log %s: journal mode is %s, not WAL", target, mode)
+                conn.execute(f"PRAGMA synchronous={synchronous}")
+                conn.execute("PRAGMA busy_timeout=5000")
+                conn.executescript(_SCHEMA)
+            except BaseException:
+                conn.close()
+                raise
             return conn
 
         conn = await trio.to_thread.run_sync(connect)
-        log = cls(path=target, conn=conn)
+        log = cls(path=target, conn=conn, clock=clock, max_batch_rows=max_batch_rows)
         try:
-            yield log
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(log._writer)
+                    try:
+                        yield log
+                    finally:
+                        log._closing = True
+                        log._wakeup.unpark_all()
+            except BaseExceptionGroup as group:
+                # the caller's own error, not wrapped in our writer's nursery group
+                one = single_exception(group)
+                if one is not None:
+                    raise one from None
+                raise
         finally:
             with trio.CancelScope(shield=True):
                 await log._call(conn.close)
@@ -123,57 +275,143 @@ class EventLog:
     async def _call(self, fn: Callable[[], T]) -> T:
         return await trio.to_thread.run_sync(fn, limiter=self._limiter)
 
+    # -- listeners -------------------------------------------------------------------------------
+
+    def add_listener(self, listener: CommitListener) -> None:
+        """Publish every later commit to ``listener`` (idempotent)."""
+        if not any(existing is listener for existing in self._listeners):
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: CommitListener) -> None:
+        self._listeners = [x for x in self._listeners if x is not listener]
+
     # -- events ----------------------------------------------------------------------------------
 
     async def append(self, run_key: str, events: Sequence[RuntimeEvent]) -> list[int]:
-        """Write ``events`` in one transaction; returns their global ids once committed."""
-        rows = [(run_key, e.seq, e.kind, e.ts, event_to_json(e)) for e in events]
+        """Write ``events`` (one transaction); returns their global ids once they are committed
+        and published to the listeners. Raises :class:`sqlite3.IntegrityError` (nothing of this
+        batch written) if a ``(run_key, seq)`` is already in the log."""
+        if self._closing:
+            raise trio.ClosedResourceError("the event log is closed")
+        if not events:
+            await trio.lowlevel.checkpoint()
+            return []
+        rows: list[_Row] = [(run_key, e.seq, e.kind, e.ts, event_to_json(e)) for e in events]
+        req = _Append(run_key, events, rows)
+        self._pending.append(req)
+        if self._wakeup:
+            self._wakeup.unpark_all()
+        try:
+            await req.published.wait()
+        except trio.Cancelled:
+            if not req.taken:
+                self._pending.remove(req)
+            else:
+                with trio.CancelScope(shield=True):
+                    await req.committed.wait()
+            raise
+        if req.error is not None:
+            raise req.error
+        assert req.gids is not None
+        return req.gids
+
+    def _take(self) -> list[_Append]:
+        batch: list[_Append] = []
+        rows = 0
+        pending = self._pending
+        while pending and (not batch or rows + len(pending[0].rows) <= self.max_batch_rows):
+            req = pending.popleft()
+            req.taken = True
+            rows += len(req.rows)
+            batch.append(req)
+        return batch
+
+    async def _writer(self) -> None:
         conn = self._conn
+        try:
+            while True:
+                while not self._pending:
+                    if self._closing:
+                        return
+                    await self._wakeup.park()
+                batch = self._take()
+                try:
+                    results = await self._call(functools.partial(_write_batch, conn, batch))
+                except Exception as exc:
+                    _log.error("event log write failed: %s", type(exc).__name__)
+                    results = [exc] * len(batch)
+                self.transactions += 1
+                items: list[LoggedEvent] = []
+                for req, result in zip(batch, results, strict=True):
+                    if isinstance(result, Exception):
+                        req.error = result
+                    else:
+                        req.gids = result
+                        items.extend(
+                            LoggedEvent(g, req.run_key, e, body=row[4], kind=row[2], seq=row[1])
+                            for g, e, row in zip(result, req.events, req.rows, strict=True)
+                        )
+                    req.committed.set()
+                if items:
+                    for listener in tuple(self._listeners):
+                        try:
+                            await listener.publish(items)
+                        except Exception:
+                            _log.exception("event log listener failed; removed")
+                            self.remove_listener(listener)
+                for req in batch:
+                    req.published.set()
+        finally:
+            # closing or cancelled: nobody will write what is still queued
+            for req in self._pending:
+                req.error = trio.ClosedResourceError("the event log closed before this write")
+                req.committed.set()
+                req.published.set()
+            self._pending.clear()
 
-        def write() -> list[int]:
-            cur = conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                gids: list[int] = []
-                for row in rows:
-                    cur.execute(
-                        "INSERT INTO events (run_key, seq, kind, ts, body) VALUES (?, ?, ?, ?, ?)",
-                        row,
-                    )
-                    gids.append(int(cur.lastrowid or 0))
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            return gids
-
-        return await self._call(write)
-
-    async def read(self, run_key: str, *, after_seq: int = 0) -> list[RuntimeEvent]:
-        """A run's events with ``seq > after_seq``, in order."""
+    async def read(
+        self, run_key: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[RuntimeEvent]:
+        """A run's events with ``seq > after_seq``, in order (at most ``limit``)."""
         conn = self._conn
 
         def query() -> list[str]:
             cur = conn.execute(
-                "SELECT body FROM events WHERE run_key = ? AND seq > ? ORDER BY seq",
-                (run_key, after_seq),
+                "SELECT body FROM events WHERE run_key = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (run_key, after_seq, -1 if limit is None else limit),
             )
             return [str(r[0]) for r in cur.fetchall()]
 
         return [event_from_json(body) for body in await self._call(query)]
 
-    async def read_since(self, gid: int, *, limit: int = 10_000) -> list[LoggedEvent]:
-        """Events of every run with a global id above ``gid`` (for feed resume), in order."""
+    async def read_since(
+        self, gid: int, *, limit: int = 10_000, run_key: str | None = None
+    ) -> list[LoggedEvent]:
+        """Events with a global id above ``gid`` (of every run, or of ``run_key``), in order.
+
+        The events are parsed lazily: a reader that only forwards the JSON (the SSE endpoint)
+        never pays for validation."""
         conn = self._conn
 
-        def query() -> list[tuple[int, str, str]]:
-            cur = conn.execute(
-                "SELECT gid, run_key, body FROM events WHERE gid > ? ORDER BY gid LIMIT ?",
-                (gid, limit),
-            )
-            return [(int(r[0]), str(r[1]), str(r[2])) for r in cur.fetchall()]
+        def query() -> list[tuple[int, str, str, int, str]]:
+            if run_key is None:
+                cur = conn.execute(
+                    "SELECT gid, run_key, kind, seq, body FROM events WHERE gid > ? "
+                    "ORDER BY gid LIMIT ?",
+                    (gid, limit),
+                )
+            else:
+                cur = conn.execute(
+                    "SELECT gid, run_key, kind, seq, body FROM events "
+                    "WHERE run_key = ? AND gid > ? ORDER BY gid LIMIT ?",
+                    (run_key, gid, limit),
+                )
+            return [(int(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4])) for r in cur]
 
-        return [LoggedEvent(g, k, event_from_json(b)) for g, k, b in await self._call(query)]
+        return [
+            LoggedEvent(g, k, body=b, kind=kind, seq=s)
+            for g, k, kind, s, b in await self._call(query)
+        ]
 
     async def last_gid(self) -> int:
         conn = self._conn
@@ -194,6 +432,7 @@ class EventLog:
         )
 
     async def finish_run(self, run_key: str, *, status: str, outcome: dict[str, Any]) -> None:
+        """Record how a run ended (``outcome`` is stored as JSON)."""
         conn, now, body = self._conn, self.clock(), json.dumps(outcome)
         await self._call(
             lambda: conn.execute(
@@ -203,6 +442,7 @@ class EventLog:
         )
 
     async def runs(self) -> list[RunRow]:
+        """Every run, oldest first."""
         conn = self._conn
 
         def query() -> list[RunRow]:
@@ -228,6 +468,7 @@ class EventLog:
         codec_blob: str | None,
         origin_cwd: str | None,
     ) -> None:
+        """Insert or replace the resumable state of a session (committed when this returns)."""
         conn, now = self._conn, self.clock()
         await self._call(
             lambda: conn.execute(

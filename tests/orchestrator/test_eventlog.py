@@ -1,0 +1,265 @@
+"""The durable event log: round trip, order, group commit, cancellation, crash safety."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import trio
+
+from orchestrator import EventFactory, RuntimeEvent, Usage
+from orchestrator.eventlog import EventLog, LoggedEvent
+
+
+def deltas(n: int, run_id: str = "r", start: int = 0) -> list[RuntimeEvent]:
+    make = EventFactory(run_id=run_id, clock=lambda: 1, seq=start)
+    return [make.text_delta(f"t{start + i} ") for i in range(n)]
+
+
+def every_kind() -> list[RuntimeEvent]:
+    make = EventFactory(run_id="run-1", session_id="sess", clock=lambda: 1_700_000_000_000)
+    return [
+        make.status("init", model="m"),
+        make.text_delta("héllo ✓", channel="reasoning"),
+        make.tool_call("c1", "Bash", {"command": ["ls", "-la"], "n": 1}),
+        make.tool_result("c1", "out"),
+        make.cost(Usage(input_tokens=10, output_tokens=5), cost_usd=None, estimated=True),
+        make.error("transient", code="rate_limit", fatal=False),
+        *make.finish("success", "ok"),
+    ]
+
+
+class Recorder:
+    """A commit listener that records what it is handed."""
+
+    def __init__(self) -> None:
+        self.items: list[LoggedEvent] = []
+        self.gate: trio.Event | None = None
+
+    async def publish(self, items: Sequence[LoggedEvent]) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.items.extend(items)
+
+
+async def test_round_trip_of_every_kind_with_wire_names(tmp_path: Path) -> None:
+    events = every_kind()
+    async with EventLog.open(tmp_path / "log.db") as log:
+        gids = await log.append("k:1", events)
+        assert gids == list(range(1, len(events) + 1))
+        assert await log.read("k:1") == events
+        assert await log.read("k:1", after_seq=5) == events[5:]
+        assert await log.read("k:1", after_seq=1, limit=2) == events[1:3]
+        logged = await log.read_since(0)
+        assert [i.event for i in logged] == events  # parsed lazily from the stored JSON
+        assert [(i.gid, i.run_key, i.kind, i.seq) for i in logged] == [
+            (g, "k:1", e.kind, e.seq) for g, e in zip(gids, events, strict=True)
+        ]
+    with sqlite3.connect(tmp_path / "log.db") as raw:
+        (body,) = raw.execute("SELECT body FROM events WHERE kind = 'tool-call'").fetchone()
+        (mode,) = raw.execute("PRAGMA journal_mode").fetchone()
+    assert '"toolCallId":"c1"' in body  # camelCase wire names in the stored body
+    assert '"runId":"run-1"' in body
+    assert mode == "wal"
+
+
+async def test_global_ids_filters_and_duplicates(tmp_path: Path) -> None:
+    async with EventLog.open(tmp_path / "log.db") as log:
+        assert await log.append("run-a", deltas(3)) == [1, 2, 3]
+        assert await log.append("run-b", deltas(2)) == [4, 5]
+        assert await log.append("run-a", []) == []
+        since = await log.read_since(2)
+        assert [(i.gid, i.run_key) for i in since] == [(3, "run-a"), (4, "run-b"), (5, "run-b")]
+        assert [i.gid for i in await log.read_since(0, run_key="run-b")] == [4, 5]
+        assert [i.gid for i in await log.read_since(0, limit=2)] == [1, 2]
+        assert await log.last_gid() == 5
+        with pytest.raises(sqlite3.IntegrityError):
+            await log.append("run-a", deltas(2, start=2))  # seq 3 again: refused, whole batch
+        assert [e.seq for e in await log.read("run-a")] == [1, 2, 3]
+
+
+async def test_concurrent_appends_group_commit_in_order(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with EventLog.open(tmp_path / "log.db") as log:
+        log.add_listener(recorder)
+        log.add_listener(recorder)  # idempotent
+
+        async def producer(run: str) -> None:
+            for i in range(20):
+                await log.append(run, deltas(5, run_id=run, start=i * 5))
+
+        async with trio.open_nursery() as nursery:
+            for p in range(10):
+                nursery.start_soon(producer, f"run-{p}")
+        # 200 appends went into far fewer transactions
+        assert log.transactions < 200
+        total = await log.last_gid()
+        assert total == 1000
+        # listeners see every committed event once, in commit (gid) order
+        assert [i.gid for i in recorder.items] == list(range(1, 1001))
+        for p in range(10):
+            assert [e.seq for e in await log.read(f"run-{p}")] == list(range(1, 101))
+
+
+async def test_a_bad_append_fails_alone_in_its_transaction(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with EventLog.open(tmp_path / "log.db") as log:
+        log.add_listener(recorder)
+        await log.append("a", deltas(2))
+        recorder.gate = trio.Event()  # hold the writer in publish so the next appends group up
+        results: dict[str, object] = {}
+
+        async def append(name: str, run: str, events: list[RuntimeEvent]) -> None:
+            try:
+                results[name] = await log.append(run, events)
+            except sqlite3.IntegrityError as exc:
+                results[name] = exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(append, "first", "a", deltas(1, start=2))
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(append, "dup", "a", deltas(1, start=1))
+            nursery.start_soon(append, "other", "b", deltas(2))
+            await trio.testing.wait_all_tasks_blocked()
+            recorder.gate.set()
+        assert results["first"] == [3]
+        assert isinstance(results["dup"], sqlite3.IntegrityError)
+        assert results["other"] == [4, 5]
+        assert [i.gid for i in recorder.items] == [1, 2, 3, 4, 5]
+
+
+async def test_cancelled_append_before_the_writer_took_it_writes_nothing(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with EventLog.open(tmp_path / "log.db") as log:
+        log.add_listener(recorder)
+        recorder.gate = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.append, "a", deltas(1))
+            await trio.testing.wait_all_tasks_blocked()  # the writer holds batch 1 in publish
+            with trio.move_on_after(0.01) as scope:
+                await log.append("a", deltas(1, start=1))  # queued behind it, then cancelled
+            assert scope.cancelled_caught
+            recorder.gate.set()
+        assert [e.seq for e in await log.read("a")] == [1]
+        assert await log.append("a", deltas(1, start=1)) == [2]  # the same seq goes in later
+
+
+async def test_runs_and_sessions(tmp_path: Path) -> None:
+    async with EventLog.open(tmp_path / "log.db", clock=lambda: 42) as log:
+        await log.start_run("k:1", runtime_id="claude-code", session_key="k")
+        await log.start_run("k:2", runtime_id="codex", session_key="k")
+        await log.record_session(
+            "k",
+            runtime_id="claude-code",
+            native_session_id="abc",
+            codec_blob='{"x":1}',
+            origin_cwd="/work/repo",
+        )
+        await log.finish_run("k:1", status="success", outcome={"summary": "ok", "costUsd": None})
+    async with EventLog.open(tmp_path / "log.db") as log:
+        first, second = await log.runs()
+        assert (first.run_key, first.status, first.started_ms, first.ended_ms) == (
+            "k:1",
+            "success",
+            42,
+            42,
+        )
+        assert first.outcome == {"summary": "ok", "costUsd": None}
+        assert (second.run_key, second.status, second.outcome) == ("k:2", "running", None)
+        session = await log.get_session("k")
+        assert session is not None
+        assert (session.native_session_id, session.codec_blob, session.origin_cwd) == (
+            "abc",
+            '{"x":1}',
+            "/work/repo",
+        )
+        assert await log.get_session("missing") is None
+
+
+async def test_closed_log_refuses_appends_and_caller_errors_are_not_wrapped(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(KeyError):
+        async with EventLog.open(tmp_path / "log.db") as log:
+            raise KeyError("mine")  # the caller's own error, not an ExceptionGroup
+    with pytest.raises(trio.ClosedResourceError):
+        await log.append("a", deltas(1))
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, trio
+    from orchestrator import EventFactory
+    from orchestrator.eventlog import EventLog
+
+    async def main():
+        async with EventLog.open(sys.argv[1]) as log:
+            await log.record_session("s", runtime_id="codex", native_session_id="thread-1",
+                                     codec_blob='{"thread":"thread-1"}', origin_cwd="/repo")
+            make = EventFactory(run_id="r", clock=lambda: 1)
+            n = 0
+
+            async def writer():
+                nonlocal n
+                while True:
+                    await log.append("run", [make.text_delta("x") for _ in range(50)])
+                    n += 50
+                    if n == 1000:
+                        print("ready", flush=True)
+
+            async def other(k):
+                m = EventFactory(run_id=f"o{k}", clock=lambda: 1)
+                while True:
+                    await log.append(f"other-{k}", [m.text_delta("y") for _ in range(7)])
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writer)
+                for k in range(3):
+                    nursery.start_soon(other, k)
+
+    trio.run(main)
+    """
+)
+
+
+def test_log_survives_sigkill_intact_and_gapless(tmp_path: Path) -> None:
+    db = tmp_path / "crash.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE, text=True, env=env
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        os.kill(proc.pid, signal.SIGKILL)  # mid-write: the writers never stop
+        proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+
+    async def check() -> None:
+        async with EventLog.open(db) as log:
+            events = await log.read("run")
+            assert len(events) >= 1000
+            assert len(events) % 50 == 0  # whole appends only
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            for k in range(3):
+                seqs = [e.seq for e in await log.read(f"other-{k}")]
+                assert len(seqs) % 7 == 0
+                assert seqs == list(range(1, len(seqs) + 1))
+            everything = await log.read_since(0, limit=1_000_000)
+            assert [i.gid for i in everything] == list(range(1, len(everything) + 1))
+            session = await log.get_session("s")
+            assert session is not None
+            assert session.native_session_id == "thread-1"
+            assert session.codec_blob == '{"thread":"thread-1"}'
+            assert session.origin_cwd == "/repo"
+            # and the log takes new writes after the crash
+            make = EventFactory(run_id="r", clock=lambda: 1, seq=len(events))
+            assert await log.append("run", [make.text_delta("after")]) == [len(everything) + 1]
+
+    trio.run(check)
