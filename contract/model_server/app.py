@@ -135,7 +135,13 @@ def build_app(state: ServerState) -> Starlette:
         return response
 
     async def stream(
-        entry: LoggedRequest, frames: list[bytes], turn: Turn, fault: Fault | None, api: str
+        entry: LoggedRequest,
+        frames: list[bytes],
+        turn: Turn,
+        fault: Fault | None,
+        api: str,
+        model: str,
+        response_id: str,
     ) -> AsyncGenerator[bytes]:
         ended = False
         try:
@@ -146,7 +152,7 @@ def build_app(state: ServerState) -> Starlette:
                         if api == "anthropic":
                             yield anthropic_api.stream_error(message)
                         elif api == "responses":
-                            yield openai_responses.stream_error(message, script.model, ids, index)
+                            yield openai_responses.stream_error(message, model, response_id, index)
                         else:
                             yield openai_chat.stream_error(message)
                         ended = True
@@ -176,17 +182,18 @@ def build_app(state: ServerState) -> Starlette:
         if turn.delay_s:
             await trio.sleep(turn.delay_s)
         if parsed.stream:
+            response_id = ids.next("resp") if api == "responses" else ""
             if api == "anthropic":
                 frames = anthropic_api.stream_frames(turn, model, ids)
             elif api == "responses":
-                frames = openai_responses.stream_frames(turn, model, ids)
+                frames = openai_responses.stream_frames(turn, model, ids, response_id)
             else:
                 options = as_dict(body.get("stream_options"))
                 include = options is not None and bool(options.get("include_usage"))
                 frames = openai_chat.stream_frames(turn, model, ids, include_usage=include)
             state.finish(entry, "streaming", 200)
             return _ClosingStream(
-                stream(entry, frames, turn, fault, api),
+                stream(entry, frames, turn, fault, api, model, response_id),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache", "request-id": ids.next("req")},
             )

@@ -131,8 +131,9 @@ def response_json(turn: Turn, model: str, ids: Ids) -> dict[str, Any]:
     return _response(turn, model, ids.next("resp"), status="completed", output=_items(turn, ids))
 
 
-def stream_frames(turn: Turn, model: str, ids: Ids) -> list[bytes]:
-    response_id = ids.next("resp")
+def stream_frames(turn: Turn, model: str, ids: Ids, response_id: str | None = None) -> list[bytes]:
+    """The SSE frames of one streamed turn, in the real API's order."""
+    response_id = response_id or ids.next("resp")
     items = _items(turn, ids)
     seq = 0
     frames: list[bytes] = []
@@ -312,9 +313,10 @@ def stream_frames(turn: Turn, model: str, ids: Ids) -> list[bytes]:
     return frames
 
 
-def stream_error(message: str, model: str, ids: Ids, sequence_number: int = 0) -> bytes:
-    """A ``response.failed`` event (``sequence_number``: the frames already sent)."""
-    response = _response_failed(model, ids.next("resp"), message)
+def stream_error(message: str, model: str, response_id: str, sequence_number: int = 0) -> bytes:
+    """A ``response.failed`` event for the streamed response ``response_id``
+    (``sequence_number``: the frames already sent)."""
+    response = _response_failed(model, response_id, message)
     return sse(
         {"type": "response.failed", "sequence_number": sequence_number, "response": response},
         "response.failed",

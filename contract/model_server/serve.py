@@ -23,7 +23,7 @@ from orchestrator.errors import exception_leaves
 
 from .app import StreamCut, build_app
 from .script import Script, load_script
-from .state import LoggedRequest, ServerState
+from .state import LoggedRequest, Outcome, ServerState
 
 __all__ = ["ModelServer", "main", "serve_model_server"]
 
@@ -54,6 +54,10 @@ class ModelServer:
     def requests_for(self, conversation: str) -> list[LoggedRequest]:
         """The requests that took (or tried to take) a turn of ``conversation``."""
         return [r for r in self.state.requests if r.conversation == conversation]
+
+    async def settled(self, request: LoggedRequest) -> Outcome:
+        """Wait until ``request`` has ended; its outcome (``"disconnected"`` after an abort)."""
+        return await self.state.settled(request)
 
     def prefix_reuse(self, conversation: str) -> list[int]:
         """For each request of ``conversation`` after its first: the leading bytes it shares

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+import trio
 
 from ._sse import as_dict, as_list
 from .script import Conversation, Script, Turn
@@ -181,6 +182,7 @@ class ServerState:
     _taken: set[str] = attrs.field(factory=set[str])
     _offered_tools: set[str] = attrs.field(factory=set[str])
     _last_body: dict[str, bytes] = attrs.field(factory=dict[str, bytes])
+    _changed: trio.Event = attrs.field(factory=trio.Event)
 
     def select(self, req: ParsedRequest, *, session: str = "", body_text: str = "") -> Selection:
         """The conversation and turn that answer ``req`` (see the module docstring)."""
@@ -301,9 +303,17 @@ class ServerState:
         entry.outcome = outcome
         if status is not None:
             entry.status = status
+        self._changed.set()
+        self._changed = trio.Event()
         if self.log_path is not None and outcome not in ("pending", "streaming"):
             with self.log_path.open("a", encoding="utf-8") as sink:
                 sink.write(entry.to_json() + "\n")
+
+    async def settled(self, entry: LoggedRequest) -> Outcome:
+        """Wait until ``entry`` has ended (its stream finished, failed or was abandoned)."""
+        while entry.outcome in ("pending", "streaming"):
+            await self._changed.wait()
+        return entry.outcome
 
     def prefix_reuse(self, conversation: str) -> list[int]:
         """For each request after the first in ``conversation``: leading bytes equal to the one before."""

@@ -258,8 +258,9 @@ def fault_script(kind: str, **extra: Any) -> dict[str, Any]:
     [
         ("rate_limit", anthropic.RateLimitError),
         ("server_error", anthropic.InternalServerError),
-        ("overloaded", anthropic.APIStatusError),
+        ("overloaded", anthropic.OverloadedError),
         ("bad_request", anthropic.BadRequestError),
+        ("authentication", anthropic.AuthenticationError),
     ],
 )
 async def test_anthropic_faults_raise_the_typed_errors_then_recover(
@@ -271,9 +272,13 @@ async def test_anthropic_faults_raise_the_typed_errors_then_recover(
             await client.messages.create(
                 model="m", max_tokens=1024, messages=[{"role": "user", "content": "x"}]
             )
-        status = {"rate_limit": 429, "server_error": 500, "overloaded": 529, "bad_request": 400}[
-            kind
-        ]
+        status = {
+            "rate_limit": 429,
+            "server_error": 500,
+            "overloaded": 529,
+            "bad_request": 400,
+            "authentication": 401,
+        }[kind]
         assert getattr(caught.value, "status_code", None) == status
         if kind == "rate_limit":
             assert caught.value.response.headers["retry-after"] == "7"  # type: ignore[attr-defined]
@@ -290,17 +295,28 @@ async def test_anthropic_faults_raise_the_typed_errors_then_recover(
         ("rate_limit", openai.RateLimitError, 429),
         ("server_error", openai.InternalServerError, 500),
         ("overloaded", openai.InternalServerError, 503),
+        ("bad_request", openai.BadRequestError, 400),
+        ("authentication", openai.AuthenticationError, 401),
     ],
 )
 async def test_openai_faults_raise_the_typed_errors(
     kind: str, error: type[Exception], status: int
 ) -> None:
-    async with serve_model_server(fault_script(kind)) as server:
+    async with serve_model_server(fault_script(kind, times=2)) as server:
         client = openai_client(server)
         with pytest.raises(error) as caught:
             await client.responses.create(model="m", input="x")
         assert getattr(caught.value, "status_code", None) == status
+        with pytest.raises(error):  # the same fault on Chat Completions (its second time)
+            await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}]
+            )
+        ok = await client.responses.create(model="m", input="x")  # N failures, then success
+        assert ok.output_text == "recovered"
         await client.close()
+    assert [r.status for r in server.requests] == [status, status, 200]
+    if kind == "overloaded":
+        assert server.requests[0].api == "responses"
 
 
 async def test_anthropic_stream_cut_and_in_stream_error() -> None:
