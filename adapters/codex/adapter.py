@@ -1,0 +1,471 @@
+"""The Codex adapter: ``RuntimeAdapter`` (id ``codex``) over the real Codex CLI.
+
+Two modes (:attr:`CodexConfig.mode`):
+
+* ``exec`` — one ``codex exec --json`` process per run (``codex exec resume <thread>`` to
+  resume), stdin on the null device. Codex has no token deltas here: each agent message arrives
+  whole. Abort terminates the process group (SIGINT → SIGTERM → SIGKILL); Codex then exits with no
+  final line and the run ends in ``done{aborted}``. The ``done{success}`` of a run is published
+  when the process has exited after ``turn.completed``.
+* ``app-server`` — one ``codex app-server`` process per run speaking JSON-RPC on stdio:
+  ``initialize`` → ``thread/start`` (or ``thread/resume``) → ``turn/start``; streamed text;
+  ``turn/interrupt`` for abort (the process is terminated if the interrupt is not honoured within
+  ``interrupt_grace``); approval requests answered by :attr:`CodexConfig.approve`.
+
+Every run gets its own ``CODEX_HOME`` (the host's ``home_dir``, else a fresh directory under
+:attr:`CodexConfig.state_root`, deleted after the run) and ``HOME`` inside it, an allow-listed
+environment, and its working directory (``StartOpts.cwd``; for a resumed thread without one, the
+thread's origin directory; else a ``workspace`` directory in the home).
+
+Runs are tracked by session key like every adapter. :meth:`CodexAdapter.child_for` exposes a
+run's child process (tests check that none outlives its run). Side effects the adapter issues
+(``abort``, ``setModel``, ``writeContext``, JSON-RPC calls) are recorded in
+:attr:`CodexAdapter.calls`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import trio
+
+from orchestrator.adapter import (
+    Capabilities,
+    HealthResult,
+    NativeHomeClaim,
+    RunHandle,
+    StartOpts,
+    TaskHandle,
+)
+from orchestrator.errors import (
+    LineTooLongError,
+    ProtocolError,
+    RingleaderError,
+    RuntimeExitedError,
+    RuntimeReportedError,
+    redact_secrets,
+)
+from orchestrator.events import RuntimeEvent, now_ms
+
+from .._base import AdapterBase, confined_path, validate_context_key
+from .._process import ChildProcess, open_child
+from .._runs import RunEmitter
+from .._runtimes import install_hint, runtime_binary
+from ..scripted import RecordedCall
+from .dialect import decode_exec_line
+from .driver import (
+    CodexConfig,
+    CodexProvider,
+    exec_argv,
+    prepare_home,
+    provider_for,
+    run_env,
+    thread_total_usage,
+)
+from .normalize import ExecState, exec_frame_label, normalize_exec
+
+__all__ = ["CodexAdapter", "CodexCodec", "CodexSession"]
+
+CONTEXT_WINDOWS: Final[Mapping[str, int]] = {"gpt-5.5": 258_400}
+"""Context windows Codex reported (app-server ``modelContextWindow``) for models it knows."""
+
+_MAX_CALLS: Final = 1000
+
+
+@attrs.frozen
+class CodexSession:
+    """What resumes a Codex session: the thread id and the directory it started in."""
+
+    session_key: str
+    thread_id: str | None
+    cwd: str | None
+
+
+class CodexCodec:
+    """``{"sessionKey", "sessionId", "cwd"}`` JSON: the thread id and its origin directory.
+
+    ``restore`` remembers the origin directory, so a run resumed with ``resume_session_id`` and
+    no ``cwd`` works where the thread started.
+    """
+
+    def __init__(self, adapter: CodexAdapter) -> None:
+        self._adapter = adapter
+
+    async def serialize(self, run: RunHandle) -> str:
+        await trio.lowlevel.checkpoint()
+        session = self._adapter.session_of(run)
+        return json.dumps(
+            {"sessionKey": session.session_key, "sessionId": session.thread_id, "cwd": session.cwd}
+        )
+
+    async def restore(self, blob: str) -> RunHandle:
+        await trio.lowlevel.checkpoint()
+        session = self.parse(blob)
+        if session.thread_id and session.cwd:
+            self._adapter.remember_origin(session.thread_id, session.cwd)
+        return RunHandle(
+            adapter_id=self._adapter.id, session_key=session.session_key, run_id=session.thread_id
+        )
+
+    @staticmethod
+    def parse(blob: str) -> CodexSession:
+        data: Any = json.loads(blob)
+        if not isinstance(data, dict):
+            data = {}
+        thread = data.get("sessionId")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        cwd = data.get("cwd")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return CodexSession(
+            session_key=str(data.get("sessionKey") or ""),  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+            thread_id=thread if isinstance(thread, str) and thread else None,
+            cwd=cwd if isinstance(cwd, str) and cwd else None,
+        )
+
+
+@attrs.define(eq=False)
+class _Run:
+    emitter: RunEmitter
+    opts: StartOpts
+    cwd: Path
+    model: str | None
+    home: Path
+    owned_home: bool
+    provider: CodexProvider | None
+    resume_thread: str | None
+    exec_state: ExecState
+    child: ChildProcess | None = None
+    aborting: bool = False
+    spawned: trio.Event = attrs.field(factory=trio.Event)
+    go: trio.Event = attrs.field(factory=trio.Event)
+    spawn_error: BaseException | None = None
+    bad_line: ProtocolError | None = None
+    next_model: str | None = None
+
+
+class CodexAdapter(AdapterBase):
+    """Codex behind the trait (see the module docstring). Use as ``async with CodexAdapter(…)``."""
+
+    id = "codex"
+
+    def __init__(
+        self, config: CodexConfig | None = None, *, clock: Callable[[], int] = now_ms
+    ) -> None:
+        super().__init__(clock=clock)
+        self.config = config or CodexConfig()
+        self.calls: collections.deque[RecordedCall] = collections.deque(maxlen=_MAX_CALLS)
+        """Side effects issued (``abort``, ``setModel``, ``writeContext``, RPC methods)."""
+        self._live: dict[str, _Run] = {}
+        self._origins: dict[str, str] = {}
+        self._next_models: dict[str, str] = {}
+        self._codec = CodexCodec(self)
+
+    # -- trait: static parts -------------------------------------------------------------------
+
+    @property
+    def session_codec(self) -> CodexCodec:
+        return self._codec
+
+    def capabilities(self) -> Capabilities:
+        config = self.config
+        app = config.mode == "app-server"
+        model = config.model
+        return Capabilities(
+            streaming=app,
+            mcp=True,
+            worktrees=False,
+            resume=True,
+            tool_approval=app,
+            models=(model,) if model else (),
+            steerable=False,
+            context_window_tokens=CONTEXT_WINDOWS.get(model) if model else None,
+            runtime_class="wrapped-oneshot",
+            native_home=NativeHomeClaim(scope="per-identity", persist=True),
+        )
+
+    async def probe_health(self) -> HealthResult:
+        if self.config.launcher is not None:
+            await trio.lowlevel.checkpoint()
+            return HealthResult(ok=True, message="custom launcher")
+        binary = self._binary()
+        result = await trio.run_process(
+            [binary, "--version"], capture_stdout=True, capture_stderr=True, check=False
+        )
+        version = result.stdout.decode("utf-8", "replace").strip()
+        if result.returncode != 0:
+            return HealthResult(ok=False, message=f"codex --version exited {result.returncode}")
+        return HealthResult(ok=True, message=version)
+
+    def _binary(self) -> str:
+        if self.config.binary:
+            return self.config.binary
+        return str(runtime_binary("codex"))
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def child_for(self, run: RunHandle) -> ChildProcess | None:
+        """The run's child process (``None`` before it is spawned or for an unknown run)."""
+        live = self._live.get(run.session_key)
+        return live.child if live is not None else None
+
+    def session_of(self, run: RunHandle) -> CodexSession:
+        live = self._live.get(run.session_key)
+        thread = run.run_id
+        cwd = self._origins.get(thread) if thread else None
+        if live is not None:
+            thread = live.exec_state.thread_id or thread
+            cwd = str(live.cwd)
+        return CodexSession(session_key=run.session_key, thread_id=thread, cwd=cwd)
+
+    def remember_origin(self, thread_id: str, cwd: str) -> None:
+        """Record where a thread started (resumes without a ``cwd`` go there)."""
+        self._origins[thread_id] = cwd
+
+    def _argv(self, args: list[str]) -> list[str]:
+        launcher = self.config.launcher
+        if launcher is not None:
+            return list(launcher(args))
+        return [self._binary(), *args]
+
+    async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
+        config = self.config
+        if config.launcher is None:
+            self._binary()  # raises RuntimeNotFoundError with the install command
+        self.nursery  # noqa: B018 - raises if the adapter was not entered
+        resume = opts.resume_session_id or None
+        model = opts.model or (self._next_models.pop(resume, None) if resume else None)
+        model = model or config.model
+        run_name = f"run-{uuid.uuid4().hex[:16]}"
+        home, owned = await trio.to_thread.run_sync(
+            prepare_home, opts.home_dir, config.state_root, run_name
+        )
+        origin = self._origins.get(resume) if resume else None
+        cwd = Path(opts.cwd or origin or home / "workspace")
+        await trio.Path(cwd).mkdir(parents=True, exist_ok=True)
+        emitter = self.new_run(opts.session_key)
+        run = _Run(
+            emitter=emitter,
+            opts=opts,
+            cwd=cwd,
+            model=model,
+            home=home,
+            owned_home=owned,
+            provider=provider_for(config, opts.env),
+            resume_thread=resume,
+            exec_state=ExecState(model=model, prices=config.prices),
+        )
+        if resume:
+            run.exec_state.base_usage = await trio.to_thread.run_sync(
+                thread_total_usage, home, resume
+            )
+        self._live[opts.session_key] = run
+        self.calls.append(
+            RecordedCall(
+                "start", {"sessionKey": opts.session_key, "model": model, "resume": resume}
+            )
+        )
+        self.spawn(self._drive_exec, run)
+        await run.spawned.wait()
+        if run.spawn_error is not None:
+            raise run.spawn_error
+        # The driver reads nothing before start() has returned: the run id binds late.
+        run.go.set()
+        return emitter.handle
+
+    # -- exec ----------------------------------------------------------------------------------
+
+    async def _drive_exec(self, run: _Run) -> None:
+        config = self.config
+        emitter = run.emitter
+        try:
+            argv = self._argv(
+                exec_argv(
+                    config,
+                    run.provider,
+                    run.opts.full_message(),
+                    model=run.model,
+                    resume_thread=run.resume_thread,
+                )
+            )
+            env = run_env(config, run.provider, codex_home=run.home, extra=run.opts.env)
+            try:
+                async with open_child(
+                    argv,
+                    env=env,
+                    cwd=run.cwd,
+                    stdin=config.launcher is not None and config.launcher_stdin,
+                    sigint_grace=config.sigint_grace,
+                    sigterm_grace=config.sigterm_grace,
+                    adapter=self.id,
+                    session_key=run.opts.session_key,
+                    install_hint=install_hint("codex"),
+                ) as child:
+                    run.child = child
+                    run.spawned.set()
+                    await run.go.wait()
+                    await self._read_exec(run, child)
+                    code = await child.wait()
+                    await self._finish_exec(run, child, code)
+            except RingleaderError as exc:
+                if not run.spawned.is_set():
+                    run.spawn_error = exc
+                    run.spawned.set()
+                    await emitter.fail_with(exc)
+                    return
+                raise
+        except RingleaderError as exc:
+            await emitter.fail_with(exc)
+        except Exception as exc:
+            await emitter.fail(
+                f"codex adapter failed: {type(exc).__name__}: {exc}", code="adapter_error"
+            )
+        finally:
+            run.spawned.set()
+            with trio.CancelScope(shield=True):
+                if not emitter.done:
+                    if run.aborting:
+                        await emitter.finish("aborted", run.exec_state.summary)
+                    else:
+                        await emitter.fail("codex run ended without a result", code="adapter_error")
+                await self._cleanup_home(run)
+
+    async def _read_exec(self, run: _Run, child: ChildProcess) -> None:
+        emitter = run.emitter
+        make = emitter.factory
+        state = run.exec_state
+        async for batch in child.batches():
+            out: list[RuntimeEvent] = []
+            for line in batch:
+                if make.finished:
+                    break
+                if isinstance(line, LineTooLongError):
+                    emitter.ensure_run_id()
+                    out.append(make.error(str(line), code=line.event_code, fatal=False))
+                    continue
+                if not line:
+                    continue
+                try:
+                    event = decode_exec_line(line)
+                except ProtocolError as exc:
+                    if run.bad_line is None:
+                        run.bad_line = exc
+                    out += emitter.note_unknown("non-JSON line")
+                    continue
+                if event.get("type") == "thread.started":
+                    thread_id = event.get("thread_id")
+                    if isinstance(thread_id, str) and thread_id:
+                        emitter.bind_run_id(thread_id)
+                        self._origins[thread_id] = str(run.cwd)
+                emitter.ensure_run_id()
+                events = normalize_exec(event, make, state)
+                if events is None:
+                    out += emitter.note_unknown(exec_frame_label(event))
+                else:
+                    out += events
+            if out:
+                await emitter.publish(out)
+
+    async def _finish_exec(self, run: _Run, child: ChildProcess, code: int) -> None:
+        emitter = run.emitter
+        state = run.exec_state
+        if emitter.done:
+            return
+        if run.aborting or child.terminated_by_us:
+            # Our abort wins, even over a turn that completed while the process was exiting.
+            await emitter.finish("aborted", state.summary)
+        elif state.turn_completed:
+            await emitter.finish("success", state.summary)
+        elif code == 0:
+            message = "codex exited without finishing its turn"
+            bad = run.bad_line
+            await emitter.fail_with(
+                ProtocolError(
+                    f"{message} (unreadable line: {bad.line[:80]!r})" if bad else message,
+                    line=bad.line if bad else "",
+                    adapter=self.id,
+                    session_key=run.opts.session_key,
+                )
+            )
+        else:
+            await emitter.fail_with(self._exit_error(run, child, code))
+
+    def _exit_error(self, run: _Run, child: ChildProcess, code: int) -> RingleaderError:
+        tail = child.stderr_tail
+        last = next((ln.strip() for ln in reversed(tail.splitlines()) if ln.strip()), "")
+        if run.resume_thread and "no rollout found" in tail:
+            # A stale resume pointer: permanent, never retried into a loop (executor-spec §14.2 #9).
+            return RuntimeReportedError(
+                f"codex has no session {run.resume_thread} in its home (no rollout found)",
+                code="session_not_found",
+                adapter=self.id,
+                session_key=run.opts.session_key,
+            )
+        message = run.exec_state.last_error or f"codex exited with status {code}"
+        error_line = next(
+            (ln.strip() for ln in tail.splitlines() if ln.strip().startswith("Error")), ""
+        )
+        detail = error_line or last
+        if detail and detail not in message:
+            message = f"{message}: {detail[:300]}"
+        return RuntimeExitedError(
+            redact_secrets(message),
+            exit_code=code,
+            stderr_tail=tail,
+            adapter=self.id,
+            session_key=run.opts.session_key,
+        )
+
+    async def _cleanup_home(self, run: _Run) -> None:
+        if run.owned_home and not self.config.keep_homes:
+            await trio.to_thread.run_sync(shutil.rmtree, run.home, True)
+
+    # -- controls ------------------------------------------------------------------------------
+
+    async def abort(self, run: RunHandle) -> None:
+        self.calls.append(
+            RecordedCall("abort", {"sessionKey": run.session_key, "runId": run.run_id})
+        )
+        live = self._live.get(run.session_key)
+        if live is None or live.emitter.done:
+            await trio.lowlevel.checkpoint()
+            return
+        live.aborting = True
+        child = live.child
+        if child is not None:
+            await child.terminate()
+        with trio.move_on_after(self.config.sigint_grace + self.config.sigterm_grace + 6):
+            await live.emitter.finished.wait()
+        if not live.emitter.done:
+            await live.emitter.finish("aborted", live.exec_state.summary)
+
+    async def set_model(self, run: RunHandle, model: str) -> None:
+        """Codex fixes the model per process (exec) or per turn (app-server): the model applies
+        from the next turn of this thread — a run that resumes it through this adapter."""
+        self.calls.append(RecordedCall("setModel", {"sessionKey": run.session_key, "model": model}))
+        live = self._live.get(run.session_key)
+        thread = (live.exec_state.thread_id if live else None) or run.run_id
+        if live is not None:
+            live.next_model = model
+        if thread:
+            self._next_models[thread] = model
+        await trio.lowlevel.checkpoint()
+
+    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
+        """Write ``value`` to ``key`` under the run's working directory (confined to it)."""
+        validate_context_key(key)
+        live = self._live.get(run.session_key)
+        if live is not None:
+            path = confined_path(live.cwd, key)
+            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
+            await trio.Path(path).write_text(value, encoding="utf-8")
+        self.calls.append(
+            RecordedCall(
+                "writeContext", {"sessionKey": run.session_key, "key": key, "value": value}
+            )
+        )
+        await trio.lowlevel.checkpoint()

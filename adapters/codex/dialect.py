@@ -1,0 +1,242 @@
+"""Codex's own wire formats, typed: ``codex exec --json`` lines and ``codex app-server`` JSON-RPC.
+
+Both are decoded with stdlib :func:`json.loads` and dispatched on a string (``type`` for exec
+lines, ``method`` for app-server messages) before anything else is built: the types below are
+``TypedDict`` views of the decoded objects, so parsing costs nothing beyond ``json.loads``.
+Every field is optional and every accessor checks the type it reads, so unknown fields, missing
+fields and unknown frame types never raise (DESIGN §1: tolerant dialects). Only a line that is
+not a JSON object at all is a :class:`~orchestrator.errors.ProtocolError`.
+
+Exec (measured on Codex 0.169.0, runtimes.md §2.4–2.5)::
+
+    {"type":"thread.started","thread_id":"01a2…"}
+    {"type":"turn.started"}
+    {"type":"item.started"|"item.updated"|"item.completed","item":{"id":"item_1","type":"agent_message",…}}
+    {"type":"error","message":"Reconnecting... 1/2 (…)"}          (retries; a warning, not fatal)
+    {"type":"turn.completed","usage":{"input_tokens":204,"cached_input_tokens":0,…}}
+    {"type":"turn.failed","error":{"message":"…"}}
+
+Item types: ``agent_message``, ``reasoning``, ``command_execution``, ``file_change``,
+``mcp_tool_call``, ``web_search``, ``todo_list``, ``error`` (a non-fatal warning item).
+
+App-server (runtimes.md §2.9): one JSON object per line, no ``"jsonrpc"`` field; a message with
+``id`` and ``result``/``error`` is a response, with ``id`` and ``method`` a server request (tool
+approvals), with only ``method`` a notification.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, Literal, TypeAlias, TypedDict, cast
+
+from orchestrator.errors import ProtocolError
+
+__all__ = [
+    "EXEC_EVENT_TYPES",
+    "EXEC_ITEM_TYPES",
+    "AppItem",
+    "ExecError",
+    "ExecEvent",
+    "ExecItem",
+    "ExecUsage",
+    "FileUpdate",
+    "RpcKind",
+    "RpcMessage",
+    "TodoItem",
+    "as_dict",
+    "as_int",
+    "as_str",
+    "decode_exec_line",
+    "decode_rpc_line",
+    "rpc_kind",
+]
+
+EXEC_EVENT_TYPES: Final = frozenset(
+    {
+        "thread.started",
+        "turn.started",
+        "item.started",
+        "item.updated",
+        "item.completed",
+        "error",
+        "turn.completed",
+        "turn.failed",
+    }
+)
+"""The ``type`` values of ``codex exec --json`` lines this dialect knows."""
+
+EXEC_ITEM_TYPES: Final = frozenset(
+    {
+        "agent_message",
+        "reasoning",
+        "command_execution",
+        "file_change",
+        "mcp_tool_call",
+        "web_search",
+        "todo_list",
+        "error",
+    }
+)
+"""The ``item.type`` values this dialect knows."""
+
+
+class FileUpdate(TypedDict, total=False):
+    path: str
+    kind: str
+    """``add`` | ``delete`` | ``update``."""
+
+
+class TodoItem(TypedDict, total=False):
+    text: str
+    completed: bool
+
+
+class ExecItem(TypedDict, total=False):
+    """One item of a thread; which fields are present depends on ``type``."""
+
+    id: str
+    type: str
+    text: str
+    """agent_message, reasoning."""
+    command: str
+    aggregated_output: str
+    exit_code: int | None
+    status: str
+    """``in_progress`` | ``completed`` | ``failed`` (| ``declined``)."""
+    changes: list[FileUpdate]
+    """file_change."""
+    server: str
+    tool: str
+    arguments: Any
+    result: Any
+    error: Any
+    """mcp_tool_call."""
+    query: str
+    """web_search."""
+    items: list[TodoItem]
+    """todo_list."""
+    message: str
+    """error item."""
+
+
+class ExecUsage(TypedDict, total=False):
+    input_tokens: int
+    cached_input_tokens: int
+    cache_write_input_tokens: int
+    output_tokens: int
+    reasoning_output_tokens: int
+
+
+class ExecError(TypedDict, total=False):
+    message: str
+
+
+class ExecEvent(TypedDict, total=False):
+    """One ``codex exec --json`` line."""
+
+    type: str
+    thread_id: str
+    item: ExecItem
+    usage: ExecUsage
+    error: ExecError
+    message: str
+
+
+def decode_exec_line(line: bytes | str) -> ExecEvent:
+    """Decode one stdout line. Raises :class:`ProtocolError` unless it is a JSON object.
+
+    An object without a string ``type`` is returned as is; the normalizer treats it as unknown.
+    """
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        raise ProtocolError(
+            "codex wrote a line that is not JSON", line=line, adapter="codex"
+        ) from None
+    if type(obj) is not dict:
+        raise ProtocolError(
+            "codex wrote a JSON line that is not an object", line=line, adapter="codex"
+        )
+    return cast(ExecEvent, obj)
+
+
+# ---------------------------------------------------------------------------------- app-server
+
+RpcKind: TypeAlias = Literal["response", "request", "notification", "invalid"]
+
+
+class RpcMessage(TypedDict, total=False):
+    """One app-server message (either direction)."""
+
+    id: int | str
+    method: str
+    params: Any
+    result: Any
+    error: Any
+
+
+class AppItem(TypedDict, total=False):
+    """An app-server thread item (camelCase: ``agentMessage``, ``commandExecution`` …)."""
+
+    id: str
+    type: str
+    text: str
+    summary: list[str]
+    content: Any
+    command: str
+    aggregatedOutput: str | None
+    exitCode: int | None
+    status: str
+    changes: list[Any]
+    server: str
+    tool: str
+    arguments: Any
+    result: Any
+    error: Any
+    query: str
+
+
+def decode_rpc_line(line: bytes | str) -> RpcMessage:
+    """Decode one app-server line; raises :class:`ProtocolError` unless it is a JSON object."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        raise ProtocolError(
+            "codex app-server wrote a line that is not JSON", line=line, adapter="codex"
+        ) from None
+    if type(obj) is not dict:
+        raise ProtocolError(
+            "codex app-server wrote a JSON line that is not an object", line=line, adapter="codex"
+        )
+    return cast(RpcMessage, obj)
+
+
+def rpc_kind(message: RpcMessage) -> RpcKind:
+    """Response (``id`` + ``result``/``error``), server request (``id`` + ``method``), or
+    notification (``method`` only)."""
+    has_method = isinstance(message.get("method"), str)
+    if "id" in message:
+        if has_method:
+            return "request"
+        if "result" in message or "error" in message:
+            return "response"
+        return "invalid"
+    return "notification" if has_method else "invalid"
+
+
+# ---------------------------------------------------------------------------------- accessors
+
+
+def as_str(value: object, default: str = "") -> str:
+    """``value`` if it is a string, else ``default``."""
+    return value if isinstance(value, str) else default
+
+
+def as_int(value: object) -> int | None:
+    """``value`` if it is an int (not a bool), else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty dict."""
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}

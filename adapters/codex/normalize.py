@@ -1,0 +1,595 @@
+"""Codex frames → ringleader events: pure functions of (frame, state, event factory).
+
+No I/O and no clock (the factory carries the injected clock). Each function returns the events
+for one frame, or ``None`` when the frame is of a type it does not know (the adapter then counts
+it with :meth:`~adapters._runs.RunEmitter.note_unknown`).
+
+Mapping, ``codex exec --json`` (:func:`normalize_exec`):
+
+==============================  ==================================================================
+``thread.started``              ``status{init, model}`` (the adapter binds the thread id as run id)
+``turn.started``                ``status{thinking}``
+item ``agent_message``          completed: one ``text-delta`` with the whole message (exec has no
+                                token deltas); it becomes the summary (the last one wins)
+item ``reasoning``              completed: ``text-delta{channel: reasoning}``
+item ``command_execution``      started: ``tool-call{exec_command, {command}}``; completed:
+                                ``tool-result`` whose output is the aggregated output followed by
+                                ``[exit code: N]``; ``is_error`` when failed/declined or N ≠ 0
+item ``file_change``            ``tool-call{apply_patch, {changes}}`` / ``tool-result`` listing
+                                ``<kind> <path>`` per change
+item ``mcp_tool_call``          ``tool-call{mcp__<server>__<tool>, arguments}`` (just ``<tool>``
+                                without a server) / ``tool-result`` with the text content or error
+item ``web_search``             ``tool-call{web_search, {query}}`` / ``tool-result``
+item ``todo_list``              ``status{running, detail: "todo: [x] a; [ ] b"}``
+item ``error``                  ``error{codex_warning, fatal: false}`` (e.g. unknown model slug)
+``error``                       ``status{running, detail}``: Codex reports retries this way
+                                ("Reconnecting... 1/2 (…)"); the last message is kept for the
+                                failure report should the process die without ``turn.failed``
+``turn.completed``              ``cost``: Codex reports the *thread's* cumulative usage, so the
+                                run's usage is that minus the thread's total before the run
+                                (``base_usage``, read from the rollout on resume); USD from the
+                                user's price table (then ``estimated``), else ``None``; the
+                                ``done{success}`` follows when the process exits
+``turn.failed``                 ``error{fatal}`` + ``done{error}`` (code from the message:
+                                ``rate_limited``, ``server_error``, ``stream_connection_error``,
+                                else ``runtime_reported``)
+==============================  ==================================================================
+
+A tool item that arrives completed without having been started gets its ``tool-call`` first, so
+every ``tool-result`` follows its call; a duplicate completion is ignored.
+
+App-server notifications (:func:`normalize_app`) map the same way, with true text deltas
+(``item/agentMessage/delta``, ``item/reasoning/summaryTextDelta``), ``thread/tokenUsage/updated``
+(cumulative totals) for ``cost``, ``error{willRetry}`` for retries, and ``turn/completed`` with
+status ``completed`` | ``interrupted`` | ``failed`` for the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final, cast
+
+import attrs
+
+from orchestrator.events import EventFactory, RuntimeEvent, Usage
+
+from .dialect import (
+    AppItem,
+    ExecEvent,
+    ExecItem,
+    ExecUsage,
+    as_dict,
+    as_int,
+    as_str,
+)
+
+__all__ = [
+    "AppState",
+    "ExecState",
+    "Price",
+    "classify_failure",
+    "exec_frame_label",
+    "normalize_app",
+    "normalize_exec",
+    "usd_for",
+]
+
+
+@attrs.frozen
+class Price:
+    """USD per million tokens for one model. Cached input without its own price is charged at
+    the input price (no discount is assumed)."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+
+def usd_for(prices: Mapping[str, Price], model: str | None, usage: Usage) -> float | None:
+    """USD for ``usage`` on ``model`` from the user's price table; ``None`` if unpriced."""
+    if not model:
+        return None
+    price = prices.get(model)
+    if price is None:
+        return None
+    cached = usage.cached_input_tokens or 0
+    cached_rate = price.cached_input if price.cached_input is not None else price.input
+    fresh = max(0, usage.input_tokens - cached)
+    usd = (fresh * price.input + cached * cached_rate + usage.output_tokens * price.output) / 1e6
+    return round(usd, 9)
+
+
+_RATE = re.compile(r"(?i)\b429\b|rate.?limit|too many requests")
+_SERVER = re.compile(r"(?i)high demand|at capacity|overloaded|\b50[0-9]\b|internal server error")
+_STREAM = re.compile(r"(?i)stream disconnected|connection|timed? ?out")
+
+
+def classify_failure(message: str) -> str:
+    """The ``error.code`` for a Codex failure message (Codex gives no codes in exec mode)."""
+    if _RATE.search(message):
+        return "rate_limited"
+    if _SERVER.search(message):
+        return "server_error"
+    if _STREAM.search(message):
+        return "stream_connection_error"
+    return "runtime_reported"
+
+
+def _tool_output(output: str, exit_code: int | None) -> str:
+    if exit_code is None:
+        return output
+    sep = "" if not output or output.endswith("\n") else "\n"
+    return f"{output}{sep}[exit code: {exit_code}]"
+
+
+def _todo_detail(items: object) -> str:
+    parts: list[str] = []
+    if isinstance(items, list):
+        for raw in cast(list[object], items):
+            item = as_dict(raw)
+            mark = "x" if item.get("completed") is True else " "
+            parts.append(f"[{mark}] {as_str(item.get('text'))}")
+    return "todo: " + "; ".join(parts)
+
+
+def _mcp_text(result: object) -> str:
+    """The text of an MCP result (its text blocks), else its JSON."""
+    data = as_dict(result)
+    content = data.get("content")
+    if isinstance(content, list):
+        texts = [
+            as_str(as_dict(block).get("text"))
+            for block in cast(list[object], content)
+            if as_dict(block).get("type") == "text"
+        ]
+        if texts:
+            return "\n".join(texts)
+    if result is None:
+        return ""
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _mcp_name(server: str, tool: str) -> str:
+    return f"mcp__{server}__{tool}" if server else (tool or "mcp_tool")
+
+
+# ---------------------------------------------------------------------------------- exec
+
+
+def _minus(total: Usage, base: Usage | None) -> Usage:
+    if base is None:
+        return total
+
+    def sub(a: int | None, b: int | None) -> int | None:
+        return None if a is None else max(0, a - (b or 0))
+
+    return Usage(
+        input_tokens=max(0, total.input_tokens - base.input_tokens),
+        output_tokens=max(0, total.output_tokens - base.output_tokens),
+        cached_input_tokens=sub(total.cached_input_tokens, base.cached_input_tokens),
+        cache_write_tokens=sub(total.cache_write_tokens, base.cache_write_tokens),
+    )
+
+
+@attrs.define(slots=True)
+class ExecState:
+    """What one exec run remembers between lines."""
+
+    model: str | None = None
+    """The model the run was started with (Codex does not repeat it on its lines)."""
+    prices: Mapping[str, Price] = attrs.field(factory=dict[str, Price])
+    thread_id: str | None = None
+    summary: str = ""
+    """The last agent message."""
+    turn_completed: bool = False
+    turn_failed: bool = False
+    last_error: str | None = None
+    """The last ``error`` line (retries and the final failure text)."""
+    closed_items: set[str] = attrs.field(factory=set[str])
+    base_usage: Usage | None = None
+    """The thread's total before this run: Codex reports the thread's cumulative usage, which for
+    a resumed thread includes every earlier run."""
+
+
+def _exec_call(item: ExecItem, kind: str, make: EventFactory) -> RuntimeEvent:
+    item_id = as_str(item.get("id"))
+    if kind == "command_execution":
+        return make.tool_call(item_id, "exec_command", {"command": as_str(item.get("command"))})
+    if kind == "file_change":
+        changes: Any = item.get("changes")
+        return make.tool_call(
+            item_id, "apply_patch", {"changes": changes if isinstance(changes, list) else []}
+        )
+    if kind == "mcp_tool_call":
+        return make.tool_call(
+            item_id,
+            _mcp_name(as_str(item.get("server")), as_str(item.get("tool"))),
+            cast(Any, item.get("arguments")),
+        )
+    return make.tool_call(item_id, "web_search", {"query": as_str(item.get("query"))})
+
+
+def _exec_result(item: ExecItem, kind: str, make: EventFactory) -> RuntimeEvent:
+    item_id = as_str(item.get("id"))
+    status = as_str(item.get("status"))
+    failed = status in ("failed", "declined")
+    if kind == "command_execution":
+        code = as_int(item.get("exit_code"))
+        output = _tool_output(as_str(item.get("aggregated_output")), code)
+        return make.tool_result(
+            item_id, output, is_error=failed or (code is not None and code != 0)
+        )
+    if kind == "file_change":
+        changes = item.get("changes")
+        lines = [
+            f"{as_str(as_dict(c).get('kind'), 'update')} {as_str(as_dict(c).get('path'))}"
+            for c in (cast(list[object], changes) if isinstance(changes, list) else [])
+        ]
+        return make.tool_result(item_id, "\n".join(lines), is_error=failed)
+    if kind == "mcp_tool_call":
+        error = item.get("error")
+        if error:
+            message = as_str(as_dict(error).get("message")) or as_str(error) or "MCP tool failed"
+            return make.tool_result(item_id, message, is_error=True)
+        return make.tool_result(item_id, _mcp_text(item.get("result")), is_error=failed)
+    return make.tool_result(item_id, f"searched: {as_str(item.get('query'))}", is_error=failed)
+
+
+_TOOL_ITEMS: Final = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
+
+
+def _exec_item(
+    phase: str, item: ExecItem, make: EventFactory, state: ExecState
+) -> list[RuntimeEvent] | None:
+    kind = item.get("type")
+    if kind in _TOOL_ITEMS:
+        item_id = as_str(item.get("id"))
+        if item_id in state.closed_items:
+            return []
+        if phase == "item.completed":
+            state.closed_items.add(item_id)
+            out: list[RuntimeEvent] = []
+            if item_id not in make.open_tool_calls:  # completed without a start: call first
+                out.append(_exec_call(item, kind, make))
+            out.append(_exec_result(item, kind, make))
+            return out
+        if phase == "item.started" and item_id not in make.open_tool_calls:
+            return [_exec_call(item, kind, make)]
+        return []
+    if kind == "agent_message":
+        if phase != "item.completed":
+            return []
+        text = as_str(item.get("text"))
+        if not text:
+            return []
+        state.summary = text
+        return [make.text_delta(text)]
+    if kind == "reasoning":
+        text = as_str(item.get("text"))
+        return [make.text_delta(text, "reasoning")] if text and phase == "item.completed" else []
+    if kind == "todo_list":
+        return [make.status("running", detail=_todo_detail(item.get("items")))]
+    if kind == "error":
+        if phase != "item.completed":
+            return []
+        message = as_str(item.get("message")) or "codex warning"
+        return [make.error(message, code="codex_warning", fatal=False)]
+    return None
+
+
+def _exec_usage(raw: ExecUsage | None) -> Usage:
+    usage = as_dict(raw)
+    return Usage(
+        input_tokens=as_int(usage.get("input_tokens")) or 0,
+        output_tokens=as_int(usage.get("output_tokens")) or 0,
+        cached_input_tokens=as_int(usage.get("cached_input_tokens")),
+        cache_write_tokens=as_int(usage.get("cache_write_input_tokens")),
+    )
+
+
+def _run_cost(total: Usage, make: EventFactory, state: ExecState | AppState) -> RuntimeEvent:
+    usage = _minus(total, state.base_usage)
+    usd = usd_for(state.prices, state.model, usage) if state.prices else None
+    return make.cost(usage, cost_usd=usd, model=state.model, estimated=usd is not None)
+
+
+def normalize_exec(
+    event: ExecEvent, make: EventFactory, state: ExecState
+) -> list[RuntimeEvent] | None:
+    """Events for one ``codex exec --json`` line; ``None`` if its type is unknown."""
+    kind = event.get("type")
+    if kind == "item.completed" or kind == "item.started" or kind == "item.updated":
+        item = event.get("item")
+        if not isinstance(item, dict):
+            return None
+        return _exec_item(kind, item, make, state)
+    if kind == "thread.started":
+        thread_id = as_str(event.get("thread_id"))
+        if thread_id:
+            state.thread_id = thread_id
+        return [make.status("init", model=state.model)]
+    if kind == "turn.started":
+        return [make.status("thinking", model=state.model)]
+    if kind == "error":
+        message = as_str(event.get("message")) or "codex error"
+        state.last_error = message
+        return [make.status("running", detail=message)]
+    if kind == "turn.completed":
+        state.turn_completed = True
+        return [_run_cost(_exec_usage(event.get("usage")), make, state)]
+    if kind == "turn.failed":
+        state.turn_failed = True
+        message = as_str(as_dict(event.get("error")).get("message")) or state.last_error or "error"
+        return make.fail(message, code=classify_failure(message), summary=state.summary or message)
+    return None
+
+
+def exec_frame_label(event: ExecEvent) -> str:
+    """A name for an unknown frame (for ``note_unknown``): its type, or ``item:<type>``."""
+    kind = as_str(event.get("type"), "?")
+    if kind.startswith("item."):
+        return f"item:{as_str(as_dict(event.get('item')).get('type'), '?')}"
+    return kind
+
+
+# ---------------------------------------------------------------------------------- app-server
+
+
+@attrs.define(slots=True)
+class AppState:
+    """What one app-server run (one turn) remembers between notifications."""
+
+    model: str | None = None
+    prices: Mapping[str, Price] = attrs.field(factory=dict[str, Price])
+    thread_id: str | None = None
+    turn_id: str | None = None
+    text: list[str] = attrs.field(factory=list[str])
+    """Assistant text of the turn, from the deltas."""
+    streamed_items: set[str] = attrs.field(factory=set[str])
+    """Items whose text arrived as deltas (their completion adds nothing)."""
+    closed_items: set[str] = attrs.field(factory=set[str])
+    last_error: str | None = None
+    base_usage: Usage | None = None
+    """The thread's total before this run (a resumed thread reports its whole history)."""
+    finished: bool = False
+
+
+_APP_TOOL_ITEMS: Final = frozenset(
+    {"commandExecution", "fileChange", "mcpToolCall", "webSearch", "dynamicToolCall"}
+)
+
+
+def _app_call(item: AppItem, make: EventFactory) -> RuntimeEvent:
+    item_id = as_str(item.get("id"))
+    kind = item.get("type")
+    if kind == "commandExecution":
+        return make.tool_call(item_id, "exec_command", {"command": as_str(item.get("command"))})
+    if kind == "fileChange":
+        changes: Any = item.get("changes")
+        return make.tool_call(
+            item_id, "apply_patch", {"changes": changes if isinstance(changes, list) else []}
+        )
+    if kind == "mcpToolCall":
+        args = item.get("arguments")
+        return make.tool_call(
+            item_id,
+            _mcp_name(as_str(item.get("server")), as_str(item.get("tool"))),
+            cast(Any, args),
+        )
+    if kind == "webSearch":
+        return make.tool_call(item_id, "web_search", {"query": as_str(item.get("query"))})
+    raw = cast(dict[str, Any], item)
+    return make.tool_call(item_id, as_str(raw.get("tool"), "tool"), cast(Any, raw.get("arguments")))
+
+
+def _app_result(item: AppItem, make: EventFactory) -> RuntimeEvent:
+    item_id = as_str(item.get("id"))
+    kind = item.get("type")
+    status = as_str(item.get("status"))
+    failed = status in ("failed", "declined")
+    if kind == "commandExecution":
+        code = as_int(item.get("exitCode"))
+        output = _tool_output(as_str(item.get("aggregatedOutput")), code)
+        return make.tool_result(
+            item_id, output, is_error=failed or (code is not None and code != 0)
+        )
+    if kind == "fileChange":
+        changes = item.get("changes")
+        lines: list[str] = []
+        for raw in cast(list[object], changes) if isinstance(changes, list) else []:
+            change = as_dict(raw)
+            change_kind = change.get("kind")
+            kind_name = as_str(as_dict(change_kind).get("type")) or as_str(change_kind) or "update"
+            lines.append(f"{kind_name} {as_str(change.get('path'))}")
+        return make.tool_result(item_id, "\n".join(lines), is_error=failed)
+    if kind == "mcpToolCall":
+        error = item.get("error")
+        if error:
+            message = as_str(as_dict(error).get("message")) or as_str(error) or "MCP tool failed"
+            return make.tool_result(item_id, message, is_error=True)
+        return make.tool_result(item_id, _mcp_text(item.get("result")), is_error=failed)
+    if kind == "webSearch":
+        return make.tool_result(item_id, f"searched: {as_str(item.get('query'))}", is_error=failed)
+    raw = cast(dict[str, Any], item)
+    return make.tool_result(
+        item_id, _mcp_text(raw.get("contentItems") or raw.get("result")), is_error=failed
+    )
+
+
+def _app_item(
+    phase: str, params: dict[str, Any], make: EventFactory, state: AppState
+) -> list[RuntimeEvent] | None:
+    item = cast(AppItem, as_dict(params.get("item")))
+    kind = item.get("type")
+    item_id = as_str(item.get("id"))
+    if kind in _APP_TOOL_ITEMS:
+        if item_id in state.closed_items:
+            return []
+        if phase == "started":
+            return [] if item_id in make.open_tool_calls else [_app_call(item, make)]
+        state.closed_items.add(item_id)
+        out: list[RuntimeEvent] = []
+        if item_id not in make.open_tool_calls:
+            out.append(_app_call(item, make))
+        out.append(_app_result(item, make))
+        return out
+    if kind == "agentMessage":
+        if phase != "completed" or item_id in state.streamed_items:
+            return []
+        text = as_str(item.get("text"))
+        if not text:
+            return []
+        state.text.append(text)
+        return [make.text_delta(text)]
+    if kind == "reasoning":
+        if phase != "completed" or item_id in state.streamed_items:
+            return []
+        summary = item.get("summary")
+        parts = (
+            [as_str(s) for s in cast(list[object], summary)] if isinstance(summary, list) else []
+        )
+        text = "\n".join(p for p in parts if p)
+        return [make.text_delta(text, "reasoning")] if text else []
+    if kind in ("userMessage", "plan", "contextCompaction", "imageView", "enteredReviewMode"):
+        return []
+    if kind == "error":
+        return [
+            make.error(
+                as_str(item.get("text")) or "codex warning", code="codex_warning", fatal=False
+            )
+        ]
+    return None
+
+
+def _app_usage(total: dict[str, Any]) -> Usage:
+    return Usage(
+        input_tokens=as_int(total.get("inputTokens")) or 0,
+        output_tokens=as_int(total.get("outputTokens")) or 0,
+        cached_input_tokens=as_int(total.get("cachedInputTokens")),
+        cache_write_tokens=as_int(total.get("cacheWriteInputTokens")),
+    )
+
+
+def _app_delta(
+    params: dict[str, Any], make: EventFactory, state: AppState, channel: str
+) -> list[RuntimeEvent]:
+    delta = as_str(params.get("delta"))
+    item_id = as_str(params.get("itemId"))
+    if item_id:
+        state.streamed_items.add(item_id)
+    if not delta:
+        return []
+    if channel == "assistant":
+        state.text.append(delta)
+        return [make.text_delta(delta)]
+    return [make.text_delta(delta, "reasoning")]
+
+
+def _app_turn_completed(
+    params: dict[str, Any], make: EventFactory, state: AppState
+) -> list[RuntimeEvent]:
+    turn = as_dict(params.get("turn"))
+    status = as_str(turn.get("status"))
+    summary = "".join(state.text)
+    state.finished = True
+    if status == "completed":
+        return make.finish("success", summary)
+    if status == "interrupted":
+        return make.finish("aborted", summary)
+    error = as_dict(turn.get("error"))
+    message = as_str(error.get("message")) or state.last_error or f"turn {status or 'failed'}"
+    info = error.get("codexErrorInfo")
+    code = classify_failure(f"{message} {json.dumps(info) if info else ''}")
+    return make.fail(message, code=code, summary=summary or message)
+
+
+def _app_error(params: dict[str, Any], make: EventFactory, state: AppState) -> list[RuntimeEvent]:
+    message = as_str(as_dict(params.get("error")).get("message")) or "codex error"
+    state.last_error = message
+    if params.get("willRetry") is True:
+        return [make.status("running", detail=message)]
+    # Not retried: the turn fails next (turn/completed{failed}); report it there, once.
+    return [make.status("running", detail=message)]
+
+
+_AppHandler = Callable[[dict[str, Any], EventFactory, AppState], list[RuntimeEvent] | None]
+
+_APP_IGNORED: Final = frozenset(
+    {
+        "thread/started",
+        "thread/status/changed",
+        "account/rateLimits/updated",
+        "item/reasoning/summaryPartAdded",
+        "item/commandExecution/outputDelta",
+        "item/fileChange/outputDelta",
+        "item/mcpToolCall/progress",
+        "item/plan/delta",
+        "turn/diff/updated",
+        "turn/plan/updated",
+        "serverRequest/resolved",
+        "configWarning",
+        "remoteControl/status/changed",
+        "deprecationNotice",
+        "thread/goal/cleared",
+        "thread/name/updated",
+        "mcpServer/startupStatus/updated",
+        "skills/changed",
+        "warning",
+    }
+)
+
+
+def _app_cost(params: dict[str, Any], make: EventFactory, state: AppState) -> list[RuntimeEvent]:
+    total = _app_usage(as_dict(as_dict(params.get("tokenUsage")).get("total")))
+    return [_run_cost(total, make, state)]
+
+
+def _app_message_delta(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:
+    return _app_delta(p, m, s, "assistant")
+
+
+def _app_reasoning_delta(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:
+    return _app_delta(p, m, s, "reasoning")
+
+
+def _app_started(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent] | None:
+    return _app_item("started", p, m, s)
+
+
+def _app_completed(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent] | None:
+    return _app_item("completed", p, m, s)
+
+
+def _app_turn_started(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:
+    return [m.status("thinking", model=s.model)]
+
+
+_APP_HANDLERS: Final[dict[str, _AppHandler]] = {
+    "item/agentMessage/delta": _app_message_delta,
+    "item/reasoning/summaryTextDelta": _app_reasoning_delta,
+    "item/reasoning/textDelta": _app_reasoning_delta,
+    "item/started": _app_started,
+    "item/completed": _app_completed,
+    "turn/started": _app_turn_started,
+    "turn/completed": _app_turn_completed,
+    "error": _app_error,
+    "thread/tokenUsage/updated": _app_cost,
+}
+
+
+def normalize_app(
+    method: str, params: object, make: EventFactory, state: AppState
+) -> list[RuntimeEvent] | None:
+    """Events for one app-server notification of the run's thread; ``None`` if unknown.
+
+    ``warning`` and ``configWarning`` notifications are known and dropped (bubblewrap, model
+    metadata); the adapter logs them.
+    """
+    handler = _APP_HANDLERS.get(method)
+    if handler is not None:
+        return handler(as_dict(params), make, state)
+    if method in _APP_IGNORED:
+        return []
+    return None
