@@ -38,6 +38,7 @@ from .errors import RuntimeStartError as RuntimeStartError
 from .errors import exception_leaves as exception_leaves
 from .errors import redact_secrets as redact_secrets
 from .errors import single_exception as single_exception
+from .eventlog import CommitListener as CommitListener
 from .eventlog import EventLog as EventLog
 from .eventlog import LoggedEvent as LoggedEvent
 from .eventlog import RunRow as RunRow
@@ -64,7 +65,10 @@ from .events import now_ms as now_ms
 from .feed import Feed as Feed
 from .feed import FeedSubscription as FeedSubscription
 from .feed import RecordingSink as RecordingSink
+from .feed import ServedFeed as ServedFeed
+from .feed import SlowPolicy as SlowPolicy
 from .feed import feed_app as feed_app
+from .feed import jsonl_line as jsonl_line
 from .feed import serve_feed as serve_feed
 from .feed import write_jsonl as write_jsonl
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S as DEFAULT_RUN_SILENT_TIMEOUT_S
@@ -121,6 +125,7 @@ __all__ = [
     "BudgetExceededError",
     "Capabilities",
     "CapabilityError",
+    "CommitListener",
     "ConfigError",
     "ConnectedHome",
     "Cost",
@@ -174,8 +179,10 @@ __all__ = [
     "RuntimeRegistry",
     "RuntimeReportedError",
     "RuntimeStartError",
+    "ServedFeed",
     "SessionCodec",
     "SessionRow",
+    "SlowPolicy",
     "StartOpts",
     "Status",
     "StatusPhase",
@@ -199,6 +206,7 @@ __all__ = [
     "event_to_json",
     "exception_leaves",
     "feed_app",
+    "jsonl_line",
     "now_ms",
     "redact_secrets",
     "resolve_runtime_integration",
