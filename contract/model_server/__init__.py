@@ -2,7 +2,17 @@
 
 Real runtimes (Claude Code, Codex, OpenClaw, Hermes), the official SDKs and the native loop talk
 to it as to the real APIs; a :class:`Script` decides what the "model" answers and which faults it
-injects; the request log and prefix-reuse figures let tests assert on what the runtime sent.
+injects; the request log and prefix-reuse figures let tests assert on what the runtime sent::
+
+    async with serve_model_server({"conversations": [{"name": "c", "turns": [{"text": "hi"}]}]}) as s:
+        client = anthropic.AsyncAnthropic(base_url=s.url, api_key="test", http_client=httpx2.AsyncClient())
+        openai_client = openai.AsyncOpenAI(base_url=s.base_url, api_key="test", ...)
+        ...
+    s.requests          # LoggedRequest per request (headers redacted), with outcome and status
+    s.prefix_reuse("c") # leading bytes each request shares with the previous one of "c"
+
+How a request finds its conversation (markers, session keys, side requests) is described in
+:mod:`contract.model_server.state`; the script format in :mod:`contract.model_server.script`.
 """
 
 from .app import StreamCut as StreamCut
