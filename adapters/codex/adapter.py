@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import shutil
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -55,7 +56,8 @@ from orchestrator.errors import (
 from orchestrator.events import RuntimeEvent, now_ms
 
 from .._base import AdapterBase, confined_path, validate_context_key
-from .._process import ChildProcess, open_child
+from .._jsonl import Frame
+from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
 from .._runtimes import install_hint, runtime_binary
 from ..scripted import RecordedCall
@@ -77,6 +79,8 @@ CONTEXT_WINDOWS: Final[Mapping[str, int]] = {"gpt-5.5": 258_400}
 """Context windows Codex reported (app-server ``modelContextWindow``) for models it knows."""
 
 _MAX_CALLS: Final = 1000
+_EXIT_WAIT: Final = 5.0
+"""Exec: how long Codex may take to exit after its final line before it is terminated."""
 
 
 @attrs.frozen
@@ -126,6 +130,14 @@ class CodexCodec:
             thread_id=thread if isinstance(thread, str) and thread else None,
             cwd=cwd if isinstance(cwd, str) and cwd else None,
         )
+
+
+async def _fail(emitter: RunEmitter, error: RingleaderError) -> None:
+    """Like ``RunEmitter.fail_with``, but a runtime-reported error keeps its own code."""
+    code = error.event_code
+    if isinstance(error, RuntimeReportedError) and error.code:
+        code = error.code
+    await emitter.fail(str(error), code=code)
 
 
 @attrs.define(eq=False)
@@ -193,12 +205,23 @@ class CodexAdapter(AdapterBase):
             await trio.lowlevel.checkpoint()
             return HealthResult(ok=True, message="custom launcher")
         binary = self._binary()
-        result = await trio.run_process(
-            [binary, "--version"], capture_stdout=True, capture_stderr=True, check=False
-        )
-        version = result.stdout.decode("utf-8", "replace").strip()
-        if result.returncode != 0:
-            return HealthResult(ok=False, message=f"codex --version exited {result.returncode}")
+        async with open_child(
+            [binary, "--version"],
+            env=child_env(self.config.env_allow),
+            sigint_grace=0.1,
+            sigterm_grace=0.1,
+            adapter=self.id,
+        ) as child:
+            out = b"".join(
+                line
+                for batch in [b async for b in child.batches()]
+                for line in batch
+                if isinstance(line, bytes)
+            )
+            code = await child.wait()
+        version = out.decode("utf-8", "replace").strip()
+        if code != 0:
+            return HealthResult(ok=False, message=f"codex --version exited with status {code}")
         return HealthResult(ok=True, message=version)
 
     def _binary(self) -> str:
@@ -308,18 +331,23 @@ class CodexAdapter(AdapterBase):
                     run.child = child
                     run.spawned.set()
                     await run.go.wait()
-                    await self._read_exec(run, child)
-                    code = await child.wait()
-                    await self._finish_exec(run, child, code)
+                    held = await self._read_exec(run, child)
+                    with trio.move_on_after(_EXIT_WAIT):
+                        await child.wait()
+                    code = await child.terminate()  # no-op when it has exited; reaps the group
+                    # The terminal group goes out only now: once done is seen, the process is gone.
+                    if held:
+                        await emitter.publish(held)
+                    await self._finish_exec(run, child, -1 if code is None else code)
             except RingleaderError as exc:
                 if not run.spawned.is_set():
                     run.spawn_error = exc
                     run.spawned.set()
-                    await emitter.fail_with(exc)
+                    await _fail(emitter, exc)
                     return
                 raise
         except RingleaderError as exc:
-            await emitter.fail_with(exc)
+            await _fail(emitter, exc)
         except Exception as exc:
             await emitter.fail(
                 f"codex adapter failed: {type(exc).__name__}: {exc}", code="adapter_error"
@@ -334,52 +362,72 @@ class CodexAdapter(AdapterBase):
                         await emitter.fail("codex run ended without a result", code="adapter_error")
                 await self._cleanup_home(run)
 
-    async def _read_exec(self, run: _Run, child: ChildProcess) -> None:
+    async def _read_exec(self, run: _Run, child: ChildProcess) -> list[RuntimeEvent]:
+        """Publish the events of every line; return the terminal group (``turn.failed``) unpublished.
+
+        After the terminal line the rest of the output is drained for at most ``_EXIT_WAIT``.
+        """
+        held: list[RuntimeEvent] = []
+        with trio.CancelScope() as scope:
+            async for batch in child.batches():
+                held += await self._exec_batch(run, batch)
+                final = held or run.exec_state.turn_completed
+                if final and scope.deadline == math.inf:
+                    scope.deadline = trio.current_time() + _EXIT_WAIT
+        return held
+
+    async def _exec_batch(self, run: _Run, batch: Sequence[Frame]) -> list[RuntimeEvent]:
         emitter = run.emitter
         make = emitter.factory
         state = run.exec_state
-        async for batch in child.batches():
-            out: list[RuntimeEvent] = []
-            for line in batch:
-                if make.finished:
-                    break
-                if isinstance(line, LineTooLongError):
-                    emitter.ensure_run_id()
-                    out.append(make.error(str(line), code=line.event_code, fatal=False))
-                    continue
-                if not line:
-                    continue
-                try:
-                    event = decode_exec_line(line)
-                except ProtocolError as exc:
-                    if run.bad_line is None:
-                        run.bad_line = exc
-                    out += emitter.note_unknown("non-JSON line")
-                    continue
-                if event.get("type") == "thread.started":
-                    thread_id = event.get("thread_id")
-                    if isinstance(thread_id, str) and thread_id:
-                        emitter.bind_run_id(thread_id)
-                        self._origins[thread_id] = str(run.cwd)
+        out: list[RuntimeEvent] = []
+        for line in batch:
+            if make.finished:
+                break
+            if isinstance(line, LineTooLongError):
                 emitter.ensure_run_id()
-                events = normalize_exec(event, make, state)
-                if events is None:
-                    out += emitter.note_unknown(exec_frame_label(event))
-                else:
-                    out += events
-            if out:
-                await emitter.publish(out)
+                out.append(make.error(str(line), code=line.event_code, fatal=False))
+                continue
+            if not line:
+                continue
+            try:
+                event = decode_exec_line(line)
+            except ProtocolError as exc:
+                if run.bad_line is None:
+                    run.bad_line = exc
+                out += emitter.note_unknown("non-JSON line")
+                continue
+            if event.get("type") == "thread.started":
+                thread_id = event.get("thread_id")
+                if isinstance(thread_id, str) and thread_id:
+                    emitter.bind_run_id(thread_id)
+                    self._origins[thread_id] = str(run.cwd)
+            emitter.ensure_run_id()
+            events = normalize_exec(event, make, state)
+            if events is None:
+                out += emitter.note_unknown(exec_frame_label(event))
+            elif make.finished:
+                if out:
+                    await emitter.publish(out)
+                return events
+            else:
+                out += events
+        if out:
+            await emitter.publish(out)
+        return []
 
     async def _finish_exec(self, run: _Run, child: ChildProcess, code: int) -> None:
         emitter = run.emitter
         state = run.exec_state
         if emitter.done:
             return
-        if run.aborting or child.terminated_by_us:
+        if run.aborting:
             # Our abort wins, even over a turn that completed while the process was exiting.
             await emitter.finish("aborted", state.summary)
         elif state.turn_completed:
             await emitter.finish("success", state.summary)
+        elif child.terminated_by_us:
+            await emitter.finish("aborted", state.summary)
         elif code == 0:
             message = "codex exited without finishing its turn"
             bad = run.bad_line
@@ -392,7 +440,7 @@ class CodexAdapter(AdapterBase):
                 )
             )
         else:
-            await emitter.fail_with(self._exit_error(run, child, code))
+            await _fail(emitter, self._exit_error(run, child, code))
 
     def _exit_error(self, run: _Run, child: ChildProcess, code: int) -> RingleaderError:
         tail = child.stderr_tail
