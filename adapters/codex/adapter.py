@@ -31,6 +31,7 @@ import math
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,6 +52,7 @@ from orchestrator.errors import (
     RingleaderError,
     RuntimeExitedError,
     RuntimeReportedError,
+    RuntimeStartError,
     redact_secrets,
 )
 from orchestrator.events import RuntimeEvent, now_ms
@@ -61,17 +63,19 @@ from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
 from .._runtimes import install_hint, runtime_binary
 from ..scripted import RecordedCall
-from .dialect import decode_exec_line
+from .dialect import RpcMessage, as_dict, as_str, decode_exec_line, decode_rpc_line, rpc_kind
 from .driver import (
     CodexConfig,
     CodexProvider,
+    JsonRpcClient,
+    app_server_argv,
     exec_argv,
     prepare_home,
     provider_for,
     run_env,
     thread_total_usage,
 )
-from .normalize import ExecState, exec_frame_label, normalize_exec
+from .normalize import AppState, ExecState, exec_frame_label, normalize_app, normalize_exec
 
 __all__ = ["CodexAdapter", "CodexCodec", "CodexSession"]
 
@@ -79,6 +83,13 @@ CONTEXT_WINDOWS: Final[Mapping[str, int]] = {"gpt-5.5": 258_400}
 """Context windows Codex reported (app-server ``modelContextWindow``) for models it knows."""
 
 _MAX_CALLS: Final = 1000
+_VERSION: Final = "0.1.0"
+_LINE_TOO_LONG: Final = "ringleader/lineTooLong"
+_NON_JSON: Final = "ringleader/nonJson"
+_APPROVALS: Final = frozenset(
+    {"item/commandExecution/requestApproval", "item/fileChange/requestApproval"}
+)
+_LEGACY_APPROVALS: Final = frozenset({"applyPatchApproval", "execCommandApproval"})
 _EXIT_WAIT: Final = 5.0
 """Exec: how long Codex may take to exit after its final line before it is terminated."""
 
@@ -158,6 +169,23 @@ class _Run:
     spawn_error: BaseException | None = None
     bad_line: ProtocolError | None = None
     next_model: str | None = None
+    # app-server
+    app_state: AppState | None = None
+    rpc: JsonRpcClient | None = None
+    thread_id: str | None = None
+    turn_id: str | None = None
+    ready: trio.Event = attrs.field(factory=trio.Event)
+    """App-server: the handshake ended (the turn started, or it failed)."""
+    handshake_error: RingleaderError | None = None
+    terminal: list[RuntimeEvent] = attrs.field(factory=list[RuntimeEvent])
+    """App-server: the terminal group, held until the process is gone."""
+    terminal_seen: trio.Event = attrs.field(factory=trio.Event)
+
+    @property
+    def summary(self) -> str:
+        if self.app_state is not None:
+            return "".join(self.app_state.text)
+        return self.exec_state.summary
 
 
 class CodexAdapter(AdapterBase):
@@ -282,6 +310,8 @@ class CodexAdapter(AdapterBase):
             resume_thread=resume,
             exec_state=ExecState(model=model, prices=config.prices),
         )
+        if config.mode == "exec":
+            run.ready.set()
         if resume:
             run.exec_state.base_usage = await trio.to_thread.run_sync(
                 thread_total_usage, home, resume
@@ -292,10 +322,17 @@ class CodexAdapter(AdapterBase):
                 "start", {"sessionKey": opts.session_key, "model": model, "resume": resume}
             )
         )
-        self.spawn(self._drive_exec, run)
+        if config.mode == "app-server":
+            run.app_state = AppState(
+                model=model, prices=config.prices, base_usage=run.exec_state.base_usage
+            )
+            self.spawn(self._drive_app, run)
+        else:
+            self.spawn(self._drive_exec, run)
         await run.spawned.wait()
         if run.spawn_error is not None:
             raise run.spawn_error
+        await run.ready.wait()
         # The driver reads nothing before start() has returned: the run id binds late.
         run.go.set()
         return emitter.handle
@@ -357,7 +394,7 @@ class CodexAdapter(AdapterBase):
             with trio.CancelScope(shield=True):
                 if not emitter.done:
                     if run.aborting:
-                        await emitter.finish("aborted", run.exec_state.summary)
+                        await emitter.finish("aborted", run.summary)
                     else:
                         await emitter.fail("codex run ended without a result", code="adapter_error")
                 await self._cleanup_home(run)
@@ -472,6 +509,286 @@ class CodexAdapter(AdapterBase):
         if run.owned_home and not self.config.keep_homes:
             await trio.to_thread.run_sync(shutil.rmtree, run.home, True)
 
+    # -- app-server ----------------------------------------------------------------------------
+
+    async def _rpc(self, run: _Run, method: str, params: Mapping[str, Any]) -> Any:
+        assert run.rpc is not None
+        self.calls.append(RecordedCall(method, {"sessionKey": run.opts.session_key, **params}))
+        return await run.rpc.request(method, params)
+
+    async def _drive_app(self, run: _Run) -> None:
+        config = self.config
+        emitter = run.emitter
+        try:
+            argv = self._argv(app_server_argv(config, run.provider))
+            env = run_env(config, run.provider, codex_home=run.home, extra=run.opts.env)
+            try:
+                async with open_child(
+                    argv,
+                    env=env,
+                    cwd=run.cwd,
+                    stdin=True,
+                    sigint_grace=config.sigint_grace,
+                    sigterm_grace=config.sigterm_grace,
+                    adapter=self.id,
+                    session_key=run.opts.session_key,
+                    install_hint=install_hint("codex"),
+                ) as child:
+                    run.child = child
+                    run.rpc = JsonRpcClient(child.send_line, adapter=self.id)
+                    run.spawned.set()
+                    send, receive = trio.open_memory_channel[RpcMessage](math.inf)
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._read_app, run, child, send)
+                        nursery.start_soon(self._process_app, run, receive)
+                        await self._app_handshake(run)
+                        run.ready.set()
+                        await run.terminal_seen.wait()
+                        # The turn is over (or the app-server ended): let it exit, then reap it.
+                        with trio.move_on_after(_EXIT_WAIT):
+                            with suppress(
+                                trio.BrokenResourceError, trio.ClosedResourceError, OSError
+                            ):
+                                await child.close_stdin()
+                            await child.wait()
+                        code = await child.terminate()
+                        nursery.cancel_scope.cancel()
+                    if run.terminal:
+                        await emitter.publish(run.terminal)
+                    if not emitter.done:
+                        await self._finish_app(run, child, -1 if code is None else code)
+            except RingleaderError as exc:
+                if not run.spawned.is_set():
+                    run.spawn_error = exc
+                    run.spawned.set()
+                    await _fail(emitter, exc)
+                    return
+                raise
+        except RingleaderError as exc:
+            await _fail(emitter, exc)
+        except Exception as exc:
+            await emitter.fail(
+                f"codex adapter failed: {type(exc).__name__}: {exc}", code="adapter_error"
+            )
+        finally:
+            run.spawned.set()
+            run.ready.set()
+            with trio.CancelScope(shield=True):
+                if not emitter.done:
+                    if run.aborting:
+                        await emitter.finish("aborted", run.summary)
+                    else:
+                        await emitter.fail("codex run ended without a result", code="adapter_error")
+                await self._cleanup_home(run)
+
+    async def _app_handshake(self, run: _Run) -> None:
+        """initialize → initialized → thread/start | thread/resume → turn/start. A failure is kept
+        in ``handshake_error`` and ends the run (reported once the host listens)."""
+        config = self.config
+        rpc = run.rpc
+        assert rpc is not None
+        with trio.move_on_after(config.handshake_timeout) as scope:
+            await self._app_handshake_steps(run, rpc)
+        if scope.cancelled_caught:
+            run.handshake_error = RuntimeStartError(
+                f"codex app-server did not start the turn within {config.handshake_timeout} s",
+                adapter=self.id,
+                session_key=run.opts.session_key,
+            )
+            run.terminal_seen.set()
+
+    async def _app_handshake_steps(self, run: _Run, rpc: JsonRpcClient) -> None:
+        config = self.config
+        try:
+            await rpc.request(
+                "initialize", {"clientInfo": {"name": config.client_name, "version": _VERSION}}
+            )
+            await rpc.notify("initialized")
+            params: dict[str, Any] = {"cwd": str(run.cwd), "approvalPolicy": config.approval_policy}
+            params["sandbox"] = (
+                "danger-full-access" if config.sandbox == "bypass" else config.sandbox
+            )
+            if config.sandbox == "bypass":
+                params["approvalPolicy"] = "never"
+            if run.model:
+                params["model"] = run.model
+            if run.resume_thread:
+                result = await self._rpc(
+                    run, "thread/resume", {"threadId": run.resume_thread, **params}
+                )
+            else:
+                result = await self._rpc(run, "thread/start", params)
+            thread = as_str(as_dict(as_dict(result).get("thread")).get("id"))
+            if not thread:
+                raise ProtocolError("thread/start gave no thread id", adapter=self.id)
+            run.thread_id = thread
+            self._origins[thread] = str(run.cwd)
+            turn: dict[str, Any] = {
+                "threadId": thread,
+                "input": [{"type": "text", "text": run.opts.full_message()}],
+            }
+            model = run.next_model or run.model
+            if model:
+                turn["model"] = model
+            if run.aborting:
+                run.terminal_seen.set()
+                return
+            result = await self._rpc(run, "turn/start", turn)
+            run.turn_id = as_str(as_dict(as_dict(result).get("turn")).get("id")) or None
+        except RuntimeReportedError as exc:
+            message = str(exc)
+            if run.resume_thread and "no rollout found" in message:
+                exc = RuntimeReportedError(
+                    f"codex has no session {run.resume_thread} in its home (no rollout found)",
+                    code="session_not_found",
+                    adapter=self.id,
+                    session_key=run.opts.session_key,
+                )
+            run.handshake_error = exc
+            run.terminal_seen.set()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError) as exc:
+            run.handshake_error = exc if isinstance(exc, ProtocolError) else None
+            run.terminal_seen.set()
+
+    async def _read_app(
+        self, run: _Run, child: ChildProcess, send: trio.MemorySendChannel[RpcMessage]
+    ) -> None:
+        """Route responses to their callers, answer server requests, pass notifications on."""
+        rpc = run.rpc
+        assert rpc is not None
+        try:
+            async for batch in child.batches():
+                for line in batch:
+                    if isinstance(line, LineTooLongError):
+                        send.send_nowait({"method": _LINE_TOO_LONG, "params": {"error": str(line)}})
+                        continue
+                    if not line:
+                        continue
+                    try:
+                        message = decode_rpc_line(line)
+                    except ProtocolError:
+                        send.send_nowait({"method": _NON_JSON})
+                        continue
+                    kind = rpc_kind(message)
+                    if kind == "response":
+                        rpc.resolve(message)
+                    elif kind == "request":
+                        await self._answer(run, message)
+                    else:
+                        send.send_nowait(message)
+        finally:
+            rpc.close()
+            send.close()
+
+    async def _answer(self, run: _Run, message: RpcMessage) -> None:
+        rpc = run.rpc
+        assert rpc is not None
+        method = as_str(message.get("method"))
+        params = as_dict(message.get("params"))
+        request_id = message.get("id")
+        try:
+            if method in _APPROVALS:
+                decision = self.config.approve(method, params)
+                self.calls.append(
+                    RecordedCall(
+                        "approval",
+                        {
+                            "sessionKey": run.opts.session_key,
+                            "method": method,
+                            "decision": decision,
+                        },
+                    )
+                )
+                await rpc.respond(request_id, {"decision": decision})
+            elif method in _LEGACY_APPROVALS:
+                decision = self.config.approve(method, params)
+                legacy = {
+                    "accept": "approved",
+                    "acceptForSession": "approved_for_session",
+                    "decline": "denied",
+                    "cancel": "abort",
+                }[decision]
+                await rpc.respond(request_id, {"decision": legacy})
+            else:
+                await rpc.respond_error(request_id, -32601, f"ringleader does not handle {method}")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+    async def _process_app(self, run: _Run, receive: trio.MemoryReceiveChannel[RpcMessage]) -> None:
+        """Normalize notifications once ``start()`` has returned (the run id binds late)."""
+        await run.go.wait()
+        emitter = run.emitter
+        make = emitter.factory
+        state = run.app_state
+        assert state is not None
+        if run.thread_id:
+            emitter.bind_run_id(run.thread_id)
+            state.thread_id = run.thread_id
+            await emitter.publish([make.status("init", model=run.model)])
+        async with receive:
+            async for first in receive:
+                batch = [first]
+                while True:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                out: list[RuntimeEvent] = []
+                for message in batch:
+                    if make.finished:
+                        break
+                    out += self._app_events(run, state, message)
+                    if make.finished:
+                        run.terminal = out
+                        out = []
+                        run.terminal_seen.set()
+                if out:
+                    await emitter.publish(out)
+
+    def _app_events(self, run: _Run, state: AppState, message: RpcMessage) -> list[RuntimeEvent]:
+        emitter = run.emitter
+        make = emitter.factory
+        method = as_str(message.get("method"))
+        params = message.get("params")
+        thread = as_str(as_dict(params).get("threadId"))
+        if thread and run.thread_id and thread != run.thread_id:
+            return []  # another thread's notification (one thread per process: not expected)
+        if thread:
+            emitter.bind_run_id(thread)
+        emitter.ensure_run_id()
+        if method == _LINE_TOO_LONG:
+            return [
+                make.error(as_str(as_dict(params).get("error")), code="line_too_long", fatal=False)
+            ]
+        if method == _NON_JSON:
+            return emitter.note_unknown("non-JSON line")
+        events = normalize_app(method, params, make, state)
+        if events is None:
+            return emitter.note_unknown(method)
+        return events
+
+    async def _finish_app(self, run: _Run, child: ChildProcess, code: int) -> None:
+        emitter = run.emitter
+        if run.aborting:
+            await emitter.finish("aborted", run.summary)
+        elif run.handshake_error is not None:
+            await _fail(emitter, run.handshake_error)
+        elif child.terminated_by_us:
+            await emitter.finish("aborted", run.summary)
+        else:
+            state = run.app_state
+            error = RuntimeExitedError(
+                redact_secrets(
+                    (state.last_error if state else None)
+                    or f"codex app-server exited with status {code} before the turn completed"
+                ),
+                exit_code=code,
+                stderr_tail=child.stderr_tail,
+                adapter=self.id,
+                session_key=run.opts.session_key,
+            )
+            await _fail(emitter, error)
+
     # -- controls ------------------------------------------------------------------------------
 
     async def abort(self, run: RunHandle) -> None:
@@ -484,12 +801,22 @@ class CodexAdapter(AdapterBase):
             return
         live.aborting = True
         child = live.child
-        if child is not None:
+        if live.rpc is not None and live.turn_id is not None and live.thread_id is not None:
+            # App-server: a clean interrupt first (turn/completed{interrupted}), else terminate.
+            with trio.move_on_after(self.config.interrupt_grace):
+                try:
+                    await self._rpc(
+                        live, "turn/interrupt", {"threadId": live.thread_id, "turnId": live.turn_id}
+                    )
+                    await live.terminal_seen.wait()
+                except (RingleaderError, trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+        if child is not None and not live.terminal_seen.is_set():
             await child.terminate()
         with trio.move_on_after(self.config.sigint_grace + self.config.sigterm_grace + 6):
             await live.emitter.finished.wait()
         if not live.emitter.done:
-            await live.emitter.finish("aborted", live.exec_state.summary)
+            await live.emitter.finish("aborted", live.summary)
 
     async def set_model(self, run: RunHandle, model: str) -> None:
         """Codex fixes the model per process (exec) or per turn (app-server): the model applies

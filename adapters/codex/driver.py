@@ -165,6 +165,8 @@ class CodexConfig:
     interrupt_grace: float = 5.0
     """App-server: how long ``turn/interrupt`` may take before the process is terminated."""
     client_name: str = "ringleader"
+    handshake_timeout: float = 30.0
+    """App-server: how long ``initialize`` → ``turn/start`` may take before the run fails."""
 
     def __attrs_post_init__(self) -> None:
         if self.mode not in ("exec", "app-server"):
@@ -317,6 +319,11 @@ class JsonRpcClient:
 
     async def respond(self, request_id: Any, result: Any) -> None:
         await self._send(json.dumps({"id": request_id, "result": result}).encode())
+
+    async def respond_error(self, request_id: Any, code: int, message: str) -> None:
+        await self._send(
+            json.dumps({"id": request_id, "error": {"code": code, "message": message}}).encode()
+        )
 
     def resolve(self, message: Mapping[str, Any]) -> bool:
         """Route a response to its pending request; False if nobody waits for it."""

@@ -49,7 +49,7 @@ PATCH = (
     "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: patched.txt\n+hello patch\n"
     "*** End Patch\nEOF\n"
 )
-MODES: list[Mode] = ["exec"]
+MODES: list[Mode] = ["exec", "app-server"]
 
 
 def script() -> dict[str, Any]:
