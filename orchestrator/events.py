@@ -14,6 +14,8 @@ adapter's normalizer only supplies the payload.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NoReturn, TypeAlias
@@ -21,6 +23,7 @@ from typing import Annotated, Any, Literal, NoReturn, TypeAlias
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticSerializationError
 
 __all__ = [
     "Cost",
@@ -183,9 +186,22 @@ RuntimeEvent: TypeAlias = Annotated[
 _EVENT_ADAPTER: TypeAdapter[RuntimeEvent] = TypeAdapter(RuntimeEvent)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def event_to_json(event: RuntimeEvent) -> str:
-    """One event as compact JSON with the wire (camelCase) names."""
-    return event.model_dump_json(by_alias=True)
+    """One event as compact JSON with the wire (camelCase) names.
+
+    A string may hold lone surrogates (a JavaScript runtime that cut a string inside a surrogate
+    pair escapes the half as ``\\udXXX`` and ``json.loads`` gives it back as is). UTF-8 cannot
+    encode them, so they go on the wire as U+FFFD, as JavaScript's UTF-8 encoder writes them.
+    """
+    try:
+        return event.model_dump_json(by_alias=True)
+    except PydanticSerializationError:
+        data = event.model_dump(by_alias=True)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def event_from_json(data: str | bytes) -> RuntimeEvent:
