@@ -716,6 +716,14 @@ class CodexAdapter(AdapterBase):
 
     async def _process_app(self, run: _Run, receive: trio.MemoryReceiveChannel[RpcMessage]) -> None:
         """Normalize notifications once ``start()`` has returned (the run id binds late)."""
+        try:
+            await self._process_app_notes(run, receive)
+        finally:
+            run.terminal_seen.set()  # the app-server's output ended: the run is over
+
+    async def _process_app_notes(
+        self, run: _Run, receive: trio.MemoryReceiveChannel[RpcMessage]
+    ) -> None:
         await run.go.wait()
         emitter = run.emitter
         make = emitter.factory

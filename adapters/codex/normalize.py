@@ -542,6 +542,9 @@ _APP_IGNORED: Final = frozenset(
 
 
 def _app_cost(params: dict[str, Any], make: EventFactory, state: AppState) -> list[RuntimeEvent]:
+    turn = as_str(params.get("turnId"))
+    if turn and turn != state.turn_id:
+        return []  # a resumed thread's replayed usage of an earlier turn
     total = _app_usage(as_dict(as_dict(params.get("tokenUsage")).get("total")))
     return [_run_cost(total, make, state)]
 
@@ -563,6 +566,7 @@ def _app_completed(p: dict[str, Any], m: EventFactory, s: AppState) -> list[Runt
 
 
 def _app_turn_started(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:
+    s.turn_id = as_str(as_dict(p.get("turn")).get("id")) or s.turn_id
     return [m.status("thinking", model=s.model)]
 
 

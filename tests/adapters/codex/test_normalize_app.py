@@ -1,0 +1,110 @@
+"""The app-server normalizer on recorded Codex 0.169.0 conversations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.codex import AppState, normalize_app
+from contract import check_stream
+from orchestrator.events import (
+    Cost,
+    Done,
+    ErrorEvent,
+    EventFactory,
+    RuntimeEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+from .conftest import app_messages
+
+
+def replay(name: str, state: AppState | None = None) -> tuple[list[RuntimeEvent], list[str]]:
+    make = EventFactory(run_id="r", session_id="s", clock=lambda: 1)
+    state = state or AppState(model="gpt-5.5")
+    events: list[RuntimeEvent] = []
+    unknown: list[str] = []
+    for message in app_messages(name):
+        if "method" not in message or "id" in message or make.finished:
+            continue
+        out = normalize_app(message["method"], message.get("params"), make, state)
+        if out is None:
+            unknown.append(message["method"])
+        else:
+            events += out
+    return events, unknown
+
+
+def test_text_streams_deltas() -> None:
+    events, unknown = replay("text")
+    check_stream(events)
+    assert not unknown
+    assistant = [e.text for e in events if isinstance(e, TextDelta) and e.channel == "assistant"]
+    reasoning = [e.text for e in events if isinstance(e, TextDelta) and e.channel == "reasoning"]
+    assert len(assistant) > 1 and "".join(assistant) == "FINAL: hello from codex"
+    assert "".join(reasoning) == "Thinking about it"
+    cost = next(e for e in events if isinstance(e, Cost))
+    assert (cost.usage.input_tokens, cost.usage.output_tokens) == (10, 5)
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "success"
+    assert done.summary == "FINAL: hello from codex"
+
+
+def test_tool_calls_and_results() -> None:
+    events, _ = replay("tool")
+    check_stream(events)
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [c.name for c in calls] == ["exec_command", "exec_command"]
+    assert [r.tool_call_id for r in results] == [c.tool_call_id for c in calls]
+    assert "hi-from-tool" in results[0].output and results[0].output.endswith("[exit code: 0]")
+    assert results[1].is_error and results[1].output.endswith("[exit code: 2]")
+    assert isinstance(events[-1], Done) and events[-1].summary == "TOOL_RESULT_SEEN"
+
+
+def test_failed_turn() -> None:
+    events, _ = replay("error-500")
+    check_stream(events)
+    retries = [e for e in events if isinstance(e, Status) and e.detail]
+    assert any("Reconnecting" in (e.detail or "") for e in retries)
+    (error,) = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.fatal and error.code == "server_error"
+    assert isinstance(events[-1], Done) and events[-1].reason == "error"
+
+
+def test_interrupted_turn_is_aborted_with_partial_text() -> None:
+    events, _ = replay("abort")
+    check_stream(events)
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "aborted"
+    assert done.summary.startswith("slow")
+    assert not any(isinstance(e, ErrorEvent) for e in events)
+
+
+def test_resume_reports_this_runs_usage_only() -> None:
+    first, _ = replay("resume-first")
+    base = next(e for e in first if isinstance(e, Cost)).usage
+    second, unknown = replay("resume-second", AppState(model="gpt-5.5", base_usage=base))
+    assert not unknown  # deprecationNotice, thread/goal/cleared … are known and dropped
+    (cost,) = [e for e in second if isinstance(e, Cost)]  # the replayed old total is dropped
+    assert (cost.usage.input_tokens, cost.usage.output_tokens) == (10, 5)
+    assert isinstance(second[-1], Done) and second[-1].summary == "SECOND after resume"
+
+
+def test_unknown_and_malformed_notifications() -> None:
+    make = EventFactory(run_id="r")
+    state = AppState()
+    assert normalize_app("brand/new", {"x": 1}, make, state) is None
+    assert (
+        normalize_app("item/started", {"item": {"type": "newKind", "id": "x"}}, make, state) is None
+    )
+    assert normalize_app("item/agentMessage/delta", "junk", make, state) == []
+    out = normalize_app("thread/tokenUsage/updated", {"tokenUsage": None}, make, state)
+    assert out is not None and isinstance(out[0], Cost) and out[0].usage == Usage()
+    item: dict[str, Any] = {"type": "commandExecution", "id": "c", "exitCode": "x"}
+    out = normalize_app("item/completed", {"item": item}, make, state)
+    assert out is not None and [e.kind for e in out] == ["tool-call", "tool-result"]
+    assert normalize_app("item/completed", {"item": item}, make, state) == []
