@@ -1,0 +1,15 @@
+"""Every path module, imported in table order (importing registers the paths)."""
+
+from __future__ import annotations
+
+import importlib
+
+from ._core import PATHS, PathSpec
+
+MODULES = ("bench.p_decode",)
+
+
+def load_paths() -> dict[str, PathSpec]:
+    for name in MODULES:
+        importlib.import_module(name)
+    return PATHS
