@@ -214,6 +214,8 @@ async def test_text_turn(
     assert done(events).summary == "FINAL: hello from codex"
     assert text(events) == "FINAL: hello from codex"
     assert any(isinstance(e, TextDelta) and e.channel == "reasoning" for e in events)
+    deltas = [e for e in events if isinstance(e, TextDelta) and e.channel == "assistant"]
+    assert len(deltas) == (1 if mode == "exec" else 3)  # the server sends 8-char chunks
     init = events[0]
     assert isinstance(init, Status) and init.phase == "init" and init.model == "gpt-5.5"
     cost = [e for e in events if isinstance(e, Cost)][-1]
@@ -306,9 +308,11 @@ async def test_abort_mid_stream(
         with trio.fail_after(30):
             async for event in stream:
                 seen.append(event)
-                if isinstance(event, Status) and event.phase == "thinking":
+                if mode == "exec" and isinstance(event, Status) and event.phase == "thinking":
                     break
-            await trio.sleep(0.3)  # the model is streaming now
+                if isinstance(event, TextDelta):  # app-server: the model is streaming now
+                    break
+            await trio.sleep(0.3)
             began = trio.current_time()
             await adapter.abort(run)
             took = trio.current_time() - began
@@ -318,6 +322,10 @@ async def test_abort_mid_stream(
         assert not any(isinstance(e, ErrorEvent) and e.fatal for e in seen)
         assert took < 8
         assert not alive(child.pid)
+        if mode == "app-server":  # a clean interrupt, no signal needed
+            assert "turn/interrupt" in [c.method for c in adapter.calls]
+            assert not child.terminated_by_us
+            assert text(seen).startswith("slow")  # streamed before the interrupt
         await adapter.abort(run)  # idempotent
 
 
@@ -382,3 +390,47 @@ async def test_two_concurrent_runs(
             nursery.start_soon(one, "c2")
     assert text(results["c1"]) == "ONE" and text(results["c2"]) == "TWO"
     assert results["c1"][0].run_id != results["c2"][0].run_id
+
+
+@pytest.mark.parametrize("decision", ["accept", "decline"])
+async def test_app_server_approvals_follow_the_policy(
+    decision: str, codex_binary: Path, server: ModelServer, workspace: Path, state_dir: Path
+) -> None:
+    asked: list[str] = []
+
+    def approve(method: str, params: Any) -> Any:
+        asked.append(method)
+        return decision
+
+    adapter = make_adapter(
+        "app-server", server, state_dir, approval_policy="untrusted", approve=approve
+    )
+    async with adapter:
+        events, _ = await run_once(adapter, "[[e2e:tool]] run echo", workspace)
+    assert asked == ["item/commandExecution/requestApproval"]
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    if decision == "accept":
+        assert "hi-from-tool" in result.output and not result.is_error
+    else:
+        assert result.is_error and "hi-from-tool" not in result.output
+    assert done(events).reason == "success"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_set_model_applies_to_the_next_turn(
+    mode: Mode, codex_binary: Path, server: ModelServer, workspace: Path, state_dir: Path
+) -> None:
+    home = state_dir / "identity-home"
+    async with make_adapter(mode, server, state_dir) as adapter:
+        _, run = await run_once(adapter, "[[e2e:resume]] first", workspace, home_dir=str(home))
+        await adapter.set_model(run, "gpt-5.6-sol")
+        second, _ = await run_once(
+            adapter, "again", workspace, home_dir=str(home), resume_session_id=run.run_id
+        )
+    assert done(second).reason == "success"
+    first, *later = server.requests
+    assert first.body["model"] == "gpt-5.5"
+    # Codex switches models with a request on the old model first, then the turn on the new one,
+    # both on the resumed thread.
+    assert later and later[-1].body["model"] == "gpt-5.6-sol"
+    assert {r.body["prompt_cache_key"] for r in server.requests} == {run.run_id}
