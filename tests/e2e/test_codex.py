@@ -107,6 +107,21 @@ def script() -> dict[str, Any]:
                 "turns": [{"text": "FIRST"}, {"text": "SECOND after resume"}],
             },
             {
+                "name": "sleeper",
+                "marker": "[[e2e:sleeper]]",
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "exec_command",
+                                "input": {"cmd": "sleep 41.5 && echo ringleader-sleeper"},
+                            }
+                        ]
+                    },
+                    {"text": "never reached"},
+                ],
+            },
+            {
                 "name": "c1",
                 "marker": "[[e2e:c1]]",
                 "turns": [{"text": "ONE", "chunk_delay_s": 0.05}],
@@ -434,3 +449,50 @@ async def test_set_model_applies_to_the_next_turn(
     # both on the resumed thread.
     assert later and later[-1].body["model"] == "gpt-5.6-sol"
     assert {r.body["prompt_cache_key"] for r in server.requests} == {run.run_id}
+
+
+def processes_with(marker: str) -> list[int]:
+    found: list[int] = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in ("Z", "X"):
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_abort_during_a_tool_leaves_no_process(
+    mode: Mode, codex_binary: Path, server: ModelServer, workspace: Path, state_dir: Path
+) -> None:
+    async with make_adapter(mode, server, state_dir) as adapter:
+        run = await adapter.start(
+            TaskHandle(),
+            StartOpts(
+                agent_id="codex",
+                session_key="e2e:sleeper",
+                message="[[e2e:sleeper]] go",
+                cwd=str(workspace),
+            ),
+        )
+        stream = adapter.events(run)
+        seen: list[RuntimeEvent] = []
+        with trio.fail_after(30):
+            async for event in stream:
+                seen.append(event)
+                if isinstance(event, ToolCall):
+                    break
+            while not processes_with("sleep 41.5"):  # noqa: ASYNC110 - polling /proc
+                await trio.sleep(0.05)
+            await adapter.abort(run)
+        seen += await collect_run(stream, deadline_s=10)
+        check_stream(seen)
+        assert done(seen).reason == "aborted"
+        result = next(e for e in seen if isinstance(e, ToolResult))
+        assert result.is_error  # closed by a synthetic result
+    assert processes_with("sleep 41.5") == []
