@@ -6,7 +6,11 @@ import importlib
 
 from ._core import PATHS, PathSpec
 
-MODULES = ("bench.p_decode",)
+MODULES = (
+    "bench.p_decode",
+    "bench.p_native",
+    "bench.p_eventpath",
+)
 
 
 def load_paths() -> dict[str, PathSpec]:
