@@ -1,0 +1,307 @@
+"""Claude Code's own wire format, typed: ``--output-format stream-json`` lines and the control
+protocol of ``--input-format stream-json`` (measured on Claude Code 2.1.330, runtimes.md §1.5–1.10).
+
+Speed first (DESIGN §9): most lines of a streamed turn are small ``stream_event`` lines carrying
+one text delta. :func:`decode_line` recognizes those by their fixed opening bytes and decodes only
+the delta's string (the C string scanner behind :mod:`json`), returning a :class:`FastDelta`;
+``input_json_delta`` and ``thinking_tokens`` lines, which the normalizer ignores, are recognized
+the same way and not decoded at all (:data:`SKIP`). Everything else is decoded with ``orjson``
+when it is installed, else stdlib :func:`json.loads`, and returned as the plain dict; the
+normalizer dispatches on ``type`` / ``subtype`` / ``event.type`` strings before anything is built.
+Rare frames (``system/init``, ``result``, ``api_retry``, ``permission_denied``,
+``rate_limit_event``, control requests) are then read through the pydantic models below, which
+ignore unknown fields and give every field a default, so a newer CLI never breaks the parse. Only
+a line that is not a JSON object at all is a :class:`~orchestrator.errors.ProtocolError`.
+
+Line kinds (``type``; ``subtype`` for ``system``):
+
+=====================  ===========================================================================
+``system/init``        session id, model, cwd, tools (one per turn in long-lived mode)
+``system/status``      ``status: "requesting"`` before each model request
+``system/api_retry``   ``attempt``, ``max_retries``, ``retry_delay_ms``, ``error_status``, ``error``
+``system/permission_denied``  ``tool_name``, ``tool_use_id``, ``message``
+``system/…``           ``thinking_tokens``, ``compact_boundary``, ``hook_*``, ``task_*``, …
+``stream_event``       a raw Anthropic SSE event (``message_start``, ``content_block_start|delta|
+                       stop``, ``message_delta``, ``message_stop``) with ``--include-partial-messages``
+``assistant``          one complete content block (text, thinking, tool_use) of a message; arrives
+                       *before* that block's ``content_block_stop``
+``user``               tool results (``tool_result`` blocks), or an echo / interruption marker
+``result``             the end of a turn: usage, cost, ``is_error``, ``terminal_reason``
+``rate_limit_event``   ``rate_limit_info{status, resetsAt, rateLimitType}``
+``control_request``    long-lived mode: ``can_use_tool`` permission prompts from the CLI
+``control_response``   long-lived mode: answers to our ``initialize`` / ``interrupt`` / ``set_model``
+=====================  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeAlias, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.errors import ProtocolError
+
+__all__ = [
+    "SKIP",
+    "ApiRetryLine",
+    "CanUseToolRequest",
+    "ControlResponse",
+    "FastDelta",
+    "InitLine",
+    "Line",
+    "ModelUsageEntry",
+    "PermissionDeniedLine",
+    "RateLimitInfo",
+    "RateLimitLine",
+    "ResultLine",
+    "ResultUsage",
+    "as_dict",
+    "as_int",
+    "as_list",
+    "as_str",
+    "decode_line",
+    "encode_line",
+]
+
+# ---------------------------------------------------------------------------------- decoding
+
+FastDelta: TypeAlias = tuple[Literal["assistant", "reasoning"], int, str]
+"""A streamed ``text_delta`` / ``thinking_delta`` of the main agent: (channel, block index, text)."""
+
+SKIP: Final[tuple[()]] = ()
+"""A line the normalizer ignores, recognized without decoding it (``input_json_delta``,
+``system/thinking_tokens``)."""
+
+Line: TypeAlias = "dict[str, Any] | FastDelta | tuple[()]"
+"""What :func:`decode_line` gives: a decoded JSON object, a :data:`FastDelta`, or :data:`SKIP`."""
+
+_DELTA_HEAD: Final = b'{"type":"stream_event","event":{"type":"content_block_delta","index":'
+_DELTA_MID: Final = b',"delta":{"type":"'
+_TEXT: Final = b'text_delta","text":'
+_THINKING: Final = b'thinking_delta","thinking":'
+_INPUT_JSON: Final = b'input_json_delta","partial_json":'
+_THINKING_TOKENS: Final = b'{"type":"system","subtype":"thinking_tokens",'
+_MAIN_AGENT: Final = '"parent_tool_use_id":null'
+
+_scan_string: Final[Callable[[str, int], tuple[str, int]]] = cast(
+    Any,
+    json.decoder,  # pyright: ignore[reportUnknownMemberType]
+).scanstring
+"""The C string scanner behind :func:`json.loads` (``scanstring(text, after_quote)``)."""
+
+try:  # orjson is optional (the bench extra); stdlib json is the fallback
+    from orjson import loads as _loads_impl  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
+except ImportError:  # pragma: no cover - depends on the environment
+    _loads_impl = json.loads
+
+_loads: Final[Callable[[bytes | str], object]] = cast(Any, _loads_impl)
+
+
+def _fast(line: bytes) -> Line | None:
+    """The delta of a main-agent ``content_block_delta`` line, or ``None`` to decode it fully."""
+    head = len(_DELTA_HEAD)
+    mid = line.find(_DELTA_MID, head, head + 12 + len(_DELTA_MID))
+    if mid < 0 or not line[head:mid].isdigit():
+        return None
+    start = mid + len(_DELTA_MID)
+    if line.startswith(_TEXT, start):
+        channel: Literal["assistant", "reasoning"] = "assistant"
+        start += len(_TEXT)
+    elif line.startswith(_THINKING, start):
+        channel = "reasoning"
+        start += len(_THINKING)
+    elif line.startswith(_INPUT_JSON, start):
+        return SKIP
+    else:
+        return None
+    # Everything before ``start`` is ASCII, so byte and character offsets agree there.
+    try:
+        text = line.decode("utf-8")
+        if text[start] != '"':
+            return None
+        value, end = _scan_string(text, start + 1)
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return None
+    # The delta must close its objects and the line must be whole and from the main agent
+    # (``"`` cannot appear unescaped inside a JSON string, so the key match is exact).
+    if not (text.startswith("}},", end) and text.endswith("}") and text.find(_MAIN_AGENT, end) > 0):
+        return None
+    return (channel, int(line[head:mid]), value)
+
+
+def decode_line(line: bytes | str) -> Line:
+    """Decode one stdout line (see the module docstring for the three results).
+
+    Raises:
+        ProtocolError: the line is not JSON, or not a JSON object.
+    """
+    if isinstance(line, bytes):
+        if line.startswith(_DELTA_HEAD):
+            fast = _fast(line)
+            if fast is not None:
+                return fast
+        elif line.startswith(_THINKING_TOKENS):
+            return SKIP
+    try:
+        obj = _loads(line)
+    except ValueError:
+        raise ProtocolError(
+            "claude wrote a line that is not JSON", line=line, adapter="claude-code"
+        ) from None
+    if type(obj) is not dict:
+        raise ProtocolError(
+            "claude wrote a JSON line that is not an object", line=line, adapter="claude-code"
+        )
+    return cast(dict[str, Any], obj)
+
+
+def encode_line(message: dict[str, Any]) -> bytes:
+    """One stdin line for the long-lived protocol (compact JSON, no newline)."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# ---------------------------------------------------------------------------------- accessors
+
+
+def as_str(value: object, default: str = "") -> str:
+    """``value`` if it is a string, else ``default``."""
+    return value if isinstance(value, str) else default
+
+
+def as_int(value: object) -> int | None:
+    """``value`` if it is an int (not a bool), else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty dict."""
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty list."""
+    return cast(list[Any], value) if isinstance(value, list) else []
+
+
+# ---------------------------------------------------------------------------------- typed frames
+
+_TOLERANT = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class InitLine(BaseModel):
+    """``system/init``: the session is named (one per turn in long-lived mode)."""
+
+    model_config = _TOLERANT
+    session_id: str = ""
+    model: str | None = None
+    cwd: str | None = None
+    tools: tuple[str, ...] = ()
+    permission_mode: str | None = Field(default=None, alias="permissionMode")
+    claude_code_version: str | None = None
+
+
+class ApiRetryLine(BaseModel):
+    """``system/api_retry``: a model request failed and the CLI retries it."""
+
+    model_config = _TOLERANT
+    attempt: int | None = None
+    max_retries: int | None = None
+    retry_delay_ms: float | None = None
+    error_status: int | None = None
+    error: str | None = None
+
+
+class PermissionDeniedLine(BaseModel):
+    """``system/permission_denied``: the CLI refused a tool call."""
+
+    model_config = _TOLERANT
+    tool_name: str = ""
+    tool_use_id: str = ""
+    message: str = ""
+
+
+class RateLimitInfo(BaseModel):
+    model_config = _TOLERANT
+    status: str | None = None
+    resets_at: float | None = Field(default=None, alias="resetsAt")
+    rate_limit_type: str | None = Field(default=None, alias="rateLimitType")
+
+
+class RateLimitLine(BaseModel):
+    """``rate_limit_event``: the account's rate-limit state changed."""
+
+    model_config = _TOLERANT
+    rate_limit_info: RateLimitInfo = RateLimitInfo()
+
+
+class ModelUsageEntry(BaseModel):
+    """One model's figures in ``modelUsage`` / ``model_usage_since_last_result`` (camelCase)."""
+
+    model_config = _TOLERANT
+    input_tokens: int = Field(default=0, alias="inputTokens")
+    output_tokens: int = Field(default=0, alias="outputTokens")
+    cache_read_input_tokens: int = Field(default=0, alias="cacheReadInputTokens")
+    cache_creation_input_tokens: int = Field(default=0, alias="cacheCreationInputTokens")
+    cost_usd: float | None = Field(default=None, alias="costUSD")
+    context_window: int | None = Field(default=None, alias="contextWindow")
+
+
+class ResultUsage(BaseModel):
+    """``result.usage`` (Anthropic's snake_case; ``input_tokens`` excludes the cache)."""
+
+    model_config = _TOLERANT
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+class ResultLine(BaseModel):
+    """``result``: the end of one turn.
+
+    ``subtype`` says ``success`` even on API errors: ``is_error`` and ``terminal_reason``
+    (``completed``, ``api_error``, ``max_turns``, ``aborted_streaming``, …) tell the truth.
+    In long-lived mode ``usage`` is the turn's, ``total_cost_usd`` and ``modelUsage`` are the
+    process's cumulative figures and ``model_usage_since_last_result`` is the turn's per model.
+    """
+
+    model_config = _TOLERANT
+    subtype: str = ""
+    is_error: bool = False
+    result: str | None = None
+    session_id: str = ""
+    num_turns: int | None = None
+    total_cost_usd: float | None = None
+    usage: ResultUsage | None = None
+    model_usage: dict[str, ModelUsageEntry] | None = Field(default=None, alias="modelUsage")
+    model_usage_since_last_result: dict[str, ModelUsageEntry] | None = None
+    terminal_reason: str | None = None
+    stop_reason: str | None = None
+    api_error_status: int | None = None
+    errors: tuple[str, ...] = ()
+    queued_turn_count: int | None = None
+    result_index: int | None = None
+
+
+class CanUseToolRequest(BaseModel):
+    """``control_request{can_use_tool}``: the CLI asks whether a tool may run."""
+
+    model_config = _TOLERANT
+    tool_name: str = ""
+    input: dict[str, Any] = Field(default_factory=dict[str, Any])
+    tool_use_id: str | None = None
+    description: str | None = None
+    blocked_path: str | None = None
+    decision_reason: str | None = None
+
+
+class ControlResponse(BaseModel):
+    """``control_response.response``: the answer to one of our control requests."""
+
+    model_config = _TOLERANT
+    subtype: str = ""
+    request_id: str = ""
+    error: str | None = None
+    response: dict[str, Any] | None = None
