@@ -46,6 +46,7 @@ from orchestrator.errors import ProtocolError
 __all__ = [
     "SKIP",
     "ApiRetryLine",
+    "BlockStart",
     "CanUseToolRequest",
     "ControlResponse",
     "FastDelta",
@@ -74,16 +75,25 @@ SKIP: Final[tuple[()]] = ()
 """A line the normalizer ignores, recognized without decoding it (``input_json_delta``,
 ``system/thinking_tokens``)."""
 
-Line: TypeAlias = "dict[str, Any] | FastDelta | tuple[()]"
-"""What :func:`decode_line` gives: a decoded JSON object, a :data:`FastDelta`, or :data:`SKIP`."""
+Line: TypeAlias = "dict[str, Any] | FastDelta | BlockStart | tuple[()]"
+"""What :func:`decode_line` gives: a decoded JSON object, a :data:`FastDelta`, a
+:data:`BlockStart`, or :data:`SKIP`."""
 
-_DELTA_HEAD: Final = b'{"type":"stream_event","event":{"type":"content_block_delta","index":'
-_DELTA_MID: Final = b',"delta":{"type":"'
-_TEXT: Final = b'text_delta","text":'
-_THINKING: Final = b'thinking_delta","thinking":'
-_INPUT_JSON: Final = b'input_json_delta","partial_json":'
+_HEAD: Final = b'{"type":"stream_event","event":{"type":"'
+_DELTA: Final = b'content_block_delta","index":'
+_MID: Final = b',"delta":{"type":"'
+_TEXT: Final = b'text_delta","text":"'
+_THINKING: Final = b'thinking_delta","thinking":"'
+_INPUT_JSON: Final = b'input_json_delta"'
+_STOPS: Final = (b'content_block_stop"', b'message_stop"', b'ping"')
+_START: Final = b'content_block_start","index":'
+_START_TEXT: Final = b',"content_block":{"type":"text","text":""}}'
+_START_THINKING: Final = b',"content_block":{"type":"thinking","thinking":"","signature":""}}'
 _THINKING_TOKENS: Final = b'{"type":"system","subtype":"thinking_tokens",'
-_MAIN_AGENT: Final = '"parent_tool_use_id":null'
+_MAIN_AGENT: Final = b'"parent_tool_use_id":null'
+
+BlockStart: TypeAlias = tuple[Literal["assistant", "reasoning"], int]
+"""A main-agent ``content_block_start`` of an empty text or thinking block: (channel, index)."""
 
 _scan_string: Final[Callable[[str, int], tuple[str, int]]] = cast(
     Any,
@@ -98,37 +108,79 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 _loads: Final[Callable[[bytes | str], object]] = cast(Any, _loads_impl)
 
+_HEAD_LEN: Final = len(_HEAD)
+_DELTA_AT: Final = _HEAD_LEN + len(_DELTA)
+_START_AT: Final = _HEAD_LEN + len(_START)
+
+
+def _index(line: bytes, at: int, follow: bytes) -> tuple[int, int] | None:
+    """The block index written at ``at`` and where ``follow`` (which must come next) ends."""
+    if line.startswith(follow, at + 1) and 48 <= line[at] <= 57:  # one digit: the usual case
+        return line[at] - 48, at + 1 + len(follow)
+    end = line.find(follow, at, at + 12 + len(follow))
+    if end < 0 or not line[at:end].isdigit():
+        return None
+    return int(line[at:end]), end + len(follow)
+
 
 def _fast(line: bytes) -> Line | None:
-    """The delta of a main-agent ``content_block_delta`` line, or ``None`` to decode it fully."""
-    head = len(_DELTA_HEAD)
-    mid = line.find(_DELTA_MID, head, head + 12 + len(_DELTA_MID))
-    if mid < 0 or not line[head:mid].isdigit():
-        return None
-    start = mid + len(_DELTA_MID)
-    if line.startswith(_TEXT, start):
-        channel: Literal["assistant", "reasoning"] = "assistant"
-        start += len(_TEXT)
-    elif line.startswith(_THINKING, start):
-        channel = "reasoning"
-        start += len(_THINKING)
-    elif line.startswith(_INPUT_JSON, start):
-        return SKIP
-    else:
-        return None
-    # Everything before ``start`` is ASCII, so byte and character offsets agree there.
-    try:
-        text = line.decode("utf-8")
-        if text[start] != '"':
+    """A main-agent stream line recognized from its fixed opening bytes, or ``None`` to decode
+    the line fully. Only lines that end the way a whole line ends (``}``) and name no
+    ``parent_tool_use_id`` qualify (``"`` cannot appear unescaped inside a JSON string, so the
+    key match is exact)."""
+    if line.startswith(_DELTA, _HEAD_LEN):
+        found = _index(line, _DELTA_AT, _MID)
+        if found is None:
             return None
-        value, end = _scan_string(text, start + 1)
-    except (UnicodeDecodeError, ValueError, IndexError):
-        return None
-    # The delta must close its objects and the line must be whole and from the main agent
-    # (``"`` cannot appear unescaped inside a JSON string, so the key match is exact).
-    if not (text.startswith("}},", end) and text.endswith("}") and text.find(_MAIN_AGENT, end) > 0):
-        return None
-    return (channel, int(line[head:mid]), value)
+        index, at = found
+        if line.startswith(_TEXT, at):
+            channel: Literal["assistant", "reasoning"] = "assistant"
+            at += len(_TEXT)
+        elif line.startswith(_THINKING, at):
+            channel = "reasoning"
+            at += len(_THINKING)
+        elif line.startswith(_INPUT_JSON, at):
+            return SKIP
+        else:
+            return None
+        end = line.find(b'"', at)
+        if end < 0:
+            return None
+        if line.find(b"\\", at, end) < 0:
+            try:
+                value = line[at:end].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+            end += 1
+        else:  # escapes: let the C scanner read the string (offsets before ``at`` are ASCII)
+            try:
+                text = line.decode("utf-8")
+                value, end = _scan_string(text, at)
+            except (UnicodeDecodeError, ValueError):
+                return None
+            end = len(text[:end].encode("utf-8", "surrogatepass"))
+        if not (
+            line.startswith(b"}},", end) and line.endswith(b"}") and line.find(_MAIN_AGENT, end) > 0
+        ):
+            return None
+        return (channel, index, value)
+    if line.startswith(_STOPS, _HEAD_LEN):
+        return SKIP if line.endswith(b"}") else None
+    if line.startswith(_START, _HEAD_LEN):
+        found = _index(line, _START_AT, b",")
+        if found is None:
+            return None
+        index, at = found
+        at -= 1
+        if line.startswith(_START_TEXT, at):
+            channel = "assistant"
+        elif line.startswith(_START_THINKING, at):
+            channel = "reasoning"
+        else:
+            return None
+        if line.endswith(b"}") and line.find(_MAIN_AGENT, at) > 0:
+            return (channel, index)
+    return None
 
 
 def decode_line(line: bytes | str) -> Line:
@@ -138,7 +190,7 @@ def decode_line(line: bytes | str) -> Line:
         ProtocolError: the line is not JSON, or not a JSON object.
     """
     if isinstance(line, bytes):
-        if line.startswith(_DELTA_HEAD):
+        if line.startswith(_HEAD):
             fast = _fast(line)
             if fast is not None:
                 return fast

@@ -130,8 +130,9 @@ class ClaudeState:
     blocks: dict[int, _Block] = attrs.field(factory=dict[int, _Block])
     """That message's streamed text/thinking blocks by index."""
     message_usage: dict[str, Any] = attrs.field(factory=dict[str, Any])
-    stream_usage: Usage | None = None
-    """Usage of the run's finished model requests, from the stream."""
+    stream_totals: list[int] = attrs.field(factory=lambda: [0, 0, 0, 0])
+    """Usage of the run's finished model requests from the stream: input (with the cache),
+    output, cache read, cache write."""
     result_usage: Usage | None = None
     result_cost_usd: float | None = None
     """Usage and USD of the run from its ``result`` lines."""
@@ -228,13 +229,29 @@ def result_usage(result: ResultLine, base_cost_usd: float = 0.0) -> tuple[Usage,
 
 
 def _stream_cost(make: EventFactory, state: ClaudeState, delta_usage: object) -> list[RuntimeEvent]:
-    merged = {**state.message_usage, **as_dict(delta_usage)}
+    start = state.message_usage
+    delta = as_dict(delta_usage)
     state.message_usage = {}
-    usage = _usage(merged)
-    total = usage if state.stream_usage is None else state.stream_usage + usage
-    state.stream_usage = total
+    totals = state.stream_totals
+
+    def field(name: str) -> int:
+        value = as_int(delta.get(name))
+        return value if value is not None else as_int(start.get(name)) or 0
+
+    read = field("cache_read_input_tokens")
+    write = field("cache_creation_input_tokens")
+    totals[0] += field("input_tokens") + read + write
+    totals[1] += field("output_tokens")
+    totals[2] += read
+    totals[3] += write
+    usage = Usage(
+        input_tokens=totals[0],
+        output_tokens=totals[1],
+        cached_input_tokens=totals[2],
+        cache_write_tokens=totals[3],
+    )
     out = flush_text(make, state)
-    out.append(make.cost(total, cost_usd=None, model=state.model))
+    out.append(make.cost(usage, cost_usd=None, model=state.model))
     return out
 
 
@@ -511,19 +528,22 @@ def normalize_line(line: Line, make: EventFactory, state: ClaudeState) -> list[R
     Streamed text is held in ``state`` until another event or :func:`flush_text` releases it.
     """
     if type(line) is tuple:
-        if not line:
-            return []
-        channel, index, text = line
-        block = state.blocks.get(index)
-        if block is not None:
-            block.chars += len(text)
-        if text and (not state.pending or state.pending_channel == channel):
-            state.pending_channel = channel
-            state.pending.append(text)
-            if channel == "assistant":
-                state.text.append(text)
-            return []
-        return _delta(channel, text, make, state)
+        if len(line) == 3:
+            channel, index, text = line
+            block = state.blocks.get(index)
+            if block is not None:
+                block.chars += len(text)
+            if text and (not state.pending or state.pending_channel == channel):
+                state.pending_channel = channel
+                state.pending.append(text)
+                if channel == "assistant":
+                    state.text.append(text)
+                return []
+            return _delta(channel, text, make, state)
+        if len(line) == 2:
+            channel, index = line
+            state.blocks[index] = _Block(channel)
+        return []
     frame: dict[str, Any] = line  # pyright: ignore[reportAssignmentType]
     kind = frame.get("type")
     if kind == "stream_event":
@@ -563,7 +583,7 @@ def frame_label(line: Line) -> str:
     """A name for an unknown line (for ``note_unknown``): ``type``, ``system/<subtype>``,
     ``stream_event/<event type>``."""
     if type(line) is tuple:
-        return "stream_event/delta"
+        return "stream_event"
     frame: dict[str, Any] = line  # pyright: ignore[reportAssignmentType]
     kind = as_str(frame.get("type"), "?")
     if kind == "system":
