@@ -181,9 +181,9 @@ def render(rows: list[dict[str, Any]]) -> str:
             if shortfall is None:
                 verdict = "—"
             elif shortfall <= 1:
-                verdict = f"meets ({1 / shortfall:.1f}× margin)"
+                verdict = f"meets ({1 / shortfall:.2f}× margin)"
             else:
-                verdict = f"MISSES by {shortfall:.1f}×"
+                verdict = f"MISSES by {shortfall:.2f}×"
         target = (row.get("target") or {}).get("text", "—")
         table.append((row["title"], ours, limit_s, peers, ratios, target, verdict))
     widths = [min(60, max(len(r[i]) for r in table)) for i in range(len(header))]

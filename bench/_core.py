@@ -99,7 +99,7 @@ class Row:
         if self.limit is not None and self.limit.value:
             out[f"ours/{self.limit.name}"] = self.ours.value / self.limit.value
         for peer in self.peers:
-            if peer.value:
+            if peer.value and peer.unit == self.ours.unit:
                 out[f"ours/{peer.name}"] = self.ours.value / peer.value
         return out
 

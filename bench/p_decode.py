@@ -126,9 +126,11 @@ def claude_code_normalizer() -> tuple[Callable[[list[Session]], Callable[[], Non
 
 @path("claude-code-decode", "Claude Code stream-json line → events")
 def claude_code_decode(cfg: Config) -> list[Row]:
-    sessions = claude_code_sessions(_lines(cfg))
+    n = _lines(cfg)
+    sessions = claude_code_sessions(n)
+    recorded = repeat_to(recorded_fixtures("claude_code"), n)
     ours_factory, why = claude_code_normalizer()
-    return [
+    rows = [
         _decode_row(
             "claude-code-decode",
             "1. Claude Code stream-json line → events (generated, partial messages)",
@@ -139,6 +141,19 @@ def claude_code_decode(cfg: Config) -> list[Row]:
             peers=[("claude-agent-sdk parse_message", _claude_peer(sessions))],
         )
     ]
+    if recorded:
+        rows.append(
+            _decode_row(
+                "claude-code-decode-recorded",
+                "1b. Claude Code stream-json → events (recorded 2.1.330 fixtures, repeated)",
+                recorded,
+                cfg,
+                ours=(lambda: ours_factory(recorded)) if ours_factory else None,
+                not_built=why,
+                peers=[("claude-agent-sdk parse_message", _claude_peer(recorded))],
+            )
+        )
+    return rows
 
 
 # -- path 2: Codex ------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ MODULES = (
     "bench.p_decode",
     "bench.p_native",
     "bench.p_eventpath",
+    "bench.p_sessions",
+    "bench.p_first_event",
 )
 
 
