@@ -225,21 +225,20 @@ def first_event(cfg: Config) -> list[Row]:
             tempfile.TemporaryDirectory(prefix="ringleader-bench-") as tmp,
             model_server(_script(attempts), Path(tmp)) as url,
         ):
-            if True:
-                for measure in (_claude, _codex):
-                    try:
-                        rows.append(measure(cfg, url, state, next_marker))
-                    except Exception as exc:
-                        name = measure.__name__.strip("_")
-                        row = Row(
-                            f"first-event-{name}",
-                            f"6. time to first event, {name}",
-                            UNIT,
-                            "lower",
-                            not_built=f"failed: {type(exc).__name__}: {exc}"[:160],
-                        )
-                        row.limit = failed("CLI's first line", UNIT, "lower", "not measured")
-                        rows.append(row)
+            for measure in (_claude, _codex):
+                try:
+                    rows.append(measure(cfg, url, state, next_marker))
+                except Exception as exc:
+                    name = measure.__name__.strip("_")
+                    row = Row(
+                        f"first-event-{name}",
+                        f"6. time to first event, {name}",
+                        UNIT,
+                        "lower",
+                        not_built=f"failed: {type(exc).__name__}: {exc}"[:160],
+                    )
+                    row.limit = failed("CLI's first line", UNIT, "lower", "not measured")
+                    rows.append(row)
     finally:
         shutil.rmtree(state, ignore_errors=True)
     return rows
