@@ -17,6 +17,13 @@ Every run gets its own ``CODEX_HOME`` (the host's ``home_dir``, else a fresh dir
 environment, and its working directory (``StartOpts.cwd``; for a resumed thread without one, the
 thread's origin directory; else a ``workspace`` directory in the home).
 
+In both modes the terminal group (``done``, and ``error`` before it) is published only once the
+process group is gone, so a host that sees ``done`` never sees a live Codex behind it; an abort
+wins over a turn that completed while the process was exiting. Exec failures carry codes derived
+from Codex's message (``rate_limited``, ``server_error``, ``stream_connection_error``,
+``runtime_reported``); resuming a thread the home does not hold fails once with
+``session_not_found`` (never a retry loop).
+
 Runs are tracked by session key like every adapter. :meth:`CodexAdapter.child_for` exposes a
 run's child process (tests check that none outlives its run). Side effects the adapter issues
 (``abort``, ``setModel``, ``writeContext``, JSON-RPC calls) are recorded in
@@ -269,7 +276,7 @@ class CodexAdapter(AdapterBase):
         thread = run.run_id
         cwd = self._origins.get(thread) if thread else None
         if live is not None:
-            thread = live.exec_state.thread_id or thread
+            thread = live.thread_id or live.exec_state.thread_id or thread
             cwd = str(live.cwd)
         return CodexSession(session_key=run.session_key, thread_id=thread, cwd=cwd)
 
