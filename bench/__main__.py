@@ -17,6 +17,7 @@ import platform
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +93,8 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def run_path(key: str, title: str, timeout_s: float, quick: bool) -> list[dict[str, Any]]:
-    cmd = [sys.executable, "-m", "bench._worker", key] + (["--quick"] if quick else [])
+def run_path(key: str, title: str, timeout_s: float, mode: str | None) -> list[dict[str, Any]]:
+    cmd = [sys.executable, "-m", "bench._worker", key] + ([f"--{mode}"] if mode else [])
     env = dict(os.environ, PYTHONHASHSEED="0")
     try:
         proc = subprocess.run(
@@ -202,6 +203,11 @@ def furthest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small inputs, few passes (smoke run)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny inputs, two passes: checks every path runs (not a measurement)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write every number to FILE")
     parser.add_argument("--only", nargs="*", metavar="KEY", help="run only these paths")
     parser.add_argument("--no-install", action="store_true", help="never pip-install the extra")
@@ -218,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"not installed: {', '.join(missing)} (their figures say so)")
     print(
-        f"method: one warm-up, median of {5 if args.quick else 7} passes (±: half the "
+        f"method: one warm-up, median of {2 if args.smoke else 5 if args.quick else 7} passes (±: half the "
         "max–min spread); results dropped as they stream; each path in its own process\n",
         flush=True,
     )
@@ -227,11 +233,21 @@ def main(argv: list[str] | None = None) -> int:
     keys = args.only or list(paths)
     rows: list[dict[str, Any]] = []
     timings: dict[str, float] = {}
+    if args.smoke:  # not a measurement: run the workers side by side to keep it short
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            done = pool.map(
+                lambda k: run_path(k, paths[k].title, paths[k].timeout_s, "smoke"), keys
+            )
+            for key, got in zip(keys, done, strict=True):
+                rows += got
+                timings[key] = 0.0
+        keys = []
     for key in keys:
         spec = paths[key]
         t0 = time.perf_counter()
         print(f"… {key}", end="", flush=True)
-        rows += run_path(key, spec.title, spec.timeout_s, args.quick)
+        mode = "smoke" if args.smoke else "quick" if args.quick else None
+        rows += run_path(key, spec.title, spec.timeout_s, mode)
         timings[key] = round(time.perf_counter() - t0, 2)
         print(f" {timings[key]:.1f} s", flush=True)
     print()
@@ -254,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "machine": info,
                     "quick": args.quick,
+                    "smoke": args.smoke,
                     "seconds": round(total, 2),
                     "path_seconds": timings,
                     "paths": rows,

@@ -26,10 +26,13 @@ class Config:
     quick: bool = False
     passes: int = 7
     warmup: int = 1
+    smoke: bool = False
+    """Tiny inputs and two passes: proves every path still runs (the test suite's smoke run);
+    its figures are not measurements."""
 
     @property
     def min_passes(self) -> int:
-        return max(5, self.passes)
+        return 2 if self.smoke else max(5, self.passes)
 
 
 @dataclass

@@ -19,10 +19,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("key")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     paths = load_paths()
     spec = paths[args.key]
-    cfg = Config(quick=args.quick, passes=5 if args.quick else 7)
+    quick = args.quick or args.smoke
+    cfg = Config(quick=quick, passes=5 if quick else 7, smoke=args.smoke)
     try:
         rows = spec.fn(cfg)
     except Exception:

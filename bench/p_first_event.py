@@ -218,6 +218,18 @@ def first_event(cfg: Config) -> list[Row]:
         return f"[[bench:{next(counter)}]]"
 
     rows: list[Row] = []
+    if cfg.smoke:
+        for name in ("claude-code", "codex"):
+            rows.append(
+                Row(
+                    f"first-event-{name}",
+                    f"6. time to first event, {name}",
+                    UNIT,
+                    "lower",
+                    not_built="skipped in --smoke (it spawns the real CLIs)",
+                )
+            )
+        return rows
     state = Path.home() / ".local" / "state" / "ringleader" / f"bench-{uuid.uuid4().hex[:8]}"
     state.mkdir(parents=True)
     try:

@@ -28,7 +28,7 @@ UNIT = "µs/turn"
 
 
 def _runs(cfg: Config) -> int:
-    return 5 if cfg.quick else 20
+    return 1 if cfg.smoke else 5 if cfg.quick else 20
 
 
 def _passes_sync(run_many: Callable[[], None], cfg: Config) -> list[float]:
@@ -241,6 +241,10 @@ def native_loop(cfg: Config) -> list[Row]:
     adapter, glove, bare = _ours(cfg)
     peers = []
     for measure in (_pydantic_ai, _openai_agents):
+        if cfg.smoke:
+            name = "pydantic-ai" if measure is _pydantic_ai else "openai-agents"
+            peers.append(failed(name, UNIT, "lower", "skipped in --smoke"))
+            continue
         try:
             peers.append(measure(cfg))
         except Exception as exc:  # a peer's API drifted: say so in its cell

@@ -149,7 +149,7 @@ def _batch(n: int, url: str) -> tuple[float, int]:
 @path("native-sessions", "N concurrent native sessions vs the scripted model server", timeout_s=240)
 def native_sessions(cfg: Config) -> list[Row]:
     # (N, passes): N = 1,000 takes about a minute per pass on a loaded 2-core box, so it runs once
-    ladder = [(10, 2), (50, 2)] if cfg.quick else [(100, 3), (1000, 1)]
+    ladder = [(5, 1)] if cfg.smoke else [(10, 2), (50, 2)] if cfg.quick else [(100, 3), (1000, 1)]
     base_rss, _ = _rss_mib()
     # import everything first, so the baseline holds the code, not the sessions
     import adapters.native
@@ -159,8 +159,9 @@ def native_sessions(cfg: Config) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="ringleader-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        with _server(5, tmp) as url:  # warm-up: imports, SDK clients, first connections
-            _batch(5, url)
+        if not cfg.smoke:
+            with _server(5, tmp) as url:  # warm-up: imports, SDK clients, first connections
+                _batch(5, url)
         for n, passes in ladder:
             walls: list[float] = []
             after: list[float] = []
