@@ -265,11 +265,10 @@ def test_fast_path_agrees_with_json() -> None:
 def delta_line(text: str, *, sub: bool = False, index: int = 0) -> bytes:
     parent = '"toolu_1"' if sub else "null"
     body = json.dumps(text, ensure_ascii=False)
-    return (
-        '{"type":"stream_event","event":{"type":"content_block_delta","index":%d,'
-        '"delta":{"type":"text_delta","text":%s}},"session_id":"s","parent_tool_use_id":%s,'
-        '"uuid":"u"}' % (index, body, parent)
-    ).encode()
+    head = '{"type":"stream_event","event":{"type":"content_block_delta","index":'
+    delta = f'{index},"delta":{{"type":"text_delta","text":{body}}}}}'
+    tail = f',"session_id":"s","parent_tool_use_id":{parent},"uuid":"u"}}'
+    return (head + delta + tail).encode()
 
 
 @given(st.text(max_size=40), st.integers(0, 1000))
