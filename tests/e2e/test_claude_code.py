@@ -14,34 +14,37 @@ If Claude Code is not installed these tests FAIL with the install command (CI in
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from adapters._runtimes import install_hint, runtime_binary
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, Mode, PermissionDecision
 from contract import check_stream, collect_run
-from contract.model_server import ModelServer, serve_model_server
+from contract.model_server import ModelServer
 from orchestrator.actor import STEER_KEY
-from orchestrator.adapter import RunHandle, StartOpts, TaskHandle
-from orchestrator.errors import RuntimeNotFoundError
+from orchestrator.adapter import RunHandle
 from orchestrator.events import (
     Cost,
-    Done,
     ErrorEvent,
     RuntimeEvent,
     Status,
     TextDelta,
     ToolCall,
     ToolResult,
-    event_to_json,
+)
+
+from .kit import (
+    alive,
+    conversations,
+    done,
+    installed,
+    read_until,
+    run_turn,
+    start,
+    text,
 )
 
 pytestmark = pytest.mark.e2e
@@ -107,27 +110,7 @@ def script() -> dict[str, Any]:
                     {"text": "never"},
                 ],
             },
-            {
-                "name": "e500",
-                "marker": "[[e2e:500]]",
-                "turns": [{"fault": {"kind": "server_error", "times": 99}, "text": "never"}],
-            },
-            {
-                "name": "e429",
-                "marker": "[[e2e:429]]",
-                "turns": [
-                    {
-                        "fault": {"kind": "rate_limit", "times": 99, "retry_after": 0},
-                        "text": "never",
-                    }
-                ],
-            },
             {"name": "slow", "marker": "[[e2e:slow]]", "turns": [SLOW, {"text": "AFTER ABORT"}]},
-            {
-                "name": "resume",
-                "marker": "[[e2e:resume]]",
-                "turns": [{"text": "FIRST"}, {"text": "SECOND after resume"}],
-            },
             {
                 "name": "steer",
                 "marker": "[[e2e:steer]]",
@@ -136,39 +119,14 @@ def script() -> dict[str, Any]:
                     {"text": "STEERED"},
                 ],
             },
-            {
-                "name": "c1",
-                "marker": "[[e2e:c1]]",
-                "turns": [{"text": "ONE", "chunk_delay_s": 0.05}],
-            },
-            {
-                "name": "c2",
-                "marker": "[[e2e:c2]]",
-                "turns": [{"text": "TWO", "chunk_delay_s": 0.05}],
-            },
+            *conversations("e500", "e429", "resume", "c1", "c2"),
         ],
     }
 
 
 @pytest.fixture(scope="module")
 def claude_binary() -> Path:
-    try:
-        return runtime_binary("claude-code")
-    except RuntimeNotFoundError as exc:
-        pytest.fail(f"Claude Code is not installed: {install_hint('claude-code')} ({exc})")
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[ModelServer]:
-    async with serve_model_server(script()) as srv:
-        yield srv
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
+    return installed("claude-code")
 
 
 def make_adapter(mode: Mode, server: ModelServer, root: Path, **kw: Any) -> ClaudeCodeAdapter:
@@ -183,51 +141,13 @@ def make_adapter(mode: Mode, server: ModelServer, root: Path, **kw: Any) -> Clau
     return ClaudeCodeAdapter(config)
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return exc.errno != errno.ESRCH
-    return True
-
-
 async def run_once(
-    adapter: ClaudeCodeAdapter,
-    message: str,
-    cwd: Path | None,
-    *,
-    key: str | None = None,
-    **opts: Any,
+    adapter: ClaudeCodeAdapter, message: str, cwd: Path | None, **opts: Any
 ) -> tuple[list[RuntimeEvent], RunHandle, int]:
-    run = await adapter.start(
-        TaskHandle(),
-        StartOpts(
-            agent_id="claude",
-            session_key=key or f"e2e:{uuid.uuid4().hex[:8]}",
-            message=message,
-            cwd=str(cwd) if cwd else None,
-            **opts,
-        ),
-    )
-    child = adapter.child_for(run)
-    assert child is not None
-    events = await collect_run(adapter.events(run), deadline_s=90)
-    check_stream(events)
+    events, run, pid = await run_turn(adapter, message, cwd, secret=KEY, deadline_s=90, **opts)
     if adapter.config.mode == "one-shot":
-        assert not alive(child.pid)  # reaped (with its group) before done was published
-    assert run.run_id and all(e.run_id == run.run_id for e in events)
-    assert KEY not in "".join(event_to_json(e) for e in events)
-    return events, run, child.pid
-
-
-def done(events: list[RuntimeEvent]) -> Done:
-    last = events[-1]
-    assert isinstance(last, Done)
-    return last
-
-
-def text(events: list[RuntimeEvent], channel: str = "assistant") -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel == channel)
+        assert not alive(pid)  # reaped (with its group) before done was published
+    return events, run, pid
 
 
 def only_loopback(server: ModelServer) -> None:
@@ -316,21 +236,13 @@ async def test_abort_mid_stream(
     mode: Mode, claude_binary: Path, server: ModelServer, workspace: Path, tmp_path: Path
 ) -> None:
     async with make_adapter(mode, server, tmp_path) as adapter:
-        run = await adapter.start(
-            TaskHandle(),
-            StartOpts(
-                agent_id="c", session_key="e2e:abort", message="[[e2e:slow]] go", cwd=str(workspace)
-            ),
-        )
+        run = await start(adapter, "[[e2e:slow]] go", workspace, key="e2e:abort")
         child = adapter.child_for(run)
         assert child is not None
         stream = adapter.events(run)
-        seen: list[RuntimeEvent] = []
-        with trio.fail_after(60):
-            async for event in stream:
-                seen.append(event)
-                if isinstance(event, TextDelta) and event.channel == "assistant":
-                    break
+        seen = await read_until(
+            stream, lambda e: isinstance(e, TextDelta) and e.channel == "assistant", 60
+        )
         began = trio.current_time()
         await adapter.abort(run)
         events = seen + await collect_run(stream, deadline_s=15)
@@ -457,19 +369,9 @@ async def test_steer_reaches_the_running_turn(
 ) -> None:
     async with make_adapter("long-lived", server, tmp_path) as adapter:
         assert adapter.capabilities().steerable
-        run = await adapter.start(
-            TaskHandle(),
-            StartOpts(
-                agent_id="c", session_key="e2e:s", message="[[e2e:steer]] go", cwd=str(workspace)
-            ),
-        )
+        run = await start(adapter, "[[e2e:steer]] go", workspace, key="e2e:s")
         stream = adapter.events(run)
-        events: list[RuntimeEvent] = []
-        with trio.fail_after(60):
-            async for event in stream:
-                events.append(event)
-                if isinstance(event, TextDelta):
-                    break
+        events = await read_until(stream, lambda e: isinstance(e, TextDelta), 60)
         await adapter.write_context(run, STEER_KEY, "STEER-MARKER: also check the tests")
         events += await collect_run(stream, deadline_s=60)
     check_stream(events)

@@ -11,35 +11,41 @@ If Codex is not installed these tests FAIL with the install command (CI installs
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from adapters._runtimes import install_hint, runtime_binary
 from adapters.codex import CodexAdapter, CodexConfig, CodexProvider
 from adapters.codex.driver import Mode, default_state_root
 from contract import check_stream, collect_run
-from contract.model_server import ModelServer, serve_model_server
-from orchestrator.adapter import RunHandle, StartOpts, TaskHandle
-from orchestrator.errors import RuntimeNotFoundError
+from contract.model_server import ModelServer
+from orchestrator.adapter import RunHandle
 from orchestrator.events import (
     Cost,
-    Done,
     ErrorEvent,
     RuntimeEvent,
     Status,
     TextDelta,
     ToolCall,
     ToolResult,
-    event_to_json,
+)
+
+from .kit import (
+    alive,
+    conversations,
+    done,
+    installed,
+    processes_with,
+    read_until,
+    run_turn,
+    start,
+    text,
 )
 
 pytestmark = pytest.mark.e2e
@@ -82,29 +88,9 @@ def script() -> dict[str, Any]:
                 ],
             },
             {
-                "name": "e500",
-                "marker": "[[e2e:500]]",
-                "turns": [{"fault": {"kind": "server_error", "times": 99}, "text": "never"}],
-            },
-            {
-                "name": "e429",
-                "marker": "[[e2e:429]]",
-                "turns": [
-                    {
-                        "fault": {"kind": "rate_limit", "times": 99, "retry_after": 0},
-                        "text": "never",
-                    }
-                ],
-            },
-            {
                 "name": "slow",
                 "marker": "[[e2e:slow]]",
                 "turns": [{"text": "slow " * 200, "chunk_chars": 5, "chunk_delay_s": 0.05}],
-            },
-            {
-                "name": "resume",
-                "marker": "[[e2e:resume]]",
-                "turns": [{"text": "FIRST"}, {"text": "SECOND after resume"}],
             },
             {
                 "name": "sleeper",
@@ -121,43 +107,18 @@ def script() -> dict[str, Any]:
                     {"text": "never reached"},
                 ],
             },
-            {
-                "name": "c1",
-                "marker": "[[e2e:c1]]",
-                "turns": [{"text": "ONE", "chunk_delay_s": 0.05}],
-            },
-            {
-                "name": "c2",
-                "marker": "[[e2e:c2]]",
-                "turns": [{"text": "TWO", "chunk_delay_s": 0.05}],
-            },
+            *conversations("e500", "e429", "resume", "c1", "c2"),
         ],
     }
 
 
 @pytest.fixture(scope="module")
 def codex_binary() -> Path:
-    try:
-        return runtime_binary("codex")
-    except RuntimeNotFoundError as exc:
-        pytest.fail(f"Codex is not installed: {install_hint('codex')} ({exc})")
+    return installed("codex")
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[ModelServer]:
-    async with serve_model_server(script()) as srv:
-        yield srv
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def state_dir() -> AsyncIterator[Path]:
+def state_dir() -> Iterator[Path]:
     """Homes outside the system temp directory (Codex warns about homes there)."""
     root = default_state_root() / f"e2e-{uuid.uuid4().hex[:8]}"
     root.mkdir(parents=True)
@@ -174,45 +135,12 @@ def make_adapter(mode: Mode, server: ModelServer, state_dir: Path, **kw: Any) ->
     )
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return exc.errno != errno.ESRCH
-    return True
-
-
 async def run_once(
-    adapter: CodexAdapter, message: str, cwd: Path, *, key: str | None = None, **opts: Any
+    adapter: CodexAdapter, message: str, cwd: Path, **opts: Any
 ) -> tuple[list[RuntimeEvent], RunHandle]:
-    run = await adapter.start(
-        TaskHandle(),
-        StartOpts(
-            agent_id="codex",
-            session_key=key or f"e2e:{uuid.uuid4().hex[:8]}",
-            message=message,
-            cwd=str(cwd),
-            **opts,
-        ),
-    )
-    child = adapter.child_for(run)
-    assert child is not None
-    events = await collect_run(adapter.events(run), deadline_s=60)
-    check_stream(events)
-    assert not alive(child.pid)  # reaped (with its group) before done was published
-    assert run.run_id and all(e.run_id == run.run_id for e in events)
-    assert KEY not in "".join(event_to_json(e) for e in events)
+    events, run, pid = await run_turn(adapter, message, cwd, secret=KEY, deadline_s=60, **opts)
+    assert not alive(pid)  # reaped (with its group) before done was published
     return events, run
-
-
-def done(events: list[RuntimeEvent]) -> Done:
-    last = events[-1]
-    assert isinstance(last, Done)
-    return last
-
-
-def text(events: list[RuntimeEvent]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel == "assistant")
 
 
 def codex_requests(server: ModelServer, conversation: str) -> list[Any]:
@@ -307,26 +235,17 @@ async def test_abort_mid_stream(
     mode: Mode, codex_binary: Path, server: ModelServer, workspace: Path, state_dir: Path
 ) -> None:
     async with make_adapter(mode, server, state_dir) as adapter:
-        run = await adapter.start(
-            TaskHandle(),
-            StartOpts(
-                agent_id="codex",
-                session_key="e2e:abort",
-                message="[[e2e:slow]] go",
-                cwd=str(workspace),
-            ),
-        )
+        run = await start(adapter, "[[e2e:slow]] go", workspace, key="e2e:abort")
         child = adapter.child_for(run)
         assert child is not None
         stream = adapter.events(run)
-        seen: list[RuntimeEvent] = []
+
+        def streaming(event: RuntimeEvent) -> bool:  # exec: thinking; app-server: text deltas
+            thinking = mode == "exec" and isinstance(event, Status) and event.phase == "thinking"
+            return thinking or isinstance(event, TextDelta)
+
+        seen = await read_until(stream, streaming, 30)
         with trio.fail_after(30):
-            async for event in stream:
-                seen.append(event)
-                if mode == "exec" and isinstance(event, Status) and event.phase == "thinking":
-                    break
-                if isinstance(event, TextDelta):  # app-server: the model is streaming now
-                    break
             await trio.sleep(0.3)
             began = trio.current_time()
             await adapter.abort(run)
@@ -451,42 +370,15 @@ async def test_set_model_applies_to_the_next_turn(
     assert {r.body["prompt_cache_key"] for r in server.requests} == {run.run_id}
 
 
-def processes_with(marker: str) -> list[int]:
-    found: list[int] = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state not in ("Z", "X"):
-            found.append(int(pid))
-    return found
-
-
 @pytest.mark.parametrize("mode", MODES)
 async def test_abort_during_a_tool_leaves_no_process(
     mode: Mode, codex_binary: Path, server: ModelServer, workspace: Path, state_dir: Path
 ) -> None:
     async with make_adapter(mode, server, state_dir) as adapter:
-        run = await adapter.start(
-            TaskHandle(),
-            StartOpts(
-                agent_id="codex",
-                session_key="e2e:sleeper",
-                message="[[e2e:sleeper]] go",
-                cwd=str(workspace),
-            ),
-        )
+        run = await start(adapter, "[[e2e:sleeper]] go", workspace, key="e2e:sleeper")
         stream = adapter.events(run)
-        seen: list[RuntimeEvent] = []
+        seen = await read_until(stream, lambda e: isinstance(e, ToolCall), 30)
         with trio.fail_after(30):
-            async for event in stream:
-                seen.append(event)
-                if isinstance(event, ToolCall):
-                    break
             while not processes_with("sleep 41.5"):  # noqa: ASYNC110 - polling /proc
                 await trio.sleep(0.05)
             await adapter.abort(run)
