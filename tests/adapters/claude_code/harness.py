@@ -13,21 +13,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import tempfile
 import uuid
-from pathlib import Path
 from typing import Any
 
-import trio
-
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
-from contract import RecordedCall
 from contract.fake_cli import fake_cli_argv
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.adapter import RunHandle
 
+from ..cli_harness import EMIT_RULES, FakeCliFaultHarness, FakeCliHarness, Frame, emit
 from .conftest import fixture_lines
-
-Frame = list[dict[str, Any]]
 
 
 def init_line(session_id: str) -> str:
@@ -61,13 +55,6 @@ def aborted_line(session_id: str) -> str:
     )  # fmt: skip
 
 
-ONE_SHOT_RULES: list[dict[str, Any]] = [
-    {"match": {"emit": {}}, "reply": ["{{emit}}"]},
-    {"match": {"ctl": "exit", "code": 0}, "exit": 0},
-    {"match": {"ctl": "exit", "code": 1}, "exit": 1},
-]
-
-
 def live_rules(session_id: str) -> list[dict[str, Any]]:
     """A fake long-lived Claude Code: handshake, turns, interrupts, echoes ``{"emit": …}``."""
     ok = ('{"type":"control_response","response":{"subtype":"success","request_id":'
@@ -93,31 +80,27 @@ class ClaudeFrames:
     def __init__(self) -> None:
         self._n = itertools.count()
 
-    @staticmethod
-    def _emit(line: dict[str, Any]) -> dict[str, Any]:
-        return {"emit": line}
-
     def delta(self, text: str) -> Frame:
         event = {"type": "content_block_delta", "index": 0,
                  "delta": {"type": "text_delta", "text": text}}  # fmt: skip
-        return [self._emit({"type": "stream_event", "event": event, "parent_tool_use_id": None})]
+        return [emit({"type": "stream_event", "event": event, "parent_tool_use_id": None})]
 
     def tool_call(self, name: str, input: Any, call_id: str) -> Frame:
         message = {"id": f"msg_{next(self._n)}", "role": "assistant", "model": "fake",
                    "content": [{"type": "tool_use", "id": call_id, "name": name, "input": input}]}  # fmt: skip
-        return [self._emit({"type": "assistant", "message": message, "parent_tool_use_id": None})]
+        return [emit({"type": "assistant", "message": message, "parent_tool_use_id": None})]
 
     def tool_result(self, call_id: str, name: str, output: str, *, is_error: bool = False) -> Frame:
         block = {"type": "tool_result", "tool_use_id": call_id, "content": output,
                  "is_error": is_error}  # fmt: skip
         message = {"role": "user", "content": [block]}
-        return [self._emit({"type": "user", "message": message, "parent_tool_use_id": None})]
+        return [emit({"type": "user", "message": message, "parent_tool_use_id": None})]
 
     def cost(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> Frame:
         return [{"cost": [input_tokens, output_tokens]}]
 
     def final(self, summary: str) -> Frame:
-        return [self._emit(result_line("", result=summary)), {"ctl": "exit", "code": 0}]
+        return [emit(result_line("", result=summary)), {"ctl": "exit", "code": 0}]
 
     def aborted(self) -> Frame:
         return []  # the abort itself makes Claude Code write its aborted result
@@ -125,35 +108,28 @@ class ClaudeFrames:
     def error(self, message: str) -> Frame:
         line = result_line("", is_error=True, result=message, terminal_reason="api_error",
                            api_error_status=500)  # fmt: skip
-        return [self._emit(line), {"ctl": "exit", "code": 1}]
+        return [emit(line), {"ctl": "exit", "code": 1}]
 
     def unknown(self) -> Frame:
-        return [self._emit({"type": "contract_unknown", "payload": {"x": 1}})]
+        return [emit({"type": "contract_unknown", "payload": {"x": 1}})]
 
 
-def state_root() -> Path:
-    return Path(tempfile.mkdtemp(prefix="ringleader-claude-test-"))
-
-
-class ClaudeOneShotHarness:
+class ClaudeOneShotHarness(FakeCliHarness):
     """The contract harness for one-shot mode."""
 
     label = "claude-code-one-shot"
-    mode = "one-shot"
+    adapter_cls = ClaudeCodeAdapter
+    config_cls = ClaudeCodeConfig
 
     def __init__(self) -> None:
-        self.frames = ClaudeFrames()
-        self.adapters: list[ClaudeCodeAdapter] = []
-        self._keys = itertools.count(1)
-        self._root = state_root()
-        self.pids: list[int] = []
+        super().__init__(ClaudeFrames())
         self._usage: dict[str, tuple[int, int]] = {}
 
     def config(self) -> ClaudeCodeConfig:
         def launch(args: Any) -> list[str]:
             session = str(uuid.uuid4())
             return fake_cli_argv(
-                [init_line(session)], rules=ONE_SHOT_RULES, on_sigint=aborted_line(session)
+                [init_line(session)], rules=EMIT_RULES, on_sigint=aborted_line(session)
             )
 
         return ClaudeCodeConfig(
@@ -165,49 +141,7 @@ class ClaudeOneShotHarness:
             sigterm_grace=0.5,
         )
 
-    def make_adapter(self) -> RuntimeAdapter:
-        adapter = ClaudeCodeAdapter(self.config())
-        self.adapters.append(adapter)
-        return adapter
-
-    def make_hung_adapter(self) -> RuntimeAdapter:
-        """An adapter whose ``claude --version`` never answers."""
-        hang = self._root / "hung-claude"
-        hang.write_text("#!/bin/sh\nsleep 30\n")
-        hang.chmod(0o755)
-        return ClaudeCodeAdapter(ClaudeCodeConfig(binary=str(hang), state_root=self._root))
-
-    async def start(self, adapter: RuntimeAdapter, session_key: str | None = None) -> RunHandle:
-        key = session_key or f"agent:claude-{next(self._keys)}:main"
-        run = await adapter.start(
-            TaskHandle(), StartOpts(agent_id="claude", session_key=key, message="hi")
-        )
-        assert isinstance(adapter, ClaudeCodeAdapter)
-        child = adapter.child_for(run)
-        assert child is not None
-        self.pids.append(child.pid)
-        return run
-
-    def _run(self, adapter: ClaudeCodeAdapter, run: RunHandle | None) -> RunHandle:
-        if run is not None:
-            return run
-        return next(reversed(adapter._live.values())).emitter.handle  # pyright: ignore[reportPrivateUsage]
-
-    async def emit(self, frame: Any, run: RunHandle | None = None) -> None:
-        adapter = self.adapters[-1]
-        run = self._run(adapter, run)
-        child = adapter.child_for(run)
-        if child is None:
-            return
-        for message in frame:
-            for line in self._lines(run, message):
-                try:
-                    await child.send_line(json.dumps(line).encode())
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    return  # the fake (like Claude Code) is gone: an aborted or finished run
-        await trio.sleep(0.01)  # let the fake echo before the next frame of another run is sent
-
-    def _lines(self, run: RunHandle, message: dict[str, Any]) -> list[dict[str, Any]]:
+    def lines(self, run: RunHandle, message: dict[str, Any]) -> list[dict[str, Any]]:
         if "cost" not in message:
             return [message]
         total_in, total_out = message["cost"]
@@ -221,9 +155,6 @@ class ClaudeOneShotHarness:
             {"emit": {"type": "stream_event", "event": start, "parent_tool_use_id": None}},
             {"emit": {"type": "stream_event", "event": delta, "parent_tool_use_id": None}},
         ]
-
-    def recorded_calls(self) -> list[RecordedCall]:
-        return [RecordedCall(c.method, c.params) for a in self.adapters for c in a.calls]
 
 
 class ClaudeLiveHarness(ClaudeOneShotHarness):
@@ -245,37 +176,12 @@ class ClaudeLiveHarness(ClaudeOneShotHarness):
         )
 
 
-class ClaudeFaultHarness:
+class ClaudeFaultHarness(FakeCliFaultHarness):
     """One-shot runs whose fake Claude Code replays a recorded transcript with a fault."""
 
     label = "claude-code-faults"
+    adapter_cls = ClaudeCodeAdapter
+    config_cls = ClaudeCodeConfig
 
     def __init__(self) -> None:
-        self.fault = "stall"
-        self._root = state_root()
-        self._pids: list[int] = []
-        self._transcript = [line.decode() for line in fixture_lines("tool")]
-
-    def make_adapter(self) -> RuntimeAdapter:
-        return ClaudeCodeAdapter(
-            ClaudeCodeConfig(
-                launcher=lambda args: fake_cli_argv(self._transcript, fault=self.fault),
-                state_root=self._root,
-                sigint_grace=0.5,
-                sigterm_grace=0.5,
-            )
-        )
-
-    async def start_faulty(self, adapter: RuntimeAdapter, fault: str) -> RunHandle:
-        self.fault = fault
-        run = await adapter.start(
-            TaskHandle(), StartOpts(agent_id="claude", session_key="claude:fault", message="go")
-        )
-        assert isinstance(adapter, ClaudeCodeAdapter)
-        child = adapter.child_for(run)
-        assert child is not None
-        self._pids.append(child.pid)
-        return run
-
-    def spawned_pids(self) -> list[int]:
-        return list(self._pids)
+        super().__init__(fixture_lines("tool"))

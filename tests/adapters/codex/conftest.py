@@ -1,31 +1,16 @@
-"""Shared helpers for the Codex adapter tests."""
+"""Shared helpers for the Codex adapter tests: the recorded transcripts."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from adapters._runtimes import PINNED_VERSIONS
+from ..cli_harness import Recorded
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "codex" / PINNED_VERSIONS["codex"]
-
-
-def fixture_lines(name: str) -> list[bytes]:
-    """The stdout lines of a recorded ``codex exec --json`` run."""
-    return [line for line in (FIXTURES / f"{name}.jsonl").read_bytes().split(b"\n") if line]
-
-
-def fixture_meta(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / f"{name}.meta.json").read_text())
+RECORDED = Recorded("codex", "codex")
+fixture_lines = RECORDED.lines
+fixture_meta = RECORDED.meta
 
 
 def app_messages(name: str, direction: str = "out") -> list[dict[str, Any]]:
     """The messages of a recorded app-server conversation in one direction."""
-    out: list[dict[str, Any]] = []
-    for line in (FIXTURES / f"app-{name}.jsonl").read_text().splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            if entry["dir"] == direction:
-                out.append(entry["msg"])
-    return out
+    return RECORDED.messages(f"app-{name}", direction)

@@ -11,27 +11,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import tempfile
 import uuid
-from pathlib import Path
 from typing import Any
 
-import trio
-
 from adapters.codex import CodexAdapter, CodexConfig
-from contract import RecordedCall
 from contract.fake_cli import fake_cli_argv
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.adapter import RuntimeAdapter
 
+from ..cli_harness import EMIT_RULES, FakeCliFaultHarness, FakeCliHarness, Frame, emit
 from .conftest import app_messages, fixture_lines
-
-EXEC_RULES: list[dict[str, Any]] = [
-    {"match": {"emit": {}}, "reply": ["{{emit}}"]},
-    {"match": {"ctl": "exit", "code": 0}, "exit": 0},
-    {"match": {"ctl": "exit", "code": 1}, "exit": 1},
-]
-
-Frame = list[dict[str, Any]]
 
 
 class ExecFrames:
@@ -41,20 +29,16 @@ class ExecFrames:
         self._n = itertools.count()
         self._usage: dict[int, tuple[int, int]] = {}
 
-    @staticmethod
-    def _emit(line: dict[str, Any]) -> dict[str, Any]:
-        return {"emit": line}
-
     def delta(self, text: str) -> Frame:
         item = {"id": f"item_{next(self._n)}", "type": "agent_message", "text": text}
-        return [self._emit({"type": "item.completed", "item": item})]
+        return [emit({"type": "item.completed", "item": item})]
 
     def tool_call(self, name: str, input: Any, call_id: str) -> Frame:
         # An MCP tool call is the only Codex item with a free name and input; no server → the
         # bare tool name.
         item = {"id": call_id, "type": "mcp_tool_call", "server": "", "tool": name,
                 "arguments": input, "status": "in_progress"}  # fmt: skip
-        return [self._emit({"type": "item.started", "item": item})]
+        return [emit({"type": "item.started", "item": item})]
 
     def tool_result(self, call_id: str, name: str, output: str, *, is_error: bool = False) -> Frame:
         item: dict[str, Any] = {
@@ -63,50 +47,48 @@ class ExecFrames:
             "result": None if is_error else {"content": [{"type": "text", "text": output}]},
             "error": {"message": output} if is_error else None,
         }  # fmt: skip
-        return [self._emit({"type": "item.completed", "item": item})]
+        return [emit({"type": "item.completed", "item": item})]
 
     def cost(self, input_tokens: int, output_tokens: int, cost_usd: float | None) -> Frame:
         # Codex reports the thread's cumulative usage on turn.completed.
         usage = {"input_tokens": input_tokens, "cached_input_tokens": 0,
                  "output_tokens": output_tokens, "reasoning_output_tokens": 0}  # fmt: skip
-        return [self._emit({"type": "turn.completed", "usage": usage})]
+        return [emit({"type": "turn.completed", "usage": usage})]
 
     def final(self, summary: str) -> Frame:
-        return [self._emit({"type": "turn.completed", "usage": {}}), {"ctl": "exit", "code": 0}]
+        return [emit({"type": "turn.completed", "usage": {}}), {"ctl": "exit", "code": 0}]
 
     def aborted(self) -> Frame:
         return []  # Codex prints nothing when interrupted
 
     def error(self, message: str) -> Frame:
         return [
-            self._emit({"type": "error", "message": message}),
-            self._emit({"type": "turn.failed", "error": {"message": message}}),
+            emit({"type": "error", "message": message}),
+            emit({"type": "turn.failed", "error": {"message": message}}),
             {"ctl": "exit", "code": 1},
         ]
 
     def unknown(self) -> Frame:
-        return [self._emit({"type": "contract.unknown", "payload": {"x": 1}})]
+        return [emit({"type": "contract.unknown", "payload": {"x": 1}})]
 
 
-def state_root() -> Path:
-    return Path(tempfile.mkdtemp(prefix="ringleader-codex-test-"))
-
-
-class CodexExecHarness:
+class CodexExecHarness(FakeCliHarness):
     """The contract harness for exec mode."""
 
     label = "codex-exec"
+    adapter_cls = CodexAdapter
+    config_cls = CodexConfig
 
     def __init__(self) -> None:
-        self.frames = ExecFrames()
-        self.adapters: list[CodexAdapter] = []
-        self._keys = itertools.count(1)
-        self._root = state_root()
-        self.pids: list[int] = []
+        super().__init__(self.make_frames())
+
+    @staticmethod
+    def make_frames() -> Any:
+        return ExecFrames()
 
     def config(self) -> CodexConfig:
         return CodexConfig(
-            launcher=lambda args: fake_cli_argv(self._opening(), rules=EXEC_RULES),
+            launcher=lambda args: fake_cli_argv(self._opening(), rules=EMIT_RULES),
             launcher_stdin=True,
             state_root=self._root,
             model="gpt-5.5",
@@ -121,82 +103,16 @@ class CodexExecHarness:
         thread = json.loads(first)["thread_id"]
         return [first.replace(thread, str(uuid.uuid4())), second]
 
-    def make_adapter(self) -> RuntimeAdapter:
-        adapter = CodexAdapter(self.config())
-        self.adapters.append(adapter)
-        return adapter
 
-    def make_hung_adapter(self) -> RuntimeAdapter:
-        """An adapter whose ``codex --version`` never answers."""
-        hang = self._root / "hung-codex"
-        hang.write_text("#!/bin/sh\nsleep 30\n")
-        hang.chmod(0o755)
-        return CodexAdapter(CodexConfig(binary=str(hang), state_root=self._root))
-
-    async def start(self, adapter: RuntimeAdapter, session_key: str | None = None) -> RunHandle:
-        key = session_key or f"agent:codex-{next(self._keys)}:main"
-        run = await adapter.start(
-            TaskHandle(), StartOpts(agent_id="codex", session_key=key, message="hi")
-        )
-        assert isinstance(adapter, CodexAdapter)
-        child = adapter.child_for(run)
-        assert child is not None
-        self.pids.append(child.pid)
-        return run
-
-    async def emit(self, frame: Any, run: RunHandle | None = None) -> None:
-        adapter = self.adapters[-1]
-        if run is None:
-            run = next(reversed(adapter._live.values())).emitter.handle  # pyright: ignore[reportPrivateUsage]
-        child = adapter.child_for(run)
-        if child is None:
-            return
-        for message in frame:
-            try:
-                await child.send_line(json.dumps(message).encode())
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                return  # the fake (like Codex) is gone: an aborted or finished run
-        # let the fake echo before the next frame of another run is sent
-        await trio.sleep(0.01)
-
-    def recorded_calls(self) -> list[RecordedCall]:
-        return [RecordedCall(c.method, c.params) for a in self.adapters for c in a.calls]
-
-
-class CodexExecFaultHarness:
+class CodexExecFaultHarness(FakeCliFaultHarness):
     """Exec runs whose fake Codex replays a recorded transcript with a fault."""
 
     label = "codex-exec-faults"
+    adapter_cls = CodexAdapter
+    config_cls = CodexConfig
 
     def __init__(self) -> None:
-        self.fault = "stall"
-        self._root = state_root()
-        self._pids: list[int] = []
-        self._transcript = [line.decode() for line in fixture_lines("exec-tool")]
-
-    def make_adapter(self) -> RuntimeAdapter:
-        return CodexAdapter(
-            CodexConfig(
-                launcher=lambda args: fake_cli_argv(self._transcript, fault=self.fault),
-                state_root=self._root,
-                sigint_grace=0.5,
-                sigterm_grace=0.5,
-            )
-        )
-
-    async def start_faulty(self, adapter: RuntimeAdapter, fault: str) -> RunHandle:
-        self.fault = fault
-        run = await adapter.start(
-            TaskHandle(), StartOpts(agent_id="codex", session_key="codex:fault", message="go")
-        )
-        assert isinstance(adapter, CodexAdapter)
-        child = adapter.child_for(run)
-        assert child is not None
-        self._pids.append(child.pid)
-        return run
-
-    def spawned_pids(self) -> list[int]:
-        return list(self._pids)
+        super().__init__(fixture_lines("exec-tool"))
 
 
 # ------------------------------------------------------------------------------ app-server
@@ -288,9 +204,9 @@ class CodexAppHarness(CodexExecHarness):
 
     label = "codex-app-server"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.frames = AppFrames()  # type: ignore[assignment]
+    @staticmethod
+    def make_frames() -> Any:
+        return AppFrames()
 
     def config(self) -> CodexConfig:
         return CodexConfig(
@@ -302,9 +218,6 @@ class CodexAppHarness(CodexExecHarness):
             sigterm_grace=0.5,
             interrupt_grace=2.0,
         )
-
-    def recorded_calls(self) -> list[RecordedCall]:
-        return [RecordedCall(c.method, c.params) for a in self.adapters for c in a.calls]
 
 
 class CodexAppFaultHarness(CodexExecFaultHarness):
