@@ -18,7 +18,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NoReturn, TypeAlias, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, TypeAlias, TypeVar, cast
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -229,6 +229,7 @@ _ENVELOPE = ("run_id", "session_id", "ts", "seq")
 _TEXT_SET = frozenset((*_ENVELOPE, "text", "channel"))
 _RESULT_SET = frozenset((*_ENVELOPE, "tool_call_id", "name", "output", "is_error"))
 _STATUS_SET = frozenset((*_ENVELOPE, "phase", "model", "detail"))
+_CALL_SET = frozenset((*_ENVELOPE, "tool_call_id", "name", "input", "partial"))
 
 
 def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) -> _E:
@@ -241,6 +242,31 @@ def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) 
     _setattr(event, "__pydantic_extra__", None)
     _setattr(event, "__pydantic_private__", None)
     return event
+
+
+class _NotPlain(Exception):
+    """A value :func:`_json_copy` leaves to validation."""
+
+
+def _json_copy(value: object, depth: int = 0) -> Any:
+    """A copy of a plain JSON value (exact ``dict`` with ``str`` keys, ``list``, ``str``,
+    ``int``, ``float``, ``bool``, ``None``), as JSON-value validation returns it; raises
+    :class:`_NotPlain` for anything else (subclasses, tuples, very deep nesting …)."""
+    t = type(value)
+    if t is str or t is int or t is bool or t is float or value is None:
+        return value
+    if depth > 32:
+        raise _NotPlain
+    if t is dict:
+        out: dict[str, Any] = {}
+        for k, v in cast(dict[Any, Any], value).items():
+            if type(k) is not str:
+                raise _NotPlain
+            out[k] = _json_copy(v, depth + 1)
+        return out
+    if t is list:
+        return [_json_copy(v, depth + 1) for v in cast(list[Any], value)]
+    raise _NotPlain
 
 
 def with_seq(event: _E, seq: int) -> _E:
@@ -271,7 +297,8 @@ class EventFactory:
     * ``finished`` — set by :meth:`finish`; a second terminal is refused (empty list).
 
     ``run_id`` is mutable because runtimes tell us their id late; events built afterwards carry
-    it. The hot kinds (text deltas, tool results, statuses) are built without re-running
+    it. The hot kinds (text deltas, tool calls with plain JSON input, tool results, statuses)
+    are built without re-running
     validation when every value already has its field's type (checked: exact ``str``/``int``/
     ``bool`` and the literal sets) — 1.6 µs instead of 5 µs a delta, the same object validation
     would give; anything else goes through validation (``model_construct`` is slower still:
@@ -328,8 +355,38 @@ class EventFactory:
 
     def tool_call(self, tool_call_id: str, name: str, input: JsonValue) -> ToolCall:
         self.open_tool_calls[tool_call_id] = name
+        self.seq += 1
+        ts = self.clock()
+        if type(tool_call_id) is str and type(name) is str and self._envelope_ok(ts):
+            try:
+                plain = _json_copy(input)
+            except _NotPlain:
+                pass
+            else:
+                return _trusted(
+                    ToolCall,
+                    _CALL_SET,
+                    {
+                        "run_id": self.run_id,
+                        "session_id": self.session_id,
+                        "ts": ts,
+                        "seq": self.seq,
+                        "kind": "tool-call",
+                        "tool_call_id": tool_call_id,
+                        "name": name,
+                        "input": plain,
+                        "partial": False,
+                    },
+                )
         return ToolCall(
-            **self._base(), tool_call_id=tool_call_id, name=name, input=input, partial=False
+            run_id=self.run_id,
+            session_id=self.session_id,
+            ts=ts,
+            seq=self.seq,
+            tool_call_id=tool_call_id,
+            name=name,
+            input=input,
+            partial=False,
         )
 
     def tool_result(
