@@ -1,9 +1,13 @@
 """The durable event log: every event is in SQLite before any subscriber sees it.
 
-Storage: SQLite in WAL mode (stdlib :mod:`sqlite3`) on **one** connection, owned by **one**
-database thread (:class:`_DbThread`): every statement runs there, in submission order, and the
-trio loop never blocks on disk. A call costs one hand-off to that thread and one wake-up back
-(no thread pool, no limiter).
+Storage: SQLite in WAL mode (stdlib :mod:`sqlite3`). The **writer task owns the writing
+connection**: with ``synchronous=NORMAL`` (the default) a commit is a ``write`` into the WAL with
+no fsync, so the writer commits on the trio thread — a few dozen microseconds per transaction,
+and no thread hand-off, which on a loaded machine costs milliseconds each way. Everything that
+may block on the disk runs in **one** database thread (:class:`_DbThread`) on its own
+connection: reads, and the WAL checkpoints (``PASSIVE``, every few thousand rows; automatic
+checkpoints are off, so no commit ever fsyncs). With ``synchronous="FULL"`` every commit fsyncs,
+so commits go to the database thread too.
 
 Writes are **group-committed and pipelined**. :meth:`EventLog.append`, :meth:`~EventLog.start_run`,
 :meth:`~EventLog.record_session` and :meth:`~EventLog.finish_run` only *queue* their rows; one
@@ -12,19 +16,18 @@ writer task takes everything queued (up to ``max_batch_rows`` event rows) and wr
 queued with them — then hands the committed batch to a publisher task and goes straight on to
 the next transaction while the publisher delivers the committed events, in commit order, to the
 listeners (the :class:`~orchestrator.feed.Feed`). However many runs append at once, the log
-costs one thread hand-off per transaction, not per call. If any statement of a transaction
+costs one transaction per writer round, not one per call. If any statement of a transaction
 fails, it is rolled back and re-run with one ``SAVEPOINT`` per queued call, so one bad call — a
 duplicate ``(run_key, seq)`` — fails alone.
 
 ``append`` returns once its events are committed *and* published, so "written before any
 subscriber sees it" holds by construction, subscribers see the global order of the log, and a
 slow subscriber's backpressure reaches the producer. ``start_run`` returns once its row is
-committed (it raises if the run key exists). ``record_session`` and ``finish_run`` return as soon
+committed (and raises if it could not be written). ``record_session`` and ``finish_run`` return as soon
 as their row is queued: it is committed in the same transaction as, or before, anything queued
 after it (so a session recorded before a run's next events is durable whenever those events
 are), and :meth:`~EventLog.flush` — which every read does first — waits for it. JSON bodies are
-encoded by the caller (in :meth:`append`), so the database thread mostly runs SQLite's C code
-with the GIL released.
+encoded by the caller (in :meth:`append`).
 
 Durability: ``synchronous=NORMAL`` under WAL (the default) keeps every committed transaction
 across a crash of *this process* (SIGKILL included); a power loss may lose the last few
@@ -248,8 +251,8 @@ def _write_batch(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int] |
             conn.execute("BEGIN IMMEDIATE")
             out = _write_isolated(conn, batch)
         else:
-            last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
             total = sum(len(op.rows) for op in batch)
+            last = _last_gid(conn) if total else 0
             gid = last - total + 1
             out: list[list[int] | Exception] = []
             for op in batch:
@@ -262,6 +265,13 @@ def _write_batch(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int] |
             conn.execute("ROLLBACK")
         raise
     return out
+
+
+def _last_gid(conn: sqlite3.Connection) -> int:
+    """The largest gid ever given (``AUTOINCREMENT``'s counter; ``last_insert_rowid()`` would
+    name a run or session row inserted after the events)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _write_isolated(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int] | Exception]:
@@ -278,11 +288,19 @@ def _write_isolated(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int
         conn.execute("RELEASE a")
         n = len(op.rows)
         if n:
-            last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+            last = _last_gid(conn)
             out.append(list(range(last - n + 1, last + 1)))
         else:
             out.append([])
     return out
+
+
+_CHECKPOINT_ROWS = 4000
+"""Checkpoint the WAL after about this many rows (SQLite's own default is every 1000 pages)."""
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 
 class _DbThread:
@@ -319,6 +337,10 @@ class _DbThread:
         await trio.lowlevel.checkpoint_if_cancelled()
         return result
 
+    def submit(self, fn: Callable[[], T], deliver: Callable[[outcome.Outcome[T]], None]) -> None:
+        """Run ``fn`` in the database thread; ``deliver`` gets its outcome there."""
+        self._jobs.put((fn, deliver))
+
     def stop(self) -> None:
         """No more jobs: the thread ends after the queued ones."""
         self._jobs.put(None)
@@ -330,7 +352,11 @@ class EventLog:
 
     path: Path
     _conn: sqlite3.Connection = attrs.field(alias="conn")
+    _reader: sqlite3.Connection = attrs.field(alias="reader")
     _db: _DbThread = attrs.field(alias="db")
+    _inline: bool = attrs.field(alias="inline", default=True)
+    """Commit on the trio thread (``synchronous=NORMAL``: a commit is a ``write`` to the WAL, no
+    fsync) rather than handing each transaction to the database thread (``FULL``)."""
     clock: Callable[[], int] = now_ms
     max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS
     _pending: deque[_Op] = attrs.field(init=False, factory=deque[_Op])
@@ -352,6 +378,8 @@ class EventLog:
     _listeners: list[CommitListener] = attrs.field(init=False, factory=list[CommitListener])
     _closing: bool = attrs.field(init=False, default=False)
     _writer_done: bool = attrs.field(init=False, default=False)
+    _uncheckpointed: int = attrs.field(init=False, default=0)
+    _checkpointing: bool = attrs.field(init=False, default=False)
     transactions: int = attrs.field(init=False, default=0)
     """How many transactions the writer has committed (batching shows as calls/transaction)."""
 
@@ -367,7 +395,7 @@ class EventLog:
     ) -> AsyncGenerator[EventLog]:
         target = Path(path)
 
-        def connect() -> sqlite3.Connection:
+        def connect() -> tuple[sqlite3.Connection, sqlite3.Connection]:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
             try:
@@ -377,25 +405,49 @@ class EventLog:
                 conn.execute(f"PRAGMA synchronous={synchronous}")
                 conn.execute("PRAGMA busy_timeout=5000")
                 conn.executescript(_SCHEMA)
+                # checkpoints (which fsync) run in the database thread, never in a commit
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                reader = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
             except BaseException:
                 conn.close()
                 raise
-            return conn
+            try:
+                reader.execute("PRAGMA busy_timeout=5000")
+            except BaseException:
+                reader.close()
+                conn.close()
+                raise
+            return conn, reader
+
+        def close(conns: tuple[sqlite3.Connection, sqlite3.Connection]) -> None:
+            writer, reader = conns
+            try:
+                reader.close()
+            finally:
+                writer.close()
 
         db = _DbThread()
-        opened: list[sqlite3.Connection] = []
+        opened: list[tuple[sqlite3.Connection, sqlite3.Connection]] = []
         try:
-            with trio.CancelScope(shield=True):  # a connection, once made, is closed by us
+            with trio.CancelScope(shield=True):  # connections, once made, are closed by us
                 opened.append(await db.call(connect))
             await trio.lowlevel.checkpoint_if_cancelled()
         except BaseException:
             if opened:
                 with trio.CancelScope(shield=True):
-                    await db.call(opened[0].close)
+                    await db.call(functools.partial(close, opened[0]))
             db.stop()
             raise
-        conn = opened[0]
-        log = cls(path=target, conn=conn, db=db, clock=clock, max_batch_rows=max_batch_rows)
+        conn, reader = opened[0]
+        log = cls(
+            path=target,
+            conn=conn,
+            reader=reader,
+            db=db,
+            inline=synchronous == "NORMAL",
+            clock=clock,
+            max_batch_rows=max_batch_rows,
+        )
         try:
             try:
                 async with trio.open_nursery() as nursery:
@@ -414,7 +466,8 @@ class EventLog:
                 raise
         finally:
             with trio.CancelScope(shield=True):
-                await db.call(conn.close)
+                await db.call(functools.partial(_checkpoint, reader))
+                await db.call(functools.partial(close, opened[0]))
                 db.stop()
 
     async def _call(self, fn: Callable[[], T]) -> T:
@@ -492,6 +545,7 @@ class EventLog:
 
     async def _writer(self) -> None:
         conn = self._conn
+        batch: list[_Op] = []
         try:
             while True:
                 while not self._pending:
@@ -503,11 +557,17 @@ class EventLog:
                     await self._publish_room.park()
                 batch = self._take()
                 try:
-                    results = await self._db.call(functools.partial(_write_batch, conn, batch))
+                    if self._inline:
+                        results = _write_batch(conn, batch)
+                    else:
+                        results = await self._db.call(functools.partial(_write_batch, conn, batch))
                 except Exception as exc:
                     _log.error("event log write failed: %s", type(exc).__name__)
                     results = [exc] * len(batch)
                 self.transactions += 1
+                self._uncheckpointed += sum(len(op.rows) for op in batch) + 1
+                if self._uncheckpointed >= _CHECKPOINT_ROWS and not self._checkpointing:
+                    self._start_checkpoint()
                 items: list[LoggedEvent] = []
                 for op, result in zip(batch, results, strict=True):
                     if isinstance(op, _Statement):
@@ -532,11 +592,15 @@ class EventLog:
                 self._flushed.unpark_all()
                 self._committed_q.append((batch, items))
                 self._publish_wakeup.unpark_all()
+                batch = []
+                if self._inline:
+                    await trio.lowlevel.checkpoint()  # never hog the loop between commits
         finally:
-            # closing or cancelled: nobody will write what is still queued
+            # closing or cancelled: nobody will write what is still queued (a batch cancelled
+            # while in the database thread may or may not have committed: it reports closed)
             self._writer_done = True
             self._flushed.unpark_all()
-            for op in self._pending:
+            for op in [*batch, *self._pending]:
                 op.error = trio.ClosedResourceError("the event log closed before this write")
                 if isinstance(op, _Append):
                     op.committed.set()
@@ -545,6 +609,24 @@ class EventLog:
                     op.committed.set()
             self._pending.clear()
             self._publish_wakeup.unpark_all()
+
+    def _start_checkpoint(self) -> None:
+        """Copy the WAL into the database in the database thread (its own connection; a
+        ``PASSIVE`` checkpoint never blocks the writer)."""
+        self._checkpointing = True
+        self._uncheckpointed = 0
+        token = trio.lowlevel.current_trio_token()
+
+        def finished(result: outcome.Outcome[None]) -> None:
+            if isinstance(result, outcome.Error):
+                _log.warning("event log checkpoint failed: %s", result.error)
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(self._checkpoint_done)
+
+        self._db.submit(functools.partial(_checkpoint, self._reader), finished)
+
+    def _checkpoint_done(self) -> None:
+        self._checkpointing = False
 
     async def _publisher(self) -> None:
         """Hands committed batches to the listeners, in commit order."""
@@ -580,7 +662,7 @@ class EventLog:
         self, run_key: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[RuntimeEvent]:
         """A run's events with ``seq > after_seq``, in order (at most ``limit``)."""
-        conn = self._conn
+        conn = self._reader
 
         def query() -> list[str]:
             cur = conn.execute(
@@ -598,7 +680,7 @@ class EventLog:
 
         The events are parsed lazily: a reader that only forwards the JSON (the SSE endpoint)
         never pays for validation."""
-        conn = self._conn
+        conn = self._reader
 
         def query() -> list[tuple[int, str, str, int, str]]:
             if run_key is None:
@@ -621,7 +703,7 @@ class EventLog:
         ]
 
     async def last_gid(self) -> int:
-        conn = self._conn
+        conn = self._reader
         return await self._call(
             lambda: int(conn.execute("SELECT COALESCE(MAX(gid), 0) FROM events").fetchone()[0])
         )
@@ -662,7 +744,7 @@ class EventLog:
 
     async def runs(self) -> list[RunRow]:
         """Every run, oldest first."""
-        conn = self._conn
+        conn = self._reader
 
         def query() -> list[RunRow]:
             cur = conn.execute(
@@ -698,7 +780,7 @@ class EventLog:
         )
 
     async def get_session(self, session_key: str) -> SessionRow | None:
-        conn = self._conn
+        conn = self._reader
 
         def query() -> SessionRow | None:
             row = conn.execute(

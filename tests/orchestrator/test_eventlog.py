@@ -330,3 +330,16 @@ async def test_a_failing_row_fails_alone(tmp_path: Path) -> None:
         await log.flush()
         assert [e.seq for e in await log.read("k")] == [1, 2]
         assert (await log.runs())[0].run_key == "k"
+
+
+async def test_full_sync_commits_in_the_database_thread(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with EventLog.open(tmp_path / "log.db", synchronous="FULL") as log:
+        log.add_listener(recorder)
+        await log.start_run("a", runtime_id="x", session_key="a")
+        async with trio.open_nursery() as nursery:
+            for run in ("a", "b", "c"):
+                nursery.start_soon(log.append, run, deltas(4, run_id=run))
+        assert [e.seq for e in await log.read("b")] == [1, 2, 3, 4]
+        assert [i.gid for i in recorder.items] == list(range(1, 13))
+        assert (await log.runs())[0].status == "running"
