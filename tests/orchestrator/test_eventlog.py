@@ -38,11 +38,10 @@ def every_kind() -> list[RuntimeEvent]:
 
 
 async def committed(log: EventLog, transactions: int) -> None:
-    """Wait until the writer has committed this many transactions (the database thread is not
-    a trio task, so ``wait_all_tasks_blocked`` cannot see it)."""
-    while log.transactions < transactions:
-        await trio.sleep(0.001)
+    """Wait until the writer has committed this many transactions (under ``synchronous=NORMAL``
+    it commits on the trio thread, so once every task is blocked it has)."""
     await trio.testing.wait_all_tasks_blocked()
+    assert log.transactions == transactions
 
 
 class Recorder:
