@@ -32,7 +32,8 @@ from adapters.native.subscriber import NotifyFn, TextDeltaEvent, ToolUseEvent
 from adapters.native.tools import ToolDefinition
 from tiers import AssembledPrompt
 
-from ._common import convert_error, parse_arguments, shared_http_client
+from ._common import parse_arguments
+from ._sdk import SdkModel, anthropic_client
 from .base import ModelResponse, PromptRequest, SystemPrompt
 
 __all__ = ["AnthropicModel", "format_anthropic_messages", "system_blocks"]
@@ -40,7 +41,7 @@ __all__ = ["AnthropicModel", "format_anthropic_messages", "system_blocks"]
 _EPHEMERAL = {"type": "ephemeral"}
 
 
-class AnthropicModel:
+class AnthropicModel(SdkModel[anthropic.AsyncAnthropic]):
     def __init__(
         self,
         model: str,
@@ -54,44 +55,9 @@ class AnthropicModel:
         client: anthropic.AsyncAnthropic | None = None,
         provider: str = "anthropic",
     ) -> None:
-        self._model = model
-        self._provider = provider
-        self.max_tokens = max_tokens
-        self.stream = stream
+        client = client or anthropic_client(api_key, base_url, http_client)
+        super().__init__(model, client, provider=provider, max_tokens=max_tokens, stream=stream)
         self.cache = cache
-        self._client = client or anthropic.AsyncAnthropic(
-            api_key=api_key or "unset",
-            base_url=base_url,
-            http_client=http_client or shared_http_client(),
-            max_retries=0,  # the loop retries (jitter, Retry-After, never after progress)
-        )
-        self._system: SystemPrompt = ""
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self._model!r})"
-
-    @property
-    def name(self) -> str:
-        return f"{self._provider}:{self._model}"
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    def set_system_prompt(self, prompt: SystemPrompt) -> None:
-        self._system = prompt
-
-    def with_model(self, model: str) -> AnthropicModel:
-        clone = AnthropicModel(
-            model,
-            max_tokens=self.max_tokens,
-            stream=self.stream,
-            cache=self.cache,
-            client=self._client,
-            provider=self._provider,
-        )
-        clone.set_system_prompt(self._system)
-        return clone
 
     def build_params(self, request: PromptRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -106,20 +72,11 @@ class AnthropicModel:
             params["tools"] = [_tool(t) for t in request.tools]
         return params
 
-    async def prompt(self, request: PromptRequest, notify: NotifyFn) -> ModelResponse:
-        params = self.build_params(request)
-        try:
-            if self.stream:
-                return await self._streamed(params, notify)
-            message: Any = cast(Any, await self._client.messages.create(**params))
-        except Exception as exc:
-            err = convert_error(exc)
-            if err is None:
-                raise
-            raise err from exc
-        return self._from_message(message)
+    async def call(self, params: dict[str, Any]) -> Any:
+        return cast(Any, await self._client.messages.create(**params))
 
-    def _from_message(self, message: Any) -> ModelResponse:
+    def response(self, raw: Any) -> ModelResponse:
+        message = raw
         text: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[ReasoningBlock] = []
@@ -143,7 +100,7 @@ class AnthropicModel:
             streamed=False,
         )
 
-    async def _streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
+    async def streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[ReasoningBlock] = []

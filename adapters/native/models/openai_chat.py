@@ -13,9 +13,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-import httpx2
-import openai
-
 from adapters.native.messages import (
     Message,
     TokenCounter,
@@ -26,74 +23,35 @@ from adapters.native.messages import (
 from adapters.native.subscriber import NotifyFn, TextDeltaEvent, ToolUseEvent
 from adapters.native.tools import ToolDefinition
 
-from ._common import convert_error, data_url, parse_arguments, shared_http_client
-from .base import ModelResponse, PromptRequest, SystemPrompt
+from ._common import data_url, parse_arguments
+from ._sdk import OpenAISdkModel
+from .base import ModelResponse, PromptRequest
 
 __all__ = ["OpenAIChatModel", "format_chat_messages"]
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(OpenAISdkModel):
+    """Chat Completions (see the module docstring)."""
+
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_tokens: int = 4096,
-        stream: bool = True,
-        provider: str = "openai",
         echo_reasoning: bool = False,
         max_tokens_param: str = "max_completion_tokens",
-        http_client: httpx2.AsyncClient | None = None,
-        client: openai.AsyncOpenAI | None = None,
+        **options: Any,
     ) -> None:
-        self._model = model
-        self._provider = provider
-        self.max_tokens = max_tokens
-        self.stream = stream
+        """``options`` as :class:`OpenAISdkModel`: ``api_key``, ``base_url``, ``max_tokens``,
+        ``stream``, ``provider``, ``http_client``, ``client``."""
+        super().__init__(model, **options)
         self.echo_reasoning = echo_reasoning
         self.max_tokens_param = max_tokens_param
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key or "unused",
-            base_url=base_url,
-            http_client=http_client or shared_http_client(),
-            max_retries=0,
-        )
-        self._system: SystemPrompt = ""
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self._provider}:{self._model!r})"
-
-    @property
-    def name(self) -> str:
-        return f"{self._provider}:{self._model}"
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    def set_system_prompt(self, prompt: SystemPrompt) -> None:
-        self._system = prompt
-
-    def with_model(self, model: str) -> OpenAIChatModel:
-        clone = OpenAIChatModel(
-            model,
-            max_tokens=self.max_tokens,
-            stream=self.stream,
-            provider=self._provider,
-            echo_reasoning=self.echo_reasoning,
-            max_tokens_param=self.max_tokens_param,
-            client=self._client,
-        )
-        clone.set_system_prompt(self._system)
-        return clone
 
     def build_params(self, request: PromptRequest) -> dict[str, Any]:
-        system = self._system if isinstance(self._system, str) else self._system.prompt
         params: dict[str, Any] = {
             "model": self._model,
             "messages": format_chat_messages(
-                request.messages, system, echo_reasoning=self.echo_reasoning
+                request.messages, self.system_text, echo_reasoning=self.echo_reasoning
             ),
             self.max_tokens_param: request.max_tokens or self.max_tokens,
         }
@@ -101,17 +59,11 @@ class OpenAIChatModel:
             params["tools"] = [_tool(t) for t in request.tools]
         return params
 
-    async def prompt(self, request: PromptRequest, notify: NotifyFn) -> ModelResponse:
-        params = self.build_params(request)
-        try:
-            if self.stream:
-                return await self._streamed(params, notify)
-            completion: Any = cast(Any, await self._client.chat.completions.create(**params))
-        except Exception as exc:
-            err = convert_error(exc)
-            if err is None:
-                raise
-            raise err from exc
+    async def call(self, params: dict[str, Any]) -> Any:
+        return cast(Any, await self._client.chat.completions.create(**params))
+
+    def response(self, raw: Any) -> ModelResponse:
+        completion = raw
         choice = completion.choices[0]
         msg = choice.message
         calls = tuple(
@@ -127,7 +79,7 @@ class OpenAIChatModel:
             streamed=False,
         )
 
-    async def _streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
+    async def streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
         text: list[str] = []
         frags: dict[int, dict[str, Any]] = {}
         usage: Any = None

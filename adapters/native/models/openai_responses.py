@@ -13,9 +13,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-import httpx2
-import openai
-
 from adapters.native.messages import (
     Message,
     TokenCounter,
@@ -26,64 +23,18 @@ from adapters.native.messages import (
 from adapters.native.subscriber import NotifyFn, TextDeltaEvent, ToolUseEvent
 from adapters.native.tools import ToolDefinition
 
-from ._common import convert_error, data_url, parse_arguments, shared_http_client
-from .base import ModelError, ModelResponse, PromptRequest, SystemPrompt
+from ._common import data_url, parse_arguments
+from ._sdk import OpenAISdkModel
+from .base import ModelError, ModelResponse, PromptRequest
 
 __all__ = ["OpenAIResponsesModel", "format_responses_input"]
 
 
-class OpenAIResponsesModel:
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_tokens: int = 4096,
-        stream: bool = True,
-        provider: str = "openai",
-        http_client: httpx2.AsyncClient | None = None,
-        client: openai.AsyncOpenAI | None = None,
-    ) -> None:
-        self._model = model
-        self._provider = provider
-        self.max_tokens = max_tokens
-        self.stream = stream
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key or "unused",
-            base_url=base_url,
-            http_client=http_client or shared_http_client(),
-            max_retries=0,
-        )
-        self._system: SystemPrompt = ""
-
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesModel({self._provider}:{self._model!r})"
-
-    @property
-    def name(self) -> str:
-        return f"{self._provider}:{self._model}"
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    def set_system_prompt(self, prompt: SystemPrompt) -> None:
-        self._system = prompt
-
-    def with_model(self, model: str) -> OpenAIResponsesModel:
-        clone = OpenAIResponsesModel(
-            model,
-            max_tokens=self.max_tokens,
-            stream=self.stream,
-            provider=self._provider,
-            client=self._client,
-        )
-        clone.set_system_prompt(self._system)
-        return clone
+class OpenAIResponsesModel(OpenAISdkModel):
+    """OpenAI Responses, stateless (see the module docstring)."""
 
     def build_params(self, request: PromptRequest) -> dict[str, Any]:
-        system = self._system if isinstance(self._system, str) else self._system.prompt
+        system = self.system_text
         params: dict[str, Any] = {
             "model": self._model,
             "input": format_responses_input(request.messages),
@@ -96,24 +47,17 @@ class OpenAIResponsesModel:
             params["tools"] = [_tool(t) for t in request.tools]
         return params
 
-    async def prompt(self, request: PromptRequest, notify: NotifyFn) -> ModelResponse:
-        params = self.build_params(request)
-        try:
-            if self.stream:
-                return await self._streamed(params, notify)
-            response: Any = cast(Any, await self._client.responses.create(**params))
-        except Exception as exc:
-            err = convert_error(exc)
-            if err is None:
-                raise
-            raise err from exc
+    async def call(self, params: dict[str, Any]) -> Any:
+        return cast(Any, await self._client.responses.create(**params))
+
+    def response(self, raw: Any) -> ModelResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
-        for item in response.output or ():
+        for item in raw.output or ():
             _collect(item, text, calls)
-        return self._result(response, "".join(text), calls, streamed=False)
+        return self._result(raw, "".join(text), calls, streamed=False)
 
-    async def _streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
+    async def streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
         final: Any = None

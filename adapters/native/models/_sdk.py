@@ -1,0 +1,141 @@
+"""The base every SDK-backed model adapter shares (Anthropic Messages, OpenAI Responses, Chat
+Completions): names, the system prompt, one SDK client reused by :meth:`SdkModel.with_model`,
+and the request scaffolding — build the parameters, call streamed or not, turn SDK failures into
+:class:`~adapters.native.models.base.ModelError`. The SDKs' own retries are off
+(``max_retries=0``): the loop retries, with jitter and ``Retry-After``, never after progress.
+
+A provider adapter keeps only its wire format: :meth:`SdkModel.build_params`,
+:meth:`SdkModel.call` (one non-streamed request), :meth:`SdkModel.response` (its result as a
+:class:`ModelResponse`) and :meth:`SdkModel.streamed` (a streamed request, notifying deltas).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Generic, Self, TypeVar
+
+import anthropic
+import httpx2
+import openai
+
+from adapters.native.subscriber import NotifyFn
+
+from ._common import convert_error, shared_http_client
+from .base import ModelResponse, PromptRequest, SystemPrompt
+
+__all__ = ["OpenAISdkModel", "SdkModel", "anthropic_client", "openai_client"]
+
+ClientT = TypeVar("ClientT")
+
+
+def anthropic_client(
+    api_key: str | None, base_url: str | None, http_client: httpx2.AsyncClient | None
+) -> anthropic.AsyncAnthropic:
+    """An Anthropic SDK client on the shared httpx2 client, SDK retries off."""
+    return anthropic.AsyncAnthropic(
+        api_key=api_key or "unset",
+        base_url=base_url,
+        http_client=http_client or shared_http_client(),
+        max_retries=0,
+    )
+
+
+def openai_client(
+    api_key: str | None, base_url: str | None, http_client: httpx2.AsyncClient | None
+) -> openai.AsyncOpenAI:
+    """An OpenAI SDK client on the shared httpx2 client, SDK retries off."""
+    return openai.AsyncOpenAI(
+        api_key=api_key or "unused",
+        base_url=base_url,
+        http_client=http_client or shared_http_client(),
+        max_retries=0,
+    )
+
+
+class SdkModel(Generic[ClientT]):
+    """A model adapter on a provider SDK (see the module docstring)."""
+
+    def __init__(
+        self, model: str, client: ClientT, *, provider: str, max_tokens: int, stream: bool
+    ) -> None:
+        self._model = model
+        self._provider = provider
+        self._client = client
+        self.max_tokens = max_tokens
+        self.stream = stream
+        self._system: SystemPrompt = ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._provider}:{self._model!r})"
+
+    @property
+    def name(self) -> str:
+        """``provider:model``."""
+        return f"{self._provider}:{self._model}"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def system_text(self) -> str:
+        """The system prompt as one text (an assembled prompt's full text)."""
+        return self._system if isinstance(self._system, str) else self._system.prompt
+
+    def set_system_prompt(self, prompt: SystemPrompt) -> None:
+        self._system = prompt
+
+    def with_model(self, model: str) -> Self:
+        """The same provider, client, options and system prompt; another model."""
+        clone = copy.copy(self)
+        clone._model = model
+        return clone
+
+    async def prompt(self, request: PromptRequest, notify: NotifyFn) -> ModelResponse:
+        """One model call: streamed (notifying deltas and tool uses) or not."""
+        params = self.build_params(request)
+        try:
+            if self.stream:
+                return await self.streamed(params, notify)
+            raw = await self.call(params)
+        except Exception as exc:
+            err = convert_error(exc)
+            if err is None:
+                raise
+            raise err from exc
+        return self.response(raw)
+
+    def build_params(self, request: PromptRequest) -> dict[str, Any]:
+        """The SDK call's parameters for ``request``."""
+        raise NotImplementedError
+
+    async def call(self, params: dict[str, Any]) -> Any:
+        """One non-streamed request; the SDK's result."""
+        raise NotImplementedError
+
+    def response(self, raw: Any) -> ModelResponse:
+        """A non-streamed result as a :class:`ModelResponse`."""
+        raise NotImplementedError
+
+    async def streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
+        """One streamed request, notifying text deltas and completed tool uses."""
+        raise NotImplementedError
+
+
+class OpenAISdkModel(SdkModel[openai.AsyncOpenAI]):
+    """A model on the OpenAI SDK (Responses, Chat Completions, every compatible provider)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 4096,
+        stream: bool = True,
+        provider: str = "openai",
+        http_client: httpx2.AsyncClient | None = None,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        client = client or openai_client(api_key, base_url, http_client)
+        super().__init__(model, client, provider=provider, max_tokens=max_tokens, stream=stream)
