@@ -125,6 +125,7 @@ from .scripted import RecordedCall
 __all__ = [
     "DEFAULT_EXIT_WAIT",
     "PROMPT_STDIN_BYTES",
+    "Answers",
     "ChildSpec",
     "CliAdapterBase",
     "CliConfig",
@@ -639,6 +640,50 @@ async def probe_version(
             ok=False, message=f"{name} {' '.join(argv[1:])} exited with status {code}"
         )
     return HealthResult(ok=True, message=out.decode("utf-8", "replace").strip())
+
+
+# ---------------------------------------------------------------------------------- requests
+
+A = TypeVar("A")
+
+
+class Answers(Generic[A]):
+    """Our requests over a child's stdin waiting for their answers (JSON-RPC ids, control request
+    ids): the reader hands each answer to :meth:`resolve`; when the child's output ends,
+    :meth:`close` fails every request still waiting with ``trio.BrokenResourceError``."""
+
+    def __init__(self, peer: str) -> None:
+        self._peer = peer
+        self._waiting: dict[object, tuple[trio.Event, list[A]]] = {}
+        self.closed = False
+
+    async def ask(self, key: object, send: Callable[[], Awaitable[object]], what: str) -> A:
+        """Register ``key``, ``send()`` the request, and wait for its answer."""
+        if self.closed:
+            raise trio.ClosedResourceError(f"{self._peer} is gone")
+        done, answer = self._waiting[key] = (trio.Event(), [])
+        try:
+            await send()
+            await done.wait()
+        finally:
+            self._waiting.pop(key, None)
+        if not answer:
+            raise trio.BrokenResourceError(f"{self._peer} ended before answering {what}")
+        return answer[0]
+
+    def resolve(self, key: object, answer: A) -> bool:
+        """Route an answer to its request; ``False`` if nobody waits for it."""
+        waiting = self._waiting.get(key)
+        if waiting is None:
+            return False
+        waiting[1].append(answer)
+        waiting[0].set()
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        for done, _ in self._waiting.values():
+            done.set()
 
 
 # ---------------------------------------------------------------------------------- adapters

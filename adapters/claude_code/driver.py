@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
-import trio
 
 from orchestrator.errors import ConfigError, RuntimeReportedError, redact_secrets
 
+from .._cli import Answers
 from .._process import DEFAULT_ENV_ALLOW, child_env
 from .dialect import ControlResponse, encode_line
 
@@ -271,34 +271,25 @@ class ControlClient:
     def __init__(self, send: Callable[[bytes], Any], *, adapter: str = "claude-code") -> None:
         self._send = send
         self._ids = itertools.count(1)
-        self._pending: dict[str, _Pending] = {}
+        self._answers = Answers[ControlResponse]("the claude process")
         self._adapter = adapter
-        self.closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._answers.closed
 
     async def request(self, subtype: str, **fields: Any) -> dict[str, Any]:
-        if self.closed:
-            raise trio.ClosedResourceError("the claude process is gone")
         request_id = f"ringleader-{next(self._ids)}"
-        pending = _Pending()
-        self._pending[request_id] = pending
-        try:
-            await self._send(
-                encode_line(
-                    {
-                        "type": "control_request",
-                        "request_id": request_id,
-                        "request": {"subtype": subtype, **fields},
-                    }
-                )
-            )
-            await pending.done.wait()
-        finally:
-            self._pending.pop(request_id, None)
-        if pending.closed:
-            raise trio.BrokenResourceError(f"claude exited before answering {subtype}")
-        answer = pending.answer
-        if answer is None or answer.subtype != "success":
-            text = redact_secrets(str(answer.error if answer else "no answer"))
+        line = encode_line(
+            {
+                "type": "control_request",
+                "request_id": request_id,
+                "request": {"subtype": subtype, **fields},
+            }
+        )
+        answer = await self._answers.ask(request_id, lambda: self._send(line), subtype)
+        if answer.subtype != "success":
+            text = redact_secrets(str(answer.error))
             raise RuntimeReportedError(
                 f"{subtype}: {text}", code="control_error", adapter=self._adapter
             )
@@ -331,23 +322,8 @@ class ControlClient:
 
     def resolve(self, response: ControlResponse) -> bool:
         """Route an answer to its request; False if nobody waits for it."""
-        pending = self._pending.get(response.request_id)
-        if pending is None:
-            return False
-        pending.answer = response
-        pending.done.set()
-        return True
+        return self._answers.resolve(response.request_id, response)
 
     def close(self) -> None:
         """The process ended: every pending request fails with ``BrokenResourceError``."""
-        self.closed = True
-        for pending in self._pending.values():
-            pending.closed = True
-            pending.done.set()
-
-
-@attrs.define
-class _Pending:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    answer: ControlResponse | None = None
-    closed: bool = False
+        self._answers.close()

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
-import trio
 
 from orchestrator.errors import ConfigError, RuntimeReportedError, redact_secrets
 from orchestrator.events import Usage
 
+from .._cli import Answers
 from .._process import DEFAULT_ENV_ALLOW, child_env
 from .dialect import as_dict, as_int
 from .normalize import Price
@@ -281,35 +281,30 @@ class JsonRpcClient:
     def __init__(self, send: Callable[[bytes], Any], *, adapter: str = "codex") -> None:
         self._send = send
         self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        self._answers = Answers[Mapping[str, Any]]("the app-server")
         self._adapter = adapter
-        self.closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._answers.closed
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
         """Send a request and wait for its result; an error response raises
         :class:`RuntimeReportedError` (code = the JSON-RPC error code)."""
-        if self.closed:
-            raise trio.ClosedResourceError("the app-server connection is closed")
         request_id = next(self._ids)
-        pending = _Pending()
-        self._pending[request_id] = pending
         message: dict[str, Any] = {"id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        try:
-            await self._send(json.dumps(message).encode())
-            await pending.done.wait()
-        finally:
-            self._pending.pop(request_id, None)
-        if pending.closed:
-            raise trio.BrokenResourceError(f"app-server closed before answering {method}")
-        if pending.error is not None:
-            error = pending.error
+        line = json.dumps(message).encode()
+        answer = await self._answers.ask(request_id, lambda: self._send(line), method)
+        error: Any = answer.get("error")
+        if error is not None:
+            error = cast(dict[str, Any], error) if isinstance(error, dict) else {"message": error}
             text = redact_secrets(str(error.get("message") or error))
             raise RuntimeReportedError(
                 f"{method}: {text}", code=str(error.get("code")), adapter=self._adapter
             )
-        return pending.result
+        return answer.get("result")
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"method": method}
@@ -328,31 +323,11 @@ class JsonRpcClient:
     def resolve(self, message: Mapping[str, Any]) -> bool:
         """Route a response to its pending request; False if nobody waits for it."""
         request_id = message.get("id")
-        pending = self._pending.get(request_id) if isinstance(request_id, int) else None
-        if pending is None:
-            return False
-        error = message.get("error")
-        if error is not None:
-            pending.error = error if isinstance(error, dict) else {"message": str(error)}  # pyright: ignore[reportUnknownMemberType]
-        else:
-            pending.result = message.get("result")
-        pending.done.set()
-        return True
+        return isinstance(request_id, int) and self._answers.resolve(request_id, message)
 
     def close(self) -> None:
         """The transport ended: every pending request fails with ``BrokenResourceError``."""
-        self.closed = True
-        for pending in self._pending.values():
-            pending.closed = True
-            pending.done.set()
-
-
-@attrs.define
-class _Pending:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: Any = None
-    error: dict[str, Any] | None = None
-    closed: bool = False
+        self._answers.close()
 
 
 def thread_total_usage(codex_home: Path, thread_id: str) -> Usage | None:
