@@ -43,6 +43,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ProtocolError
 
+from .._json import as_dict as as_dict
+from .._json import as_int as as_int
+from .._json import as_list as as_list
+from .._json import as_str as as_str
+
 __all__ = [
     "SKIP",
     "ApiRetryLine",
@@ -212,29 +217,6 @@ def decode_line(line: bytes | str) -> Line:
 def encode_line(message: dict[str, Any]) -> bytes:
     """One stdin line for the long-lived protocol (compact JSON, no newline)."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-# ---------------------------------------------------------------------------------- accessors
-
-
-def as_str(value: object, default: str = "") -> str:
-    """``value`` if it is a string, else ``default``."""
-    return value if isinstance(value, str) else default
-
-
-def as_int(value: object) -> int | None:
-    """``value`` if it is an int (not a bool), else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    """``value`` if it is a JSON object, else an empty dict."""
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
-def as_list(value: object) -> list[Any]:
-    """``value`` if it is a JSON array, else an empty list."""
-    return cast(list[Any], value) if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------------------------- typed frames

@@ -32,6 +32,10 @@ from typing import Any, Final, Literal, TypeAlias, TypedDict, cast
 
 from orchestrator.errors import ProtocolError
 
+from .._json import as_dict as as_dict
+from .._json import as_int as as_int
+from .._json import as_str as as_str
+
 __all__ = [
     "EXEC_EVENT_TYPES",
     "EXEC_ITEM_TYPES",
@@ -255,21 +259,3 @@ def rpc_kind(message: RpcMessage) -> RpcKind:
             return "response"
         return "invalid"
     return "notification" if has_method else "invalid"
-
-
-# ---------------------------------------------------------------------------------- accessors
-
-
-def as_str(value: object, default: str = "") -> str:
-    """``value`` if it is a string, else ``default``."""
-    return value if isinstance(value, str) else default
-
-
-def as_int(value: object) -> int | None:
-    """``value`` if it is an int (not a bool), else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    """``value`` if it is a JSON object, else an empty dict."""
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
