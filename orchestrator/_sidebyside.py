@@ -4,6 +4,7 @@ several ``--runtime``, ``batch``, ``demo``): the library never imports this modu
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,6 +64,19 @@ async def prepare_workspaces(jobs: Sequence[Job], *, state_dir: Path) -> list[Jo
     return prepared
 
 
+async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
+    """Build (and close) one adapter of each runtime first, so importing a runtime's modules
+    (the model SDKs take seconds on a busy machine) is not counted as the first run's time to
+    first event, nor stalls its siblings. A runtime that cannot be built fails in its run."""
+    for runtime_id in sorted(runtime_ids):
+        try:
+            adapter = registry.create(runtime_id)
+        except Exception:
+            continue
+        with contextlib.suppress(Exception):
+            await adapter.aclose()
+
+
 async def run_jobs(
     registry: RuntimeRegistry,
     jobs: Sequence[Job],
@@ -80,6 +94,7 @@ async def run_jobs(
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
+    await _warm_up(registry, {job.runtime_id for job in jobs})
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
