@@ -246,6 +246,7 @@ async def list_runs(*, as_json: bool, out: TextIO) -> int:
             {
                 "runKey": row.run_key,
                 "startedMs": row.started_ms,
+                "endedMs": row.ended_ms,
                 "runtimeId": row.runtime_id,
                 "status": row.status,
                 "prompt": outcome.get("title"),
