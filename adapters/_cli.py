@@ -37,14 +37,16 @@ frame, with the run's state) and the child's :class:`ChildSpec` (argv, environme
     class EchoAdapter(AdapterBase):
         id = "echo"
 
-        def __init__(self) -> None:
+        def __init__(self, argv: list[str]) -> None:   # the CLI, e.g. ["echo-cli", "--json"]
             super().__init__()
+            self.argv = argv
             self.live: dict[str, CliRun] = {}
 
         async def start(self, task, opts):
             run = CliRun(self.new_run(opts.session_key), EchoDialect())
             self.live[opts.session_key] = run
-            spec = ChildSpec(["echo-cli", "--", opts.full_message()], env=child_env())
+            prompt = opts.full_message().encode()      # on stdin: argv caps a string at 128 KiB
+            spec = ChildSpec(self.argv, env=child_env(), input=prompt)
             await run.launch(self.nursery, spec, adapter=self.id)  # the last await of start()
             return run.handle
 

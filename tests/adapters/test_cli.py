@@ -164,3 +164,31 @@ async def test_claude_long_prompt_goes_on_stdin(tmp_path: Path) -> None:
     assert received == "p" * (200 * 1024) + "\n"
     assert "--" not in seen[0]  # no positional prompt: claude -p reads it from stdin
     assert all(len(arg) < 1024 for arg in seen[0])
+
+
+# ---------------------------------------------------------------- the documented example
+
+
+async def test_the_module_docstring_example_runs(tmp_path: Path) -> None:
+    import adapters._cli as cli
+
+    doc = cli.__doc__ or ""
+    block = doc.split("adapter::\n\n", 1)[1].split("\nWhat the loop guarantees", 1)[0]
+    code = "\n".join(line[4:] for line in block.splitlines())
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "adapters._cli example", "exec"), namespace)
+    lines = [
+        json.dumps({"type": "text", "text": "hello "}),
+        "not json",
+        json.dumps({"type": "mystery"}),
+        json.dumps({"type": "text", "text": "world"}),
+        json.dumps({"type": "result"}),
+    ]
+    log = tmp_path / "stdin.log"
+    adapter = namespace["EchoAdapter"](fake_cli_argv(lines, rules=[], stdin_log=log))
+    events = await _run(adapter, "the prompt")
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "success"
+    assert done.summary == "hello world"
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hello ", "world"]
+    assert log.read_text() == "the prompt\n"
