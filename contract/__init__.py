@@ -6,6 +6,7 @@ package imports pytest and hypothesis: application code never imports it.
 """
 
 from .harness import AdapterTestHarness as AdapterTestHarness
+from .harness import ChildProcessHarness as ChildProcessHarness
 from .harness import ContractFrames as ContractFrames
 from .harness import ProcessFaultHarness as ProcessFaultHarness
 from .harness import RecordedCall as RecordedCall
@@ -20,6 +21,7 @@ from .suite import collect_run as collect_run
 __all__ = [
     "AdapterContract",
     "AdapterTestHarness",
+    "ChildProcessHarness",
     "ContractFrames",
     "ContractViolation",
     "ProcessFaultContract",
