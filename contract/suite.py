@@ -41,6 +41,7 @@ import pytest
 import trio
 import trio.lowlevel
 from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import configuration as hypothesis_configuration
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -77,7 +78,23 @@ LATE_SUBSCRIBE_CLOSE_S = 1.0
 
 _HYPOTHESIS_DIR = tempfile.mkdtemp(prefix="ringleader-contract-hypothesis-")
 atexit.register(shutil.rmtree, _HYPOTHESIS_DIR, True)
-_HYPOTHESIS_DB = DirectoryBasedExampleDatabase(_HYPOTHESIS_DIR)
+_HYPOTHESIS_DB = DirectoryBasedExampleDatabase(os.path.join(_HYPOTHESIS_DIR, "examples"))
+
+
+@contextmanager
+def _hypothesis_home() -> Generator[None]:
+    """Point hypothesis's own storage (its constants cache) at the temporary directory while the
+    suite's generated test runs, so nothing lands in the author's working directory; an explicit
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` is respected, and the previous home is restored."""
+    if os.getenv("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    previous = vars(hypothesis_configuration).get("__hypothesis_home_directory")
+    hypothesis_configuration.set_hypothesis_home_dir(_HYPOTHESIS_DIR)
+    try:
+        yield
+    finally:
+        hypothesis_configuration.set_hypothesis_home_dir(previous)
 
 
 async def collect_run(
@@ -817,7 +834,8 @@ class AdapterContract:
             self._generated_run(harness, ops, terminal, usd_known)
 
         try:
-            generated()
+            with _hypothesis_home():
+                generated()
         except ContractViolation:
             raise
         except BaseExceptionGroup as group:
