@@ -87,6 +87,7 @@ class FakeCliHarness:
         self.frames = frames
         self.adapters: list[ChildRuntime] = []
         self.pids: list[int] = []
+        self.run_pids: dict[str, list[int]] = {}
         self._keys = itertools.count(1)
         self._root = state_root(self.label)
 
@@ -113,7 +114,12 @@ class FakeCliHarness:
         child = self.adapters[-1].child_for(run)
         assert child is not None
         self.pids.append(child.pid)
+        self.run_pids.setdefault(key, []).append(child.pid)
         return run
+
+    def child_pids(self, run: RunHandle) -> list[int]:
+        """The processes of ``run`` (one per run): the contract checks they are gone at done."""
+        return self.run_pids.get(run.session_key, [])
 
     async def emit(self, frame: Any, run: RunHandle | None = None) -> None:
         adapter = self.adapters[-1]

@@ -163,6 +163,10 @@ class ClaudeLiveHarness(ClaudeOneShotHarness):
     label = "claude-code-long-lived"
     mode = "long-lived"
 
+    def child_pids(self, run: RunHandle) -> list[int]:
+        """None: the long-lived process outlives each turn by design (it serves the next)."""
+        return []
+
     def config(self) -> ClaudeCodeConfig:
         return ClaudeCodeConfig(
             mode="long-lived",
