@@ -5,21 +5,25 @@ from __future__ import annotations
 import argparse
 import importlib
 import itertools
+import json
 import os
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+import attrs
 import trio
 
+from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
 from .events import RuntimeEvent, event_to_json
 from .feed import Feed, RecordingSink, serve_feed
 from .integration import resolve_runtime_integration
-from .registry import RuntimeRegistry
+from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
 from .runner import Runner, TaskOutcome, TaskSpec, default_state_dir
 
 __all__ = ["main"]
@@ -103,10 +107,79 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def builtin_registry() -> RuntimeRegistry:
-    adapters = importlib.import_module("adapters.builtin")
-    registry: RuntimeRegistry = adapters.builtin_registry()
-    return registry
+MODEL_SERVER_KEY_ENV = "RINGLEADER_MODEL_SERVER_KEY"
+"""The variable ``--model-server`` names as the runtime's key (a placeholder; the server takes
+any key)."""
+
+
+def _load_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> LoadedConfig:
+    return load_config(config_file, runtime_ids=[spec.id for spec in specs])
+
+
+def _registry(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
+    return RuntimeRegistry.from_specs(specs, config.runtime)
+
+
+def _spec(specs: Sequence[RuntimeSpec], runtime_id: str) -> RuntimeSpec:
+    for spec in specs:
+        if spec.id == runtime_id:
+            return spec
+    raise ConfigError(
+        f"unknown runtime {runtime_id!r}; known: {', '.join(s.id for s in specs) or 'none'}"
+    )
+
+
+def _default_script(hook: ModelServerHook) -> dict[str, Any]:
+    """The built-in script: one real tool turn (a tool the runtime offers), then a text turn."""
+    turns: list[dict[str, Any]] = []
+    if hook.tool_call is not None:
+        turns.append(
+            {
+                "text": "Let me look at the workspace first.",
+                "tool_calls": [dict(hook.tool_call)],
+                "usage": {"input_tokens": 400, "output_tokens": 30},
+            }
+        )
+    turns.append(
+        {
+            "text": "Done: this answer comes from ringleader's built-in scripted model server.",
+            "usage": {"input_tokens": 500, "output_tokens": 20},
+        }
+    )
+    return {"model": hook.model, "conversations": [{"name": "default", "turns": turns}]}
+
+
+@asynccontextmanager
+async def _model_server(
+    spec: RuntimeSpec, config: LoadedConfig, script: str | None
+) -> AsyncGenerator[LoadedConfig]:
+    """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it."""
+    hook = spec.model_server
+    if hook is None:
+        raise ConfigError(f"runtime {spec.id!r} cannot be pointed at the model server")
+    # the model server is the test kit's; imported lazily so the library never depends on it
+    model_server = importlib.import_module("contract.model_server")
+    source: Any = _default_script(hook)
+    if script:
+        try:
+            source = model_server.load_script(script)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{script}: not a model server script: {_one_line(exc)}") from None
+    os.environ[MODEL_SERVER_KEY_ENV] = "ringleader-model-server-placeholder"
+    async with model_server.serve_model_server(source) as server:
+        url = str(server.url) if hook.api == "anthropic" else str(server.base_url)
+        values: dict[str, Any] = {
+            "base_url": url,
+            "api_key_env": MODEL_SERVER_KEY_ENV,
+            "model": hook.model,
+        }
+        if hook.provider is not None:
+            values["provider"] = hook.provider
+        yield config.with_runtime(spec.id, f"--model-server ({url})", **values)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 def _state_dir() -> Path:
@@ -209,63 +282,182 @@ def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
     )
 
 
+DEMO_PROMPT = "List the files in the workspace, then summarize."
+
+
 async def _demo(as_json: bool, out: TextIO) -> int:
-    """The native runtime runs one tool turn (``list_files`` on the working directory) against
-    the built-in scripted model server on 127.0.0.1, speaking the Anthropic Messages API."""
-    # the demo borrows the test kit's model server; the library itself never imports contract/
+    """``run --runtime native --model-server <demo script>``: the native runtime runs one tool
+    turn (``list_files`` on the working directory) against the built-in scripted model server on
+    127.0.0.1, speaking the Anthropic Messages API."""
+    specs = discover_runtimes()
+    config = _load_config(None, specs)
+    spec = _spec(specs, "native")
     model_server = importlib.import_module("contract.model_server")
-    native_demo = importlib.import_module("adapters.native.demo")
     script = Path(str(model_server.__file__)).parent / "scripts" / "demo.json"
-    async with model_server.serve_model_server(script) as server:
-        registry = RuntimeRegistry()
-        registry.register_factory(
-            "native", lambda: native_demo.demo_adapter(server.url, root=os.getcwd())
-        )
+    async with _model_server(spec, config, str(script)) as served:
         outcome = await _run_task(
-            registry, "native", native_demo.DEMO_PROMPT, model=None, as_json=as_json, out=out
+            _registry(specs, served), "native", DEMO_PROMPT, model=None, as_json=as_json, out=out
         )
     if not as_json:
         _print_outcome(outcome, out)
     return 0 if outcome.status == "success" else 1
 
 
-async def _runtimes(out: TextIO) -> int:
-    registry = builtin_registry()
-    rows: list[tuple[str, ...]] = [
-        ("runtime", "health", "streaming", "steerable", "resume", "context", "home")
-    ]
-    for runtime_id in registry.ids():
-        adapter = registry.create(runtime_id)
+@attrs.frozen
+class _RuntimeRow:
+    runtime: str
+    installed: str
+    auth: str
+    health: str
+    capabilities: str
+    plan: str
+
+
+async def _runtime_row(spec: RuntimeSpec, config: RuntimeConfig) -> _RuntimeRow:
+    """One row of ``ringleader runtimes``; a runtime that cannot even be built says why."""
+    installed = "in-process"
+    if spec.locate is not None:
+        try:
+            where = spec.locate(config)
+            installed = f"{where.path} ({where.version})" if where.version else where.path
+        except RuntimeNotFoundError as exc:
+            installed = f"no: {exc.install_hint or 'not installed'}"
+    if spec.key_envs is None:
+        auth = "not needed"
+    else:
+        names = spec.key_envs(config)
+        present = [n for n in names if os.environ.get(n)]
+        auth = f"yes (${present[0]})" if present else f"no (set ${' or $'.join(names)})"
+    try:
+        adapter = spec.create(config)  # imports the runtime's module: before any clock runs
+    except Exception as exc:
+        return _RuntimeRow(spec.id, installed, auth, f"no: {_one_line(exc)}", "-", "-")
+    await trio.lowlevel.checkpoint()
+    async with adapter:
         caps = adapter.capabilities()
         health = await adapter.health()
-        plan = resolve_runtime_integration(caps)
-        status = "ok" if health.ok else f"no: {_short(health.message or '', 60)}"
-        rows.append(
-            (
-                runtime_id,
-                status,
-                _yes(caps.streaming),
-                _yes(caps.steerable),
-                _yes(caps.resume),
-                str(caps.context_window_tokens or "-"),
-                plan.home.kind,
-            )
+    plan = resolve_runtime_integration(caps)
+    flags = [
+        name
+        for name, on in (
+            ("streaming", caps.streaming),
+            ("steerable", caps.steerable),
+            ("resume", caps.resume),
+            ("approval", caps.tool_approval),
+            ("mcp", caps.mcp),
         )
+        if on
+    ]
+    if caps.context_window_tokens:
+        flags.append(f"ctx={caps.context_window_tokens // 1000}k")
+    status = "ok" if health.ok else f"no: {_short(health.message or '', 60)}"
+    return _RuntimeRow(spec.id, installed, auth, status, ",".join(flags) or "-", plan.home.kind)
+
+
+async def _runtimes(config_file: str | None, out: TextIO) -> int:
+    specs = discover_runtimes()
+    config = _load_config(config_file, specs)
+    rows: list[_RuntimeRow | None] = [None] * len(specs)
+
+    async def fill(index: int, spec: RuntimeSpec) -> None:
+        rows[index] = await _runtime_row(spec, config.runtime(spec.id))
+
+    async with trio.open_nursery() as nursery:  # health checks run side by side (≤ 2 s each)
+        for index, spec in enumerate(specs):
+            nursery.start_soon(fill, index, spec)
+    table: list[tuple[str, ...]] = [
+        ("runtime", "health", "installed", "auth", "capabilities", "plan")
+    ]
+    for row in rows:
+        assert row is not None
+        table.append((row.runtime, row.health, row.installed, row.auth, row.capabilities, row.plan))
+    _table(table, out)
+    return 0
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        dest="config_file",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="config file (wins over ./ringleader.toml and the user config)",
+    )
+
+
+def _config(config_file: str | None, as_json: bool, out: TextIO) -> int:
+    specs = discover_runtimes()
+    loaded = _load_config(config_file, specs)
+    rows = loaded.describe(spec.id for spec in specs)
+    if as_json:
+        out.write(
+            json.dumps(
+                {
+                    "files": [str(f) for f in loaded.files],
+                    "values": [{"key": k, "value": v, "source": src} for k, v, src in rows],
+                }
+            )
+            + "\n"
+        )
+        return 0
+    files = ", ".join(str(f) for f in loaded.files) or "none (defaults and environment only)"
+    out.write(f"config files: {files}\n")
+    _table([("key", "value", "source"), *rows], out)
+    return 0
+
+
+def _table(rows: Sequence[tuple[str, ...]], out: TextIO) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         out.write(
             "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
         )
-    return 0
 
 
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
+def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
+    """``run``'s prompt and ``--model-server`` script (``""``: the built-in one; ``None``: no
+    model server). ``run --model-server "prompt"`` means the built-in script."""
+    prompt: str | None = args.prompt
+    script: str | None = args.model_server
+    if script and prompt is None and not Path(script).is_file():
+        prompt, script = script, ""
+    if script and not Path(script).is_file():
+        raise ConfigError(f"{script}: model server script not found")
+    if prompt is None:
+        raise ConfigError("run: a prompt is required")
+    return prompt, script
+
+
+async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
+    specs = discover_runtimes()
+    config = _load_config(args.config_file, specs)
+    spec = _spec(specs, args.runtime)
+    async with AsyncExitStack() as stack:
+        if script is not None:
+            config = await stack.enter_async_context(_model_server(spec, config, script or None))
+        outcome = await _run_task(
+            _registry(specs, config),
+            spec.id,
+            prompt,
+            model=args.model,
+            as_json=bool(args.json),
+            out=out,
+        )
+    if not args.json:
+        _print_outcome(outcome, out)
+    return 0 if outcome.status == "success" else 1
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ringleader", description="Run heterogeneous coding agents side by side."
+    )
+    parser.add_argument(
+        "--config",
+        dest="config_file",
+        default=None,
+        metavar="FILE",
+        help="config file (wins over ./ringleader.toml and the user config)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the built-in demo (no keys, nothing leaves 127.0.0.1)")
@@ -274,8 +466,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
     run.add_argument("--model", default=None, help="model override for this run")
     run.add_argument("--json", action="store_true", help="print events as JSON Lines")
-    run.add_argument("prompt", help="the instruction")
-    sub.add_parser("runtimes", help="list runtimes: installed, health, capabilities, plan")
+    run.add_argument(
+        "--model-server",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SCRIPT",
+        help="start the built-in scripted model server on 127.0.0.1 and point the runtime at it "
+        "(no keys needed); SCRIPT is a .json/.toml script, else a built-in one (a tool turn, "
+        "then a text answer)",
+    )
+    _config_option(run)
+    run.add_argument("prompt", nargs="?", default=None, help="the instruction")
+    runtimes = sub.add_parser(
+        "runtimes", help="list runtimes: installed, health, capabilities, plan"
+    )
+    _config_option(runtimes)
+    config = sub.add_parser(
+        "config", help="print the effective configuration (secrets redacted) and its sources"
+    )
+    config.add_argument("--json", action="store_true", help="print it as JSON")
+    _config_option(config)
     replay = sub.add_parser("replay", help="replay a run from the event log")
     replay.add_argument("run_key", nargs="?", default="last", help="run key, or `last`")
     replay.add_argument("--json", action="store_true", help="print events as JSON Lines")
@@ -304,32 +515,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return trio.run(_demo, bool(args.json), out)
         if args.command == "runtimes":
-            return trio.run(_runtimes, out)
+            return trio.run(_runtimes, args.config_file, out)
         if args.command == "replay":
             if args.list:
                 return trio.run(_list_runs, out)
             return trio.run(_replay, args.run_key, bool(args.json), out)
         if args.command == "serve":
             return trio.run(_serve, args.host, args.port, args.token, out)
+        if args.command == "config":
+            return _config(args.config_file, bool(args.json), out)
         if args.command == "run":
-            registry = builtin_registry()
-            if args.runtime not in registry:
-                raise ConfigError(
-                    f"unknown runtime {args.runtime!r}; known: {', '.join(registry.ids())}"
-                )
-            outcome = trio.run(
-                lambda: _run_task(
-                    registry,
-                    args.runtime,
-                    args.prompt,
-                    model=args.model,
-                    as_json=args.json,
-                    out=out,
-                )
-            )
-            if not args.json:
-                _print_outcome(outcome, out)
-            return 0 if outcome.status == "success" else 1
+            prompt, script = _prompt_and_script(args)
+            return trio.run(_cmd_run, args, prompt, script, out)
     except BaseExceptionGroup as group:
         found = exception_leaves(group)
         if all(isinstance(e, BrokenPipeError) for e in found):
