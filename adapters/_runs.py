@@ -27,8 +27,8 @@ import attrs
 import trio
 
 from orchestrator.adapter import RunHandle
-from orchestrator.errors import RingleaderError, redact_secrets
-from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms
+from orchestrator.errors import RingleaderError, RuntimeReportedError, redact_secrets
+from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms, with_seq
 from orchestrator.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
 
 __all__ = ["RunEmitter", "RunTable"]
@@ -133,7 +133,7 @@ class RunEmitter:
                 queue = sub.queue
                 out = event
                 if sub.seq_offset:
-                    out = event.model_copy(update={"seq": event.seq - sub.seq_offset})
+                    out = with_seq(event, event.seq - sub.seq_offset)
                 if not await queue.send(out):
                     self._unsubscribe(sub)
                 backlog = max(backlog, len(queue))
@@ -158,8 +158,13 @@ class RunEmitter:
         await self.publish(self.factory.fail(redact_secrets(message), code=code))
 
     async def fail_with(self, error: RingleaderError) -> None:
-        """Report a typed error: ``error{code: error.event_code, fatal}`` then ``done{error}``."""
-        await self.fail(str(error), code=error.event_code)
+        """Report a typed error: ``error{fatal}`` then ``done{error}``. The code is the error's
+        ``event_code``, except that a :class:`RuntimeReportedError` keeps the runtime's own
+        ``code`` when it has one (``session_not_found``, ``rate_limited``, a JSON-RPC code)."""
+        code = error.event_code
+        if isinstance(error, RuntimeReportedError) and error.code:
+            code = error.code
+        await self.fail(str(error), code=code)
 
 
 @attrs.define
