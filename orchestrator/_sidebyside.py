@@ -84,13 +84,16 @@ async def run_jobs(
     *,
     state_dir: Path,
     limit: int | None = None,
+    estimates: bool = False,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
-    (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone."""
+    (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
+    ``estimates``: every dollar figure is a list-price estimate (the demo: nothing is billed)."""
     lanes: list[Lane] = []
     for job in jobs:
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
         lane.phase = "queued"
+        lane.estimated = estimates
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
