@@ -191,7 +191,7 @@ async def _demo(runtime_ids: Sequence[str] | None, as_json: bool, out: TextIO) -
         if why is None:
             chosen.append(spec)
         else:
-            view.note(f"{spec.id}: {why}; the demo runs without it")
+            view.note(f"{why} — the demo runs without {spec.id}")
     if not chosen:
         raise ConfigError("none of the demo's runtimes can run here")
     state = usable_state_dir()
