@@ -198,6 +198,27 @@ async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
             await trio.sleep(interval_s)
 
 
+def _feed_token(args: argparse.Namespace) -> str | None:
+    """The feed token: ``--token-file``, else ``$RINGLEADER_FEED_TOKEN_FILE``, else
+    ``$RINGLEADER_FEED_TOKEN``, else ``--token`` (which shows in ``ps``). One source only."""
+    path: Path | None = args.token_file
+    if path is None and os.environ.get("RINGLEADER_FEED_TOKEN_FILE"):
+        path = Path(os.environ["RINGLEADER_FEED_TOKEN_FILE"])
+    token: str | None = args.token
+    if path is not None:
+        if token is not None:
+            raise ConfigError("give the feed token once: --token-file or --token, not both")
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the feed token file {path}: {exc.strerror}") from None
+        if not token:
+            raise ConfigError(f"the feed token file {path} is empty")
+    elif token is None:
+        token = os.environ.get("RINGLEADER_FEED_TOKEN") or None
+    return token
+
+
 def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
     usd = "unknown" if outcome.cost_usd is None else f"${outcome.cost_usd:.4f}"
     if not outcome.cost_complete and outcome.cost_usd is not None:
@@ -284,7 +305,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument(
-        "--token", default=os.environ.get("RINGLEADER_FEED_TOKEN"), help="required off loopback"
+        "--token-file",
+        type=Path,
+        default=None,
+        help="read the feed token (required off loopback) from this file; by default it comes "
+        "from $RINGLEADER_FEED_TOKEN_FILE or $RINGLEADER_FEED_TOKEN",
+    )
+    serve.add_argument(
+        "--token",
+        default=None,
+        help="the token itself (discouraged: any local user can read it in `ps`)",
     )
     sub.add_parser(
         "model-server", help="serve the scripted model server on 127.0.0.1", add_help=False
@@ -310,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return trio.run(_list_runs, out)
             return trio.run(_replay, args.run_key, bool(args.json), out)
         if args.command == "serve":
-            return trio.run(_serve, args.host, args.port, args.token, out)
+            return trio.run(_serve, args.host, args.port, _feed_token(args), out)
         if args.command == "run":
             registry = builtin_registry()
             if args.runtime not in registry:

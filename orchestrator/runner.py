@@ -154,7 +154,10 @@ class Runner:
     """Called with each new actor (to abort, steer or watch it from outside)."""
     event_log: EventLog | None = None
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
-    _home_locks: dict[str, trio.Lock] = attrs.field(init=False, factory=dict[str, trio.Lock])
+    home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
+    """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
+    (``attrs.evolve``, as :class:`~orchestrator.hosts.local.LocalHost` makes per task) share
+    the table, so the serialization holds across all of a host's tasks."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -168,7 +171,7 @@ class Runner:
             return
         if kind == "persistent":
             path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
-            lock = self._home_locks.setdefault(str(path), trio.Lock())
+            lock = self.home_locks.setdefault(str(path), trio.Lock())
             async with lock:
                 await trio.to_thread.run_sync(
                     lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -232,6 +235,9 @@ class Runner:
                 )
             log = self.event_log
             handle = current
+            # every attempt gets its own run key: re-running a task (after a crash, in another
+            # process) never collides with, or overwrites, what an earlier attempt recorded
+            run_key = f"{current.session_key}#{uuid.uuid4().hex[:8]}"
             recorded = False
 
             async def record_session_once(event: RuntimeEvent) -> None:
@@ -240,12 +246,12 @@ class Runner:
                 nonlocal recorded
                 if not recorded and log is not None and handle.run_id:
                     recorded = True
-                    await self._record_session(log, adapter, handle, task)
+                    await self._record_session(log, adapter, handle, task, run_key)
 
             actor = RunActor(
                 adapter=adapter,
                 run_handle=current,
-                run_key=current.session_key,
+                run_key=run_key,
                 sink=self.sink,
                 capabilities=caps,
                 idle_s=self.idle_s,
@@ -256,15 +262,13 @@ class Runner:
             if self.on_actor is not None:
                 self.on_actor(actor)
             if log is not None:
-                await log.start_run(
-                    current.session_key, runtime_id=adapter.id, session_key=session_key
-                )
+                await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
             try:
                 outcome = await actor.run()
             finally:
                 actor.fence()
             if log is not None:
-                await self._record(log, adapter, current, outcome, task)
+                await self._record(log, adapter, current, outcome, task, run_key)
             return outcome
 
         outcome = await supervisor.supervise(attempt)
@@ -277,10 +281,11 @@ class Runner:
         run: RunHandle,
         outcome: RunOutcome,
         task: TaskSpec,
+        run_key: str,
     ) -> None:
-        await self._record_session(log, adapter, run, task)
+        await self._record_session(log, adapter, run, task, run_key)
         await log.finish_run(
-            run.session_key,
+            run_key,
             status=outcome.reason,
             outcome={
                 "reason": outcome.reason,
@@ -293,7 +298,7 @@ class Runner:
         )
 
     async def _record_session(
-        self, log: EventLog, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec
+        self, log: EventLog, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec, run_key: str
     ) -> None:
         codec = adapter.session_codec
         blob: str | None = None
@@ -308,6 +313,7 @@ class Runner:
             native_session_id=run.run_id,
             codec_blob=blob,
             origin_cwd=task.cwd,
+            run_key=run_key,
         )
 
     # -- the task ------------------------------------------------------------------------------
