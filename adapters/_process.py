@@ -59,6 +59,7 @@ from orchestrator.errors import (
     RuntimeStartError,
     redact_secrets,
 )
+from orchestrator.redact import register_env_secrets
 
 from ._jsonl import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer
 
@@ -455,6 +456,8 @@ async def open_child(
         raise ValueError("grace periods must be non-negative")
     args = [os.fspath(a) for a in argv]
     env = dict(env)
+    # whatever key the child is given, it may print: redact it by value from now on
+    register_env_secrets(env)
     if _resolve_executable(args[0], env) is None:
         hint = f"; {install_hint}" if install_hint else ""
         raise RuntimeNotFoundError(

@@ -37,6 +37,7 @@ from .events import (
     now_ms,
 )
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, with_idle_timeout
+from .redact import StreamRedactor
 
 __all__ = [
     "STEER_KEY",
@@ -184,30 +185,39 @@ class RunActor:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._serve_mailbox)
             batch: list[RuntimeEvent] = []
+            # the one choke point: every event is redacted here, before the sink (the event log,
+            # then subscribers) and before the outcome, runs table and handoff notes see it
+            redactor = StreamRedactor()
             async with with_idle_timeout(
                 stream, on_idle=on_idle, idle_s=self.idle_s, grace_s=self.grace_s
             ) as guarded:
-                async for event in guarded:
+                async for raw in guarded:
                     seen += 1
-                    last_seq = event.seq
-                    if isinstance(event, TextDelta) and event.channel == "assistant":
-                        text.append(event.text)
-                        produced = True
-                    elif isinstance(event, ToolCall):
-                        produced = True
-                    elif isinstance(event, Cost):
-                        cost = event
-                    elif isinstance(event, ErrorEvent) and event.fatal:
-                        fatal = event
-                    elif isinstance(event, Done):
-                        done = event
-                    batch.append(event)
+                    last_seq = raw.seq
+                    for event in redactor.push(raw):
+                        if isinstance(event, TextDelta) and event.channel == "assistant":
+                            text.append(event.text)
+                            produced = True
+                        elif isinstance(event, ToolCall):
+                            produced = True
+                        elif isinstance(event, Cost):
+                            cost = event
+                        elif isinstance(event, ErrorEvent) and event.fatal:
+                            fatal = event
+                        elif isinstance(event, Done):
+                            done = event
+                        batch.append(event)
                     if done is not None or len(batch) >= _BATCH or not _more_ready(stream):
                         await self._deliver(batch)
                         batch = []
                     if done is not None:
                         break
                 idled = guarded.idled
+            for event in redactor.flush():
+                if isinstance(event, TextDelta) and event.channel == "assistant":
+                    text.append(event.text)
+                    produced = True
+                batch.append(event)
             if batch:
                 await self._deliver(batch)
             if done is None:

@@ -36,11 +36,13 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
-from .errors import single_exception
+from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
 from .eventlog import EventLog
-from .events import DoneReason, RuntimeEvent, Usage, now_ms
+from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
+from .lifetime import ensure_private_dir
+from .redact import register_env_secrets
 from .registry import RuntimeRegistry
 from .rotation import (
     DEFAULT_ROTATION,
@@ -229,10 +231,14 @@ class Runner:
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
             if n > 0:
-                current = await adapter.start(
-                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, f"{session_key}:a{n}", note, home),
-                )
+                opts = self._opts(task, f"{session_key}:a{n}", note, home)
+                try:
+                    current = await adapter.start(
+                        TaskHandle(task_id=task.task_id, team_id=task.team_id), opts
+                    )
+                except Exception as exc:
+                    await self._start_failed(adapter, opts.session_key, session_key, exc)
+                    raise
             log = self.event_log
             handle = current
             # every attempt gets its own run key: re-running a task (after a crash, in another
@@ -273,6 +279,39 @@ class Runner:
 
         outcome = await supervisor.supervise(attempt)
         return outcome, supervisor.attempts, current
+
+    async def _start_failed(
+        self, adapter: RuntimeAdapter, run_session_key: str, session_key: str, exc: Exception
+    ) -> RunOutcome:
+        """Record a run that could not start (binary missing, argv too long, spawn refused, …) as
+        a logged run: ``error{fatal}`` + ``done{error}`` through the sink, and its runs row."""
+        run_key = f"{run_session_key}#{uuid.uuid4().hex[:8]}"
+        code = exc.event_code if isinstance(exc, RingleaderError) else "runtime_start_failed"
+        message = redact_secrets(f"{adapter.id} could not start: {exc}")
+        make = EventFactory(run_id="", session_id=run_session_key, clock=self.clock)
+        log = self.event_log
+        if log is not None:
+            await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
+        events = make.fail(message, code=code)
+        await self.sink.deliver(run_key, events)
+        outcome = RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="error",
+            summary=message,
+            usage=None,
+            cost_usd=None,
+            error_code=code,
+            error_message=message,
+            events=len(events),
+        )
+        if log is not None:
+            await log.finish_run(
+                run_key,
+                status="error",
+                outcome={"reason": "error", "summary": message, "errorCode": code, "runId": None},
+            )
+        return outcome
 
     async def _record(
         self,
@@ -347,6 +386,11 @@ class Runner:
         max_rotations: int | None,
     ) -> TaskOutcome:
         limit = self.rotation.max_rotations if max_rotations is None else max_rotations
+        # keys configured by environment variable (ours or the task's) are redacted by value
+        register_env_secrets(os.environ)
+        register_env_secrets(task.env)
+        state_dir = self.state_dir
+        await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         state = _TaskState()
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
         runtime = runtime_id
@@ -364,10 +408,18 @@ class Runner:
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
-            handle = await adapter.start(
-                TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                self._opts(task, session_key, "", home),
-            )
+            try:
+                handle = await adapter.start(
+                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                    self._opts(task, session_key, "", home),
+                )
+            except Exception as exc:
+                # a start failure is a logged run ending in error, not an exception with no trace
+                failed = await self._start_failed(adapter, session_key, session_key, exc)
+                if isinstance(exc, ConfigError):
+                    raise  # the caller's own bad input: a typed error (and now in the log too)
+                state.runs.append(RunRecord(runtime, session_key, failed, 1))
+                return _final(state)
             while True:
                 outcome, attempts, handle = await self._supervised_run(
                     adapter, caps, task, session_key, handle, state.note, home

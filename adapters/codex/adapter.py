@@ -64,7 +64,8 @@ from orchestrator.errors import (
 )
 from orchestrator.events import RuntimeEvent, now_ms
 
-from .._base import AdapterBase, confined_path, validate_context_key
+from .._base import AdapterBase, validate_context_key
+from .._confine import write_confined
 from .._jsonl import Frame
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
@@ -850,9 +851,7 @@ class CodexAdapter(AdapterBase):
         validate_context_key(key)
         live = self._live.get(run.session_key)
         if live is not None:
-            path = confined_path(live.cwd, key)
-            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
-            await trio.Path(path).write_text(value, encoding="utf-8")
+            await write_confined(live.cwd, key, value)
         self.calls.append(
             RecordedCall(
                 "writeContext", {"sessionKey": run.session_key, "key": key, "value": value}
