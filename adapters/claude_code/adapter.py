@@ -64,8 +64,7 @@ from orchestrator.errors import (
 )
 from orchestrator.events import RuntimeEvent, now_ms
 
-from .._base import AdapterBase, validate_context_key
-from .._confine import write_confined
+from .._base import AdapterBase, validate_context_key, write_context_file
 from .._jsonl import Frame
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
@@ -831,7 +830,7 @@ class ClaudeCodeAdapter(AdapterBase):
         live = self._live.get(run.session_key)
         steered = False
         if live is not None and key != STEER_KEY:
-            await write_confined(live.cwd, key, value)
+            await write_context_file(live.cwd, key, value)
         session = live.live if live is not None else None
         if (
             live is not None

@@ -64,8 +64,7 @@ from orchestrator.errors import (
 )
 from orchestrator.events import RuntimeEvent, now_ms
 
-from .._base import AdapterBase, validate_context_key
-from .._confine import write_confined
+from .._base import AdapterBase, validate_context_key, write_context_file
 from .._jsonl import Frame
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
@@ -851,7 +850,7 @@ class CodexAdapter(AdapterBase):
         validate_context_key(key)
         live = self._live.get(run.session_key)
         if live is not None:
-            await write_confined(live.cwd, key, value)
+            await write_context_file(live.cwd, key, value)
         self.calls.append(
             RecordedCall(
                 "writeContext", {"sessionKey": run.session_key, "key": key, "value": value}

@@ -44,8 +44,13 @@ from orchestrator.adapter import (
 from orchestrator.errors import ConfigError, redact_secrets
 from orchestrator.events import now_ms
 
-from .._base import AdapterBase, JsonSessionCodec, confined_path, validate_context_key
-from .._confine import write_confined
+from .._base import (
+    AdapterBase,
+    JsonSessionCodec,
+    confined_path,
+    validate_context_key,
+    write_context_file,
+)
 from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
@@ -311,7 +316,7 @@ class NativeAdapter(AdapterBase):
             live.glove.steer(text)  # before any await: it lands at the next turn boundary
             steered = True
         if path is not None and live is not None and live.opts.cwd:
-            await write_confined(live.opts.cwd, key, value)
+            await write_context_file(live.opts.cwd, key, value)
         self.calls.append(
             RecordedCall("writeContext", {"key": key, "value": value, "steered": steered})
         )
