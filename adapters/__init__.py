@@ -10,6 +10,7 @@ emission contracts), ``_process`` (child processes), ``_jsonl`` (line framing).
 from ._base import AdapterBase as AdapterBase
 from ._base import confined_path as confined_path
 from ._base import validate_context_key as validate_context_key
+from ._base import write_context_file as write_context_file
 from ._runs import RunEmitter as RunEmitter
 from .scripted import RecordedCall as RecordedCall
 from .scripted import ScriptedAdapter as ScriptedAdapter
@@ -21,4 +22,5 @@ __all__ = [
     "ScriptedAdapter",
     "confined_path",
     "validate_context_key",
+    "write_context_file",
 ]

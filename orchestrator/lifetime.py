@@ -8,15 +8,26 @@ back to the pid alone.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import stat
+from collections.abc import Collection
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any, Final
 
 import attrs
 
 __all__ = [
+    "MARK_ENV",
     "ProcessIdentity",
+    "ProcessRegistry",
+    "current_process_registry",
     "ensure_private_dir",
+    "kill_marked",
+    "marked_pids",
     "process_start_time",
 ]
 
@@ -93,3 +104,117 @@ def ensure_private_dir(path: str | os.PathLike[str], *, tighten: bool = False) -
         if st.st_uid == os.getuid() and mode & 0o077 and not mode & stat.S_ISVTX:
             os.chmod(target, mode & 0o700)
     return target
+
+
+# -- child processes: marks, the on-disk registry, reaping ------------------------------------
+
+MARK_ENV: Final = "RINGLEADER_PROC_MARK"
+"""Set in every runtime child's environment to a unique mark. Descendants inherit it whatever
+session or process group they move to (Claude Code puts its Bash tool in a session of its own),
+so the whole tree of one child can be found in ``/proc`` — even after the orchestrator died."""
+
+
+def marked_pids(mark: str, *, exclude: Collection[int] = ()) -> list[int]:
+    """Live processes (not zombies) whose environment carries ``mark`` (Linux; ``[]`` elsewhere)."""
+    needle = b"\0" + f"{MARK_ENV}={mark}".encode() + b"\0"
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    me = os.getpid()
+    found: list[int] = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me or pid in exclude:
+            continue
+        # environ ends without a trailing NUL on some kernels: test with one appended
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                data = b"\0" + f.read() + b"\0"
+        except OSError:
+            continue
+        if needle in data and ProcessIdentity(pid, None).alive():
+            found.append(pid)
+    return found
+
+
+def kill_marked(mark: str, sig: int = signal.SIGKILL) -> list[int]:
+    """Send ``sig`` to every live process carrying ``mark``; returns their pids."""
+    pids = marked_pids(mark)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+    return pids
+
+
+@attrs.define
+class ProcessRegistry:
+    """One file per live runtime child under ``directory`` (``<state_dir>/procs``), naming its
+    owner (this process), the child and its mark. The entry goes when the child's whole tree is
+    gone. If the owner dies first (SIGKILL, OOM, power), :meth:`reap` — run by the next start —
+    kills every process still carrying the mark and removes the entry."""
+
+    directory: Path
+
+    def record(self, mark: str, pid: int, *, adapter: str | None, session_key: str | None) -> None:
+        ensure_private_dir(self.directory)
+        owner = ProcessIdentity.current()
+        entry = {
+            "mark": mark,
+            "ownerPid": owner.pid,
+            "ownerStart": owner.start,
+            "pid": pid,
+            "start": process_start_time(pid),
+            "adapter": adapter,
+            "sessionKey": session_key,
+        }
+        path = self.directory / f"{mark}.json"
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f)
+        os.replace(tmp, path)
+
+    def forget(self, mark: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.directory / f"{mark}.json").unlink()
+
+    def reap(self) -> list[int]:
+        """Kill the trees of children whose owner process is dead; returns the pids killed."""
+        killed: list[int] = []
+        try:
+            entries = sorted(self.directory.glob("*.json"))
+        except OSError:
+            return killed
+        for path in entries:
+            try:
+                entry: dict[str, Any] = json.loads(path.read_text())
+                owner = ProcessIdentity(int(entry["ownerPid"]), entry.get("ownerStart"))
+                mark = str(entry["mark"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if owner.alive():
+                continue
+            child = ProcessIdentity(int(entry.get("pid") or 0), entry.get("start"))
+            if child.alive():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+            # kill until none is left (a dying parent may still fork once)
+            for _ in range(10):
+                pids = kill_marked(mark)
+                if not pids:
+                    break
+                killed.extend(pids)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        return killed
+
+
+current_process_registry: ContextVar[ProcessRegistry | None] = ContextVar(
+    "ringleader_process_registry", default=None
+)
+"""The registry runtime children started in this context are recorded in (set by the
+:class:`~orchestrator.runner.Runner` for the duration of a task; ``None``: not recorded)."""

@@ -41,7 +41,7 @@ from .eventlog import EventLog
 from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
-from .lifetime import ensure_private_dir
+from .lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
 from .redact import register_env_secrets
 from .registry import RuntimeRegistry
 from .rotation import (
@@ -370,6 +370,10 @@ class Runner:
         A single error from inside (a runtime that cannot start, a bad configuration) is raised
         as itself, not wrapped in exception groups.
         """
+        # children are recorded under the state dir; those of a dead orchestrator are reaped
+        registry = ProcessRegistry(self.state_dir / "procs")
+        await trio.to_thread.run_sync(registry.reap)
+        token = current_process_registry.set(registry)
         try:
             return await self._run_task(runtime_id, task, rotate_to, max_rotations)
         except BaseExceptionGroup as group:
@@ -377,6 +381,8 @@ class Runner:
             if leaf is not None:
                 raise leaf from group
             raise
+        finally:
+            current_process_registry.reset(token)
 
     async def _run_task(
         self,

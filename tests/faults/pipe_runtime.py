@@ -15,7 +15,7 @@ import trio
 from adapters import AdapterBase
 from adapters._process import ChildProcess, child_env, open_child
 from adapters._runs import RunEmitter
-from adapters.scripted import normalize_frame, parse_frame
+from adapters.scripted import InitFrame, ScriptedCodec, normalize_frame, parse_frame
 from orchestrator import (
     Capabilities,
     LineTooLongError,
@@ -48,6 +48,11 @@ class PipeRuntime(AdapterBase):
         self._argv_for = argv_for
         self._env = dict(env or {})
         self.children: dict[str, ChildProcess] = {}
+        self._codec = ScriptedCodec(self)
+
+    @property
+    def session_codec(self) -> ScriptedCodec:
+        return self._codec
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
@@ -104,6 +109,8 @@ class PipeRuntime(AdapterBase):
                 frame = parse_frame(raw)
                 if isinstance(frame, str):
                     continue
+                if isinstance(frame, InitFrame):
+                    emitter.bind_run_id(frame.session_id)
                 emitter.ensure_run_id()
                 await emitter.publish(normalize_frame(frame, emitter.factory, "".join(text)))
         code = await child.wait()
