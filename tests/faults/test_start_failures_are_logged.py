@@ -9,22 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import Runner, RuntimeRegistry, TaskSpec
+from orchestrator import Runner, RuntimeRegistry, StartOpts, TaskSpec
 from orchestrator.eventlog import EventLog
 from orchestrator.feed import RecordingSink
 
-from .pipe_runtime import PipeRuntime
+from .pipe_runtime import ArgvFor, PipeRuntime
 
-CASES = {
-    "missing-binary": (
-        lambda _opts: ["/nonexistent/bin/agent-cli", "-p", "hi"],
-        "runtime_not_found",
-    ),
+
+def _missing(_opts: StartOpts) -> list[str]:
+    return ["/nonexistent/bin/agent-cli", "-p", "hi"]
+
+
+def _too_long(_opts: StartOpts) -> list[str]:
     # one argument over MAX_ARG_STRLEN (128 KiB): execve fails with E2BIG
-    "argv-too-long": (
-        lambda _opts: [sys.executable, "-c", "pass", "x" * (200 * 1024)],
-        "runtime_start_failed",
-    ),
+    return [sys.executable, "-c", "pass", "x" * (200 * 1024)]
+
+
+CASES: dict[str, tuple[ArgvFor, str]] = {
+    "missing-binary": (_missing, "runtime_not_found"),
+    "argv-too-long": (_too_long, "runtime_start_failed"),
 }
 
 
