@@ -38,7 +38,7 @@ ORCHESTRATOR = textwrap.dedent(
 
     db, state, ws, marker = sys.argv[1:5]
     MODEL = "claude-sonnet-4-6"
-    bash = {"name": "Bash", "input": {"command": "sleep 300", "description": "wait"}}
+    bash = {"name": "Bash", "input": {"command": "tail -f /dev/null", "description": "wait"}}
     SCRIPT = {"model": MODEL, "conversations": [
         {"name": "tree", "marker": "[[e2e:tree]]", "turns": [{"tool_calls": [bash]}, {"text": "x"}]},
         {"name": "again", "marker": "[[e2e:again]]", "turns": [{"text": "AGAIN"}]},
@@ -112,7 +112,7 @@ def _tree(tmp_path: Path) -> tuple[str, list[ProcessIdentity]]:
         for entry in (tmp_path / "state" / "procs").glob("*.json"):
             mark = json.loads(entry.read_text())["mark"]
             pids = marked_pids(mark)
-            if any("sleep 300" in _cmdline(p) for p in pids):
+            if any("tail -f /dev/null" in _cmdline(p) for p in pids):
                 return mark, [ProcessIdentity.of(p) for p in pids]
         time.sleep(0.05)
     raise AssertionError("Claude Code's Bash tool never started")
