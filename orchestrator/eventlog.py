@@ -25,8 +25,15 @@ append never leaves its batch half-written or its fate unknown.
 Tables: ``events`` (``gid`` — a global, increasing id, SQLite's rowid with ``AUTOINCREMENT``,
 stable across ``VACUUM`` and never reused; it is the feed's resume cursor — run key, seq, kind,
 ts, wire-JSON body; ``(run_key, seq)`` is ``UNIQUE``, the natural key), ``runs`` (runtime,
-session key, status, times, final outcome JSON) and ``sessions`` (runtime, native session id,
-codec blob and the *origin working directory* a resume must run from).
+session key, status, times, final outcome JSON, and the owner process as pid + start time) and
+``sessions`` (one row per run: its session key, runtime, native session id, codec blob and the
+*origin working directory* a resume must run from).
+
+Nothing recorded is overwritten: every attempt has its own run key (:meth:`EventLog.start_run`
+refuses a used one), and a run's session row is only ever refined by that run. Opening the log
+marks runs left ``running`` by a dead owner process ``interrupted`` and closes their event
+stream with ``error{code: interrupted}`` + ``done{error}``. The database file is created 0600
+(and a missing parent directory 0700).
 
 One writing process per log file keeps the live feed complete: another process's commits are in
 the log (and replayed by the SSE endpoint) but are not published live in this one.
