@@ -184,42 +184,48 @@ class RunActor:
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._serve_mailbox)
-            batch: list[RuntimeEvent] = []
             # the one choke point: every event is redacted here, before the sink (the event log,
             # then subscribers) and before the outcome, runs table and handoff notes see it
             redactor = StreamRedactor()
             async with with_idle_timeout(
                 stream, on_idle=on_idle, idle_s=self.idle_s, grace_s=self.grace_s
             ) as guarded:
-                async for raw in guarded:
-                    seen += 1
-                    last_seq = raw.seq
-                    for event in redactor.push(raw):
-                        if isinstance(event, TextDelta) and event.channel == "assistant":
-                            text.append(event.text)
-                            produced = True
+                # one pull takes every event the stream holds (up to _BATCH): one sink call
+                # per burst, and no timer for events that were already waiting
+                while done is None:
+                    try:
+                        raw = await guarded.next_batch(_BATCH)
+                    except StopAsyncIteration:
+                        break
+                    batch: list[RuntimeEvent] = []
+                    for event in raw:
+                        seen += 1
+                        last_seq = event.seq
+                        batch += redactor.push(event)
+                        if isinstance(event, Done):
+                            break  # nothing after the terminal
+                    for event in batch:
+                        if isinstance(event, TextDelta):
+                            if event.channel == "assistant":
+                                text.append(event.text)
+                                produced = True
                         elif isinstance(event, ToolCall):
                             produced = True
                         elif isinstance(event, Cost):
                             cost = event
-                        elif isinstance(event, ErrorEvent) and event.fatal:
-                            fatal = event
+                        elif isinstance(event, ErrorEvent):
+                            if event.fatal:
+                                fatal = event
                         elif isinstance(event, Done):
                             done = event
-                        batch.append(event)
-                    if done is not None or len(batch) >= _BATCH or not _more_ready(stream):
-                        await self._deliver(batch)
-                        batch = []
-                    if done is not None:
-                        break
+                    await self._deliver(batch)
                 idled = guarded.idled
-            for event in redactor.flush():
+            held = redactor.flush()  # a delta held back at a stream that ended without done
+            for event in held:
                 if isinstance(event, TextDelta) and event.channel == "assistant":
                     text.append(event.text)
                     produced = True
-                batch.append(event)
-            if batch:
-                await self._deliver(batch)
+            await self._deliver(held)
             if done is None:
                 done, fatal = await self._synthesize_terminal(last_seq, text, idled, fatal)
             self.finished.set()
@@ -277,9 +283,3 @@ class RunActor:
         done = events[-1]
         assert isinstance(done, Done)
         return done, fatal
-
-
-def _more_ready(stream: object) -> bool:
-    """True if the stream has more events buffered (so delivery can wait for a fuller batch)."""
-    queue = getattr(stream, "queue", None)
-    return bool(queue is not None and len(queue) > 0)
