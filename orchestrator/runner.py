@@ -243,7 +243,7 @@ class Runner:
             handle = current
             # every attempt gets its own run key: re-running a task (after a crash, in another
             # process) never collides with, or overwrites, what an earlier attempt recorded
-            run_key = f"{current.session_key}#{uuid.uuid4().hex[:8]}"
+            run_key = f"{current.session_key}:run-{uuid.uuid4().hex[:8]}"
             recorded = False
 
             async def record_session_once(event: RuntimeEvent) -> None:
@@ -285,7 +285,7 @@ class Runner:
     ) -> RunOutcome:
         """Record a run that could not start (binary missing, argv too long, spawn refused, …) as
         a logged run: ``error{fatal}`` + ``done{error}`` through the sink, and its runs row."""
-        run_key = f"{run_session_key}#{uuid.uuid4().hex[:8]}"
+        run_key = f"{run_session_key}:run-{uuid.uuid4().hex[:8]}"
         code = exc.event_code if isinstance(exc, RingleaderError) else "runtime_start_failed"
         message = redact_secrets(f"{adapter.id} could not start: {exc}")
         make = EventFactory(run_id="", session_id=run_session_key, clock=self.clock)
@@ -333,6 +333,7 @@ class Runner:
                 "costUsd": outcome.cost_usd,
                 "errorCode": outcome.error_code,
                 "runId": outcome.run_id,
+                "title": task.title,
             },
         )
 
