@@ -326,8 +326,18 @@ class ChildProcess:
         return self.returncode
 
     def _escaped(self) -> list[int]:
-        """Descendants that left the group (their own session): found by the inherited mark."""
-        return marked_pids(self.mark) if self.mark else []
+        """Descendants that left the group (their own session): found by the inherited mark.
+        Members of the group are left out (the group signal reaches them once, not twice)."""
+        if not self.mark:
+            return []
+        out: list[int] = []
+        for pid in marked_pids(self.mark):
+            try:
+                if os.getpgid(pid) != self._pgid:
+                    out.append(pid)
+            except ProcessLookupError:
+                continue
+        return out
 
     def _signal_group(self, sig: int) -> None:
         with suppress(ProcessLookupError, PermissionError):
