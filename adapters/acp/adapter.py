@@ -121,6 +121,8 @@ class AcpRun:
     session_id: str | None = None
     agent_capabilities: dict[str, Any] = attrs.field(factory=dict[str, Any])
     aborting: bool = False
+    live: bool = False
+    """Set when ``start()`` returns; notifications read before are the agent replaying history."""
     spawned: trio.Event = attrs.field(factory=trio.Event)
     ready: trio.Event = attrs.field(factory=trio.Event)
     go: trio.Event = attrs.field(factory=trio.Event)
@@ -135,6 +137,7 @@ class AcpRun:
 
 _END: Final = "ringleader/promptEnd"
 _BAD_LINE: Final = "ringleader/badLine"
+_REPLAY: Final = "ringleader/replay"
 
 
 class AcpAdapter(AdapterBase):
@@ -260,13 +263,14 @@ class AcpAdapter(AdapterBase):
             opts=opts,
             cwd=cwd,
             env={**self.config.env, **opts.env},
-            state=AcpState(model=opts.model or self.config.model),
+            state=AcpState(model=opts.model or self.config.model, resumed=resume is not None),
             resume=resume,
         )
         try:
+            await trio.Path(cwd).mkdir(parents=True, exist_ok=True)
             await self.prepare_run(run)
-        except RingleaderError as exc:
-            await emitter.fail_with(exc)
+        except (RingleaderError, OSError) as exc:
+            await emitter.fail(redact_secrets(str(exc)), code=_code(exc))
             raise
         self._live[opts.session_key] = run
         self.calls.append(RecordedCall("start", {"sessionKey": opts.session_key, "resume": resume}))
@@ -275,6 +279,7 @@ class AcpAdapter(AdapterBase):
         if run.spawn_error is not None:
             raise run.spawn_error
         await run.ready.wait()
+        run.live = True  # updates read from now on are this run's output, not replayed history
         run.go.set()  # the driver publishes nothing before start() has returned
         return emitter.handle
 
@@ -423,7 +428,6 @@ class AcpAdapter(AdapterBase):
         """Send the prompt; its answer goes through the same channel as the updates, after them."""
         assert run.session_id is not None
         await run.go.wait()
-        run.state.start_prompt(resumed=run.resume is not None)
         prompt = [{"type": "text", "text": run.opts.full_message()}]
         async with send:
             try:
@@ -463,6 +467,8 @@ class AcpAdapter(AdapterBase):
                         elif kind == "request":
                             await self._answer(run, message)
                         elif kind == "notification":
+                            if not run.live:
+                                message[_REPLAY] = True
                             send.send_nowait(message)
             finally:
                 rpc.close()
@@ -553,7 +559,7 @@ class AcpAdapter(AdapterBase):
         if run.session_id and as_str(params.get("sessionId")) not in ("", run.session_id):
             return []  # another session's update (one session per process: not expected)
         update = as_dict(params.get("update"))
-        events = normalize_update(update, make, run.state)
+        events = normalize_update(update, make, run.state, replay=bool(message.get(_REPLAY)))
         if events is None:
             return emitter.note_unknown(as_str(update.get("sessionUpdate")) or "update")
         return events
@@ -630,7 +636,9 @@ class AcpAdapter(AdapterBase):
         await trio.lowlevel.checkpoint()
 
 
-def _code(error: RingleaderError) -> str | None:
+def _code(error: BaseException) -> str | None:
+    if not isinstance(error, RingleaderError):
+        return "runtime_start_failed"
     if isinstance(error, RuntimeReportedError) and error.code:
         return error.code
     return error.event_code

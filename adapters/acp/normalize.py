@@ -18,8 +18,9 @@
 * ``available_commands_update``, ``config_option_update`` and ``session_info_update`` (titles,
   which may arrive after the response and belong to no run) are known and dropped.
 
-Before :attr:`AcpState.live` is set (during ``session/load``, which replays the old history as
-updates before it answers), updates are history, not output: only a cumulative cost is kept.
+Updates read before the run's prompt is under way (``session/load`` replays the old history as
+updates before it answers) are history, not output (``replay=True``): only a cumulative cost is
+kept, as the run's baseline.
 """
 
 from __future__ import annotations
@@ -44,29 +45,24 @@ class AcpState:
     """What normalizing one prompt needs to remember."""
 
     model: str | None = None
-    live: bool = False
-    """Set once our prompt is sent; updates before it are replayed history."""
+    resumed: bool = False
+    """The run continues a loaded session (its spend before the run is unknown unless the
+    replayed history reported it)."""
     text: list[str] = attrs.field(factory=list[str])
     """The assistant text streamed in this run (the summary, and Hermes' failure text)."""
     context_used: int | None = None
     context_size: int | None = None
     session_cost: float | None = None
     """The session's cumulative USD as last reported by the agent."""
-    cost_base: float | None = 0.0
-    """The session's cumulative USD when the prompt started (``None``: unknown)."""
+    cost_base: float | None = attrs.field(
+        default=attrs.Factory(lambda s: None if s.resumed else 0.0, takes_self=True)
+    )
+    """The session's cumulative USD when the run started (``None``: unknown)."""
     tool_names: dict[str, str] = attrs.field(factory=dict[str, str])
 
     @property
     def summary(self) -> str:
         return "".join(self.text)
-
-    def start_prompt(self, *, resumed: bool) -> None:
-        """The prompt is about to be sent: updates from now on are this run's output."""
-        self.live = True
-        if resumed and self.session_cost is None:
-            self.cost_base = None  # a loaded session's spend so far is unknown
-        else:
-            self.cost_base = self.session_cost or 0.0
 
     @property
     def run_cost(self) -> float | None:
@@ -76,15 +72,18 @@ class AcpState:
 
 
 def normalize_update(
-    update: dict[str, Any], make: EventFactory, state: AcpState
+    update: dict[str, Any], make: EventFactory, state: AcpState, *, replay: bool = False
 ) -> list[RuntimeEvent] | None:
-    """Events for one ``session/update``'s ``update``; ``None`` for an unknown kind."""
+    """Events for one ``session/update``'s ``update``; ``None`` for an unknown kind.
+
+    ``replay``: the update is old history the agent replays while loading a session.
+    """
     kind = as_str(update.get("sessionUpdate"))
     if kind not in KNOWN_UPDATES:
         return None
     if kind == "usage_update":
-        return _usage_update(update, make, state)
-    if not state.live or kind in _SILENT or kind == "user_message_chunk":
+        return _usage_update(update, make, state, replay=replay)
+    if replay or kind in _SILENT or kind == "user_message_chunk":
         return []
     match kind:
         case "agent_message_chunk":
@@ -146,14 +145,16 @@ def normalize_prompt_end(result: object, make: EventFactory, state: AcpState) ->
 
 
 def _usage_update(
-    update: dict[str, Any], make: EventFactory, state: AcpState
+    update: dict[str, Any], make: EventFactory, state: AcpState, *, replay: bool
 ) -> list[RuntimeEvent]:
     used, size = as_int(update.get("used")), as_int(update.get("size"))
     cost = as_dict(update.get("cost"))
     amount = as_float(cost.get("amount"))
     if amount is not None and as_str(cost.get("currency"), "USD").upper() == "USD":
         state.session_cost = amount
-    if not state.live:
+        if replay:
+            state.cost_base = amount
+    if replay:
         return []
     state.context_used, state.context_size = used, size
     if amount is not None and state.run_cost is not None and make.usage is not None:
