@@ -88,7 +88,7 @@ class AcpFrames:
                 "kind": "other",
                 "status": "pending",
                 "rawInput": input,
-            }  # fmt: skip
+            }
         )
 
     def tool_result(self, call_id: str, name: str, output: str, *, is_error: bool = False) -> Frame:
@@ -110,7 +110,7 @@ class AcpFrames:
                     "size": 200_000,
                     "used": input_tokens,
                     "cost": {"amount": cost_usd, "currency": "USD"},
-                }  # fmt: skip
+                }
             )
         )
 
