@@ -73,6 +73,8 @@ class HermesConfig:
     state_root: Path | None = None
     permission: PermissionPolicy = "deny"
     toolsets: tuple[str, ...] = ("hermes-cli",)
+    api_max_retries: int | None = None
+    """Hermes' retries of a failed model call (its default is 3)."""
     env: Mapping[str, str] = attrs.field(factory=dict[str, str])
 
     def __attrs_post_init__(self) -> None:
@@ -103,6 +105,11 @@ def hermes_config_yaml(config: HermesConfig, cwd: Path) -> str:
         "  mode: manual",
         "agent:",
         "  environment_probe: false",
+        *(
+            [f"  api_max_retries: {config.api_max_retries}"]
+            if config.api_max_retries is not None
+            else []
+        ),
         "security:",
         "  allow_lazy_installs: false",
         "",
