@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 import trio
 
+from .acp_server import serve_acp_stdio
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
 from .events import RuntimeEvent, event_to_json
@@ -198,6 +199,15 @@ async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
             await trio.sleep(interval_s)
 
 
+async def _acp(runtime_id: str, model: str | None) -> int:
+    registry = builtin_registry()
+    if runtime_id not in registry:
+        raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
+    async with EventLog.open(_state_dir() / "events.db") as log:
+        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model)
+    return 0
+
+
 def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
     usd = "unknown" if outcome.cost_usd is None else f"${outcome.cost_usd:.4f}"
     if not outcome.cost_complete and outcome.cost_usd is not None:
@@ -289,6 +299,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "model-server", help="serve the scripted model server on 127.0.0.1", add_help=False
     )
+    acp = sub.add_parser(
+        "acp",
+        help="serve a runtime as an Agent Client Protocol agent on stdin/stdout",
+        description="Serve a ringleader runtime as an ACP agent over stdio, for editors that "
+        "speak ACP (Zed and others). Runs are recorded in the event log. "
+        "Example: ringleader acp --runtime claude-code",
+    )
+    acp.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
+    acp.add_argument("--model", default=None, help="model for every prompt (provider:model)")
     return parser
 
 
@@ -311,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return trio.run(_replay, args.run_key, bool(args.json), out)
         if args.command == "serve":
             return trio.run(_serve, args.host, args.port, args.token, out)
+        if args.command == "acp":
+            return trio.run(_acp, args.runtime, args.model)
         if args.command == "run":
             registry = builtin_registry()
             if args.runtime not in registry:

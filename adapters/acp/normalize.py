@@ -2,7 +2,8 @@
 
 * ``agent_message_chunk`` → ``text-delta``; ``agent_thought_chunk`` → ``text-delta{reasoning}``;
   ``user_message_chunk`` (the agent echoing or replaying the user) → nothing.
-* ``tool_call`` → ``tool-call`` (name from the title's ``name:`` prefix, else the tool kind;
+* ``tool_call`` → ``tool-call`` (name from the title's ``name:`` prefix, a one-word title, else
+  the tool kind;
   input = ``rawInput``, else the title and content the agent showed); ``tool_call_update`` with
   status ``completed``/``failed`` → ``tool-result`` (``is_error`` when failed). An update for a
   call we never saw opens it first, so every result has its call.
@@ -167,7 +168,9 @@ def _tool_name(update: dict[str, Any]) -> str:
     title = as_str(update.get("title"))
     head, sep, _ = title.partition(":")
     if sep and head and " " not in head.strip():
-        return head.strip()
+        return head.strip()  # "terminal: echo hi" (Hermes)
+    if title and " " not in title.strip():
+        return title.strip()  # a bare tool name (ringleader acp)
     return as_str(update.get("kind")) or title or "tool"
 
 
