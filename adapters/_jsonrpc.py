@@ -117,6 +117,8 @@ class JsonRpcClient:
         self._adapter = adapter
         self._head: dict[str, Any] = {"jsonrpc": "2.0"} if version else {}
         self.closed = False
+        self.unawaited: set[int] = set()
+        """Ids of requests sent with :meth:`send_request` (their responses are the reader's)."""
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
         """Send a request and wait for its result; an error response raises
@@ -144,6 +146,19 @@ class JsonRpcClient:
                 f"{method}: {text}", code=str(error.get("code")), adapter=self._adapter
             )
         return pending.result
+
+    async def send_request(self, method: str, params: Mapping[str, Any] | None = None) -> int:
+        """Send a request whose response the caller reads itself (it is not resolved here: a
+        reader that sees a response no one waits for passes it on); returns its id."""
+        if self.closed:
+            raise trio.BrokenResourceError(f"the {self._adapter} connection is closed")
+        request_id = next(self._ids)
+        self.unawaited.add(request_id)
+        message: dict[str, Any] = {**self._head, "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._send(json.dumps(message).encode())
+        return request_id
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         message: dict[str, Any] = {**self._head, "method": method}

@@ -1,12 +1,12 @@
 """The Agent Client Protocol (ACP) client adapter: any ACP agent (Hermes, Gemini CLI, OpenCode, …)
 behind the trait, one agent process per run. ``dialect`` (ACP's wire shapes), ``normalize``
-(updates → events, pure), ``driver`` (configuration and the agent's requests), ``adapter``.
+(updates → events, pure), ``driver`` (configuration and the agent's requests), ``adapter`` (on
+the shared child-process run loop, :mod:`adapters._cli`).
 """
 
 from .adapter import AcpAdapter as AcpAdapter
-from .adapter import AcpCodec as AcpCodec
+from .adapter import AcpDialect as AcpDialect
 from .adapter import AcpRun as AcpRun
-from .adapter import AcpSession as AcpSession
 from .driver import AcpConfig as AcpConfig
 from .driver import PermissionPolicy as PermissionPolicy
 from .normalize import AcpState as AcpState
@@ -15,10 +15,9 @@ from .normalize import normalize_update as normalize_update
 
 __all__ = [
     "AcpAdapter",
-    "AcpCodec",
     "AcpConfig",
+    "AcpDialect",
     "AcpRun",
-    "AcpSession",
     "AcpState",
     "PermissionPolicy",
     "normalize_prompt_end",

@@ -49,6 +49,10 @@ class AcpConfig:
 
     command: Sequence[str] = ()
     """The agent's argv, e.g. ``("gemini", "--experimental-acp")``; no shell."""
+    binary: str | None = None
+    """The agent's executable where a subclass knows its arguments (``hermes`` → ``acp``)."""
+    launcher: Callable[[Sequence[str]], Sequence[str]] | None = None
+    """Builds the whole argv instead (tests start a fake agent this way)."""
     env: Mapping[str, str] = attrs.field(factory=dict[str, str])
     """Extra environment for the agent (on top of the allow-listed variables)."""
     env_allow: Sequence[str] = DEFAULT_ENV_ALLOW

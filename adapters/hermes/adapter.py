@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
@@ -132,7 +132,12 @@ class HermesAdapter(AcpAdapter):
     ) -> None:
         self.hermes = config or HermesConfig()
         super().__init__(
-            AcpConfig(model=self.hermes.model, permission=self.hermes.permission), clock=clock
+            AcpConfig(
+                binary=self.hermes.binary,
+                model=self.hermes.model,
+                permission=self.hermes.permission,
+            ),
+            clock=clock,
         )
 
     def capabilities(self) -> Capabilities:
@@ -151,9 +156,10 @@ class HermesAdapter(AcpAdapter):
             )
         )
 
-    def agent_argv(self) -> list[str]:
-        binary = self.hermes.binary or str(runtime_binary("hermes"))
-        return [binary, "acp"]
+    def argv(self, args: Sequence[str]) -> list[str]:
+        if self.config.launcher is not None:
+            return list(self.config.launcher(args))
+        return [self.binary(), "acp", *args]
 
     async def probe_health(self) -> HealthResult:
         try:

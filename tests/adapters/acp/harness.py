@@ -15,6 +15,7 @@ import itertools
 import json
 import tempfile
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +205,7 @@ class _PerRunAgent(AcpAdapter):
         super().__init__(harness.config())
         self._harness = harness
 
-    def agent_argv(self) -> list[str]:
+    def argv(self, args: Sequence[str]) -> list[str]:
         return fake_cli_argv([], rules=agent_rules(str(uuid.uuid4())))
 
 
@@ -231,7 +232,7 @@ class AcpFaultHarness:
         harness = self
 
         class Faulty(AcpAdapter):
-            def agent_argv(self) -> list[str]:
+            def argv(self, args: Sequence[str]) -> list[str]:
                 session = str(uuid.uuid4())
                 return fake_cli_argv(
                     harness._transcript(session),  # pyright: ignore[reportPrivateUsage]
