@@ -123,9 +123,10 @@ class JsonRpcClient:
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
         """Send a request and wait for its result; an error response raises
         :class:`RuntimeReportedError` (code = the JSON-RPC error code), a transport that ends
-        first raises :class:`trio.BrokenResourceError`."""
+        first raises :class:`trio.BrokenResourceError`, one already closed
+        :class:`trio.ClosedResourceError`."""
         if self.closed:
-            raise trio.BrokenResourceError(f"the {self._adapter} connection is closed")
+            raise trio.ClosedResourceError(f"the {self._adapter} connection is closed")
         request_id = next(self._ids)
         pending = _Pending()
         self._pending[request_id] = pending
@@ -151,7 +152,7 @@ class JsonRpcClient:
         """Send a request whose response the caller reads itself (it is not resolved here: a
         reader that sees a response no one waits for passes it on); returns its id."""
         if self.closed:
-            raise trio.BrokenResourceError(f"the {self._adapter} connection is closed")
+            raise trio.ClosedResourceError(f"the {self._adapter} connection is closed")
         request_id = next(self._ids)
         self.unawaited.add(request_id)
         message: dict[str, Any] = {**self._head, "id": request_id, "method": method}
