@@ -140,8 +140,11 @@ class AcpDialect(CliDialect):
         error = as_dict(frame.get("error"))
         if self.run.cli.aborting:
             return make.finish("aborted", state.summary)
-        if isinstance(judged, RingleaderError):
-            return make.fail(str(judged), code=_code(judged), summary=state.summary)
+        if judged is True:
+            # the agent reported a failure as its answer text (normalized by now, in order)
+            text = redact_secrets(state.summary.strip()) or "ended the turn without an answer"
+            code = self.adapter.failure_code(text)
+            return make.fail(f"{self.adapter.id}: {text}", code=code, summary=state.summary)
         if error:
             data = as_dict(error.get("data"))
             code = as_str(data.get("code")) or "runtime_reported"
@@ -190,10 +193,16 @@ class AcpAdapter(CliAdapterBase[AcpConfig]):
         """Raise if a ``session/load`` answer did not load the session (agent-specific)."""
         await trio.lowlevel.checkpoint()
 
-    async def judge_end(self, run: AcpRun, result: object) -> RingleaderError | None:
-        """An error to report instead of the prompt's stop reason, or ``None``."""
+    async def judge_end(self, run: AcpRun, result: object) -> bool:
+        """Whether a prompt that ended normally in fact failed (an agent that reports failures
+        as ordinary text). Called as the answer arrives; the error's message is the answer
+        text, taken once every earlier update is normalized (see :meth:`failure_code`)."""
         await trio.lowlevel.checkpoint()
-        return None
+        return False
+
+    def failure_code(self, text: str) -> str:
+        """The ``error{code}`` for a failure :meth:`judge_end` found, from the agent's text."""
+        return "runtime_reported"
 
     async def finish_run(self, run: AcpRun) -> None:
         """Clean up after the run's ``done`` (e.g. delete an owned home)."""

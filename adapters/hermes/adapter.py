@@ -35,7 +35,6 @@ from orchestrator.errors import (
     ConfigError,
     RingleaderError,
     RuntimeReportedError,
-    redact_secrets,
 )
 from orchestrator.events import now_ms
 
@@ -210,25 +209,18 @@ class HermesAdapter(AcpAdapter):
                 session_key=run.opts.session_key,
             )
 
-    async def judge_end(self, run: AcpRun, result: object) -> RingleaderError | None:
+    async def judge_end(self, run: AcpRun, result: object) -> bool:
         data = as_dict(result)
         if as_str(data.get("stopReason")) != "end_turn" or usage_of(data) is not None:
             await trio.lowlevel.checkpoint()
-            return None
+            return False
         answered = await trio.to_thread.run_sync(
             _assistant_answered, run.home, run.session_id or ""
         )
-        if answered is not False:
-            return None
-        text = (
-            redact_secrets(run.state.summary.strip()) or "hermes ended the turn without an answer"
-        )
-        return RuntimeReportedError(
-            f"hermes: {text}",
-            code=_failure_code(text),
-            adapter=self.id,
-            session_key=run.opts.session_key,
-        )
+        return answered is False
+
+    def failure_code(self, text: str) -> str:
+        return _failure_code(text)
 
 
 def _failure_code(text: str) -> str:
