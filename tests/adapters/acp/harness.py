@@ -143,6 +143,7 @@ class AcpHarness:
         self._keys = itertools.count(1)
         self._root = Path(tempfile.mkdtemp(prefix="ringleader-acp-test-"))
         self.pids: list[int] = []
+        self.run_pids: dict[str, list[int]] = {}
         self._sessions: dict[str, str] = {}
 
     def config(self) -> AcpConfig:
@@ -176,8 +177,13 @@ class AcpHarness:
         child = adapter.child_for(run)
         assert child is not None
         self.pids.append(child.pid)
+        self.run_pids[key] = [child.pid]
         self.last_run = run
         return run
+
+    def child_pids(self, run: RunHandle) -> list[int]:
+        """The agent process of ``run`` (one per run): the contract checks it is gone at done."""
+        return self.run_pids.get(run.session_key, [])
 
     async def emit(self, frame: Any, run: RunHandle | None = None) -> None:
         run = run or self.last_run
