@@ -32,6 +32,7 @@ from ._commands import (
 )
 from ._live import make_view
 from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
+from .acp_server import serve_acp_stdio
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
@@ -151,6 +152,37 @@ async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
             await feed.publish(batch)
         else:
             await trio.sleep(interval_s)
+
+
+def _feed_token(args: argparse.Namespace) -> str | None:
+    """The feed token: ``--token-file``, else ``$RINGLEADER_FEED_TOKEN_FILE``, else
+    ``$RINGLEADER_FEED_TOKEN``, else ``--token`` (which shows in ``ps``). One source only."""
+    path: Path | None = args.token_file
+    if path is None and os.environ.get("RINGLEADER_FEED_TOKEN_FILE"):
+        path = Path(os.environ["RINGLEADER_FEED_TOKEN_FILE"])
+    token: str | None = args.token
+    if path is not None:
+        if token is not None:
+            raise ConfigError("give the feed token once: --token-file or --token, not both")
+        try:
+            token = path.expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the feed token file {path}: {exc.strerror}") from None
+        if not token:
+            raise ConfigError(f"the feed token file {path} is empty")
+    elif token is None:
+        token = os.environ.get("RINGLEADER_FEED_TOKEN") or None
+    return token
+
+
+async def _acp(runtime_id: str, model: str | None, config_file: str | None) -> int:
+    specs = discover_runtimes()
+    registry = _registry(specs, _load_config(config_file, specs))
+    if runtime_id not in registry:
+        raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
+    async with EventLog.open(usable_state_dir() / "events.db") as log:
+        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model)
+    return 0
 
 
 DEMO_BANNER = (
@@ -573,7 +605,7 @@ def _parser() -> argparse.ArgumentParser:
         [
             "ringleader serve",
             "ringleader serve --port 0",
-            "RINGLEADER_FEED_TOKEN=… ringleader serve --host 0.0.0.0",
+            "ringleader serve --host 0.0.0.0 --token-file ~/.config/ringleader/feed-token",
         ],
     )
     serve.add_argument(
@@ -588,10 +620,18 @@ def _parser() -> argparse.ArgumentParser:
         help="TCP port, 0 for a free one (printed); default 8765; e.g. --port 0",
     )
     serve.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="file holding the bearer token clients must send (required off loopback); by "
+        "default the token comes from the file named by $RINGLEADER_FEED_TOKEN_FILE, else from "
+        "$RINGLEADER_FEED_TOKEN; e.g. --token-file ~/.config/ringleader/feed-token",
+    )
+    serve.add_argument(
         "--token",
-        default=os.environ.get("RINGLEADER_FEED_TOKEN"),
-        help="bearer token clients must send; required off loopback (default: "
-        '$RINGLEADER_FEED_TOKEN); e.g. --token "$(cat token.txt)"',
+        default=None,
+        help="the token itself (discouraged: any local user can read it in `ps`; prefer "
+        "--token-file); e.g. --token local-test-only",
     )
 
     _sub(
@@ -601,6 +641,19 @@ def _parser() -> argparse.ArgumentParser:
         "Serve the scripted model server (Anthropic Messages, OpenAI Responses and Chat "
         "Completions) on 127.0.0.1; a JSON or TOML script decides the answers. Prints its URL.",
         ["ringleader model-server --script script.json --port 0"],
+    )
+    acp = _sub(
+        sub,
+        "acp",
+        "serve a runtime as an Agent Client Protocol agent on stdin/stdout",
+        "Serve a ringleader runtime as an ACP agent over stdio, for editors that speak ACP (Zed "
+        "and others): point the editor's agent command at this. Runs are recorded in the "
+        "event log like any other.",
+        ["ringleader acp --runtime claude-code", "ringleader acp --runtime native"],
+    )
+    acp.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
+    acp.add_argument(
+        "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
     )
     return parser
 
@@ -633,7 +686,9 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
         return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
     if args.command == "serve":
-        return trio.run(_serve, args.host, args.port, args.token, out)
+        return trio.run(_serve, args.host, args.port, _feed_token(args), out)
+    if args.command == "acp":
+        return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
     if args.command == "batch":
         specs = discover_runtimes()
         registry = _registry(specs, _load_config(args.config_file, specs))

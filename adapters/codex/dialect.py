@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
 from orchestrator.errors import ProtocolError
 
-from .._json import as_dict as as_dict
-from .._json import as_int as as_int
-from .._json import as_str as as_str
+from .._jsonrpc import RpcKind, as_dict, as_int, as_str, rpc_kind
 
 __all__ = [
     "EXEC_EVENT_TYPES",
@@ -199,8 +197,6 @@ def decode_exec_line(line: bytes | str) -> ExecEvent:
 
 # ---------------------------------------------------------------------------------- app-server
 
-RpcKind: TypeAlias = Literal["response", "request", "notification", "invalid"]
-
 
 class RpcMessage(TypedDict, total=False):
     """One app-server message (either direction)."""
@@ -246,16 +242,3 @@ def decode_rpc_line(line: bytes | str) -> RpcMessage:
             "codex app-server wrote a JSON line that is not an object", line=line, adapter="codex"
         )
     return cast(RpcMessage, obj)
-
-
-def rpc_kind(message: RpcMessage) -> RpcKind:
-    """Response (``id`` + ``result``/``error``), server request (``id`` + ``method``), or
-    notification (``method`` only)."""
-    has_method = isinstance(message.get("method"), str)
-    if "id" in message:
-        if has_method:
-            return "request"
-        if "result" in message or "error" in message:
-            return "response"
-        return "invalid"
-    return "notification" if has_method else "invalid"
