@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import itertools
 import json
 import os
+import signal
 import sys
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -17,6 +19,7 @@ from typing import Any, TextIO
 import attrs
 import trio
 
+from .actor import RunActor
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
@@ -25,6 +28,7 @@ from .feed import Feed, RecordingSink, serve_feed
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
 from .runner import Runner, TaskOutcome, TaskSpec, default_state_dir
+from .supervisor import RetryNotice
 
 __all__ = ["main"]
 
@@ -186,6 +190,58 @@ def _state_dir() -> Path:
     return default_state_dir()
 
 
+FORCE_WINDOW_S = 2.0
+"""A second Ctrl-C within this many seconds of the first forces the exit."""
+
+RESUME_PROMPT = "Continue where you left off."
+
+
+@attrs.define
+class _Interrupt:
+    """Ctrl-C during a run: the first aborts it cleanly (``done{aborted}`` in the log, the child
+    gone), a second within :data:`FORCE_WINDOW_S` forces."""
+
+    actors: list[RunActor] = attrs.field(factory=list[RunActor])
+    requested: bool = False
+    forced: bool = False
+
+    def on_actor(self, actor: RunActor) -> None:
+        self.actors.append(actor)
+        if self.requested:
+            self._abort(actor)
+
+    def abort(self) -> None:
+        self.requested = True
+        for actor in self.actors:
+            self._abort(actor)
+
+    @staticmethod
+    def _abort(actor: RunActor) -> None:
+        with contextlib.suppress(RingleaderError):  # already finished
+            actor.abort()
+
+    async def watch(self, signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+        last: float | None = None
+        async for _ in signals:
+            now = trio.current_time()
+            if last is not None and now - last <= FORCE_WINDOW_S:
+                self.forced = True
+                print("ringleader: forced exit", file=sys.stderr, flush=True)
+                scope.cancel()
+                return
+            last = now
+            print(
+                "\nringleader: interrupted, aborting the run (Ctrl-C again within 2 s forces)",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.abort()
+
+
+def _print_retry(notice: RetryNotice) -> None:
+    print(f"ringleader: {notice}", file=sys.stderr, flush=True)
+
+
 async def _run_task(
     registry: RuntimeRegistry,
     runtime_id: str,
@@ -194,32 +250,67 @@ async def _run_task(
     model: str | None,
     as_json: bool,
     out: TextIO,
-) -> TaskOutcome:
+    resume: str | None = None,
+) -> tuple[TaskOutcome, bool]:
+    """Run (or resume) one task with live rendering; ``(outcome, interrupted by Ctrl-C)``."""
     renderer = TerminalRenderer(out, as_json=as_json, spinner=out.isatty())
     state = _state_dir()
+    interrupt = _Interrupt()
+    outcomes: list[TaskOutcome] = []
     async with EventLog.open(state / "events.db") as log:
         runner = Runner(
             registry,
             sink=RecordingSink(log, extra=[renderer]),
             state_dir=state,
             event_log=log,
+            on_actor=interrupt.on_actor,
+            on_retry=_print_retry,
         )
-        task = TaskSpec(
-            task_id=uuid.uuid4().hex[:8], title=prompt, model=model, cwd=os.getcwd(), agent_id="cli"
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(interrupt.watch, signals, nursery.cancel_scope)
+
+                async def spin() -> None:
+                    for frame in itertools.cycle(SPINNER):
+                        await trio.sleep(0.1)
+                        if trio.current_time() - renderer.last_event_at > 0.3:
+                            renderer.spin(frame)
+
+                if out.isatty() and not as_json:
+                    nursery.start_soon(spin)
+                if resume is not None:
+                    outcome = await runner.resume_task(resume, prompt, agent_id="cli", model=model)
+                else:
+                    task = TaskSpec(
+                        task_id=uuid.uuid4().hex[:8],
+                        title=prompt,
+                        model=model,
+                        cwd=os.getcwd(),
+                        agent_id="cli",
+                    )
+                    outcome = await runner.run_task(runtime_id, task)
+                outcomes.append(outcome)
+                nursery.cancel_scope.cancel()
+    if not outcomes:  # forced: the run was cancelled where it stood
+        raise KeyboardInterrupt
+    return outcomes[0], interrupt.requested
+
+
+async def _find_resumable(key: str) -> tuple[str, str]:
+    """``(run key, runtime id)`` of the run to resume (``last``: the newest resumable one)."""
+    async with EventLog.open(_state_dir() / "events.db") as log:
+        if key == "last":
+            for run in reversed(await log.runs()):
+                session = await log.get_session(run.run_key)
+                if session is not None and (session.codec_blob or session.native_session_id):
+                    return run.run_key, session.runtime_id
+            raise ConfigError("the event log has no resumable run yet")
+        session = await log.get_session(key)
+    if session is None or not (session.codec_blob or session.native_session_id):
+        raise ConfigError(
+            f"run {key!r} recorded no resumable session (see `ringleader replay --list`)"
         )
-        async with trio.open_nursery() as nursery:
-
-            async def spin() -> None:
-                for frame in itertools.cycle(SPINNER):
-                    await trio.sleep(0.1)
-                    if trio.current_time() - renderer.last_event_at > 0.3:
-                        renderer.spin(frame)
-
-            if out.isatty() and not as_json:
-                nursery.start_soon(spin)
-            outcome = await runner.run_task(runtime_id, task)
-            nursery.cancel_scope.cancel()
-    return outcome
+    return key, session.runtime_id
 
 
 async def _replay(run_key: str, as_json: bool, out: TextIO) -> int:
@@ -295,11 +386,13 @@ async def _demo(as_json: bool, out: TextIO) -> int:
     model_server = importlib.import_module("contract.model_server")
     script = Path(str(model_server.__file__)).parent / "scripts" / "demo.json"
     async with _model_server(spec, config, str(script)) as served:
-        outcome = await _run_task(
+        outcome, interrupted = await _run_task(
             _registry(specs, served), "native", DEMO_PROMPT, model=None, as_json=as_json, out=out
         )
     if not as_json:
         _print_outcome(outcome, out)
+    if interrupted:
+        return 130
     return 0 if outcome.status == "success" else 1
 
 
@@ -423,28 +516,47 @@ def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
         prompt, script = script, ""
     if script and not Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
+    if prompt is None and args.resume:
+        prompt = RESUME_PROMPT
     if prompt is None:
         raise ConfigError("run: a prompt is required")
+    if args.runtime is None and not args.resume:
+        raise ConfigError("run: --runtime ID is required (or --resume RUN_KEY|last)")
     return prompt, script
 
 
 async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
     specs = discover_runtimes()
     config = _load_config(args.config_file, specs)
-    spec = _spec(specs, args.runtime)
+    runtime_id: str | None = args.runtime
+    resume: str | None = None
+    if args.resume:
+        resume, resumed_runtime = await _find_resumable(args.resume)
+        if runtime_id is not None and runtime_id != resumed_runtime:
+            raise ConfigError(
+                f"run {resume!r} ran on {resumed_runtime!r}; it cannot resume on {runtime_id!r}"
+            )
+        runtime_id = resumed_runtime
+    assert runtime_id is not None  # checked with the arguments
+    spec = _spec(specs, runtime_id)
     async with AsyncExitStack() as stack:
         if script is not None:
             config = await stack.enter_async_context(_model_server(spec, config, script or None))
-        outcome = await _run_task(
+        outcome, interrupted = await _run_task(
             _registry(specs, config),
             spec.id,
             prompt,
             model=args.model,
             as_json=bool(args.json),
             out=out,
+            resume=resume,
         )
     if not args.json:
+        if resume is not None:
+            out.write(f"\n(resumed {resume})")
         _print_outcome(outcome, out)
+    if interrupted:
+        return 130
     return 0 if outcome.status == "success" else 1
 
 
@@ -463,7 +575,14 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the built-in demo (no keys, nothing leaves 127.0.0.1)")
     demo.add_argument("--json", action="store_true", help="print events as JSON Lines")
     run = sub.add_parser("run", help="run a prompt on one runtime")
-    run.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
+    run.add_argument("--runtime", default=None, help="runtime id (see `ringleader runtimes`)")
+    run.add_argument(
+        "--resume",
+        metavar="RUN_KEY|last",
+        default=None,
+        help="continue a recorded run's session on its runtime, from its working directory "
+        f"(PROMPT defaults to {RESUME_PROMPT!r})",
+    )
     run.add_argument("--model", default=None, help="model override for this run")
     run.add_argument("--json", action="store_true", help="print events as JSON Lines")
     run.add_argument(

@@ -16,7 +16,12 @@ Choices the reference leaves open (documented here, tested in ``tests/orchestrat
   share one are serialized; ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
   refuses a home there) and are deleted when the run ends;
 * the successor's session key is ``<base>:r<n>`` (the reference's), retries append ``:a<n>``;
-* the codec blob of the predecessor travels into ``record_rotation`` (the reference drops it).
+* the codec blob of the predecessor travels into ``record_rotation`` (the reference drops it);
+* :meth:`Runner.resume_task` continues a recorded session: it restores the run's codec blob on a
+  fresh adapter, starts with ``resume_session_id`` from the session's origin working directory,
+  and is logged as a new run whose outcome names the run it resumed (``resumedFrom``). Homes are
+  per (runtime, agent): resume with the agent id of the original run so the runtime finds its
+  session state there.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import trio
@@ -36,7 +42,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
-from .errors import single_exception
+from .errors import ConfigError, single_exception
 from .eventlog import EventLog
 from .events import DoneReason, RuntimeEvent, Usage, now_ms
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
@@ -52,10 +58,11 @@ from .rotation import (
     rotate_session,
     should_rotate,
 )
-from .supervisor import RestartPolicy, Supervisor
+from .supervisor import RestartPolicy, RetryListener, Supervisor
 
 __all__ = [
     "NullSink",
+    "ResumeFrom",
     "RunRecord",
     "Runner",
     "TaskOutcome",
@@ -84,6 +91,15 @@ class NullSink:
 
 
 @attrs.frozen
+class ResumeFrom:
+    """A recorded session to continue (from the event log's session row of ``run_key``)."""
+
+    run_key: str
+    codec_blob: str | None = None
+    native_session_id: str | None = None
+
+
+@attrs.frozen
 class TaskSpec:
     """What to do. ``context`` lands in the context tier, ``memory`` in the volatile tier."""
 
@@ -99,6 +115,8 @@ class TaskSpec:
     max_turns: int | None = None
     child_tool_blocklist: tuple[str, ...] = ()
     env: Mapping[str, str] = attrs.field(factory=dict[str, str], repr=False)
+    resume: ResumeFrom | None = None
+    """Continue this recorded session instead of starting a new one (see :meth:`Runner.resume_task`)."""
 
 
 @attrs.frozen
@@ -152,6 +170,8 @@ class Runner:
     record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
+    on_retry: RetryListener | None = None
+    """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
     event_log: EventLog | None = None
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     _home_locks: dict[str, trio.Lock] = attrs.field(init=False, factory=dict[str, trio.Lock])
@@ -185,7 +205,14 @@ class Runner:
 
     # -- prompt ------------------------------------------------------------------------------
 
-    def _opts(self, task: TaskSpec, session_key: str, note: str, home: str | None) -> StartOpts:
+    def _opts(
+        self,
+        task: TaskSpec,
+        session_key: str,
+        note: str,
+        home: str | None,
+        resume_id: str | None = None,
+    ) -> StartOpts:
         context = "\n\n".join(part for part in (task.context, note) if part)
         volatile = "\n\n".join(
             part for part in (task.memory, f"Today: {date_stamp(self.today())}") if part
@@ -206,6 +233,7 @@ class Runner:
             max_turns=task.max_turns,
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
+            resume_session_id=resume_id,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -219,8 +247,9 @@ class Runner:
         first: RunHandle,
         note: str,
         home: str | None,
+        resume_id: str | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
-        supervisor = Supervisor(self.restart)
+        supervisor = Supervisor(self.restart, on_retry=self.on_retry)
         current = first
 
         async def attempt(n: int) -> RunOutcome:
@@ -228,7 +257,7 @@ class Runner:
             if n > 0:
                 current = await adapter.start(
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, f"{session_key}:a{n}", note, home),
+                    self._opts(task, f"{session_key}:a{n}", note, home, resume_id),
                 )
             log = self.event_log
             handle = current
@@ -289,6 +318,7 @@ class Runner:
                 "costUsd": outcome.cost_usd,
                 "errorCode": outcome.error_code,
                 "runId": outcome.run_id,
+                "resumedFrom": task.resume.run_key if task.resume is not None else None,
             },
         )
 
@@ -358,14 +388,16 @@ class Runner:
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
+            resume_id = await _restore(adapter, task.resume) if task.resume else None
             handle = await adapter.start(
                 TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                self._opts(task, session_key, "", home),
+                self._opts(task, session_key, "", home, resume_id),
             )
             while True:
                 outcome, attempts, handle = await self._supervised_run(
-                    adapter, caps, task, session_key, handle, state.note, home
+                    adapter, caps, task, session_key, handle, state.note, home, resume_id
                 )
+                resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 reason = self._rotation_reason(outcome, caps)
@@ -427,6 +459,41 @@ class Runner:
                 )
         return _final(state)
 
+    async def resume_task(
+        self,
+        run_key: str,
+        prompt: str,
+        *,
+        task_id: str | None = None,
+        agent_id: str = "agent",
+        model: str | None = None,
+        **task_fields: Any,
+    ) -> TaskOutcome:
+        """Continue the session recorded by run ``run_key`` with ``prompt``, on the same runtime,
+        from the session's origin working directory; logged as a new run linked to the old one.
+
+        Raises:
+            ConfigError: no event log, or ``run_key`` recorded no resumable session.
+        """
+        log = self.event_log
+        if log is None:
+            raise ConfigError("resuming a run needs the runner's event log")
+        session = await log.get_session(run_key)
+        if session is None or not (session.codec_blob or session.native_session_id):
+            raise ConfigError(
+                f"run {run_key!r} recorded no resumable session (see `ringleader replay --list`)"
+            )
+        task = TaskSpec(
+            task_id=task_id or uuid.uuid4().hex[:8],
+            title=prompt,
+            agent_id=agent_id,
+            model=model,
+            cwd=session.origin_cwd,
+            resume=ResumeFrom(run_key, session.codec_blob, session.native_session_id),
+            **task_fields,
+        )
+        return await self.run_task(session.runtime_id, task)
+
     def _rotation_reason(self, outcome: RunOutcome, caps: Capabilities) -> RotationReason | None:
         if outcome.reason == "max_turns":
             return "max_turns"
@@ -439,6 +506,25 @@ class Runner:
             threshold_pct=self.rotation.threshold_pct,
         )
         return "context_watermark" if should_rotate(trigger) else None
+
+
+async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
+    """The native session id to resume: restored through the adapter's codec (which may also
+    remember the session's origin directory), else the recorded native id."""
+    codec = adapter.session_codec
+    if codec is not None and resume.codec_blob:
+        try:
+            handle = await codec.restore(resume.codec_blob)
+        except Exception as exc:
+            raise ConfigError(
+                f"run {resume.run_key!r}: its recorded session cannot be restored by "
+                f"{adapter.id}: {type(exc).__name__}: {exc}"
+            ) from None
+        if handle.run_id:
+            return handle.run_id
+    if resume.native_session_id:
+        return resume.native_session_id
+    raise ConfigError(f"run {resume.run_key!r} recorded no session id to resume")
 
 
 def _final(state: _TaskState) -> TaskOutcome:
