@@ -3,112 +3,43 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import itertools
+import importlib.metadata
 import json
 import os
 import signal
 import sys
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import attrs
 import trio
 
-from .actor import RunActor
+from ._commands import (
+    batch,
+    bind_error,
+    check_prompt,
+    crash_report,
+    list_runs,
+    port_number,
+    replay,
+    run_side_by_side,
+    serve_banner,
+    usable_state_dir,
+)
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
-from .events import RuntimeEvent, event_to_json
-from .feed import Feed, RecordingSink, serve_feed
+from .feed import Feed, serve_feed
+from .hosts import LocalHost
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
-from .runner import Runner, TaskOutcome, TaskSpec, default_state_dir
+from .runner import ResumeFrom, TaskOutcome, resumable_task
 from .supervisor import RetryNotice
 
 __all__ = ["main"]
-
-SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-
-
-class TerminalRenderer:
-    """Live rendering of events for a person at a terminal (or JSON Lines with ``as_json``)."""
-
-    def __init__(self, out: TextIO, *, as_json: bool = False, spinner: bool = False) -> None:
-        self._out = out
-        self._json = as_json
-        self._in_text = False
-        self._spinner = spinner and not as_json
-        self._spinning = False
-        self.last_event_at = 0.0
-
-    def _clear_spinner(self) -> None:
-        if self._spinning:
-            self._out.write("\r\x1b[K")
-            self._spinning = False
-
-    def spin(self, frame: str) -> None:
-        if self._spinner and not self._in_text:
-            self._out.write(f"\r{frame} waiting…")
-            self._out.flush()
-            self._spinning = True
-
-    def _line(self, text: str) -> None:
-        self._clear_spinner()
-        if self._in_text:
-            self._out.write("\n")
-            self._in_text = False
-        self._out.write(text + "\n")
-
-    async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
-        for event in events:
-            self.render(event)
-        self.last_event_at = trio.current_time()
-        await trio.lowlevel.checkpoint()
-
-    def render(self, event: RuntimeEvent) -> None:
-        if self._json:
-            self._out.write(event_to_json(event) + "\n")
-            self._out.flush()
-            return
-        match event.kind:
-            case "text-delta":
-                if event.channel == "reasoning":
-                    self._line(f"  (thinking) {_short(event.text)}")
-                else:
-                    self._clear_spinner()
-                    self._out.write(event.text)
-                    self._in_text = True
-            case "tool-call":
-                self._line(f"→ {event.name} {_short(event.input)}")
-            case "tool-result":
-                mark = "✗" if event.is_error else "✓"
-                self._line(f"{mark} {event.name}: {_short(event.output)}")
-            case "status":
-                detail = f" ({event.detail})" if event.detail else ""
-                model = f" model={event.model}" if event.model else ""
-                self._line(f"· {event.phase}{model}{detail}")
-            case "cost":
-                usd = "unknown" if event.cost_usd is None else f"${event.cost_usd:.4f}"
-                self._line(
-                    f"· tokens in={event.usage.input_tokens} out={event.usage.output_tokens}"
-                    f" cost={usd}{' (estimated)' if event.estimated else ''}"
-                )
-            case "done":
-                self._line(f"■ done: {event.reason}")
-            case "error":
-                self._line(f"! error{f' [{event.code}]' if event.code else ''}: {event.message}")
-        self._out.flush()
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = text.replace("\n", "⏎")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 MODEL_SERVER_KEY_ENV = "RINGLEADER_MODEL_SERVER_KEY"
@@ -154,7 +85,7 @@ def _default_script(hook: ModelServerHook) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def _model_server(
+async def _served_model_server(
     spec: RuntimeSpec, config: LoadedConfig, script: str | None
 ) -> AsyncGenerator[LoadedConfig]:
     """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it."""
@@ -186,41 +117,48 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
-def _state_dir() -> Path:
-    return default_state_dir()
-
-
 FORCE_WINDOW_S = 2.0
 """A second Ctrl-C within this many seconds of the first forces the exit."""
 
 RESUME_PROMPT = "Continue where you left off."
 
+T = TypeVar("T")
+
 
 @attrs.define
 class _Interrupt:
-    """Ctrl-C during a run: the first aborts it cleanly (``done{aborted}`` in the log, the child
-    gone), a second within :data:`FORCE_WINDOW_S` forces."""
+    """Ctrl-C during runs: the first aborts them cleanly (``done{aborted}`` in the log, children
+    gone, exit 130), a second within :data:`FORCE_WINDOW_S` forces."""
 
-    actors: list[RunActor] = attrs.field(factory=list[RunActor])
+    hosts: list[LocalHost] = attrs.field(factory=list[LocalHost])
     requested: bool = False
     forced: bool = False
 
-    def on_actor(self, actor: RunActor) -> None:
-        self.actors.append(actor)
+    def attach(self, host: LocalHost) -> None:
+        self.hosts.append(host)
         if self.requested:
-            self._abort(actor)
+            self.abort()
 
     def abort(self) -> None:
         self.requested = True
-        for actor in self.actors:
-            self._abort(actor)
+        for host in self.hosts:
+            for ref in host.tasks:
+                if not ref.finished:
+                    ref.abort()
 
-    @staticmethod
-    def _abort(actor: RunActor) -> None:
-        with contextlib.suppress(RingleaderError):  # already finished
-            actor.abort()
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """``await work()`` with Ctrl-C handled (a forced exit raises ``KeyboardInterrupt``)."""
+        results: list[T] = []
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch, signals, nursery.cancel_scope)
+                results.append(await work())
+                nursery.cancel_scope.cancel()
+        if not results:  # forced: the runs were cancelled where they stood
+            raise KeyboardInterrupt
+        return results[0]
 
-    async def watch(self, signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+    async def _watch(self, signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
         last: float | None = None
         async for _ in signals:
             now = trio.current_time()
@@ -242,6 +180,74 @@ def _print_retry(notice: RetryNotice) -> None:
     print(f"ringleader: {notice}", file=sys.stderr, flush=True)
 
 
+def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
+    """``run``'s prompt and ``--model-server`` script (``""``: the built-in one; ``None``: no
+    model server). ``run --model-server "prompt"`` means the built-in script."""
+    prompt: str | None = args.prompt
+    script: str | None = args.model_server
+    if script and prompt is None and not Path(script).is_file():
+        prompt, script = script, ""
+    if script and not Path(script).is_file():
+        raise ConfigError(f"{script}: model server script not found")
+    if prompt is None and args.resume:
+        prompt = RESUME_PROMPT
+    if prompt is None:
+        raise ConfigError("run: a prompt is required")
+    if args.runtime is None and not args.resume:
+        raise ConfigError("run: --runtime ID is required (or --resume RUN_KEY|last)")
+    return prompt, script
+
+
+async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
+    specs = discover_runtimes()
+    config = _load_config(args.config_file, specs)
+    runtime_ids: list[str] = list(args.runtime or [])
+    resume: ResumeFrom | None = None
+    cwd: str | None = None
+    if args.resume:
+        async with EventLog.open(usable_state_dir() / "events.db") as log:
+            resumed_runtime, task = await resumable_task(log, args.resume, prompt)
+        if runtime_ids and runtime_ids != [resumed_runtime]:
+            raise ConfigError(
+                f"that run ran on {resumed_runtime!r}; it cannot resume on "
+                f"{', '.join(map(repr, runtime_ids))}"
+            )
+        runtime_ids, resume, cwd = [resumed_runtime], task.resume, task.cwd
+    for runtime_id in runtime_ids:
+        _spec(specs, runtime_id)  # unknown ids fail before anything starts
+    interrupt = _Interrupt()
+    async with AsyncExitStack() as stack:
+        if script is not None:  # one server per runtime, each with that runtime's script
+            for runtime_id in dict.fromkeys(runtime_ids):
+                config = await stack.enter_async_context(
+                    _served_model_server(_spec(specs, runtime_id), config, script or None)
+                )
+        registry = _registry(specs, config)
+        results = await interrupt.run(
+            lambda: run_side_by_side(
+                registry,
+                runtime_ids,
+                prompt,
+                model=args.model,
+                as_json=bool(args.json),
+                out=out,
+                cwd=cwd,
+                resume=resume,
+                on_host=interrupt.attach,
+                on_retry=_print_retry,
+            )
+        )
+    if interrupt.requested:
+        return 130
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.replace("\n", "⏎")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 async def _run_task(
     registry: RuntimeRegistry,
     runtime_id: str,
@@ -250,101 +256,25 @@ async def _run_task(
     model: str | None,
     as_json: bool,
     out: TextIO,
-    resume: str | None = None,
-) -> tuple[TaskOutcome, bool]:
-    """Run (or resume) one task with live rendering; ``(outcome, interrupted by Ctrl-C)``."""
-    renderer = TerminalRenderer(out, as_json=as_json, spinner=out.isatty())
-    state = _state_dir()
-    interrupt = _Interrupt()
-    outcomes: list[TaskOutcome] = []
-    async with EventLog.open(state / "events.db") as log:
-        runner = Runner(
-            registry,
-            sink=RecordingSink(log, extra=[renderer]),
-            state_dir=state,
-            event_log=log,
-            on_actor=interrupt.on_actor,
-            on_retry=_print_retry,
-        )
-        with trio.open_signal_receiver(signal.SIGINT) as signals:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(interrupt.watch, signals, nursery.cancel_scope)
-
-                async def spin() -> None:
-                    for frame in itertools.cycle(SPINNER):
-                        await trio.sleep(0.1)
-                        if trio.current_time() - renderer.last_event_at > 0.3:
-                            renderer.spin(frame)
-
-                if out.isatty() and not as_json:
-                    nursery.start_soon(spin)
-                if resume is not None:
-                    outcome = await runner.resume_task(resume, prompt, agent_id="cli", model=model)
-                else:
-                    task = TaskSpec(
-                        task_id=uuid.uuid4().hex[:8],
-                        title=prompt,
-                        model=model,
-                        cwd=os.getcwd(),
-                        agent_id="cli",
-                    )
-                    outcome = await runner.run_task(runtime_id, task)
-                outcomes.append(outcome)
-                nursery.cancel_scope.cancel()
-    if not outcomes:  # forced: the run was cancelled where it stood
-        raise KeyboardInterrupt
-    return outcomes[0], interrupt.requested
-
-
-async def _find_resumable(key: str) -> tuple[str, str]:
-    """``(run key, runtime id)`` of the run to resume (``last``: the newest resumable one)."""
-    async with EventLog.open(_state_dir() / "events.db") as log:
-        if key == "last":
-            for run in reversed(await log.runs()):
-                session = await log.get_session(run.run_key)
-                if session is not None and (session.codec_blob or session.native_session_id):
-                    return run.run_key, session.runtime_id
-            raise ConfigError("the event log has no resumable run yet")
-        session = await log.get_session(key)
-    if session is None or not (session.codec_blob or session.native_session_id):
-        raise ConfigError(
-            f"run {key!r} recorded no resumable session (see `ringleader replay --list`)"
-        )
-    return key, session.runtime_id
-
-
-async def _replay(run_key: str, as_json: bool, out: TextIO) -> int:
-    async with EventLog.open(_state_dir() / "events.db") as log:
-        if run_key == "last":
-            runs = await log.runs()
-            if not runs:
-                raise ConfigError("the event log has no runs yet")
-            run_key = runs[-1].run_key
-        events = await log.read(run_key)
-    if not events:
-        raise ConfigError(f"no events for run {run_key!r} (see `ringleader replay --list`)")
-    renderer = TerminalRenderer(out, as_json=as_json)
-    for event in events:
-        renderer.render(event)
-    return 0
-
-
-async def _list_runs(out: TextIO) -> int:
-    async with EventLog.open(_state_dir() / "events.db") as log:
-        for run in await log.runs():
-            out.write(f"{run.run_key}  {run.runtime_id}  {run.status}\n")
-    return 0
+) -> TaskOutcome:
+    """One task on one runtime, in the working directory, drawn by the live view."""
+    (result,) = await run_side_by_side(
+        registry, [runtime_id], check_prompt(prompt), model=model, as_json=as_json, out=out
+    )
+    assert result.outcome is not None  # a failure to run raises instead
+    return result.outcome
 
 
 async def _serve(host: str, port: int, token: str | None, out: TextIO) -> int:
+    state = usable_state_dir()
     feed = Feed()
     async with (
-        EventLog.open(_state_dir() / "events.db") as log,
+        EventLog.open(state / "events.db") as log,
         serve_feed(feed, log, host=host, port=port, token=token) as served,
         trio.open_nursery() as nursery,
     ):
         nursery.start_soon(_tail_log, log, feed)
-        out.write(f"{served.url}/events\n")
+        out.write(serve_banner(served.url, token=bool(token)) + "\n")
         out.flush()
         await trio.sleep_forever()
     return 0
@@ -362,17 +292,6 @@ async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
             await trio.sleep(interval_s)
 
 
-def _print_outcome(outcome: TaskOutcome, out: TextIO) -> None:
-    usd = "unknown" if outcome.cost_usd is None else f"${outcome.cost_usd:.4f}"
-    if not outcome.cost_complete and outcome.cost_usd is not None:
-        usd += " (lower bound)"
-    rotated = f", {outcome.rotations} rotation(s)" if outcome.rotations else ""
-    out.write(
-        f"\n{outcome.status}: tokens in={outcome.usage.input_tokens} "
-        f"out={outcome.usage.output_tokens}, cost {usd}{rotated}\n"
-    )
-
-
 DEMO_PROMPT = "List the files in the workspace, then summarize."
 
 
@@ -382,17 +301,12 @@ async def _demo(as_json: bool, out: TextIO) -> int:
     127.0.0.1, speaking the Anthropic Messages API."""
     specs = discover_runtimes()
     config = _load_config(None, specs)
-    spec = _spec(specs, "native")
     model_server = importlib.import_module("contract.model_server")
     script = Path(str(model_server.__file__)).parent / "scripts" / "demo.json"
-    async with _model_server(spec, config, str(script)) as served:
-        outcome, interrupted = await _run_task(
+    async with _served_model_server(_spec(specs, "native"), config, str(script)) as served:
+        outcome = await _run_task(
             _registry(specs, served), "native", DEMO_PROMPT, model=None, as_json=as_json, out=out
         )
-    if not as_json:
-        _print_outcome(outcome, out)
-    if interrupted:
-        return 130
     return 0 if outcome.status == "success" else 1
 
 
@@ -507,84 +421,111 @@ def _table(rows: Sequence[tuple[str, ...]], out: TextIO) -> None:
         )
 
 
-def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
-    """``run``'s prompt and ``--model-server`` script (``""``: the built-in one; ``None``: no
-    model server). ``run --model-server "prompt"`` means the built-in script."""
-    prompt: str | None = args.prompt
-    script: str | None = args.model_server
-    if script and prompt is None and not Path(script).is_file():
-        prompt, script = script, ""
-    if script and not Path(script).is_file():
-        raise ConfigError(f"{script}: model server script not found")
-    if prompt is None and args.resume:
-        prompt = RESUME_PROMPT
-    if prompt is None:
-        raise ConfigError("run: a prompt is required")
-    if args.runtime is None and not args.resume:
-        raise ConfigError("run: --runtime ID is required (or --resume RUN_KEY|last)")
-    return prompt, script
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ringleader")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
-async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
-    specs = discover_runtimes()
-    config = _load_config(args.config_file, specs)
-    runtime_id: str | None = args.runtime
-    resume: str | None = None
-    if args.resume:
-        resume, resumed_runtime = await _find_resumable(args.resume)
-        if runtime_id is not None and runtime_id != resumed_runtime:
-            raise ConfigError(
-                f"run {resume!r} ran on {resumed_runtime!r}; it cannot resume on {runtime_id!r}"
-            )
-        runtime_id = resumed_runtime
-    assert runtime_id is not None  # checked with the arguments
-    spec = _spec(specs, runtime_id)
-    async with AsyncExitStack() as stack:
-        if script is not None:
-            config = await stack.enter_async_context(_model_server(spec, config, script or None))
-        outcome, interrupted = await _run_task(
-            _registry(specs, config),
-            spec.id,
-            prompt,
-            model=args.model,
-            as_json=bool(args.json),
-            out=out,
-            resume=resume,
-        )
-    if not args.json:
-        if resume is not None:
-            out.write(f"\n(resumed {resume})")
-        _print_outcome(outcome, out)
-    if interrupted:
-        return 130
-    return 0 if outcome.status == "success" else 1
+_RAW = argparse.RawDescriptionHelpFormatter
+
+
+def _sub(
+    sub: Any, name: str, summary: str, description: str, examples: Sequence[str]
+) -> argparse.ArgumentParser:
+    """A subcommand with a one-line summary, a description and examples in its ``--help``."""
+    epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=summary, description=description, epilog=epilog, formatter_class=_RAW
+    )
+    return parser
+
+
+def _json_option(parser: argparse.ArgumentParser, what: str = "events") -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print {what} as JSON Lines (one object per line, run key on each) instead of the "
+        "view; e.g. --json | jq .kind",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ringleader", description="Run heterogeneous coding agents side by side."
+        prog="ringleader",
+        description="Run heterogeneous coding agents (ringleader's native loop, Claude Code, "
+        "Codex, …) side by side behind one normalized event stream.",
+        epilog="examples:\n"
+        "  ringleader demo\n"
+        "  ringleader run --runtime native --runtime claude-code 'add a test for parse()'\n"
+        "  ringleader batch tasks.toml --jobs 2\n"
+        "  ringleader replay --list\n"
+        "\n"
+        "environment: RINGLEADER_STATE_DIR (event log, homes, crash reports; default "
+        "$XDG_STATE_HOME/ringleader), NO_COLOR (plain output); see README 'Environment'.",
+        formatter_class=_RAW,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ringleader {_version()}",
+        help="print the version and exit; e.g. ringleader --version",
     )
     parser.add_argument(
         "--config",
         dest="config_file",
         default=None,
         metavar="FILE",
-        help="config file (wins over ./ringleader.toml and the user config)",
+        help="config file; wins over ./ringleader.toml and the user config "
+        "(~/.config/ringleader/config.toml); e.g. --config ci.toml",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the built-in demo (no keys, nothing leaves 127.0.0.1)")
-    demo.add_argument("--json", action="store_true", help="print events as JSON Lines")
-    run = sub.add_parser("run", help="run a prompt on one runtime")
-    run.add_argument("--runtime", default=None, help="runtime id (see `ringleader runtimes`)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = _sub(
+        sub,
+        "demo",
+        "run the built-in demo (no keys, nothing leaves 127.0.0.1)",
+        "Run the demo task against ringleader's scripted model server on 127.0.0.1: no real "
+        "model, no keys, no spend. Costs are list-price estimates, marked 'est.'.",
+        ["ringleader demo", "ringleader demo --json"],
+    )
+    _json_option(demo)
+
+    run = _sub(
+        sub,
+        "run",
+        "run a prompt on one runtime, or on several side by side",
+        "Run one task. With several --runtime options the same task runs on each, side by "
+        "side, each in its own workspace (a git worktree of HEAD when the working directory is "
+        "a git repository, else a temporary copy), and a comparison table ends the run.\n\n"
+        "The native runtime's model is PROVIDER:MODEL (anthropic:claude-sonnet-4-6, "
+        "openai:gpt-4.1, openrouter:…, gemini:…); its key comes from <PROVIDER>_API_KEY "
+        "(ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, GEMINI_API_KEY, …) and its "
+        "endpoint from <PROVIDER>_BASE_URL (e.g. ANTHROPIC_BASE_URL). Claude Code reads "
+        "ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, Codex OPENAI_API_KEY / OPENAI_BASE_URL.",
+        [
+            "ringleader run --runtime native --model anthropic:claude-haiku-4-5 'fix the typo'",
+            "ringleader run --runtime native --runtime claude-code --runtime codex 'add tests'",
+            "ringleader run --runtime scripted --json 'say hello' | jq .kind",
+        ],
+    )
     run.add_argument(
-        "--resume",
-        metavar="RUN_KEY|last",
+        "--runtime",
+        action="append",
         default=None,
-        help="continue a recorded run's session on its runtime, from its working directory "
-        f"(PROMPT defaults to {RESUME_PROMPT!r})",
+        metavar="ID",
+        help="runtime id (see `ringleader runtimes`); repeat to run side by side; "
+        "e.g. --runtime native --runtime codex",
     )
-    run.add_argument("--model", default=None, help="model override for this run")
-    run.add_argument("--json", action="store_true", help="print events as JSON Lines")
+    run.add_argument(
+        "--model",
+        default=None,
+        metavar="MODEL",
+        help="model for this run; PROVIDER:MODEL for the native runtime; "
+        "e.g. --model anthropic:claude-haiku-4-5",
+    )
+    _json_option(run)
     run.add_argument(
         "--model-server",
         nargs="?",
@@ -592,83 +533,211 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SCRIPT",
         help="start the built-in scripted model server on 127.0.0.1 and point the runtime at it "
-        "(no keys needed); SCRIPT is a .json/.toml script, else a built-in one (a tool turn, "
-        "then a text answer)",
+        "(no keys, no spend); SCRIPT is a .json/.toml script, else a built-in one (a real tool "
+        "turn, then a text answer); e.g. --model-server",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="RUN_KEY|last",
+        default=None,
+        help="continue a recorded run's session on its runtime, from its working directory "
+        f"(PROMPT defaults to {RESUME_PROMPT!r}); e.g. --resume last",
     )
     _config_option(run)
-    run.add_argument("prompt", nargs="?", default=None, help="the instruction")
-    runtimes = sub.add_parser(
-        "runtimes", help="list runtimes: installed, health, capabilities, plan"
+    run.add_argument(
+        "prompt", nargs="?", default=None, help="the instruction; e.g. 'add a test for parse()'"
+    )
+
+    batch = _sub(
+        sub,
+        "batch",
+        "run the tasks of a TOML file, N at a time",
+        "Run every [[task]] of a TOML batch file (id, prompt, runtime, optional model, cwd and "
+        "workspace), --jobs at a time, each in its own workspace and recorded in the event "
+        "log; a comparison table ends the batch. Format: see README 'Batches'.",
+        ["ringleader batch tasks.toml", "ringleader batch tasks.toml --jobs 4 --json"],
+    )
+    batch.add_argument("file", metavar="FILE.toml", help="the batch file; e.g. tasks.toml")
+    batch.add_argument(
+        "--jobs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="how many tasks run at once (default: the file's `jobs`, else all); e.g. --jobs 2",
+    )
+    _json_option(batch)
+
+    runtimes = _sub(
+        sub,
+        "runtimes",
+        "list runtimes: installed, health, capabilities, plan",
+        "List every runtime ringleader knows, whether it is installed and healthy, and what it "
+        "can do (streaming, steering, resume, context window, home).",
+        ["ringleader runtimes"],
     )
     _config_option(runtimes)
-    config = sub.add_parser(
-        "config", help="print the effective configuration (secrets redacted) and its sources"
+
+    config = _sub(
+        sub,
+        "config",
+        "print the effective configuration and where each value came from",
+        "Print the effective configuration (ringleader.toml here, the user config, --config "
+        "FILE, RINGLEADER_<RUNTIME>_<FIELD> variables), secrets redacted, with the source of "
+        "every value. Format: see README 'Configuration'.",
+        ["ringleader config", "ringleader config --json"],
     )
-    config.add_argument("--json", action="store_true", help="print it as JSON")
+    _json_option(config, "the configuration")
     _config_option(config)
-    replay = sub.add_parser("replay", help="replay a run from the event log")
-    replay.add_argument("run_key", nargs="?", default="last", help="run key, or `last`")
-    replay.add_argument("--json", action="store_true", help="print events as JSON Lines")
-    replay.add_argument("--list", action="store_true", help="list the runs in the log")
-    serve = sub.add_parser("serve", help="serve the board feed (SSE) over the event log")
-    serve.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument(
-        "--token", default=os.environ.get("RINGLEADER_FEED_TOKEN"), help="required off loopback"
+
+    replay = _sub(
+        sub,
+        "replay",
+        "replay a run from the event log, or list the runs",
+        "Show a logged run as it was shown live, or (--list) every run in the log: time, "
+        "runtime, status, prompt, cost, run key.",
+        [
+            "ringleader replay --list",
+            "ringleader replay last",
+            "ringleader replay 'runtime:native:task:1a2b3c4d' --json",
+        ],
     )
-    sub.add_parser(
-        "model-server", help="serve the scripted model server on 127.0.0.1", add_help=False
+    replay.add_argument(
+        "run_key",
+        nargs="?",
+        default="last",
+        help="run key from `replay --list`, or `last` (default); e.g. last",
+    )
+    _json_option(replay, "events (with --list: runs)")
+    replay.add_argument(
+        "--list", action="store_true", help="list the runs in the log; e.g. replay --list --json"
+    )
+
+    serve = _sub(
+        sub,
+        "serve",
+        "serve the board feed (SSE) over the event log",
+        "Serve the event log to boards: /events (Server-Sent Events, resumable), /runs (JSON), "
+        "/runs/KEY (JSON Lines). Loopback by default; any other address needs a token.",
+        [
+            "ringleader serve",
+            "ringleader serve --port 0",
+            "RINGLEADER_FEED_TOKEN=… ringleader serve --host 0.0.0.0",
+        ],
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="bind address (loopback by default; others need a token); e.g. --host ::1",
+    )
+    serve.add_argument(
+        "--port",
+        type=port_number,
+        default=8765,
+        help="TCP port, 0 for a free one (printed); default 8765; e.g. --port 0",
+    )
+    serve.add_argument(
+        "--token",
+        default=os.environ.get("RINGLEADER_FEED_TOKEN"),
+        help="bearer token clients must send; required off loopback (default: "
+        '$RINGLEADER_FEED_TOKEN); e.g. --token "$(cat token.txt)"',
+    )
+
+    _sub(
+        sub,
+        "model-server",
+        "serve the scripted model server on 127.0.0.1",
+        "Serve the scripted model server (Anthropic Messages, OpenAI Responses and Chat "
+        "Completions) on 127.0.0.1; a JSON or TOML script decides the answers. Prints its URL.",
+        ["ringleader model-server --script script.json --port 0"],
     )
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["model-server"]:
-        # contract/ is the test kit; imported lazily so the library never depends on it
-        model_server = importlib.import_module("contract.model_server")
-        return int(model_server.main(args_list[1:]))
-    args = _parser().parse_args(args_list)
-    out = sys.stdout
+def _positive(text: str) -> int:
     try:
-        if args.command == "demo":
-            return trio.run(_demo, bool(args.json), out)
-        if args.command == "runtimes":
-            return trio.run(_runtimes, args.config_file, out)
-        if args.command == "replay":
-            if args.list:
-                return trio.run(_list_runs, out)
-            return trio.run(_replay, args.run_key, bool(args.json), out)
-        if args.command == "serve":
-            return trio.run(_serve, args.host, args.port, args.token, out)
-        if args.command == "config":
-            return _config(args.config_file, bool(args.json), out)
-        if args.command == "run":
-            prompt, script = _prompt_and_script(args)
-            return trio.run(_cmd_run, args, prompt, script, out)
-    except BaseExceptionGroup as group:
-        found = exception_leaves(group)
-        if all(isinstance(e, BrokenPipeError) for e in found):
-            return 0
-        if all(isinstance(e, KeyboardInterrupt) for e in found):
-            return 130
-        first = found[0]
-        if isinstance(first, RingleaderError):
-            print(f"ringleader: {first}", file=sys.stderr)
-            return 2
-        raise
-    except BrokenPipeError:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _model_server(args_list: list[str]) -> int:
+    # contract.model_server needs no test dependencies (contract/__init__ imports its suite lazily)
+    model_server = importlib.import_module("contract.model_server")
+    return int(model_server.main(args_list))
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    if args.command == "demo":
+        return trio.run(_demo, bool(args.json), out)
+    if args.command == "runtimes":
+        return trio.run(_runtimes, args.config_file, out)
+    if args.command == "config":
+        return _config(args.config_file, bool(args.json), out)
+    if args.command == "replay":
+        if args.list:
+            return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
+        return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
+    if args.command == "serve":
+        return trio.run(_serve, args.host, args.port, args.token, out)
+    if args.command == "batch":
+        specs = discover_runtimes()
+        registry = _registry(specs, _load_config(args.config_file, specs))
+        return trio.run(
+            lambda: batch(registry, args.file, jobs=args.jobs, as_json=bool(args.json), out=out)
+        )
+    if args.command == "run":
+        prompt, script = _prompt_and_script(args)
+        return trio.run(_cmd_run, args, check_prompt(prompt), script, out)
+    raise ConfigError(f"unknown command {args.command!r}")
+
+
+def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
+    """The exit code for an operator mistake or an interrupt (its one line printed), else None."""
+    found = exception_leaves(exc)
+    if all(isinstance(e, BrokenPipeError) for e in found):
         return 0
-    except RuntimeNotFoundError as exc:
-        hint = f"\n  install it with: {exc.install_hint}" if exc.install_hint else ""
-        print(f"ringleader: {exc}{hint}", file=sys.stderr)
-        return 3
-    except RingleaderError as exc:
-        print(f"ringleader: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+    if all(isinstance(e, KeyboardInterrupt | trio.Cancelled) for e in found):
         return 130
-    return 2
+    port = getattr(args, "port", None)
+    if isinstance(port, int):
+        line = bind_error(exc, getattr(args, "host", "127.0.0.1"), port)
+        if line is not None:
+            print(f"ringleader: {line}", file=sys.stderr)
+            return 2
+    for leaf in found:
+        if isinstance(leaf, RuntimeNotFoundError):
+            hint = f"\n  install it with: {leaf.install_hint}" if leaf.install_hint else ""
+            print(f"ringleader: {leaf}{hint}", file=sys.stderr)
+            return 3
+    for leaf in found:
+        if isinstance(leaf, RingleaderError):
+            print(f"ringleader: {' '.join(str(leaf).split())}", file=sys.stderr)
+            return 2
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``ringleader`` command. Operator mistakes print one line (exit 2, or 3 for a runtime
+    that is not installed); anything else prints one line and leaves its traceback in a file in
+    the state directory (exit 1)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    args: argparse.Namespace | None = None
+    try:
+        if args_list[:1] == ["model-server"]:
+            return _model_server(args_list[1:])
+        args = _parser().parse_args(args_list)
+        return _dispatch(args, sys.stdout)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        code = _failure(exc, args)
+        if code is None:
+            print(crash_report(exc), file=sys.stderr)
+            return 1
+        return code
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ __all__ = [
     "TaskOutcome",
     "TaskSpec",
     "default_state_dir",
+    "resumable_task",
 ]
 
 LAST_SUMMARY_CHARS = 400
@@ -319,6 +320,7 @@ class Runner:
                 "errorCode": outcome.error_code,
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
+                "title": task.title,
             },
         )
 
@@ -478,21 +480,10 @@ class Runner:
         log = self.event_log
         if log is None:
             raise ConfigError("resuming a run needs the runner's event log")
-        session = await log.get_session(run_key)
-        if session is None or not (session.codec_blob or session.native_session_id):
-            raise ConfigError(
-                f"run {run_key!r} recorded no resumable session (see `ringleader replay --list`)"
-            )
-        task = TaskSpec(
-            task_id=task_id or uuid.uuid4().hex[:8],
-            title=prompt,
-            agent_id=agent_id,
-            model=model,
-            cwd=session.origin_cwd,
-            resume=ResumeFrom(run_key, session.codec_blob, session.native_session_id),
-            **task_fields,
+        runtime_id, task = await resumable_task(
+            log, run_key, prompt, task_id=task_id, agent_id=agent_id, model=model, **task_fields
         )
-        return await self.run_task(session.runtime_id, task)
+        return await self.run_task(runtime_id, task)
 
     def _rotation_reason(self, outcome: RunOutcome, caps: Capabilities) -> RotationReason | None:
         if outcome.reason == "max_turns":
@@ -506,6 +497,47 @@ class Runner:
             threshold_pct=self.rotation.threshold_pct,
         )
         return "context_watermark" if should_rotate(trigger) else None
+
+
+async def resumable_task(
+    log: EventLog,
+    run_key: str,
+    prompt: str,
+    *,
+    task_id: str | None = None,
+    agent_id: str = "agent",
+    model: str | None = None,
+    **task_fields: Any,
+) -> tuple[str, TaskSpec]:
+    """``(runtime id, task)`` continuing the session run ``run_key`` recorded (``"last"``: the
+    newest run that recorded one), from the session's origin working directory.
+
+    Raises:
+        ConfigError: no such run, or it recorded no resumable session.
+    """
+    if run_key == "last":
+        for run in reversed(await log.runs()):
+            found = await log.get_session(run.run_key)
+            if found is not None and (found.codec_blob or found.native_session_id):
+                run_key = run.run_key
+                break
+        else:
+            raise ConfigError("the event log has no resumable run yet")
+    session = await log.get_session(run_key)
+    if session is None or not (session.codec_blob or session.native_session_id):
+        raise ConfigError(
+            f"run {run_key!r} recorded no resumable session (see `ringleader replay --list`)"
+        )
+    task = TaskSpec(
+        task_id=task_id or uuid.uuid4().hex[:8],
+        title=prompt,
+        agent_id=agent_id,
+        model=model,
+        cwd=session.origin_cwd,
+        resume=ResumeFrom(run_key, session.codec_blob, session.native_session_id),
+        **task_fields,
+    )
+    return session.runtime_id, task
 
 
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
