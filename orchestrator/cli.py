@@ -388,7 +388,7 @@ def _config_option(parser: argparse.ArgumentParser) -> None:
         dest="config_file",
         default=argparse.SUPPRESS,
         metavar="FILE",
-        help="config file (wins over ./ringleader.toml and the user config)",
+        help="config file (wins over ./ringleader.toml and the user config); e.g. --config ci.toml",
     )
 
 
