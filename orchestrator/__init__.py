@@ -4,6 +4,9 @@ actors, supervision, the task runner, the event log and the board feed.
 Everything public is re-exported here; submodules are the implementation.
 """
 
+from .acp_server import AcpServer as AcpServer
+from .acp_server import event_to_update as event_to_update
+from .acp_server import serve_acp_stdio as serve_acp_stdio
 from .actor import STEER_KEY as STEER_KEY
 from .actor import EventSink as EventSink
 from .actor import RunActor as RunActor
@@ -136,6 +139,7 @@ __all__ = [
     "HEALTH_TIMEOUT_S",
     "IDLE_ABORT_GRACE_S",
     "STEER_KEY",
+    "AcpServer",
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
@@ -237,6 +241,7 @@ __all__ = [
     "discover_runtimes",
     "event_from_json",
     "event_to_json",
+    "event_to_update",
     "exception_leaves",
     "feed_app",
     "jsonl_line",
@@ -246,6 +251,7 @@ __all__ = [
     "resolve_runtime_integration",
     "resumable_task",
     "rotate_session",
+    "serve_acp_stdio",
     "serve_feed",
     "should_rotate",
     "single_exception",

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -28,7 +29,11 @@ from ._commands import (
     run_side_by_side,
     serve_banner,
     usable_state_dir,
+    write_sample_project,
 )
+from ._live import make_view
+from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
+from .acp_server import serve_acp_stdio
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
@@ -36,10 +41,16 @@ from .feed import Feed, serve_feed
 from .hosts import LocalHost
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
-from .runner import ResumeFrom, TaskOutcome, resumable_task
+from .runner import ResumeFrom, TaskSpec, resumable_task
 from .supervisor import RetryNotice
 
 __all__ = ["main"]
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.replace("\n", "⏎")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 MODEL_SERVER_KEY_ENV = "RINGLEADER_MODEL_SERVER_KEY"
@@ -85,7 +96,7 @@ def _default_script(hook: ModelServerHook) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def _served_model_server(
+async def _model_server(
     spec: RuntimeSpec, config: LoadedConfig, script: str | None
 ) -> AsyncGenerator[LoadedConfig]:
     """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it."""
@@ -98,6 +109,8 @@ async def _served_model_server(
     if script:
         try:
             source = model_server.load_script(script)
+        except ConfigError:
+            raise  # already one line naming the file and the problem
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{script}: not a model server script: {_one_line(exc)}") from None
     os.environ[MODEL_SERVER_KEY_ENV] = "ringleader-model-server-placeholder"
@@ -115,6 +128,219 @@ async def _served_model_server(
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
+
+
+async def _serve(host: str, port: int, token: str | None, out: TextIO) -> int:
+    state = usable_state_dir()
+    feed = Feed()
+    async with (
+        EventLog.open(state / "events.db") as log,
+        serve_feed(feed, log, host=host, port=port, token=token) as served,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(_tail_log, log, feed)
+        out.write(serve_banner(served.url, token=bool(token)) + "\n")
+        out.flush()
+        await trio.sleep_forever()
+    return 0
+
+
+async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
+    """Publish what other processes append to the log (``ringleader serve`` runs apart)."""
+    cursor = await log.last_gid()
+    while True:
+        batch = await log.read_since(cursor)
+        if batch:
+            cursor = batch[-1].gid
+            await feed.publish(batch)
+        else:
+            await trio.sleep(interval_s)
+
+
+async def _acp(runtime_id: str, model: str | None, config_file: str | None) -> int:
+    specs = discover_runtimes()
+    registry = _registry(specs, _load_config(config_file, specs))
+    if runtime_id not in registry:
+        raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
+    async with EventLog.open(usable_state_dir() / "events.db") as log:
+        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model)
+    return 0
+
+
+DEMO_BANNER = (
+    "ringleader demo: a scripted model server on 127.0.0.1 plays the model — no real model, no "
+    "keys, no spend; costs are list-price estimates, marked 'est.', never a bill"
+)
+DEMO_PROMPT = "List the files in the workspace, then summarize."
+DEMO_RUNTIMES = ("native", "claude-code", "codex")
+
+
+def _unavailable(spec: RuntimeSpec, config: RuntimeConfig) -> str | None:
+    """Why ``spec``'s runtime cannot run here (one line), or None."""
+    if spec.model_server is None:
+        return f"{spec.id} cannot be pointed at the scripted model server"
+    if spec.locate is None:
+        return None
+    try:
+        found = spec.locate(config)
+    except RingleaderError as exc:
+        return _one_line(exc)
+    if not Path(found.path).is_file():
+        return f"{spec.id} is not installed (run scripts/install-runtimes {spec.id})"
+    return None
+
+
+async def _demo(runtime_ids: Sequence[str] | None, as_json: bool, out: TextIO) -> int:
+    """The demo task on native, Claude Code and Codex (those installed) side by side, each in
+    its own copy of a small sample project and against its own scripted model server on
+    127.0.0.1, each doing one real tool turn (``list_files``, ``Bash ls``, ``exec_command ls``)."""
+    view = make_view(out, as_json=as_json)
+    view.note(DEMO_BANNER)
+    specs = discover_runtimes()
+    config = _load_config(None, specs)
+    chosen: list[RuntimeSpec] = []
+    for runtime_id in dict.fromkeys(runtime_ids or DEMO_RUNTIMES):
+        spec = _spec(specs, runtime_id)
+        why = _unavailable(spec, config.runtime(spec.id))
+        if why is None:
+            chosen.append(spec)
+        else:
+            view.note(f"{why} — the demo runs without {spec.id}")
+    if not chosen:
+        raise ConfigError("none of the demo's runtimes can run here")
+    state = usable_state_dir()
+    with tempfile.TemporaryDirectory(prefix="ringleader-demo-sample-") as sample:
+        await trio.to_thread.run_sync(write_sample_project, Path(sample))
+        jobs = await prepare_workspaces(
+            [
+                Job(
+                    spec.id,
+                    spec.id,
+                    TaskSpec(new_task_id("demo"), DEMO_PROMPT, cwd=sample, agent_id="demo"),
+                )
+                for spec in chosen
+            ],
+            state_dir=state,
+        )
+        async with AsyncExitStack() as stack:
+            for spec in chosen:
+                config = await stack.enter_async_context(_model_server(spec, config, None))
+            results = await run_jobs(
+                _registry(specs, config), jobs, view, state_dir=state, estimates=True
+            )
+    return 0 if all(r.ok for r in results) else 1
+
+
+@attrs.frozen
+class _RuntimeRow:
+    runtime: str
+    installed: str
+    auth: str
+    health: str
+    capabilities: str
+    plan: str
+
+
+async def _runtime_row(spec: RuntimeSpec, config: RuntimeConfig) -> _RuntimeRow:
+    """One row of ``ringleader runtimes``; a runtime that cannot even be built says why."""
+    installed = "in-process"
+    if spec.locate is not None:
+        try:
+            where = spec.locate(config)
+            installed = f"{where.path} ({where.version})" if where.version else where.path
+        except RuntimeNotFoundError as exc:
+            installed = f"no: {exc.install_hint or 'not installed'}"
+    if spec.key_envs is None:
+        auth = "not needed"
+    else:
+        names = spec.key_envs(config)
+        present = [n for n in names if os.environ.get(n)]
+        auth = f"yes (${present[0]})" if present else f"no (set ${' or $'.join(names)})"
+    try:
+        adapter = spec.create(config)  # imports the runtime's module: before any clock runs
+    except Exception as exc:
+        return _RuntimeRow(spec.id, installed, auth, f"no: {_one_line(exc)}", "-", "-")
+    await trio.lowlevel.checkpoint()
+    async with adapter:
+        caps = adapter.capabilities()
+        health = await adapter.health()
+    plan = resolve_runtime_integration(caps)
+    flags = [
+        name
+        for name, on in (
+            ("streaming", caps.streaming),
+            ("steerable", caps.steerable),
+            ("resume", caps.resume),
+            ("approval", caps.tool_approval),
+            ("mcp", caps.mcp),
+        )
+        if on
+    ]
+    if caps.context_window_tokens:
+        flags.append(f"ctx={caps.context_window_tokens // 1000}k")
+    status = "ok" if health.ok else f"no: {_short(health.message or '', 60)}"
+    return _RuntimeRow(spec.id, installed, auth, status, ",".join(flags) or "-", plan.home.kind)
+
+
+async def _runtimes(config_file: str | None, out: TextIO) -> int:
+    specs = discover_runtimes()
+    config = _load_config(config_file, specs)
+    rows: list[_RuntimeRow | None] = [None] * len(specs)
+
+    async def fill(index: int, spec: RuntimeSpec) -> None:
+        rows[index] = await _runtime_row(spec, config.runtime(spec.id))
+
+    async with trio.open_nursery() as nursery:  # health checks run side by side (≤ 2 s each)
+        for index, spec in enumerate(specs):
+            nursery.start_soon(fill, index, spec)
+    table: list[tuple[str, ...]] = [
+        ("runtime", "health", "installed", "auth", "capabilities", "plan")
+    ]
+    for row in rows:
+        assert row is not None
+        table.append((row.runtime, row.health, row.installed, row.auth, row.capabilities, row.plan))
+    _table(table, out)
+    return 0
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        dest="config_file",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="config file (wins over ./ringleader.toml and the user config); "
+        "e.g. --config team.toml",
+    )
+
+
+def _config(config_file: str | None, as_json: bool, out: TextIO) -> int:
+    specs = discover_runtimes()
+    loaded = _load_config(config_file, specs)
+    rows = loaded.describe(spec.id for spec in specs)
+    if as_json:
+        out.write(
+            json.dumps(
+                {
+                    "files": [str(f) for f in loaded.files],
+                    "values": [{"key": k, "value": v, "source": src} for k, v, src in rows],
+                }
+            )
+            + "\n"
+        )
+        return 0
+    files = ", ".join(str(f) for f in loaded.files) or "none (defaults and environment only)"
+    out.write(f"config files: {files}\n")
+    _table([("key", "value", "source"), *rows], out)
+    return 0
+
+
+def _table(rows: Sequence[tuple[str, ...]], out: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        )
 
 
 FORCE_WINDOW_S = 2.0
@@ -220,7 +446,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
         if script is not None:  # one server per runtime, each with that runtime's script
             for runtime_id in dict.fromkeys(runtime_ids):
                 config = await stack.enter_async_context(
-                    _served_model_server(_spec(specs, runtime_id), config, script or None)
+                    _model_server(_spec(specs, runtime_id), config, script or None)
                 )
         registry = _registry(specs, config)
         results = await interrupt.run(
@@ -240,185 +466,6 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = text.replace("\n", "⏎")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-async def _run_task(
-    registry: RuntimeRegistry,
-    runtime_id: str,
-    prompt: str,
-    *,
-    model: str | None,
-    as_json: bool,
-    out: TextIO,
-) -> TaskOutcome:
-    """One task on one runtime, in the working directory, drawn by the live view."""
-    (result,) = await run_side_by_side(
-        registry, [runtime_id], check_prompt(prompt), model=model, as_json=as_json, out=out
-    )
-    assert result.outcome is not None  # a failure to run raises instead
-    return result.outcome
-
-
-async def _serve(host: str, port: int, token: str | None, out: TextIO) -> int:
-    state = usable_state_dir()
-    feed = Feed()
-    async with (
-        EventLog.open(state / "events.db") as log,
-        serve_feed(feed, log, host=host, port=port, token=token) as served,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(_tail_log, log, feed)
-        out.write(serve_banner(served.url, token=bool(token)) + "\n")
-        out.flush()
-        await trio.sleep_forever()
-    return 0
-
-
-async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
-    """Publish what other processes append to the log (``ringleader serve`` runs apart)."""
-    cursor = await log.last_gid()
-    while True:
-        batch = await log.read_since(cursor)
-        if batch:
-            cursor = batch[-1].gid
-            await feed.publish(batch)
-        else:
-            await trio.sleep(interval_s)
-
-
-DEMO_PROMPT = "List the files in the workspace, then summarize."
-
-
-async def _demo(as_json: bool, out: TextIO) -> int:
-    """``run --runtime native --model-server <demo script>``: the native runtime runs one tool
-    turn (``list_files`` on the working directory) against the built-in scripted model server on
-    127.0.0.1, speaking the Anthropic Messages API."""
-    specs = discover_runtimes()
-    config = _load_config(None, specs)
-    model_server = importlib.import_module("contract.model_server")
-    script = Path(str(model_server.__file__)).parent / "scripts" / "demo.json"
-    async with _served_model_server(_spec(specs, "native"), config, str(script)) as served:
-        outcome = await _run_task(
-            _registry(specs, served), "native", DEMO_PROMPT, model=None, as_json=as_json, out=out
-        )
-    return 0 if outcome.status == "success" else 1
-
-
-@attrs.frozen
-class _RuntimeRow:
-    runtime: str
-    installed: str
-    auth: str
-    health: str
-    capabilities: str
-    plan: str
-
-
-async def _runtime_row(spec: RuntimeSpec, config: RuntimeConfig) -> _RuntimeRow:
-    """One row of ``ringleader runtimes``; a runtime that cannot even be built says why."""
-    installed = "in-process"
-    if spec.locate is not None:
-        try:
-            where = spec.locate(config)
-            installed = f"{where.path} ({where.version})" if where.version else where.path
-        except RuntimeNotFoundError as exc:
-            installed = f"no: {exc.install_hint or 'not installed'}"
-    if spec.key_envs is None:
-        auth = "not needed"
-    else:
-        names = spec.key_envs(config)
-        present = [n for n in names if os.environ.get(n)]
-        auth = f"yes (${present[0]})" if present else f"no (set ${' or $'.join(names)})"
-    try:
-        adapter = spec.create(config)  # imports the runtime's module: before any clock runs
-    except Exception as exc:
-        return _RuntimeRow(spec.id, installed, auth, f"no: {_one_line(exc)}", "-", "-")
-    await trio.lowlevel.checkpoint()
-    async with adapter:
-        caps = adapter.capabilities()
-        health = await adapter.health()
-    plan = resolve_runtime_integration(caps)
-    flags = [
-        name
-        for name, on in (
-            ("streaming", caps.streaming),
-            ("steerable", caps.steerable),
-            ("resume", caps.resume),
-            ("approval", caps.tool_approval),
-            ("mcp", caps.mcp),
-        )
-        if on
-    ]
-    if caps.context_window_tokens:
-        flags.append(f"ctx={caps.context_window_tokens // 1000}k")
-    status = "ok" if health.ok else f"no: {_short(health.message or '', 60)}"
-    return _RuntimeRow(spec.id, installed, auth, status, ",".join(flags) or "-", plan.home.kind)
-
-
-async def _runtimes(config_file: str | None, out: TextIO) -> int:
-    specs = discover_runtimes()
-    config = _load_config(config_file, specs)
-    rows: list[_RuntimeRow | None] = [None] * len(specs)
-
-    async def fill(index: int, spec: RuntimeSpec) -> None:
-        rows[index] = await _runtime_row(spec, config.runtime(spec.id))
-
-    async with trio.open_nursery() as nursery:  # health checks run side by side (≤ 2 s each)
-        for index, spec in enumerate(specs):
-            nursery.start_soon(fill, index, spec)
-    table: list[tuple[str, ...]] = [
-        ("runtime", "health", "installed", "auth", "capabilities", "plan")
-    ]
-    for row in rows:
-        assert row is not None
-        table.append((row.runtime, row.health, row.installed, row.auth, row.capabilities, row.plan))
-    _table(table, out)
-    return 0
-
-
-def _config_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        dest="config_file",
-        default=argparse.SUPPRESS,
-        metavar="FILE",
-        help="config file (wins over ./ringleader.toml and the user config); e.g. --config ci.toml",
-    )
-
-
-def _config(config_file: str | None, as_json: bool, out: TextIO) -> int:
-    specs = discover_runtimes()
-    loaded = _load_config(config_file, specs)
-    rows = loaded.describe(spec.id for spec in specs)
-    if as_json:
-        out.write(
-            json.dumps(
-                {
-                    "files": [str(f) for f in loaded.files],
-                    "values": [{"key": k, "value": v, "source": src} for k, v, src in rows],
-                }
-            )
-            + "\n"
-        )
-        return 0
-    files = ", ".join(str(f) for f in loaded.files) or "none (defaults and environment only)"
-    out.write(f"config files: {files}\n")
-    _table([("key", "value", "source"), *rows], out)
-    return 0
-
-
-def _table(rows: Sequence[tuple[str, ...]], out: TextIO) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        out.write(
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
-        )
 
 
 def _version() -> str:
@@ -477,8 +524,8 @@ def _parser() -> argparse.ArgumentParser:
         dest="config_file",
         default=None,
         metavar="FILE",
-        help="config file; wins over ./ringleader.toml and the user config "
-        "(~/.config/ringleader/config.toml); e.g. --config ci.toml",
+        help="config file (wins over ./ringleader.toml and the user config); "
+        "e.g. --config team.toml",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -488,7 +535,19 @@ def _parser() -> argparse.ArgumentParser:
         "run the built-in demo (no keys, nothing leaves 127.0.0.1)",
         "Run the demo task against ringleader's scripted model server on 127.0.0.1: no real "
         "model, no keys, no spend. Costs are list-price estimates, marked 'est.'.",
-        ["ringleader demo", "ringleader demo --json"],
+        [
+            "ringleader demo",
+            "ringleader demo --runtime native --runtime codex",
+            "ringleader demo --json",
+        ],
+    )
+    demo.add_argument(
+        "--runtime",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="run only these runtimes (default: native, claude-code, codex, those installed); "
+        "e.g. --runtime native",
     )
     _json_option(demo)
 
@@ -508,6 +567,7 @@ def _parser() -> argparse.ArgumentParser:
             "ringleader run --runtime native --model anthropic:claude-haiku-4-5 'fix the typo'",
             "ringleader run --runtime native --runtime claude-code --runtime codex 'add tests'",
             "ringleader run --runtime scripted --json 'say hello' | jq .kind",
+            "ringleader run --runtime claude-code --runtime codex --model-server 'list the files'",
         ],
     )
     run.add_argument(
@@ -532,9 +592,9 @@ def _parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="SCRIPT",
-        help="start the built-in scripted model server on 127.0.0.1 and point the runtime at it "
-        "(no keys, no spend); SCRIPT is a .json/.toml script, else a built-in one (a real tool "
-        "turn, then a text answer); e.g. --model-server",
+        help="start the built-in scripted model server on 127.0.0.1 (one per runtime) and point "
+        "the runtime at it (no keys needed); SCRIPT is a .json/.toml script, else a built-in one "
+        "(a tool turn, then a text answer); e.g. --model-server or --model-server script.json",
     )
     run.add_argument(
         "--resume",
@@ -566,6 +626,7 @@ def _parser() -> argparse.ArgumentParser:
         help="how many tasks run at once (default: the file's `jobs`, else all); e.g. --jobs 2",
     )
     _json_option(batch)
+    _config_option(batch)
 
     runtimes = _sub(
         sub,
@@ -573,17 +634,17 @@ def _parser() -> argparse.ArgumentParser:
         "list runtimes: installed, health, capabilities, plan",
         "List every runtime ringleader knows, whether it is installed and healthy, and what it "
         "can do (streaming, steering, resume, context window, home).",
-        ["ringleader runtimes"],
+        ["ringleader runtimes", "ringleader runtimes --config team.toml"],
     )
     _config_option(runtimes)
 
     config = _sub(
         sub,
         "config",
-        "print the effective configuration and where each value came from",
-        "Print the effective configuration (ringleader.toml here, the user config, --config "
-        "FILE, RINGLEADER_<RUNTIME>_<FIELD> variables), secrets redacted, with the source of "
-        "every value. Format: see README 'Configuration'.",
+        "print the effective configuration (secrets redacted) and its sources",
+        "Print every configuration value ringleader would use, and where it comes from: "
+        "defaults, ./ringleader.toml, the user config, --config, the environment. Keys appear "
+        "by variable name only.",
         ["ringleader config", "ringleader config --json"],
     )
     _json_option(config, "the configuration")
@@ -650,6 +711,19 @@ def _parser() -> argparse.ArgumentParser:
         "Completions) on 127.0.0.1; a JSON or TOML script decides the answers. Prints its URL.",
         ["ringleader model-server --script script.json --port 0"],
     )
+    acp = _sub(
+        sub,
+        "acp",
+        "serve a runtime as an Agent Client Protocol agent on stdin/stdout",
+        "Serve a ringleader runtime as an ACP agent over stdio, for editors that speak ACP (Zed "
+        "and others): point the editor's agent command at this. Runs are recorded in the "
+        "event log like any other.",
+        ["ringleader acp --runtime claude-code", "ringleader acp --runtime native"],
+    )
+    acp.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
+    acp.add_argument(
+        "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
+    )
     return parser
 
 
@@ -663,7 +737,7 @@ def _positive(text: str) -> int:
     return value
 
 
-def _model_server(args_list: list[str]) -> int:
+def _model_server_command(args_list: list[str]) -> int:
     # contract.model_server needs no test dependencies (contract/__init__ imports its suite lazily)
     model_server = importlib.import_module("contract.model_server")
     return int(model_server.main(args_list))
@@ -671,7 +745,7 @@ def _model_server(args_list: list[str]) -> int:
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "demo":
-        return trio.run(_demo, bool(args.json), out)
+        return trio.run(_demo, args.runtime, bool(args.json), out)
     if args.command == "runtimes":
         return trio.run(_runtimes, args.config_file, out)
     if args.command == "config":
@@ -682,6 +756,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
     if args.command == "serve":
         return trio.run(_serve, args.host, args.port, args.token, out)
+    if args.command == "acp":
+        return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
     if args.command == "batch":
         specs = discover_runtimes()
         registry = _registry(specs, _load_config(args.config_file, specs))
@@ -727,7 +803,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         if args_list[:1] == ["model-server"]:
-            return _model_server(args_list[1:])
+            return _model_server_command(args_list[1:])
         args = _parser().parse_args(args_list)
         return _dispatch(args, sys.stdout)
     except SystemExit:

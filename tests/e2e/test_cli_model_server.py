@@ -123,7 +123,7 @@ def test_model_server_script_file_and_bare_prompt(workspace: Path, tmp_path: Pat
         "run", "--runtime", "native", "--model-server", str(bad), "hi", cwd=workspace, env=env
     )
     assert failed.returncode == 2
-    assert failed.stderr.startswith(f"ringleader: {bad}: not a model server script:")
+    assert failed.stderr.startswith(f"ringleader: script {bad}: not a model-server script:")
     missing = ringleader(
         "run", "--runtime", "scripted", "--model-server", "hi", cwd=workspace, env=env
     )
