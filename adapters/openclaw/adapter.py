@@ -251,7 +251,7 @@ class OpenClawAdapter(AdapterBase):
                 "openclaw cannot block tools per run; start the gateway with "
                 f"GatewaySettings(tool_deny=…) covering {sorted(deny)}"
             )
-        self.manager.configure(ModelProvider.from_env(opts.env, _bare_model(opts.model)))
+        self.manager.configure(ModelProvider.from_env(opts.env, opts.model))
         client = await self.manager.ensure()
         gateway_key = self._gateway_key(opts.session_key, opts.resume_session_id)
         run_id = uuid.uuid4().hex
@@ -376,11 +376,11 @@ class OpenClawAdapter(AdapterBase):
                 "agent.wait", {"runId": run.run_id, "timeoutMs": 600_000}, timeout_s=610
             )
         except RuntimeReportedError as exc:
+            lost = f"the run was lost with the gateway connection ({exc})"
             frame: Frame = ResFrame(
-                id=run.run_id, ok=False, payload={"status": "error", "summary": str(exc)}
+                id=run.run_id, ok=False, payload={"status": "error", "summary": lost}
             )
-            run.state.last_error_code = run.state.last_error_code or "runtime_exited"
-            run.state.last_error = f"the run was lost with the gateway connection ({exc})"
+            run.state.last_error_code = "runtime_exited"
         except (RingleaderError, trio.TooSlowError):
             return
         else:
@@ -476,10 +476,6 @@ class OpenClawAdapter(AdapterBase):
             if len(parts) > 2 and parts[0] == "agent" and parts[1]
             else self.config.agent_id
         )
-
-
-def _bare_model(model: str | None) -> str | None:
-    return model.rpartition("/")[2] if model else None
 
 
 def _label(item: Frame) -> str:

@@ -47,6 +47,7 @@ from orchestrator.errors import (
     RuntimeStartError,
     exception_leaves,
     redact_secrets,
+    single_exception,
 )
 
 from .dialect import (
@@ -476,10 +477,16 @@ async def open_gateway_client(url: str, token: str, **kwargs: Any) -> AsyncGener
         RuntimeStartError: no ``hello-ok`` within ``connect_timeout`` or a permanent refusal.
     """
     client = GatewayClient(url, token, **kwargs)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(client.run)
-        try:
-            yield client
-        finally:
-            nursery.cancel_scope.cancel()
-            await client.aclose()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(client.run)
+            try:
+                yield client
+            finally:
+                nursery.cancel_scope.cancel()
+                await client.aclose()
+    except BaseExceptionGroup as group:
+        leaf = single_exception(group)
+        if leaf is None:
+            raise
+        raise leaf from None

@@ -80,7 +80,8 @@ class ModelProvider:
     def from_env(cls, env: Mapping[str, str], model: str | None = None) -> ModelProvider | None:
         """A provider from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` (Chat Completions), else
         ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY`` (Messages); ``None`` if neither is set."""
-        models = (model,) if model else (DEFAULT_MODEL_ID,)
+        bare = model.rpartition("/")[2] if model else ""
+        models = (bare,) if bare else (DEFAULT_MODEL_ID,)
         if env.get("OPENAI_BASE_URL"):
             return cls(
                 base_url=env["OPENAI_BASE_URL"], api_key=env.get("OPENAI_API_KEY"), models=models

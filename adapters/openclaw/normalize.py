@@ -98,6 +98,7 @@ class RunState:
     """Tool call id → name, for every call announced."""
     retries: int = 0
     started: bool = False
+    model_announced: bool = False
     last_error: str | None = None
     last_error_code: str | None = None
     outcome: Outcome | None = None
@@ -219,10 +220,12 @@ def _lifecycle(data: dict[str, object], state: RunState, make: EventFactory) -> 
             return [make.status("init", model=state.model)]
         case "model":
             provider, model = as_str(data.get("provider")), as_str(data.get("model"))
-            if not model:
-                return []
-            state.model = f"{provider}/{model}" if provider else model
-            return [make.status("running", model=state.model)]
+            qualified = f"{provider}/{model}" if provider and model else model
+            if not qualified or (qualified == state.model and state.model_announced):
+                return []  # the phase repeats for every model call of the run
+            state.model = qualified
+            state.model_announced = True
+            return [make.status("running", model=qualified)]
         case "finishing":
             error = as_str(data.get("error"))
             if not error:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import socket
+from contextlib import suppress
 import uuid
 from typing import Any
 
@@ -49,6 +50,8 @@ class FakeGateway:
     boot_id: str = attrs.field(factory=lambda: str(uuid.uuid4()))
     hang: bool = False
     """Accept connections but never speak (a hung gateway)."""
+    silent: bool = False
+    """Record requests but answer none."""
     requests: list[dict[str, Any]] = attrs.field(factory=list[dict[str, Any]])
     runs: dict[str, str] = attrs.field(factory=dict[str, str])
     """run id → session key of every ``agent`` request."""
@@ -84,19 +87,13 @@ class FakeGateway:
             except Exception:
                 conn.closed.set()
 
-    async def wait_connected(self) -> None:
-        while not any(not c.closed.is_set() for c in self._conns):
-            await trio.sleep(0.01)
-
     async def drop(self) -> None:
         """Close every connection (code 1012, as the real gateway does on restart)."""
         for conn in list(self._conns):
             if not conn.closed.is_set():
                 conn.closed.set()
-                try:
+                with suppress(Exception):
                     await conn.ws.close(code=1012)
-                except Exception:
-                    pass
 
     def methods(self) -> list[str]:
         return [str(r.get("method")) for r in self.requests]
@@ -143,7 +140,8 @@ class FakeGateway:
             while True:
                 msg = json.loads(await ws.receive_text())
                 self.requests.append(msg)
-                await self._handle(conn, msg)
+                if not self.silent:
+                    await self._handle(conn, msg)
         except WebSocketDisconnect:
             pass
         finally:

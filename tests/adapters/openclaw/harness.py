@@ -35,7 +35,9 @@ class OpenClawFrames:
     def tool_call(self, name: str, input: Any, call_id: str) -> Intent:
         return {"kind": "tool_call", "name": name, "input": input, "id": call_id}
 
-    def tool_result(self, call_id: str, name: str, output: str, *, is_error: bool = False) -> Intent:
+    def tool_result(
+        self, call_id: str, name: str, output: str, *, is_error: bool = False
+    ) -> Intent:
         return {"kind": "tool_result", "id": call_id, "name": name, "output": output,
                 "is_error": is_error}  # fmt: skip
 
@@ -136,7 +138,9 @@ class OpenClawHarness:
         if self.adapter is not None:
             calls += [RecordedCall(c.method, c.params) for c in self.adapter.calls]
         if self.fake is not None:
-            calls += [RecordedCall(str(r.get("method")), r.get("params")) for r in self.fake.requests]
+            calls += [
+                RecordedCall(str(r.get("method")), r.get("params")) for r in self.fake.requests
+            ]
         return calls
 
     async def emit(self, frame: Any, run: RunHandle | None = None) -> None:
@@ -235,4 +239,3 @@ class OpenClawHarness:
         if kind == "unknown":
             return [self._agent(s, "mystery-stream", {"phase": "whatever"})]
         raise AssertionError(f"unknown intent {intent!r}")
-
