@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import socket
-from contextlib import suppress
 import uuid
+from contextlib import suppress
 from typing import Any
 
 import attrs
