@@ -61,7 +61,8 @@ from orchestrator.errors import (
 )
 from orchestrator.events import now_ms
 
-from .._base import AdapterBase, confined_path, validate_context_key
+from .._base import AdapterBase, validate_context_key
+from .._confine import EscapeError, write_beneath
 from .._runs import RunEmitter
 from .._runtimes import runtime_binary
 from ..scripted import RecordedCall
@@ -458,9 +459,12 @@ class OpenClawAdapter(AdapterBase):
                 f"openclaw sets only its agent files ({', '.join(sorted(AGENT_FILES))}) "
                 "without a known workspace"
             )
-        path = confined_path(workspace, key)
-        await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
-        await trio.Path(path).write_text(value, encoding="utf-8")
+        try:
+            await trio.to_thread.run_sync(
+                write_beneath, workspace, str(pure), value.encode("utf-8")
+            )
+        except EscapeError as exc:
+            raise ConfigError(f"context key {key!r} escapes the agent's workspace") from exc
 
     def _qualified(self, model: str | None) -> str | None:
         """``provider/model``: a bare id names a model of the managed provider."""

@@ -283,7 +283,7 @@ async def test_resume_after_gateway_restart(gateway: SharedGateway) -> None:
                 session_key="e2e-other-key",
                 message="[[e2e:resume]] again",
                 resume_session_id=restored.run_id,
-            ),  # fmt: skip
+            ),
         )
         second = await collect_run(adapter.events(run), deadline_s=DEADLINE)
     check_stream(second)
