@@ -140,6 +140,8 @@ class _Run:
     sub: Subscription
     go: trio.Event = attrs.field(factory=trio.Event)
     deadline: float = float("inf")
+    disconnected: bool = False
+    """The connection dropped and has not come back yet."""
 
 
 class OpenClawAdapter(AdapterBase):
@@ -316,7 +318,18 @@ class OpenClawAdapter(AdapterBase):
                     except trio.EndOfChannel:
                         break
                 if item is None:  # a deadline passed
-                    await emitter.publish(finish_from_lifecycle(run.state, emitter.factory))
+                    if run.disconnected and run.state.intent is None:
+                        await emitter.fail_with(
+                            RuntimeExitedError(
+                                "openclaw gateway connection lost and not back within "
+                                f"{self.config.reconnect_grace:g} s",
+                                exit_code=None,
+                                adapter=self.id,
+                                session_key=emitter.handle.session_key,
+                            )
+                        )
+                    else:
+                        await emitter.publish(finish_from_lifecycle(run.state, emitter.factory))
                     break
                 await self._handle(run, item)
         except RingleaderError as exc:
@@ -347,9 +360,13 @@ class OpenClawAdapter(AdapterBase):
         emitter = run.emitter
         now = trio.current_time()
         if isinstance(item, Disconnected):
+            run.disconnected = True
             run.deadline = min(run.deadline, now + self.config.reconnect_grace)
             return
         if isinstance(item, Reconnected):
+            # The final answer was bound to the old connection: ask for the outcome instead.
+            run.disconnected = False
+            run.deadline = float("inf")
             self.spawn(self._await_outcome, run)
             return
         emitter.bind_run_id(run.run_id)
@@ -371,7 +388,6 @@ class OpenClawAdapter(AdapterBase):
         client = self.manager.client
         if client is None or run.emitter.done:
             return
-        run.deadline = float("inf")
         try:
             result = await client.request(
                 "agent.wait", {"runId": run.run_id, "timeoutMs": 600_000}, timeout_s=610

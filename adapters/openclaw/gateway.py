@@ -290,7 +290,12 @@ class GatewayManager:
             if self._closed:
                 raise RuntimeStartError("the gateway manager is closed", adapter=_ADAPTER)
             if self.client is not None:
-                return self.client
+                child = self.child
+                if self.attached or (child is not None and child.returncode is None):
+                    return self.client
+                # the managed gateway exited by itself: start it again on the same state dir
+                await self._stop_client()
+                await self._stop_process()
             nursery = self._nursery
             if nursery is None:
                 raise RuntimeError("GatewayManager.bind(nursery) before ensure()")

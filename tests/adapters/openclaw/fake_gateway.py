@@ -14,9 +14,11 @@ connections (:meth:`FakeGateway.drop`) to exercise reconnects.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import uuid
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -196,6 +198,8 @@ class FakeGateway:
             )
         elif method in ("sessions.patch", "agents.files.set", "health"):
             await self._answer(conn, rid, payload={"ok": True})
+        elif method == "fake.exit":
+            os._exit(3)
         elif method == "agent.wait":
             await self._answer(conn, rid, ok=False, error={
                 "code": "INVALID_REQUEST", "message": "agent run was not found",
@@ -204,3 +208,22 @@ class FakeGateway:
             await self._answer(conn, rid, ok=False, error={
                 "code": "INVALID_REQUEST", "message": f"unknown method {method}",
             })  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run as a stand-in ``openclaw`` executable: ``<exe> gateway run --port N …``, with the
+    token read from ``$OPENCLAW_CONFIG_PATH`` (what the gateway manager writes). The method
+    ``fake.exit`` makes the process exit at once (a crashed gateway)."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", nargs="*")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--bind")
+    parser.add_argument("--auth")
+    args = parser.parse_args(argv)
+    assert args.command == ["gateway", "run"], args.command
+    config = json.loads(Path(os.environ["OPENCLAW_CONFIG_PATH"]).read_text(encoding="utf-8"))
+    fake = FakeGateway(token=config["gateway"]["auth"]["token"], port=args.port)
+    print(f"fake gateway on {fake.url} state={os.environ['OPENCLAW_STATE_DIR']}", flush=True)
+    trio.run(fake.serve)
