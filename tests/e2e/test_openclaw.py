@@ -133,9 +133,8 @@ class SharedGateway:
                 await self._stop.wait()
                 await manager.aclose()
                 nursery.cancel_scope.cancel()
-        except BaseException as exc:
+        except Exception as exc:  # reported by start() in the test thread
             self.error = exc
-            raise
         finally:
             self.ready.set()
 
