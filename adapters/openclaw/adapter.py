@@ -9,7 +9,9 @@ WebSocket connection (:mod:`adapters.openclaw.client`) carries every run.
   same key continues the same transcript, also after a gateway restart (OpenClaw keeps sessions in
   its SQLite store). The run id is the request's idempotency key; it binds on the run's first
   frame. ``StartOpts.model`` goes in the request (``provider/model`` or a bare id of the
-  configured provider); ``StartOpts.cwd`` too.
+  configured provider). The gateway refuses a per-run ``cwd`` (reserved for its plugins): the
+  agent works in the gateway's workspace, which a managed gateway takes from the first run's
+  ``StartOpts.cwd`` when none is configured.
 * **Events** are normalized by :mod:`adapters.openclaw.normalize`; the run ends on the final
   ``agent`` answer (which carries usage), or — if it does not come within ``final_grace`` after
   the lifecycle said the run ended — from the lifecycle outcome.
@@ -254,7 +256,9 @@ class OpenClawAdapter(AdapterBase):
                 "openclaw cannot block tools per run; start the gateway with "
                 f"GatewaySettings(tool_deny=…) covering {sorted(deny)}"
             )
-        self.manager.configure(ModelProvider.from_env(opts.env, opts.model))
+        self.manager.configure(
+            ModelProvider.from_env(opts.env, opts.model), workspace=opts.cwd or None
+        )
         client = await self.manager.ensure()
         gateway_key = self._gateway_key(opts.session_key, opts.resume_session_id)
         run_id = uuid.uuid4().hex
@@ -282,8 +286,6 @@ class OpenClawAdapter(AdapterBase):
                 params["provider"] = provider_id
             elif provider is not None:
                 params["provider"] = PROVIDER_ID
-        if opts.cwd:
-            params["cwd"] = opts.cwd
         self.calls.append(
             RecordedCall(
                 "start",

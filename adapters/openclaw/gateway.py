@@ -265,15 +265,15 @@ class GatewayManager:
     def bind(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
 
-    def configure(self, provider: ModelProvider | None) -> None:
-        """Set the provider of a managed gateway that has not started yet (no-op otherwise)."""
-        if (
-            provider is not None
-            and not self.attached
-            and self.starts == 0
-            and self.settings.provider is None
-        ):
+    def configure(self, provider: ModelProvider | None, *, workspace: str | None = None) -> None:
+        """Fill in the provider and workspace of a managed gateway that has not started yet
+        (settings given explicitly win; no-op otherwise)."""
+        if self.attached or self.starts > 0:
+            return
+        if provider is not None and self.settings.provider is None:
             self.settings = attrs.evolve(self.settings, provider=provider)
+        if workspace and self.settings.workspace is None:
+            self.settings = attrs.evolve(self.settings, workspace=Path(workspace))
 
     @property
     def running(self) -> bool:

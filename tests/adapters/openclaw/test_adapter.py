@@ -100,7 +100,7 @@ def test_set_model_patches_the_session() -> None:
     run_in_harness(body)
 
 
-def test_start_passes_model_and_cwd(tmp_path: Path) -> None:
+def test_start_passes_the_model_but_not_cwd(tmp_path: Path) -> None:
     async def body(harness: OpenClawHarness, adapter: OpenClawAdapter) -> None:
         opts = StartOpts(agent_id="a", session_key="m", message="hi", model="prov/model-c",
                          cwd=str(tmp_path), context="ctx")  # fmt: skip
@@ -109,7 +109,8 @@ def test_start_passes_model_and_cwd(tmp_path: Path) -> None:
         agent = next(r for r in harness.fake.requests if r["method"] == "agent")
         params = agent["params"]
         assert params["model"] == "model-c" and params["provider"] == "prov"
-        assert params["cwd"] == str(tmp_path) and params["message"] == "ctx\n\nhi"
+        assert "cwd" not in params  # the gateway reserves cwd for its plugins
+        assert params["message"] == "ctx\n\nhi"
         assert params["sessionKey"] == "agent:main:m"
         await adapter.abort(run)
 
