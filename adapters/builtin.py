@@ -10,6 +10,7 @@ runtimes stays fast.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -311,7 +312,12 @@ def _scripted(config: RuntimeConfig) -> RuntimeAdapter:
 
     return ScriptedAdapter(
         [
-            {"type": "init", "sessionId": "scripted-session", "model": "scripted-model"},
+            # a fresh session id per adapter (the CLI builds one per run): unique run ids
+            {
+                "type": "init",
+                "sessionId": f"scripted-{uuid.uuid4().hex}",
+                "model": "scripted-model",
+            },
             {"type": "text", "text": "Hello from the scripted runtime."},
             {"type": "usage", "inputTokens": 12, "outputTokens": 6, "costUsd": None},
             {"type": "result", "ok": True, "summary": "Hello from the scripted runtime."},
