@@ -266,7 +266,9 @@ def interrupt_mid_run(runtime: str, workspace: Path, tmp_path: Path, signals: in
         (run,) = runs_in_log(tmp_path / "state")
         assert run.status == "aborted"
     else:
-        assert "forced exit" in err
+        # the second signal forces unless the clean abort already ended the run (both are fine:
+        # exit 130, no child left)
+        assert "forced exit" in err or "interrupted, aborting the run" in err
 
 
 @pytest.mark.parametrize("runtime", ["claude-code", "codex"])
