@@ -27,7 +27,7 @@ import attrs
 import trio
 
 from orchestrator.adapter import RunHandle
-from orchestrator.errors import RingleaderError, redact_secrets
+from orchestrator.errors import RingleaderError, RuntimeReportedError, redact_secrets
 from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms
 from orchestrator.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
 
@@ -158,8 +158,13 @@ class RunEmitter:
         await self.publish(self.factory.fail(redact_secrets(message), code=code))
 
     async def fail_with(self, error: RingleaderError) -> None:
-        """Report a typed error: ``error{code: error.event_code, fatal}`` then ``done{error}``."""
-        await self.fail(str(error), code=error.event_code)
+        """Report a typed error: ``error{fatal}`` then ``done{error}``. The code is the error's
+        ``event_code``, except that a :class:`RuntimeReportedError` keeps the runtime's own
+        ``code`` when it has one (``session_not_found``, ``rate_limited``, a JSON-RPC code)."""
+        code = error.event_code
+        if isinstance(error, RuntimeReportedError) and error.code:
+            code = error.code
+        await self.fail(str(error), code=code)
 
 
 @attrs.define

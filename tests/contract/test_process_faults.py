@@ -1,7 +1,7 @@
 """The process fault group, run against a minimal JSONL child-process adapter.
 
-``JsonlCliAdapter`` runs ``contract/fake_cli.py`` through the shared driver
-(:mod:`adapters._process`) and reads scripted frames from it: the smallest correct CLI adapter.
+``JsonlCliAdapter`` runs ``contract/fake_cli.py`` through the shared run loop
+(:class:`adapters.CliRun`) and reads scripted frames from it: the smallest correct CLI adapter.
 It passes :class:`ProcessFaultContract`; a variant that forgets to terminate its child on abort
 is caught by the ``no-orphans`` / abort checks.
 """
@@ -14,17 +14,18 @@ from typing import Any
 import pytest
 import trio
 
-from adapters import AdapterBase
-from adapters._process import ChildProcess, child_env, open_child
+from adapters import AdapterBase, ChildSpec, CliDialect, CliRun
+from adapters._process import child_env
 from adapters.scripted import ResultFrame, normalize_frame, parse_frame
 from contract import ContractViolation, ProcessFaultContract
 from contract.fake_cli import fake_cli_argv
 from orchestrator import (
     Capabilities,
-    LineTooLongError,
+    EventFactory,
     ProtocolError,
     RunHandle,
     RuntimeAdapter,
+    RuntimeEvent,
     StartOpts,
     TaskHandle,
 )
@@ -38,14 +39,49 @@ TRANSCRIPT = [
 ]
 
 
+class JsonlDialect(CliDialect):
+    """The scripted frames (``adapters.scripted``) as a child's JSON lines."""
+
+    name = "jsonl-cli"
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+
+    @property
+    def summary(self) -> str:
+        return "".join(self.text)
+
+    def decode(self, line: bytes) -> Any:
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise ProtocolError("unreadable line", line=line, adapter="jsonl-cli") from None
+
+    def normalize(self, frame: Any, make: EventFactory) -> list[RuntimeEvent] | None:
+        parsed = parse_frame(frame)
+        if isinstance(parsed, str):
+            return None
+        events = normalize_frame(parsed, make, self.summary)
+        if not isinstance(parsed, ResultFrame) and getattr(parsed, "type", "") == "text":
+            self.text.append(str(getattr(parsed, "text", "")))
+        return events
+
+    def label(self, frame: Any) -> str:
+        parsed = parse_frame(frame)
+        return parsed if isinstance(parsed, str) else "?"
+
+
 class JsonlCliAdapter(AdapterBase):
+    """The smallest correct CLI adapter: the shared run loop (:class:`adapters.CliRun`) with
+    its own dialect."""
+
     id = "jsonl-cli"
     terminate_on_abort = True
 
     def __init__(self, argv: list[str]) -> None:
         super().__init__()
         self._argv = argv
-        self._children: dict[str, ChildProcess] = {}
+        self._live: dict[str, CliRun] = {}
         self.pids: list[int] = []
 
     def capabilities(self) -> Capabilities:
@@ -54,67 +90,23 @@ class JsonlCliAdapter(AdapterBase):
         )
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
-        emitter = self.new_run(opts.session_key)
-        ready = trio.Event()
-        self.spawn(self._drive, emitter.handle, ready)
-        await ready.wait()
-        return emitter.handle
-
-    async def _drive(self, run: RunHandle, ready: trio.Event) -> None:
-        emitter = self.emitter_for(run)
-        assert emitter is not None
-        text: list[str] = []
-        async with open_child(
-            self._argv, env=child_env(), sigint_grace=0.5, sigterm_grace=0.5, adapter=self.id
-        ) as child:
-            self._children[run.session_key] = child
-            self.pids.append(child.pid)
-            ready.set()
-            async for batch in child.batches():
-                for line in batch:
-                    if emitter.done:
-                        continue
-                    if isinstance(line, LineTooLongError):
-                        emitter.ensure_run_id()
-                        await emitter.publish(
-                            [emitter.factory.error(str(line), code=line.event_code, fatal=False)]
-                        )
-                        continue
-                    try:
-                        raw: Any = json.loads(line)
-                    except ValueError:
-                        await emitter.fail_with(
-                            ProtocolError("unreadable line", line=line, adapter=self.id)
-                        )
-                        continue
-                    frame = parse_frame(raw)
-                    if isinstance(frame, str):
-                        await emitter.publish(emitter.note_unknown(frame))
-                        continue
-                    emitter.ensure_run_id()
-                    events = normalize_frame(frame, emitter.factory, "".join(text))
-                    await emitter.publish(events)
-                    if not isinstance(frame, ResultFrame) and getattr(frame, "type", "") == "text":
-                        text.append(str(getattr(frame, "text", "")))
-            code = await child.wait()
-            if not emitter.done:
-                if child.terminated_by_us:
-                    await emitter.finish("aborted", "".join(text))
-                elif code != 0:
-                    await emitter.fail_with(child.exit_error())
-                else:
-                    await emitter.fail_with(
-                        ProtocolError("the runtime exited without a result", adapter=self.id)
-                    )
+        run = CliRun(self.new_run(opts.session_key), JsonlDialect())
+        self._live[opts.session_key] = run
+        spec = ChildSpec(self._argv, child_env(), sigint_grace=0.5, sigterm_grace=0.5)
+        await run.launch(self.nursery, spec, adapter=self.id)
+        assert run.child is not None
+        self.pids.append(run.child.pid)
+        return run.handle
 
     async def abort(self, run: RunHandle) -> None:
-        child = self._children.get(run.session_key)
-        if child is not None and self.terminate_on_abort:
-            await child.terminate()
-        emitter = self.emitter_for(run)
-        if emitter is not None:
+        live = self._live.get(run.session_key)
+        if live is None:
+            return
+        if self.terminate_on_abort:
+            await live.abort(deadline=5)
+        else:
             with trio.fail_after(5):
-                await emitter.finished.wait()
+                await live.emitter.finished.wait()
 
     async def set_model(self, run: RunHandle, model: str) -> None:
         await trio.lowlevel.checkpoint()

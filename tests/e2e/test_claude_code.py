@@ -476,3 +476,16 @@ async def test_steer_reaches_the_running_turn(
     assert done(events).summary.endswith("STEERED")
     follow_up = json.dumps(server.requests_for("steer")[1].body["messages"])
     assert "STEER-MARKER" in follow_up
+
+
+async def test_long_prompt_goes_on_stdin(
+    claude_binary: Path, server: ModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    # Over the kernel's 128 KiB cap on one argv string: on argv, the CLI could not even start.
+    filler = "lorem ipsum " * (200 * 1024 // 12)
+    async with make_adapter("one-shot", server, tmp_path) as adapter:
+        events, _, _ = await run_once(adapter, f"[[e2e:text]] say hello\n{filler}", workspace)
+    assert done(events).reason == "success"
+    assert done(events).summary == "FINAL: hello from claude"
+    (request,) = server.requests_for("text")
+    assert filler.strip() in json.dumps(request.body)

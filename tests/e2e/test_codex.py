@@ -496,3 +496,16 @@ async def test_abort_during_a_tool_leaves_no_process(
         result = next(e for e in seen if isinstance(e, ToolResult))
         assert result.is_error  # closed by a synthetic result
     assert processes_with("sleep 41.5") == []
+
+
+async def test_long_prompt_goes_on_stdin(
+    codex_binary: Path, server: ModelServer, workspace: Path, state_dir: Path
+) -> None:
+    # Over the kernel's 128 KiB cap on one argv string: on argv, the CLI could not even start.
+    filler = "lorem ipsum " * (200 * 1024 // 12)
+    async with make_adapter("exec", server, state_dir) as adapter:
+        events, _ = await run_once(adapter, f"[[e2e:text]] say hello\n{filler}", workspace)
+    assert done(events).reason == "success"
+    assert done(events).summary == "FINAL: hello from codex"
+    (request,) = codex_requests(server, "text")
+    assert filler.strip() in json.dumps(request.body)

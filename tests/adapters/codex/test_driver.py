@@ -112,7 +112,7 @@ async def test_codec_round_trip_keeps_the_origin_directory() -> None:
     assert json.loads(await codec.serialize(run)) == {
         "sessionKey": "k", "sessionId": "thread-1", "cwd": "/work/x"
     }  # fmt: skip
-    assert CodexCodec.parse("[]").thread_id is None
+    assert CodexCodec.parse("[]").session_id is None
 
 
 def test_capabilities_by_mode() -> None:
