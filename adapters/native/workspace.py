@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import re
 import stat
 import threading
@@ -33,7 +34,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.errors import ConfigError
 
-from .._confine import EscapeError, open_beneath
+from .._confine import EscapeError, open_beneath, write_beneath
 from .messages import ToolErrorKind, ToolResultData
 from .output import DEFAULT_OUTPUT_LIMIT, cap_text
 from .policy import WORKSPACE_WRITE, PermissionPolicy
@@ -176,6 +177,12 @@ def _rel(path: str) -> str:
     return path.replace("\\", "/") or "."
 
 
+def _base(path: str) -> str:
+    """A directory argument as the prefix of the paths shown ("" for the root)."""
+    norm = posixpath.normpath(_rel(path))
+    return "" if norm == "." else norm
+
+
 def _join(base: str, name: str) -> str:
     return name if base in ("", ".") else f"{base}/{name}"
 
@@ -246,20 +253,8 @@ class Workspace:
 
     def write(self, path: str, content: str) -> str:
         data = content.encode("utf-8")
-        created = True
-        try:
-            fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK, mkdirs=True)
-        except FileExistsError:
-            created = False
-            fd = self._open(path, os.O_WRONLY | os.O_NONBLOCK, mkdirs=True)
-        with os.fdopen(fd, "wb") as f:
-            if not created:
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    raise OSError(errno.EINVAL, "not a regular file", path)
-                f.truncate(0)
-            f.write(data)
-        verb = "Created" if created else "Overwrote"
-        return f"{verb} {path} ({len(data):,} bytes)."
+        created = write_beneath(self.root, _rel(path), data, mkdirs=True)
+        return f"{'Created' if created else 'Overwrote'} {path} ({len(data):,} bytes)."
 
     def edit(self, path: str, old: str, new: str, replace_all: bool) -> str | ToolResultData:
         fd = self._open(path, os.O_RDWR | os.O_NONBLOCK)
@@ -324,7 +319,7 @@ class Workspace:
         """``os.fwalk`` under ``path`` (as workspace-relative dir paths), pruning SKIPPED_DIRS."""
         top = self._open_dir(path)
         budget = self.limits.walk_entries
-        base = "" if _rel(path) in (".", "./") else _rel(path).strip("/")
+        base = _base(path)
         try:
             for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top):
                 if stop.is_set():
@@ -340,7 +335,7 @@ class Workspace:
 
     def glob(self, pattern: str, path: str, stop: threading.Event) -> str:
         rx = glob_regex(pattern)
-        base = "" if _rel(path) in (".", "./") else _rel(path).strip("/")
+        base = _base(path)
         found: list[str] = []
         cap = self.limits.max_results
         more = 0
@@ -366,11 +361,13 @@ class Workspace:
         self,
         rx: re.Pattern[str],
         path: str,
-        include: re.Pattern[str] | None,
+        include: str | None,
         max_results: int,
         stop: threading.Event,
     ) -> str:
         lim = self.limits
+        include_rx = glob_regex(include) if include else None
+        include_full = include is not None and "/" in include  # else matched on the name
         hits: list[str] = []
         more = skipped_big = 0
         stopped = ""
@@ -399,18 +396,17 @@ class Workspace:
                         line = line[: lim.line_chars] + " […]"
                     hits.append(f"{shown}:{n}:{line}")
 
-        target = _rel(path)
-        fd = self._open(target, os.O_RDONLY | os.O_NONBLOCK)
+        fd = self._open(path, os.O_RDONLY | os.O_NONBLOCK)
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
-            scan(fd, target)
+            scan(fd, _base(path))
         else:
             os.close(fd)
             try:
                 for dirpath, _dirs, files, dirfd in self._walk(path, stop):
                     for name in files:
                         shown = _join(dirpath, name)
-                        if include is not None and not include.match(
-                            name if "/" not in include.pattern else shown
+                        if include_rx is not None and not include_rx.match(
+                            shown if include_full else name
                         ):
                             continue
                         try:
@@ -536,13 +532,14 @@ def file_tools(ws: Workspace) -> list[Tool[Any]]:
             rx = re.compile(inp.pattern, re.IGNORECASE if inp.ignore_case else 0)
         except re.error as exc:
             return _err(f"invalid regular expression {inp.pattern!r}: {exc}", "invalid_input")
-        try:
-            include = glob_regex(inp.include) if inp.include else None
-        except re.error as exc:
-            return _err(f"invalid include glob {inp.include!r}: {exc}", "invalid_input")
+        if inp.include:
+            try:
+                glob_regex(inp.include)
+            except re.error as exc:
+                return _err(f"invalid include glob {inp.include!r}: {exc}", "invalid_input")
         try:
             return await _in_thread(
-                lambda stop: ws.grep(rx, inp.path, include, inp.max_results, stop)
+                lambda stop: ws.grep(rx, inp.path, inp.include, inp.max_results, stop)
             )
         except (OSError, ValueError) as exc:
             return fs_error(exc, inp.path)

@@ -231,6 +231,15 @@ async def test_grep(tools: list[Tool[Any]], ws: Path) -> None:
         ok(await call(tools, "grep", pattern="def", include="a.py"))
         == "src/pkg/a.py:3:def alpha():"
     )
+    assert ok(await call(tools, "grep", pattern="def", include="*.py")).count("\n") == 1
+    assert ok(await call(tools, "grep", pattern="def", include="src/pkg/*.py")) == (
+        "src/pkg/a.py:3:def alpha():"
+    )
+    assert ok(await call(tools, "grep", pattern="def", path="./src/")).splitlines() == [
+        "src/b.py:1:def beta():",
+        "src/pkg/a.py:3:def alpha():",
+    ]
+    assert ok(await call(tools, "glob", pattern="*.py", path="./src/")) == "src/b.py"
     assert ok(await call(tools, "grep", pattern="return", path="src/b.py")) == (
         "src/b.py:2:    return 2"
     )
