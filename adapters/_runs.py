@@ -28,7 +28,7 @@ import trio
 
 from orchestrator.adapter import RunHandle
 from orchestrator.errors import RingleaderError, RuntimeReportedError, redact_secrets
-from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms
+from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms, with_seq
 from orchestrator.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
 
 __all__ = ["RunEmitter", "RunTable"]
@@ -133,7 +133,7 @@ class RunEmitter:
                 queue = sub.queue
                 out = event
                 if sub.seq_offset:
-                    out = event.model_copy(update={"seq": event.seq - sub.seq_offset})
+                    out = with_seq(event, event.seq - sub.seq_offset)
                 if not await queue.send(out):
                     self._unsubscribe(sub)
                 backlog = max(backlog, len(queue))

@@ -62,9 +62,20 @@ class Target:
     text: str
     kind: Literal["min_ratio_to_limit", "max_ratio_to_limit", "max", "min"]
     value: float
+    peer_min: float | None = None
+    """Also: ours / the first peer ≥ this (for a higher-is-better row); the worse of the two
+    shortfalls counts."""
 
-    def shortfall(self, ours: float, limit: float | None) -> float | None:
+    def shortfall(
+        self, ours: float, limit: float | None, peer: float | None = None
+    ) -> float | None:
         """How far from the target: > 1 misses it by that factor, ≤ 1 meets it (the margin)."""
+        base = self._shortfall(ours, limit)
+        if self.peer_min is None or not peer or base is None:
+            return base
+        return max(base, self.peer_min / (ours / peer))
+
+    def _shortfall(self, ours: float, limit: float | None) -> float | None:
         if ours <= 0:
             return None
         match self.kind:
@@ -109,7 +120,10 @@ class Row:
     def shortfall(self) -> float | None:
         if self.target is None or self.ours is None:
             return None
-        return self.target.shortfall(self.ours.value, self.limit.value if self.limit else None)
+        peer = self.peers[0].value if self.peers and self.peers[0].unit == self.unit else None
+        return self.target.shortfall(
+            self.ours.value, self.limit.value if self.limit else None, peer
+        )
 
     def to_json(self) -> dict[str, Any]:
         shortfall = self.shortfall()

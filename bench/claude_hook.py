@@ -3,7 +3,9 @@
 Kept apart from :mod:`bench.p_decode` so the adapter's API is touched in one place. As in the
 adapter, lines are decoded one by one (``dialect.decode_line``) and normalized a read-chunk at a
 time (``normalize.normalize_lines``: streamed text deltas of a chunk are held and flushed together
-at its end); a chunk here is 64 lines, a fresh state and event factory per session.
+at its end); a chunk here is 64 lines (the best case: deltas of a chunk coalesce), or one line
+per call (the typical case: a CLI streaming tokens writes one line per read), a fresh state and
+event factory per session.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ from .inputs import Session
 CHUNK = 64
 
 
-def make_pass(
-    normalize: Any, dialect: Any
-) -> tuple[Callable[[list[Session]], Callable[[], None]] | None, str]:
+def make_pass(normalize: Any, dialect: Any) -> tuple[Callable[..., Callable[[], None]] | None, str]:
     normalize_lines = getattr(normalize, "normalize_lines", None)
     state_cls = getattr(normalize, "ClaudeState", None)
     decode_line = getattr(dialect, "decode_line", None)
@@ -29,8 +29,18 @@ def make_pass(
 
     from orchestrator.events import EventFactory
 
-    def factory(sessions: list[Session]) -> Callable[[], None]:
-        chunked = [[s[i : i + CHUNK] for i in range(0, len(s), CHUNK)] for s in sessions]
+    def factory(sessions: list[Session], chunk: int = CHUNK) -> Callable[[], None]:
+        if chunk == 1:  # one line per read: the common case of a CLI streaming tokens
+
+            def per_line() -> None:
+                for session in sessions:
+                    make = EventFactory(run_id="claude-bench", session_id="bench")
+                    state = state_cls(model="claude-sonnet-4-5")
+                    for line in session:
+                        normalize_lines((decode_line(line),), make, state)
+
+            return per_line
+        chunked = [[s[i : i + chunk] for i in range(0, len(s), chunk)] for s in sessions]
 
         def run() -> None:
             for chunks in chunked:

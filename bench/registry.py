@@ -12,6 +12,7 @@ MODULES = (
     "bench.p_eventpath",
     "bench.p_sessions",
     "bench.p_first_event",
+    "bench.p_live",
 )
 
 

@@ -183,33 +183,37 @@ class RunActor:
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._serve_mailbox)
-            batch: list[RuntimeEvent] = []
             async with with_idle_timeout(
                 stream, on_idle=on_idle, idle_s=self.idle_s, grace_s=self.grace_s
             ) as guarded:
-                async for event in guarded:
-                    seen += 1
-                    last_seq = event.seq
-                    if isinstance(event, TextDelta) and event.channel == "assistant":
-                        text.append(event.text)
-                        produced = True
-                    elif isinstance(event, ToolCall):
-                        produced = True
-                    elif isinstance(event, Cost):
-                        cost = event
-                    elif isinstance(event, ErrorEvent) and event.fatal:
-                        fatal = event
-                    elif isinstance(event, Done):
-                        done = event
-                    batch.append(event)
-                    if done is not None or len(batch) >= _BATCH or not _more_ready(stream):
-                        await self._deliver(batch)
-                        batch = []
-                    if done is not None:
+                # one pull takes every event the stream holds (up to _BATCH): one sink call
+                # per burst, and no timer for events that were already waiting
+                while done is None:
+                    try:
+                        batch = await guarded.next_batch(_BATCH)
+                    except StopAsyncIteration:
                         break
+                    for event in batch:
+                        if isinstance(event, TextDelta):
+                            if event.channel == "assistant":
+                                text.append(event.text)
+                                produced = True
+                        elif isinstance(event, ToolCall):
+                            produced = True
+                        elif isinstance(event, Cost):
+                            cost = event
+                        elif isinstance(event, ErrorEvent):
+                            if event.fatal:
+                                fatal = event
+                        elif isinstance(event, Done):
+                            done = event
+                            break
+                    if done is not None and batch[-1] is not done:
+                        batch = batch[: batch.index(done) + 1]  # nothing after the terminal
+                    seen += len(batch)
+                    last_seq = batch[-1].seq
+                    await self._deliver(batch)
                 idled = guarded.idled
-            if batch:
-                await self._deliver(batch)
             if done is None:
                 done, fatal = await self._synthesize_terminal(last_seq, text, idled, fatal)
             self.finished.set()
@@ -267,9 +271,3 @@ class RunActor:
         done = events[-1]
         assert isinstance(done, Done)
         return done, fatal
-
-
-def _more_ready(stream: object) -> bool:
-    """True if the stream has more events buffered (so delivery can wait for a fuller batch)."""
-    queue = getattr(stream, "queue", None)
-    return bool(queue is not None and len(queue) > 0)

@@ -1,18 +1,33 @@
 """The durable event log: every event is in SQLite before any subscriber sees it.
 
-Storage: SQLite in WAL mode (stdlib :mod:`sqlite3`) on **one** connection. Every database call
-runs in ``trio.to_thread.run_sync`` behind a capacity limiter of 1, so calls are serialized on
-that connection and the trio loop never blocks on disk.
+Storage: SQLite in WAL mode (stdlib :mod:`sqlite3`). The **writer task owns the writing
+connection**: with ``synchronous=NORMAL`` (the default) a commit is a ``write`` into the WAL with
+no fsync, so the writer commits on the trio thread — a few dozen microseconds per transaction,
+and no thread hand-off, which on a loaded machine costs milliseconds each way. Everything that
+may block on the disk runs in **one** database thread (:class:`_DbThread`) on its own
+connection: reads, and the WAL checkpoints (``PASSIVE``, every few thousand rows; automatic
+checkpoints are off, so no commit ever fsyncs). With ``synchronous="FULL"`` every commit fsyncs,
+so commits go to the database thread too.
 
-Writes are **group-committed**. :meth:`EventLog.append` queues its batch and waits; one writer
-task takes everything queued (up to ``max_batch_rows`` rows), writes it in one ``BEGIN
-IMMEDIATE`` transaction (one ``SAVEPOINT`` per append, so one bad append — a duplicate
-``(run_key, seq)`` — fails alone), commits, and only then hands the committed events, in commit
-order, to the listeners (the :class:`~orchestrator.feed.Feed`). ``append`` returns once its
-events are committed *and* published, so "written before any subscriber sees it" holds by
-construction, subscribers see the global order of the log, and a slow subscriber's backpressure
-reaches the producer. JSON bodies are encoded by the caller (in :meth:`append`), so the worker
-thread mostly runs SQLite's C code with the GIL released.
+Writes are **group-committed and pipelined**. :meth:`EventLog.append`, :meth:`~EventLog.start_run`,
+:meth:`~EventLog.record_session` and :meth:`~EventLog.finish_run` only *queue* their rows; one
+writer task takes everything queued (up to ``max_batch_rows`` event rows) and writes it in one
+``BEGIN IMMEDIATE`` transaction — run and session rows in the same transaction as the events
+queued with them — then hands the committed batch to a publisher task and goes straight on to
+the next transaction while the publisher delivers the committed events, in commit order, to the
+listeners (the :class:`~orchestrator.feed.Feed`). However many runs append at once, the log
+costs one transaction per writer round, not one per call. If any statement of a transaction
+fails, it is rolled back and re-run with one ``SAVEPOINT`` per queued call, so one bad call — a
+duplicate ``(run_key, seq)`` — fails alone.
+
+``append`` returns once its events are committed *and* published, so "written before any
+subscriber sees it" holds by construction, subscribers see the global order of the log, and a
+slow subscriber's backpressure reaches the producer. ``start_run`` returns once its row is
+committed (and raises if it could not be written). ``record_session`` and ``finish_run`` return as soon
+as their row is queued: it is committed in the same transaction as, or before, anything queued
+after it (so a session recorded before a run's next events is durable whenever those events
+are), and :meth:`~EventLog.flush` — which every read does first — waits for it. JSON bodies are
+encoded by the caller (in :meth:`append`).
 
 Durability: ``synchronous=NORMAL`` under WAL (the default) keeps every committed transaction
 across a crash of *this process* (SIGKILL included); a power loss may lose the last few
@@ -34,10 +49,13 @@ the log (and replayed by the SSE endpoint) but are not published live in this on
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+import queue
 import sqlite3
+import threading
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -45,6 +63,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 import attrs
+import outcome
 import trio
 
 from .errors import single_exception
@@ -170,6 +189,8 @@ _Row = tuple[str, int, str, int, str]
 
 @attrs.define(eq=False)
 class _Append:
+    """A queued append: its events and their rows."""
+
     run_key: str
     events: Sequence[RuntimeEvent]
     rows: list[_Row]
@@ -180,24 +201,64 @@ class _Append:
     error: BaseException | None = None
 
 
-def _write_batch(conn: sqlite3.Connection, batch: list[_Append]) -> list[list[int] | Exception]:
-    """One transaction; one savepoint per append. Runs in the database thread."""
-    out: list[list[int] | Exception] = []
+@attrs.define(eq=False)
+class _Statement:
+    """A queued run or session row (one statement)."""
+
+    sql: str
+    params: tuple[object, ...]
+    what: str
+    committed: trio.Event | None = None
+    """Set once committed, for a caller that waits; ``None`` for fire-and-forget rows."""
+    rows: tuple[()] = ()
+    taken: bool = False
+    error: BaseException | None = None
+
+
+_Op = _Append | _Statement
+
+
+def _run_op(conn: sqlite3.Connection, op: _Op) -> None:
+    if isinstance(op, _Append):
+        conn.executemany(_INSERT, op.rows)
+    else:
+        conn.execute(op.sql, op.params)
+
+
+def _write_batch(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int] | Exception]:
+    """Write ``batch`` in one transaction (runs in the database thread).
+
+    The fast path runs every statement plainly (consecutive appends in one ``executemany``) and
+    derives the gids from the last rowid: one writer holds the write lock, so one transaction's
+    rows get consecutive ids. If anything fails, the transaction is rolled back and re-run with a
+    savepoint per call, so a failing call fails alone."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for req in batch:
-            conn.execute("SAVEPOINT a")
-            try:
-                conn.executemany(_INSERT, req.rows)
-            except sqlite3.IntegrityError as exc:
-                conn.execute("ROLLBACK TO a")
-                conn.execute("RELEASE a")
-                out.append(exc)
-                continue
-            conn.execute("RELEASE a")
-            last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
-            n = len(req.rows)
-            out.append(list(range(last - n + 1, last + 1)))
+        try:
+            rows: list[_Row] = []
+            for op in batch:
+                if isinstance(op, _Append):
+                    rows += op.rows
+                    continue
+                if rows:
+                    conn.executemany(_INSERT, rows)
+                    rows = []
+                conn.execute(op.sql, op.params)
+            if rows:
+                conn.executemany(_INSERT, rows)
+        except sqlite3.Error:
+            conn.execute("ROLLBACK")
+            conn.execute("BEGIN IMMEDIATE")
+            out = _write_isolated(conn, batch)
+        else:
+            total = sum(len(op.rows) for op in batch)
+            last = _last_gid(conn) if total else 0
+            gid = last - total + 1
+            out: list[list[int] | Exception] = []
+            for op in batch:
+                n = len(op.rows)
+                out.append(list(range(gid, gid + n)))
+                gid += n
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -206,23 +267,121 @@ def _write_batch(conn: sqlite3.Connection, batch: list[_Append]) -> list[list[in
     return out
 
 
+def _last_gid(conn: sqlite3.Connection) -> int:
+    """The largest gid ever given (``AUTOINCREMENT``'s counter; ``last_insert_rowid()`` would
+    name a run or session row inserted after the events)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _write_isolated(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int] | Exception]:
+    out: list[list[int] | Exception] = []
+    for op in batch:
+        conn.execute("SAVEPOINT a")
+        try:
+            _run_op(conn, op)
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK TO a")
+            conn.execute("RELEASE a")
+            out.append(exc)
+            continue
+        conn.execute("RELEASE a")
+        n = len(op.rows)
+        if n:
+            last = _last_gid(conn)
+            out.append(list(range(last - n + 1, last + 1)))
+        else:
+            out.append([])
+    return out
+
+
+_CHECKPOINT_ROWS = 4000
+"""Checkpoint the WAL after about this many rows (SQLite's own default is every 1000 pages)."""
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
+class _DbThread:
+    """The one thread that owns the connection: jobs run there in submission order; each
+    :meth:`call` costs one hand-off and one wake-up of the waiting trio task."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callable[[Any], None]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._main, name="ringleader-eventlog", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, deliver = job
+            deliver(outcome.capture(fn))
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in the database thread. Not cancellable once submitted (a statement runs
+        to its end); a cancellation is delivered at the caller's next checkpoint."""
+        task = trio.lowlevel.current_task()
+        token = trio.lowlevel.current_trio_token()
+
+        def deliver(result: outcome.Outcome[T]) -> None:
+            with contextlib.suppress(trio.RunFinishedError):  # the loop is gone
+                token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+
+        self._jobs.put((fn, deliver))
+        result: T = await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return result
+
+    def submit(self, fn: Callable[[], T], deliver: Callable[[outcome.Outcome[T]], None]) -> None:
+        """Run ``fn`` in the database thread; ``deliver`` gets its outcome there."""
+        self._jobs.put((fn, deliver))
+
+    def stop(self) -> None:
+        """No more jobs: the thread ends after the queued ones."""
+        self._jobs.put(None)
+
+
 @attrs.define(eq=False)
 class EventLog:
     """Open with ``async with EventLog.open(path) as log`` (see the module docstring)."""
 
     path: Path
     _conn: sqlite3.Connection = attrs.field(alias="conn")
+    _reader: sqlite3.Connection = attrs.field(alias="reader")
+    _db: _DbThread = attrs.field(alias="db")
+    _inline: bool = attrs.field(alias="inline", default=True)
+    """Commit on the trio thread (``synchronous=NORMAL``: a commit is a ``write`` to the WAL, no
+    fsync) rather than handing each transaction to the database thread (``FULL``)."""
     clock: Callable[[], int] = now_ms
     max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS
-    _limiter: trio.CapacityLimiter = attrs.field(
-        init=False, factory=lambda: trio.CapacityLimiter(1)
-    )
-    _pending: deque[_Append] = attrs.field(init=False, factory=deque[_Append])
+    _pending: deque[_Op] = attrs.field(init=False, factory=deque[_Op])
     _wakeup: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
+    _committed_q: deque[tuple[list[_Op], list[LoggedEvent]]] = attrs.field(
+        init=False, factory=deque[tuple[list[_Op], list[LoggedEvent]]]
+    )
+    _publish_wakeup: trio.lowlevel.ParkingLot = attrs.field(
+        init=False, factory=trio.lowlevel.ParkingLot
+    )
+    _publish_room: trio.lowlevel.ParkingLot = attrs.field(
+        init=False, factory=trio.lowlevel.ParkingLot
+    )
+    _queued: int = attrs.field(init=False, default=0)
+    """How many calls were ever queued (a ticket per call)."""
+    _done: int = attrs.field(init=False, default=0)
+    """How many queued calls have been committed (or failed), in queue order."""
+    _flushed: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
     _listeners: list[CommitListener] = attrs.field(init=False, factory=list[CommitListener])
     _closing: bool = attrs.field(init=False, default=False)
+    _writer_done: bool = attrs.field(init=False, default=False)
+    _uncheckpointed: int = attrs.field(init=False, default=0)
+    _checkpointing: bool = attrs.field(init=False, default=False)
     transactions: int = attrs.field(init=False, default=0)
-    """How many event transactions the writer has committed (batching shows as appends/tx)."""
+    """How many transactions the writer has committed (batching shows as calls/transaction)."""
 
     @classmethod
     @asynccontextmanager
@@ -236,7 +395,7 @@ class EventLog:
     ) -> AsyncGenerator[EventLog]:
         target = Path(path)
 
-        def connect() -> sqlite3.Connection:
+        def connect() -> tuple[sqlite3.Connection, sqlite3.Connection]:
             target.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
             try:
@@ -246,17 +405,54 @@ class EventLog:
                 conn.execute(f"PRAGMA synchronous={synchronous}")
                 conn.execute("PRAGMA busy_timeout=5000")
                 conn.executescript(_SCHEMA)
+                # checkpoints (which fsync) run in the database thread, never in a commit
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                reader = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
             except BaseException:
                 conn.close()
                 raise
-            return conn
+            try:
+                reader.execute("PRAGMA busy_timeout=5000")
+            except BaseException:
+                reader.close()
+                conn.close()
+                raise
+            return conn, reader
 
-        conn = await trio.to_thread.run_sync(connect)
-        log = cls(path=target, conn=conn, clock=clock, max_batch_rows=max_batch_rows)
+        def close(conns: tuple[sqlite3.Connection, sqlite3.Connection]) -> None:
+            writer, reader = conns
+            try:
+                reader.close()
+            finally:
+                writer.close()
+
+        db = _DbThread()
+        opened: list[tuple[sqlite3.Connection, sqlite3.Connection]] = []
+        try:
+            with trio.CancelScope(shield=True):  # connections, once made, are closed by us
+                opened.append(await db.call(connect))
+            await trio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            if opened:
+                with trio.CancelScope(shield=True):
+                    await db.call(functools.partial(close, opened[0]))
+            db.stop()
+            raise
+        conn, reader = opened[0]
+        log = cls(
+            path=target,
+            conn=conn,
+            reader=reader,
+            db=db,
+            inline=synchronous == "NORMAL",
+            clock=clock,
+            max_batch_rows=max_batch_rows,
+        )
         try:
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(log._writer)
+                    nursery.start_soon(log._publisher)
                     try:
                         yield log
                     finally:
@@ -270,10 +466,14 @@ class EventLog:
                 raise
         finally:
             with trio.CancelScope(shield=True):
-                await log._call(conn.close)
+                await db.call(functools.partial(_checkpoint, reader))
+                await db.call(functools.partial(close, opened[0]))
+                db.stop()
 
     async def _call(self, fn: Callable[[], T]) -> T:
-        return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+        """Run a read in the database thread, after everything queued so far is committed."""
+        await self.flush()
+        return await self._db.call(fn)
 
     # -- listeners -------------------------------------------------------------------------------
 
@@ -284,6 +484,23 @@ class EventLog:
 
     def remove_listener(self, listener: CommitListener) -> None:
         self._listeners = [x for x in self._listeners if x is not listener]
+
+    # -- the queue -------------------------------------------------------------------------------
+
+    def _queue(self, op: _Op) -> None:
+        if self._closing:
+            raise trio.ClosedResourceError("the event log is closed")
+        self._pending.append(op)
+        self._queued += 1
+        if self._wakeup:
+            self._wakeup.unpark_all()
+
+    async def flush(self) -> None:
+        """Wait until everything queued before this call is committed (or has failed)."""
+        target = self._queued
+        while self._done < target and not self._writer_done:
+            await self._flushed.park()
+        await trio.lowlevel.checkpoint()
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -298,14 +515,14 @@ class EventLog:
             return []
         rows: list[_Row] = [(run_key, e.seq, e.kind, e.ts, event_to_json(e)) for e in events]
         req = _Append(run_key, events, rows)
-        self._pending.append(req)
-        if self._wakeup:
-            self._wakeup.unpark_all()
+        self._queue(req)
         try:
             await req.published.wait()
         except trio.Cancelled:
             if not req.taken:
                 self._pending.remove(req)
+                self._done += 1  # withdrawn: nothing to wait for
+                self._flushed.unpark_all()
             else:
                 with trio.CancelScope(shield=True):
                     await req.committed.wait()
@@ -315,43 +532,112 @@ class EventLog:
         assert req.gids is not None
         return req.gids
 
-    def _take(self) -> list[_Append]:
-        batch: list[_Append] = []
+    def _take(self) -> list[_Op]:
+        batch: list[_Op] = []
         rows = 0
         pending = self._pending
         while pending and (not batch or rows + len(pending[0].rows) <= self.max_batch_rows):
-            req = pending.popleft()
-            req.taken = True
-            rows += len(req.rows)
-            batch.append(req)
+            op = pending.popleft()
+            op.taken = True
+            rows += len(op.rows)
+            batch.append(op)
         return batch
 
     async def _writer(self) -> None:
         conn = self._conn
+        batch: list[_Op] = []
         try:
             while True:
                 while not self._pending:
                     if self._closing:
                         return
                     await self._wakeup.park()
+                # at most one committed batch waits for the publisher (pipeline depth two)
+                while len(self._committed_q) > 1:
+                    await self._publish_room.park()
                 batch = self._take()
                 try:
-                    results = await self._call(functools.partial(_write_batch, conn, batch))
+                    if self._inline:
+                        results = _write_batch(conn, batch)
+                    else:
+                        results = await self._db.call(functools.partial(_write_batch, conn, batch))
                 except Exception as exc:
                     _log.error("event log write failed: %s", type(exc).__name__)
                     results = [exc] * len(batch)
                 self.transactions += 1
+                self._uncheckpointed += sum(len(op.rows) for op in batch) + 1
+                if self._uncheckpointed >= _CHECKPOINT_ROWS and not self._checkpointing:
+                    self._start_checkpoint()
                 items: list[LoggedEvent] = []
-                for req, result in zip(batch, results, strict=True):
+                for op, result in zip(batch, results, strict=True):
+                    if isinstance(op, _Statement):
+                        if isinstance(result, Exception):
+                            op.error = result
+                            if op.committed is None:
+                                _log.error("event log: %s failed: %s", op.what, result)
+                        if op.committed is not None:
+                            op.committed.set()
+                        continue
                     if isinstance(result, Exception):
-                        req.error = result
+                        op.error = result
                     else:
-                        req.gids = result
+                        op.gids = result
+                        run_key = op.run_key
                         items.extend(
-                            LoggedEvent(g, req.run_key, e, body=row[4], kind=row[2], seq=row[1])
-                            for g, e, row in zip(result, req.events, req.rows, strict=True)
+                            LoggedEvent(g, run_key, e, body=row[4], kind=row[2], seq=row[1])
+                            for g, e, row in zip(result, op.events, op.rows, strict=True)
                         )
-                    req.committed.set()
+                    op.committed.set()
+                self._done += len(batch)
+                self._flushed.unpark_all()
+                self._committed_q.append((batch, items))
+                self._publish_wakeup.unpark_all()
+                batch = []
+                if self._inline:
+                    await trio.lowlevel.checkpoint()  # never hog the loop between commits
+        finally:
+            # closing or cancelled: nobody will write what is still queued (a batch cancelled
+            # while in the database thread may or may not have committed: it reports closed)
+            self._writer_done = True
+            self._flushed.unpark_all()
+            for op in [*batch, *self._pending]:
+                op.error = trio.ClosedResourceError("the event log closed before this write")
+                if isinstance(op, _Append):
+                    op.committed.set()
+                    op.published.set()
+                elif op.committed is not None:
+                    op.committed.set()
+            self._pending.clear()
+            self._publish_wakeup.unpark_all()
+
+    def _start_checkpoint(self) -> None:
+        """Copy the WAL into the database in the database thread (its own connection; a
+        ``PASSIVE`` checkpoint never blocks the writer)."""
+        self._checkpointing = True
+        self._uncheckpointed = 0
+        token = trio.lowlevel.current_trio_token()
+
+        def finished(result: outcome.Outcome[None]) -> None:
+            if isinstance(result, outcome.Error):
+                _log.warning("event log checkpoint failed: %s", result.error)
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(self._checkpoint_done)
+
+        self._db.submit(functools.partial(_checkpoint, self._reader), finished)
+
+    def _checkpoint_done(self) -> None:
+        self._checkpointing = False
+
+    async def _publisher(self) -> None:
+        """Hands committed batches to the listeners, in commit order."""
+        queue_ = self._committed_q
+        try:
+            while True:
+                while not queue_:
+                    if self._writer_done:
+                        return
+                    await self._publish_wakeup.park()
+                batch, items = queue_[0]
                 if items:
                     for listener in tuple(self._listeners):
                         try:
@@ -359,21 +645,24 @@ class EventLog:
                         except Exception:
                             _log.exception("event log listener failed; removed")
                             self.remove_listener(listener)
-                for req in batch:
-                    req.published.set()
+                queue_.popleft()
+                self._publish_room.unpark_all()
+                for op in batch:
+                    if isinstance(op, _Append):
+                        op.published.set()
         finally:
-            # closing or cancelled: nobody will write what is still queued
-            for req in self._pending:
-                req.error = trio.ClosedResourceError("the event log closed before this write")
-                req.committed.set()
-                req.published.set()
-            self._pending.clear()
+            for batch, _ in queue_:
+                for op in batch:
+                    if isinstance(op, _Append):
+                        op.published.set()
+            queue_.clear()
+            self._publish_room.unpark_all()
 
     async def read(
         self, run_key: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[RuntimeEvent]:
         """A run's events with ``seq > after_seq``, in order (at most ``limit``)."""
-        conn = self._conn
+        conn = self._reader
 
         def query() -> list[str]:
             cur = conn.execute(
@@ -391,7 +680,7 @@ class EventLog:
 
         The events are parsed lazily: a reader that only forwards the JSON (the SSE endpoint)
         never pays for validation."""
-        conn = self._conn
+        conn = self._reader
 
         def query() -> list[tuple[int, str, str, int, str]]:
             if run_key is None:
@@ -414,7 +703,7 @@ class EventLog:
         ]
 
     async def last_gid(self) -> int:
-        conn = self._conn
+        conn = self._reader
         return await self._call(
             lambda: int(conn.execute("SELECT COALESCE(MAX(gid), 0) FROM events").fetchone()[0])
         )
@@ -422,28 +711,40 @@ class EventLog:
     # -- runs ----------------------------------------------------------------------------------
 
     async def start_run(self, run_key: str, *, runtime_id: str, session_key: str) -> None:
-        conn, now = self._conn, self.clock()
-        await self._call(
-            lambda: conn.execute(
-                "INSERT OR REPLACE INTO runs (run_key, runtime_id, session_key, status, started_ms) "
-                "VALUES (?, ?, ?, 'running', ?)",
-                (run_key, runtime_id, session_key, now),
-            )
+        """Record a new run (``running``); returns once the row is committed."""
+        await self._write(
+            "INSERT OR REPLACE INTO runs (run_key, runtime_id, session_key, status, started_ms) "
+            "VALUES (?, ?, ?, 'running', ?)",
+            (run_key, runtime_id, session_key, self.clock()),
+            what="start_run",
+            wait=True,
         )
 
     async def finish_run(self, run_key: str, *, status: str, outcome: dict[str, Any]) -> None:
-        """Record how a run ended (``outcome`` is stored as JSON)."""
-        conn, now, body = self._conn, self.clock(), json.dumps(outcome)
-        await self._call(
-            lambda: conn.execute(
-                "UPDATE runs SET status = ?, ended_ms = ?, outcome = ? WHERE run_key = ?",
-                (status, now, body, run_key),
-            )
+        """Record how a run ended (``outcome`` is stored as JSON). Queued: committed with the
+        next transaction (see the module docstring)."""
+        await self._write(
+            "UPDATE runs SET status = ?, ended_ms = ?, outcome = ? WHERE run_key = ?",
+            (status, self.clock(), json.dumps(outcome), run_key),
+            what="finish_run",
+            wait=False,
         )
+
+    async def _write(self, sql: str, params: tuple[object, ...], *, what: str, wait: bool) -> None:
+        op = _Statement(sql, params, what, trio.Event() if wait else None)
+        self._queue(op)
+        if op.committed is None:
+            await trio.lowlevel.checkpoint()
+            return
+        with trio.CancelScope(shield=True):  # a queued row is written either way
+            await op.committed.wait()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if op.error is not None:
+            raise op.error
 
     async def runs(self) -> list[RunRow]:
         """Every run, oldest first."""
-        conn = self._conn
+        conn = self._reader
 
         def query() -> list[RunRow]:
             cur = conn.execute(
@@ -468,18 +769,18 @@ class EventLog:
         codec_blob: str | None,
         origin_cwd: str | None,
     ) -> None:
-        """Insert or replace the resumable state of a session (committed when this returns)."""
-        conn, now = self._conn, self.clock()
-        await self._call(
-            lambda: conn.execute(
-                "INSERT OR REPLACE INTO sessions (session_key, runtime_id, native_session_id, "
-                "codec_blob, origin_cwd, updated_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_key, runtime_id, native_session_id, codec_blob, origin_cwd, now),
-            )
+        """Insert or replace the resumable state of a session. Queued: committed in the same
+        transaction as, or before, anything queued after it (:meth:`flush` waits for it)."""
+        await self._write(
+            "INSERT OR REPLACE INTO sessions (session_key, runtime_id, native_session_id, "
+            "codec_blob, origin_cwd, updated_ms) VALUES (?, ?, ?, ?, ?, ?)",
+            (session_key, runtime_id, native_session_id, codec_blob, origin_cwd, self.clock()),
+            what="record_session",
+            wait=False,
         )
 
     async def get_session(self, session_key: str) -> SessionRow | None:
-        conn = self._conn
+        conn = self._reader
 
         def query() -> SessionRow | None:
             row = conn.execute(

@@ -18,7 +18,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NoReturn, TypeAlias
+from typing import Annotated, Any, Literal, NoReturn, TypeAlias, TypeVar, cast
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -45,6 +45,7 @@ __all__ = [
     "event_from_json",
     "event_to_json",
     "now_ms",
+    "with_seq",
 ]
 
 RuntimeEventKind: TypeAlias = Literal[
@@ -185,6 +186,8 @@ RuntimeEvent: TypeAlias = Annotated[
 
 _EVENT_ADAPTER: TypeAdapter[RuntimeEvent] = TypeAdapter(RuntimeEvent)
 
+_E = TypeVar("_E", bound=EventBase)
+
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -219,6 +222,68 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_setattr = object.__setattr__
+_CHANNELS = frozenset(("assistant", "reasoning"))
+_PHASES = frozenset(("init", "thinking", "running", "turn-complete"))
+_ENVELOPE = ("run_id", "session_id", "ts", "seq")
+_TEXT_SET = frozenset((*_ENVELOPE, "text", "channel"))
+_RESULT_SET = frozenset((*_ENVELOPE, "tool_call_id", "name", "output", "is_error"))
+_STATUS_SET = frozenset((*_ENVELOPE, "phase", "model", "detail"))
+_CALL_SET = frozenset((*_ENVELOPE, "tool_call_id", "name", "input", "partial"))
+
+
+def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) -> _E:
+    """An instance exactly as validation would build it from ``values`` (already checked to
+    be of the field types; ``values`` in field order, defaults included), without running
+    the validator. :class:`EventFactory` checks the types and falls back to validation."""
+    event = object.__new__(cls)
+    _setattr(event, "__dict__", values)
+    _setattr(event, "__pydantic_fields_set__", set(fields_set))
+    _setattr(event, "__pydantic_extra__", None)
+    _setattr(event, "__pydantic_private__", None)
+    return event
+
+
+class _NotPlain(Exception):
+    """A value :func:`_json_copy` leaves to validation."""
+
+
+def _json_copy(value: object, depth: int = 0) -> Any:
+    """A copy of a plain JSON value (exact ``dict`` with ``str`` keys, ``list``, ``str``,
+    ``int``, ``float``, ``bool``, ``None``), as JSON-value validation returns it; raises
+    :class:`_NotPlain` for anything else (subclasses, tuples, very deep nesting …)."""
+    t = type(value)
+    if t is str or t is int or t is bool or t is float or value is None:
+        return value
+    if depth > 32:
+        raise _NotPlain
+    if t is dict:
+        out: dict[str, Any] = {}
+        for k, v in cast(dict[Any, Any], value).items():
+            if type(k) is not str:
+                raise _NotPlain
+            out[k] = _json_copy(v, depth + 1)
+        return out
+    if t is list:
+        return [_json_copy(v, depth + 1) for v in cast(list[Any], value)]
+    raise _NotPlain
+
+
+def with_seq(event: _E, seq: int) -> _E:
+    """A copy of ``event`` with another ``seq`` (what ``model_copy(update={"seq": seq})`` gives,
+    without its generic copying)."""
+    if type(seq) is not int:
+        return event.model_copy(update={"seq": seq})
+    values = dict(event.__dict__)
+    values["seq"] = seq
+    copy = object.__new__(type(event))
+    _setattr(copy, "__dict__", values)
+    _setattr(copy, "__pydantic_fields_set__", {*event.__pydantic_fields_set__, "seq"})
+    _setattr(copy, "__pydantic_extra__", event.__pydantic_extra__)
+    _setattr(copy, "__pydantic_private__", event.__pydantic_private__)
+    return copy
+
+
 @attrs.define
 class EventFactory:
     """Stamps one run's events: run id, session id, ``ts`` and a gapless ``seq`` from 1.
@@ -232,8 +297,12 @@ class EventFactory:
     * ``finished`` — set by :meth:`finish`; a second terminal is refused (empty list).
 
     ``run_id`` is mutable because runtimes tell us their id late; events built afterwards carry
-    it. Events are built with validation: pydantic-core validates these small models faster
-    than ``model_construct`` builds them (measured: 5.3 µs vs 13.5 µs per text delta).
+    it. The hot kinds (text deltas, tool calls with plain JSON input, tool results, statuses)
+    are built without re-running
+    validation when every value already has its field's type (checked: exact ``str``/``int``/
+    ``bool`` and the literal sets) — 1.6 µs instead of 5 µs a delta, the same object validation
+    would give; anything else goes through validation (``model_construct`` is slower still:
+    13.5 µs).
     """
 
     run_id: str = ""
@@ -254,13 +323,70 @@ class EventFactory:
             "seq": self.seq,
         }
 
+    def _envelope_ok(self, ts: object) -> bool:
+        sid = self.session_id
+        return type(ts) is int and type(self.run_id) is str and (sid is None or type(sid) is str)
+
     def text_delta(self, text: str, channel: TextChannel = "assistant") -> TextDelta:
-        return TextDelta(**self._base(), text=text, channel=channel)
+        self.seq += 1
+        ts = self.clock()
+        if type(text) is str and channel in _CHANNELS and self._envelope_ok(ts):
+            return _trusted(
+                TextDelta,
+                _TEXT_SET,
+                {
+                    "run_id": self.run_id,
+                    "session_id": self.session_id,
+                    "ts": ts,
+                    "seq": self.seq,
+                    "kind": "text-delta",
+                    "text": text,
+                    "channel": channel,
+                },
+            )
+        return TextDelta(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            ts=ts,
+            seq=self.seq,
+            text=text,
+            channel=channel,
+        )
 
     def tool_call(self, tool_call_id: str, name: str, input: JsonValue) -> ToolCall:
         self.open_tool_calls[tool_call_id] = name
+        self.seq += 1
+        ts = self.clock()
+        if type(tool_call_id) is str and type(name) is str and self._envelope_ok(ts):
+            try:
+                plain = _json_copy(input)
+            except _NotPlain:
+                pass
+            else:
+                return _trusted(
+                    ToolCall,
+                    _CALL_SET,
+                    {
+                        "run_id": self.run_id,
+                        "session_id": self.session_id,
+                        "ts": ts,
+                        "seq": self.seq,
+                        "kind": "tool-call",
+                        "tool_call_id": tool_call_id,
+                        "name": name,
+                        "input": plain,
+                        "partial": False,
+                    },
+                )
         return ToolCall(
-            **self._base(), tool_call_id=tool_call_id, name=name, input=input, partial=False
+            run_id=self.run_id,
+            session_id=self.session_id,
+            ts=ts,
+            seq=self.seq,
+            tool_call_id=tool_call_id,
+            name=name,
+            input=input,
+            partial=False,
         )
 
     def tool_result(
@@ -268,10 +394,38 @@ class EventFactory:
     ) -> ToolResult:
         """A tool's result; ``name`` defaults to the name of the matching open call."""
         call_name = self.open_tool_calls.pop(tool_call_id, None)
+        name = name or call_name or ""
+        self.seq += 1
+        ts = self.clock()
+        if (
+            type(tool_call_id) is str
+            and type(name) is str
+            and type(output) is str
+            and type(is_error) is bool
+            and self._envelope_ok(ts)
+        ):
+            return _trusted(
+                ToolResult,
+                _RESULT_SET,
+                {
+                    "run_id": self.run_id,
+                    "session_id": self.session_id,
+                    "ts": ts,
+                    "seq": self.seq,
+                    "kind": "tool-result",
+                    "tool_call_id": tool_call_id,
+                    "name": name,
+                    "output": output,
+                    "is_error": is_error,
+                },
+            )
         return ToolResult(
-            **self._base(),
+            run_id=self.run_id,
+            session_id=self.session_id,
+            ts=ts,
+            seq=self.seq,
             tool_call_id=tool_call_id,
-            name=name or call_name or "",
+            name=name,
             output=output,
             is_error=is_error,
         )
@@ -279,7 +433,37 @@ class EventFactory:
     def status(
         self, phase: StatusPhase, *, model: str | None = None, detail: str | None = None
     ) -> Status:
-        return Status(**self._base(), phase=phase, model=model, detail=detail)
+        self.seq += 1
+        ts = self.clock()
+        if (
+            phase in _PHASES
+            and (model is None or type(model) is str)
+            and (detail is None or type(detail) is str)
+            and self._envelope_ok(ts)
+        ):
+            return _trusted(
+                Status,
+                _STATUS_SET,
+                {
+                    "run_id": self.run_id,
+                    "session_id": self.session_id,
+                    "ts": ts,
+                    "seq": self.seq,
+                    "kind": "status",
+                    "phase": phase,
+                    "model": model,
+                    "detail": detail,
+                },
+            )
+        return Status(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            ts=ts,
+            seq=self.seq,
+            phase=phase,
+            model=model,
+            detail=detail,
+        )
 
     def cost(
         self,

@@ -8,7 +8,9 @@ expected). A second expiry ends the stream. The timer is an idle reset, not a to
 
 The pending pull is never lost to a timeout: a cancel-safe source (one that sets
 ``cancel_safe = True``, like :class:`~orchestrator.queue.QueueEventStream`) is pulled directly,
-because a cancelled receive consumes nothing; any other async iterator is pumped by a helper task
+because a cancelled receive consumes nothing — and what it already holds is taken without any
+timeout scope (its ``take_ready``; :meth:`IdleGuard.next_batch` takes it all at once), so only a
+pull that must wait pays for a timer; any other async iterator is pumped by a helper task
 whose in-flight pull carries over from one window to the next. Source exceptions reach the
 consumer. On exit the source is closed (errors from its ``aclose`` are swallowed) and a still
 running ``on_idle`` gets one grace window to finish before it is cancelled.
@@ -73,8 +75,10 @@ class IdleGuard(Generic[T]):
         self._receive: trio.MemoryReceiveChannel[outcome.Outcome[T]] | None = None
         self._pump_scope = trio.CancelScope()
         self._pump_done = trio.Event()
+        self._take_ready: Callable[[int], list[T]] | None = None
         if getattr(source, "cancel_safe", False):
             self._pump_done.set()
+            self._take_ready = getattr(source, "take_ready", None)
         else:
             send, receive = trio.open_memory_channel[outcome.Outcome[T]](0)
             self._receive = receive
@@ -130,6 +134,33 @@ class IdleGuard(Generic[T]):
     async def __anext__(self) -> T:
         if self._ended:
             raise StopAsyncIteration
+        if self._take_ready is not None:
+            ready = self._take_ready(1)
+            if ready:
+                await trio.lowlevel.checkpoint()
+                return ready[0]
+        return await self._wait_one()
+
+    async def next_batch(self, max_items: int = 256) -> list[T]:
+        """Every item the source has ready (at most ``max_items``; at least one, waiting under
+        the idle window if none is ready). Raises :class:`StopAsyncIteration` at the end.
+
+        Items already buffered in a cancel-safe source that offers ``take_ready`` are taken
+        without a timeout scope: a busy stream costs no timer at all."""
+        if self._ended:
+            raise StopAsyncIteration
+        take = self._take_ready
+        if take is not None:
+            ready = take(max_items)
+            if ready:
+                await trio.lowlevel.checkpoint()
+                return ready
+        first = await self._wait_one()
+        if take is None or max_items <= 1:
+            return [first]
+        return [first, *take(max_items - 1)]
+
+    async def _wait_one(self) -> T:
         while True:
             window = self._grace_s if self._idled else self._idle_s
             with trio.move_on_after(window):

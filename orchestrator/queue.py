@@ -27,7 +27,7 @@ from typing import Any, Generic, Self, TypeVar
 import trio
 
 from .adapter import EventStream
-from .events import Done, RuntimeEvent, TextDelta
+from .events import Done, RuntimeEvent, TextDelta, with_seq
 
 __all__ = [
     "DEFAULT_QUEUE_MAX",
@@ -152,7 +152,7 @@ class EventQueue:
 
     def _renumbered(self, event: RuntimeEvent) -> RuntimeEvent:
         if self._shift:
-            return event.model_copy(update={"seq": event.seq - self._shift})
+            return with_seq(event, event.seq - self._shift)
         return event
 
     def _seal(self) -> None:
@@ -241,7 +241,13 @@ class EventQueue:
             if self._closed or self._receiver_closed:
                 raise trio.EndOfChannel
             await self._data.park()
+        return self.take_ready(max_items)
+
+    def take_ready(self, max_items: int = 256) -> list[RuntimeEvent]:
+        """Up to ``max_items`` buffered events, without waiting (``[]`` if none)."""
         buf = self._buffer
+        if not buf:
+            return []
         n = min(max_items, len(buf))
         if n == len(buf):
             self._seal()
@@ -291,6 +297,19 @@ class QueueEventStream:
         if self._close_on_done and isinstance(event, Done):
             self._release()
         return event
+
+    def take_ready(self, max_items: int = 256) -> list[RuntimeEvent]:
+        """Up to ``max_items`` events the stream holds, without waiting (``[]`` if none, or at
+        the end); like ``__anext__`` it stops after ``done`` (and then ends the stream)."""
+        if self._finished:
+            return []
+        batch = self._queue.take_ready(max_items)
+        if self._close_on_done:
+            for i, event in enumerate(batch):
+                if isinstance(event, Done):
+                    self._release()  # nothing after done is delivered
+                    return batch[: i + 1]
+        return batch
 
     def _release(self) -> None:
         if self._finished:

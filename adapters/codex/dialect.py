@@ -151,7 +151,20 @@ _scan_once: Final[Callable[[str, int], tuple[object, int]]] = cast(
 regexes (a third faster on Codex lines). Anything unusual falls back to ``json.loads``."""
 
 
+try:  # orjson is optional (the bench extra); the stdlib scanner is the fallback
+    from orjson import loads as _orjson_loads  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson_loads = None
+
+_fast_loads: Final[Callable[[bytes | str], object] | None] = cast(Any, _orjson_loads)
+
+
 def _loads(line: bytes | str) -> object:
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(line)
+        except ValueError:
+            pass  # NaN, huge integers, lone surrogates …: the stdlib decides
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
         obj, end = _scan_once(text, 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sqlite3
@@ -34,6 +35,13 @@ def every_kind() -> list[RuntimeEvent]:
         make.error("transient", code="rate_limit", fatal=False),
         *make.finish("success", "ok"),
     ]
+
+
+async def committed(log: EventLog, transactions: int) -> None:
+    """Wait until the writer has committed this many transactions (under ``synchronous=NORMAL``
+    it commits on the trio thread, so once every task is blocked it has)."""
+    await trio.testing.wait_all_tasks_blocked()
+    assert log.transactions == transactions
 
 
 class Recorder:
@@ -124,11 +132,12 @@ async def test_a_bad_append_fails_alone_in_its_transaction(tmp_path: Path) -> No
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(append, "first", "a", deltas(1, start=2))
-            await trio.testing.wait_all_tasks_blocked()
+            await committed(log, 2)
             nursery.start_soon(append, "dup", "a", deltas(1, start=1))
             nursery.start_soon(append, "other", "b", deltas(2))
-            await trio.testing.wait_all_tasks_blocked()
+            await committed(log, 3)
             recorder.gate.set()
+        assert log.transactions == 3  # "dup" and "other" shared one transaction
         assert results["first"] == [3]
         assert isinstance(results["dup"], sqlite3.IntegrityError)
         assert results["other"] == [4, 5]
@@ -142,13 +151,15 @@ async def test_cancelled_append_before_the_writer_took_it_writes_nothing(tmp_pat
         recorder.gate = trio.Event()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(log.append, "a", deltas(1))
-            await trio.testing.wait_all_tasks_blocked()  # the writer holds batch 1 in publish
+            await committed(log, 1)  # batch 1 is held in publish
+            nursery.start_soon(log.append, "b", deltas(1))
+            await committed(log, 2)  # batch 2 is committed and waits to be published
             with trio.move_on_after(0.01) as scope:
-                await log.append("a", deltas(1, start=1))  # queued behind it, then cancelled
+                await log.append("a", deltas(1, start=1))  # queued behind them, then cancelled
             assert scope.cancelled_caught
             recorder.gate.set()
         assert [e.seq for e in await log.read("a")] == [1]
-        assert await log.append("a", deltas(1, start=1)) == [2]  # the same seq goes in later
+        assert await log.append("a", deltas(1, start=1)) == [3]  # the same seq goes in later
 
 
 async def test_runs_and_sessions(tmp_path: Path) -> None:
@@ -263,3 +274,71 @@ def test_log_survives_sigkill_intact_and_gapless(tmp_path: Path) -> None:
             assert await log.append("run", [make.text_delta("after")]) == [len(everything) + 1]
 
     trio.run(check)
+
+
+async def test_run_and_session_rows_share_the_events_transactions(tmp_path: Path) -> None:
+    """Many runs starting at once: their run rows, session rows, events and finishes are
+    group-committed together (a few transactions, not one per call), and every read sees
+    what was queued before it."""
+    recorder = Recorder()
+    async with EventLog.open(tmp_path / "log.db") as log:
+        log.add_listener(recorder)
+
+        async def one_run(i: int) -> None:
+            key = f"run-{i}"
+            await log.start_run(key, runtime_id="scripted", session_key=f"s-{i}")
+            await log.record_session(
+                f"s-{i}",
+                runtime_id="scripted",
+                native_session_id=f"n-{i}",
+                codec_blob=None,
+                origin_cwd="/repo",
+            )
+            await log.append(key, deltas(3, run_id=key))
+            await log.finish_run(key, status="success", outcome={"i": i})
+
+        async with trio.open_nursery() as nursery:
+            for i in range(200):
+                nursery.start_soon(one_run, i)
+        # 800 calls; start_run and append each wait for a commit, so at least 2 rounds
+        assert 2 <= log.transactions <= 40
+        runs = await log.runs()  # reads flush what is queued (the finishes)
+        assert len(runs) == 200
+        assert {r.status for r in runs} == {"success"}
+        session = await log.get_session("s-7")
+        assert session is not None and session.native_session_id == "n-7"
+        assert len(recorder.items) == 600
+        assert [i.gid for i in recorder.items] == list(range(1, 601))
+
+
+async def test_a_failing_row_fails_alone(tmp_path: Path) -> None:
+    async with EventLog.open(tmp_path / "log.db") as log:
+        await log.start_run("k", runtime_id="x", session_key="k")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.append, "k", deltas(2))
+            # a statement that fails inside the same transaction as the append
+            nursery.start_soon(
+                functools.partial(
+                    log._write,  # pyright: ignore[reportPrivateUsage]
+                    "INSERT INTO nowhere VALUES (1)",
+                    (),
+                    what="broken",
+                    wait=False,
+                )
+            )
+        await log.flush()
+        assert [e.seq for e in await log.read("k")] == [1, 2]
+        assert (await log.runs())[0].run_key == "k"
+
+
+async def test_full_sync_commits_in_the_database_thread(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with EventLog.open(tmp_path / "log.db", synchronous="FULL") as log:
+        log.add_listener(recorder)
+        await log.start_run("a", runtime_id="x", session_key="a")
+        async with trio.open_nursery() as nursery:
+            for run in ("a", "b", "c"):
+                nursery.start_soon(log.append, run, deltas(4, run_id=run))
+        assert [e.seq for e in await log.read("b")] == [1, 2, 3, 4]
+        assert [i.gid for i in recorder.items] == list(range(1, 13))
+        assert (await log.runs())[0].status == "running"

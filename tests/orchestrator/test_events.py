@@ -26,6 +26,7 @@ from orchestrator import (
     event_to_json,
     now_ms,
 )
+from orchestrator.events import StatusPhase, TextChannel, with_seq
 
 
 def factory(**kw: Any) -> EventFactory:
@@ -484,3 +485,83 @@ def test_usage_addition() -> None:
     assert a + b == Usage(input_tokens=4, output_tokens=6, cached_input_tokens=5)
     assert (a + a).cached_input_tokens is None
     assert (a + b).total_tokens == 10
+
+
+# -- the factory's trusted fast construction gives exactly what validation gives ---------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _same(fast: RuntimeEvent, slow: RuntimeEvent) -> None:
+    assert type(fast) is type(slow)
+    assert fast == slow
+    assert event_to_json(fast) == event_to_json(slow)
+    assert fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
+    assert list(fast.__dict__) == list(slow.__dict__)
+    assert fast.model_dump() == slow.model_dump()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(max_size=20),
+    channel=st.sampled_from(["assistant", "reasoning"]),
+    call_id=st.text(max_size=8),
+    name=st.text(max_size=8),
+    input=_json_values,
+    output=st.text(max_size=20),
+    is_error=st.booleans(),
+    phase=st.sampled_from(["init", "thinking", "running", "turn-complete"]),
+    model=st.none() | st.text(max_size=8),
+    detail=st.none() | st.text(max_size=8),
+    session=st.none() | st.text(max_size=8),
+)
+def test_fast_constructed_events_equal_validated_ones(
+    text: str,
+    channel: TextChannel,
+    call_id: str,
+    name: str,
+    input: pydantic.JsonValue,
+    output: str,
+    is_error: bool,
+    phase: StatusPhase,
+    model: str | None,
+    detail: str | None,
+    session: str | None,
+) -> None:
+    make = EventFactory(run_id="r", session_id=session, clock=lambda: 7)
+    env: dict[str, Any] = {"run_id": "r", "session_id": session, "ts": 7}
+    _same(make.text_delta(text, channel), TextDelta(**env, seq=1, text=text, channel=channel))
+    call = make.tool_call(call_id, name, input)
+    _same(call, ToolCall(**env, seq=2, tool_call_id=call_id, name=name, input=input, partial=False))
+    if isinstance(input, dict | list):
+        assert call.input is not input  # a copy, as validation makes
+    _same(
+        make.tool_result(call_id, output, name=name, is_error=is_error),
+        ToolResult(**env, seq=3, tool_call_id=call_id, name=name, output=output, is_error=is_error),
+    )
+    _same(
+        make.status(phase, model=model, detail=detail),
+        Status(**env, seq=4, phase=phase, model=model, detail=detail),
+    )
+    delta = make.text_delta(text)
+    _same(with_seq(delta, 99), delta.model_copy(update={"seq": 99}))
+
+
+def test_values_of_other_types_still_go_through_validation() -> None:
+    class Sub(str):
+        pass
+
+    make = EventFactory(run_id="r", clock=lambda: 1)
+    assert type(make.text_delta(Sub("x")).text) is str  # validated (and coerced)
+    with pytest.raises(pydantic.ValidationError):
+        make.tool_call("c", "n", {1: "not a str key"})  # type: ignore[dict-item]
+    with pytest.raises(pydantic.ValidationError):
+        make.status("nonsense")  # type: ignore[arg-type]
+    with pytest.raises(pydantic.ValidationError):
+        EventFactory(run_id="r", clock=lambda: 1.5).text_delta("x")  # type: ignore[arg-type, return-value]
