@@ -193,7 +193,11 @@ def _alive(pid: int) -> bool:
 
 async def test_abort_during_bash_reaps_the_command(tmp_path: Path) -> None:
     model = scripted(
-        Reply(tool_calls=[("bash", {"command": "sleep 300 & echo $! > bg.pid; sleep 300"})]),
+        Reply(
+            tool_calls=[
+                ("bash", {"command": "sleep 300 & echo $! > bg.tmp && mv bg.tmp bg.pid; sleep 300"})
+            ]
+        ),
         Reply(text="never"),
     )
     async with NativeAdapter(
