@@ -1,11 +1,15 @@
 """pytest plugin (entry point ``ringleader_contract``) for the adapter contract suite.
 
-Loaded by pytest in any project that installs ringleader. It makes pytest rewrite the suite's
-assertions (so failures show values) and adds a ``contract`` marker to every contract test,
-so ``pytest -m contract`` runs just the contract of every adapter in a project.
+Loaded by pytest in any project that installs ringleader, so it must never break pytest: it
+imports nothing beyond pytest itself (no hypothesis; the suite needs ``ringleader[contract]``).
+It makes pytest rewrite the suite's assertions (so failures show values) and adds a
+``contract`` marker to every contract test, so ``pytest -m contract`` runs just the contract of
+every adapter in a project.
 """
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -17,9 +21,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    from .suite import AdapterContract, ProcessFaultContract
-
+    # A project whose tests use the suite has imported it while collecting; one that has not
+    # has no contract tests, and importing the suite here would need its optional dependencies.
+    suite = sys.modules.get("contract.suite")
+    if suite is None:
+        return
+    bases: tuple[type, ...] = (suite.AdapterContract, suite.ProcessFaultContract)
     for item in items:
         cls = getattr(item, "cls", None)
-        if isinstance(cls, type) and issubclass(cls, AdapterContract | ProcessFaultContract):
+        if isinstance(cls, type) and issubclass(cls, bases):
             item.add_marker(pytest.mark.contract)

@@ -109,6 +109,9 @@ from .supervisor import RestartPolicy as RestartPolicy
 from .supervisor import Supervisor as Supervisor
 from .supervisor import classify_exception as classify_exception
 from .supervisor import classify_outcome as classify_outcome
+from .workspaces import Workspace as Workspace
+from .workspaces import create_workspace as create_workspace
+from .workspaces import workspace_changes as workspace_changes
 
 __all__ = [
     "DEFAULT_QUEUE_MAX",
@@ -195,12 +198,14 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "Usage",
+    "Workspace",
     "assert_exhaustive",
     "build_rotation_handoff_note",
     "classify_exception",
     "classify_outcome",
     "collect_until_done",
     "create_async_queue",
+    "create_workspace",
     "default_state_dir",
     "event_from_json",
     "event_to_json",
@@ -215,5 +220,6 @@ __all__ = [
     "should_rotate",
     "single_exception",
     "with_idle_timeout",
+    "workspace_changes",
     "write_jsonl",
 ]

@@ -53,6 +53,7 @@ from typing import Any, Literal, Protocol, Self, TypeAlias
 
 import attrs
 import trio
+from pydantic.alias_generators import to_camel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -60,7 +61,7 @@ from starlette.routing import Route
 
 from .actor import EventSink
 from .errors import ConfigError
-from .eventlog import EventLog, LoggedEvent
+from .eventlog import EventLog, LoggedEvent, RunRow
 from .events import RuntimeEvent, TextDelta, event_to_json
 
 __all__ = [
@@ -574,12 +575,14 @@ def feed_app(
         if not authorized(request):
             return refused()
         rows = await log.runs()
-        return JSONResponse([attrs.asdict(r) for r in rows])
+        return JSONResponse([_run_json(r) for r in rows])
 
     async def run_events(request: Request) -> Response:
         if not authorized(request):
             return refused()
         items = await log.read(request.path_params["key"])
+        if not items and not any(r.run_key == request.path_params["key"] for r in await log.runs()):
+            return JSONResponse({"error": "no such run"}, status_code=404)
         return Response(
             "".join(event_to_json(e) + "\n" for e in items), media_type="application/x-ndjson"
         )
@@ -591,6 +594,11 @@ def feed_app(
             Route("/runs/{key:path}", run_events),
         ]
     )
+
+
+def _run_json(row: RunRow) -> dict[str, Any]:
+    """A run row with the wire's camelCase names (``runKey``, ``startedMs``, …)."""
+    return {to_camel(k): v for k, v in attrs.asdict(row).items()}
 
 
 def _is_loopback(host: str) -> bool:

@@ -289,6 +289,7 @@ class Runner:
                 "costUsd": outcome.cost_usd,
                 "errorCode": outcome.error_code,
                 "runId": outcome.run_id,
+                "title": task.title,
             },
         )
 

@@ -57,7 +57,12 @@ def normalize_event(
                 cache_write_tokens=t.cache_creation_input_tokens,
             )
             usd = prices.cost(event.model, t)
-            return [make.add_cost(delta, cost_usd_delta=usd, model=event.model)]
+            # USD from the price table is a list-price estimate, never a bill
+            return [
+                make.add_cost(
+                    delta, cost_usd_delta=usd, model=event.model, estimated=usd is not None
+                )
+            ]
         case TurnStart():
             return [make.status("thinking", model=event.model, detail=f"turn {event.turn}")]
         case ModelResponseEvent():

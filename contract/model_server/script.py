@@ -42,7 +42,9 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from orchestrator.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SIDE_REQUEST_PATTERNS",
@@ -170,12 +172,41 @@ class Script(BaseModel):
 
 
 def load_script(source: str | Path | dict[str, Any] | Script) -> Script:
-    """A script from a file (``.json`` or ``.toml``), a dict, or a :class:`Script`."""
+    """A script from a file (``.json`` or ``.toml``), a dict, or a :class:`Script`.
+
+    A file that is missing, unreadable, not UTF-8, malformed, nested too deeply or not shaped
+    like a script raises :class:`~orchestrator.errors.ConfigError` with one line naming the file
+    and the problem."""
     if isinstance(source, Script):
         return source
     if isinstance(source, dict):
         return Script.model_validate(source)
     path = Path(source)
-    text = path.read_text(encoding="utf-8")
-    data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    return Script.model_validate(data)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"script {path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"script {path}: is a directory, not a script file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"script {path}: not a text file (not valid UTF-8)") from None
+    except OSError as exc:
+        raise ConfigError(f"script {path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        kind = "TOML" if path.suffix == ".toml" else "JSON"
+        raise ConfigError(f"script {path}: not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"script {path}: nested too deeply") from None
+    try:
+        return Script.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "top level"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigError(
+            f"script {path}: not a model-server script: {where}: {first['msg']}{more}"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"script {path}: nested too deeply") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
 
-from orchestrator.errors import exception_leaves
+from orchestrator.errors import ConfigError, exception_leaves
 
 from .app import StreamCut, build_app
 from .script import Script, load_script
@@ -117,16 +118,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``ringleader model-server --script FILE [--port N] [--log FILE]``.
 
     Prints the server's URL (``http://127.0.0.1:PORT``: the Anthropic base URL; add ``/v1`` for
-    OpenAI clients) on one line, then serves until interrupted; returns 0 after Ctrl-C.
+    OpenAI clients) on one line, then serves until interrupted; returns 0 after Ctrl-C. A bad
+    script or a port in use is one line on stderr and exit code 2.
     """
-    parser = argparse.ArgumentParser(prog="ringleader model-server", description=__doc__)
-    parser.add_argument("--script", required=True, help="a JSON or TOML script file")
-    parser.add_argument(
-        "--port", type=int, default=0, help="port on 127.0.0.1 (default: ephemeral)"
+    from orchestrator._commands import bind_error, port_number
+
+    parser = argparse.ArgumentParser(
+        prog="ringleader model-server",
+        description="Serve the scripted model server (Anthropic Messages, OpenAI Responses and "
+        "Chat Completions) on 127.0.0.1; the script decides what the model answers. Prints its "
+        "URL (the Anthropic base URL; add /v1 for OpenAI clients).",
+        epilog="examples:\n  ringleader model-server --script script.json --port 0\n"
+        "  ringleader model-server --script script.toml --log requests.jsonl",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--log", help="append each request to this file as one JSON line")
+    parser.add_argument(
+        "--script",
+        required=True,
+        metavar="FILE",
+        help="a JSON or TOML script (conversations, turns, faults); e.g. --script demo.json",
+    )
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=0,
+        help="port on 127.0.0.1 (default 0: a free one, printed); e.g. --port 8080",
+    )
+    parser.add_argument(
+        "--log",
+        metavar="FILE",
+        help="append each request to this file as one JSON line; e.g. --log requests.jsonl",
+    )
     args = parser.parse_args(argv)
-    script = load_script(Path(args.script))
+    try:
+        script = load_script(Path(args.script))
+    except ConfigError as exc:
+        print(f"ringleader model-server: {exc}", file=sys.stderr)
+        return 2
 
     async def run() -> None:
         async with serve_model_server(script, port=args.port, log_path=args.log) as server:
@@ -137,8 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         trio.run(run)
     except KeyboardInterrupt:
         return 0
-    except BaseExceptionGroup as group:
-        if all(isinstance(e, KeyboardInterrupt) for e in exception_leaves(group)):
+    except BaseException as exc:
+        leaves = exception_leaves(exc)
+        if all(isinstance(e, KeyboardInterrupt) for e in leaves):
             return 0
-        raise
+        line = bind_error(exc, "127.0.0.1", args.port)
+        if line is None:
+            raise
+        print(f"ringleader model-server: {line}", file=sys.stderr)
+        return 2
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -81,9 +82,9 @@ def test_runtimes_lists_each_runtime_with_its_plan() -> None:
 def test_runs_are_logged_and_replayable(tmp_path: Path) -> None:
     first = ringleader("run", "--runtime", "scripted", "--json", "hi", state=tmp_path)
     assert first.returncode == 0, first.stderr
-    listing = ringleader("replay", "--list", state=tmp_path)
+    listing = ringleader("replay", "--list", "--json", state=tmp_path)
     (line,) = listing.stdout.splitlines()
-    run_key = line.split()[0]
+    run_key = json.loads(line)["runKey"]
     assert run_key.startswith("runtime:scripted:task:")
     replay = ringleader("replay", run_key, "--json", state=tmp_path)
     assert replay.stdout == first.stdout  # the log holds exactly what was shown live

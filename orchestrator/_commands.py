@@ -1,0 +1,299 @@
+"""The bodies of the ``ringleader`` commands that run things side by side or read the log, and the
+checks that turn operator mistakes into one clear line. ``cli.py`` parses and dispatches; the
+library never imports this module."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import errno
+import json
+import os
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+from ._batch import load_batch
+from ._live import format_cost, make_view
+from ._sidebyside import Job, JobResult, new_task_id, prepare_workspaces, run_jobs
+from .errors import ConfigError, exception_leaves
+from .eventlog import EventLog
+from .registry import RuntimeRegistry
+from .runner import TaskSpec, default_state_dir
+
+__all__ = [
+    "batch",
+    "bind_error",
+    "check_prompt",
+    "crash_report",
+    "list_runs",
+    "port_number",
+    "replay",
+    "run_side_by_side",
+    "serve_banner",
+    "usable_state_dir",
+]
+
+
+# -- operator mistakes -------------------------------------------------------------------------
+
+
+def check_prompt(prompt: str) -> str:
+    """The prompt, or a :class:`ConfigError` for an empty one or one that is not valid UTF-8
+    (arguments that are not UTF-8 reach Python as lone surrogates)."""
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            "the prompt is not valid UTF-8 (check the terminal's or the file's encoding)"
+        ) from None
+    if not prompt.strip():
+        raise ConfigError("the prompt is empty: say what the agent should do")
+    return prompt
+
+
+def usable_state_dir(path: Path | None = None) -> Path:
+    """The state directory, created (mode 0700) and checked writable, else a
+    :class:`ConfigError` naming it and ``RINGLEADER_STATE_DIR``."""
+    state = default_state_dir() if path is None else path
+    try:
+        state.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not state.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory")
+        with tempfile.TemporaryFile(dir=state):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"the state directory {state} is unusable ({reason}); "
+            "set RINGLEADER_STATE_DIR to a writable directory"
+        ) from None
+    return state
+
+
+def port_number(text: str) -> int:
+    """argparse ``type`` for ``--port``: 0 (a free port) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is out of range (0-65535; 0 picks a free port)")
+    return port
+
+
+def bind_error(exc: BaseException, host: str, port: int) -> str | None:
+    """One line for a failure to listen on ``host:port`` (in use, not allowed), else None."""
+    leaves = exception_leaves(exc)
+    for leaf in leaves:
+        if isinstance(leaf, OSError):
+            if leaf.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use; pick another, or --port 0 for a free one"
+            if leaf.errno in (errno.EACCES, errno.EPERM):
+                return f"not allowed to listen on {host}:{port}; use a port above 1023, or --port 0"
+            if leaf.errno == errno.EADDRNOTAVAIL:
+                return f"cannot listen on {host}: no such address on this machine"
+    return None
+
+
+def crash_report(exc: BaseException) -> str:
+    """Write ``exc``'s traceback to a file in the state directory (or the temp directory if the
+    state directory is unusable); the one line to print."""
+    text = "".join(traceback.format_exception(exc))
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    where: Path | None = None
+    for folder in (default_state_dir(), Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            where = folder / f"crash-{stamp}-{os.getpid()}.txt"
+            where.write_text(text, encoding="utf-8")
+            break
+        except OSError:
+            where = None
+    kind = type(exc).__name__
+    message = " ".join(str(exc).split())[:200]
+    saved = f"; the traceback is in {where}" if where else ""
+    return f"ringleader: internal error ({kind}: {message}){saved}"
+
+
+# -- running side by side ----------------------------------------------------------------------
+
+
+async def run_side_by_side(
+    registry: RuntimeRegistry,
+    runtime_ids: Sequence[str],
+    prompt: str,
+    *,
+    model: str | None,
+    as_json: bool,
+    out: TextIO,
+    cwd: str | None = None,
+) -> list[JobResult]:
+    """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
+    workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
+
+    One runtime runs in the working directory itself; if it raises (not installed, bad
+    configuration), so does this."""
+    state = usable_state_dir()
+    origin = cwd or os.getcwd()
+    labels = _labels(runtime_ids)
+    jobs = [
+        Job(
+            label=label,
+            runtime_id=rid,
+            task=TaskSpec(
+                task_id=new_task_id(), title=prompt, model=model, cwd=origin, agent_id="cli"
+            ),
+        )
+        for label, rid in zip(labels, runtime_ids, strict=True)
+    ]
+    view = make_view(out, as_json=as_json)
+    if len(jobs) > 1:
+        jobs = await prepare_workspaces(jobs, state_dir=state)
+    results = await run_jobs(registry, jobs, view, state_dir=state)
+    if len(results) == 1 and results[0].error is not None:
+        raise results[0].error
+    return results
+
+
+def _labels(runtime_ids: Sequence[str]) -> list[str]:
+    """Runtime ids as labels; a runtime named twice gets ``#2``, ``#3``…"""
+    seen: dict[str, int] = {}
+    labels: list[str] = []
+    for rid in runtime_ids:
+        seen[rid] = seen.get(rid, 0) + 1
+        labels.append(rid if seen[rid] == 1 else f"{rid}#{seen[rid]}")
+    return labels
+
+
+async def batch(
+    registry: RuntimeRegistry, file: str, *, jobs: int | None, as_json: bool, out: TextIO
+) -> int:
+    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
+    spec = load_batch(file)
+    unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
+    if unknown:
+        raise ConfigError(
+            f"batch file {file}: unknown runtime {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(registry.ids())}"
+        )
+    state = usable_state_dir()
+    planned = [
+        Job(
+            label=t.id,
+            runtime_id=t.runtime,
+            task=TaskSpec(
+                task_id=new_task_id(t.id),
+                title=t.prompt,
+                model=t.model,
+                cwd=t.cwd,
+                agent_id="batch",
+            ),
+        )
+        for t in spec.task
+    ]
+    isolated = await prepare_workspaces(
+        [j for j, t in zip(planned, spec.task, strict=True) if t.workspace], state_dir=state
+    )
+    by_label = {j.label: j for j in isolated}
+    ready = [by_label.get(j.label, j) for j in planned]
+    view = make_view(out, as_json=as_json)
+    results = await run_jobs(registry, ready, view, state_dir=state, limit=jobs or spec.jobs)
+    return 0 if all(r.ok for r in results) else 1
+
+
+# -- the log -------------------------------------------------------------------------------------
+
+
+async def replay(run_key: str, *, as_json: bool, out: TextIO) -> int:
+    """Show a logged run as it was shown live (``last``: the newest run)."""
+    state = usable_state_dir()
+    async with EventLog.open(state / "events.db") as log:
+        runtime = "?"
+        runs = await log.runs()
+        if run_key == "last":
+            if not runs:
+                raise ConfigError("the event log has no runs yet")
+            run_key = runs[-1].run_key
+        for row in runs:
+            if row.run_key == run_key:
+                runtime = row.runtime_id
+        events = await log.read(run_key)
+    if not events:
+        raise ConfigError(f"no events for run {run_key!r} (see `ringleader replay --list`)")
+    view = make_view(out, as_json=as_json)
+    view.add_lane(runtime, runtime, run_key)
+    async with view.active():
+        await view.deliver(run_key, events)
+    return 0
+
+
+async def list_runs(*, as_json: bool, out: TextIO) -> int:
+    """``replay --list``: time, runtime, status, prompt, cost of every logged run (a table, or
+    JSON Lines with ``--json``)."""
+    state = usable_state_dir()
+    async with EventLog.open(state / "events.db") as log:
+        rows = await log.runs()
+    records: list[dict[str, Any]] = []
+    for row in rows:
+        outcome: dict[str, Any] = row.outcome or {}
+        records.append(
+            {
+                "runKey": row.run_key,
+                "startedMs": row.started_ms,
+                "endedMs": row.ended_ms,
+                "runtimeId": row.runtime_id,
+                "status": row.status,
+                "prompt": outcome.get("title"),
+                "costUsd": outcome.get("costUsd"),
+            }
+        )
+    if as_json:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return 0
+    if not records:
+        out.write("no runs yet (the event log is empty)\n")
+        return 0
+    table = Table(box=None, pad_edge=False)
+    for name in ("time", "runtime", "status", "prompt", "cost", "run key"):
+        table.add_column(name, overflow="fold" if name == "run key" else "ellipsis")
+    for record in records:
+        started = _dt.datetime.fromtimestamp(record["startedMs"] / 1000)
+        prompt = " ".join(str(record["prompt"] or "-").split())
+        table.add_row(
+            started.strftime("%Y-%m-%d %H:%M:%S"),
+            record["runtimeId"],
+            record["status"],
+            prompt if len(prompt) <= 48 else prompt[:47] + "…",
+            format_cost(record["costUsd"], seen=record["costUsd"] is not None, estimated=False),
+            record["runKey"],
+        )
+    _console(out).print(table)
+    return 0
+
+
+def _console(out: TextIO) -> Console:
+    view = make_view(out, as_json=False)
+    assert view.console is not None
+    return view.console
+
+
+def serve_banner(url: str, *, token: bool) -> str:
+    """What ``ringleader serve`` prints: the events URL alone on the first line (what a board
+    connects to; scripts read it), then every endpoint."""
+    auth = "; clients send the token (Authorization: Bearer …)" if token else ""
+    return "\n".join(
+        [
+            f"{url}/events",
+            f"  {url}/events     live events, Server-Sent Events (Last-Event-ID resumes; ?run=KEY filters)",
+            f"  {url}/runs       the runs in the event log (JSON)",
+            f"  {url}/runs/KEY   one run's events (JSON Lines)",
+            f"serving the board feed{auth}; Ctrl-C stops it",
+        ]
+    )
