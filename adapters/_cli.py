@@ -752,11 +752,9 @@ class CliAdapterBase(AdapterBase, Generic[C]):
         )
 
     async def probe_health(self) -> HealthResult:
-        if self.config.launcher is not None:
-            await trio.lowlevel.checkpoint()
-            return HealthResult(ok=True, message="custom launcher")
+        # Through the launcher too: a launched runtime that hangs must not be reported healthy.
         env = child_env(self.config.env_allow)
-        return await probe_version([self.binary(), "--version"], env, adapter=self.id)
+        return await probe_version(self.argv(["--version"]), env, adapter=self.id)
 
     def begin_start(
         self, opts: StartOpts, default_model: str | None

@@ -1,20 +1,245 @@
-"""The runtimes ringleader ships, as a registry of adapter factories.
+"""The runtimes ringleader ships, as :class:`~orchestrator.registry.RuntimeSpec` objects.
 
-Each factory imports its adapter lazily, so a runtime whose module or binary is missing never
-breaks the others; ``ringleader runtimes`` reports what is installed and healthy.
+``pyproject.toml`` registers each one in the ``ringleader.runtimes`` entry-point group (the same
+group third-party runtimes use), so the CLI finds ours exactly as it finds theirs. Each factory
+takes the runtime's resolved :class:`~orchestrator.config.RuntimeConfig` and imports its adapter
+lazily: a runtime whose module or binary is missing never breaks the others, and listing the
+runtimes stays fast.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Mapping
+from typing import Any
 
-from orchestrator.adapter import RuntimeAdapter
-from orchestrator.registry import RuntimeRegistry
+from orchestrator.adapter import RuntimeAdapter, StartOpts
+from orchestrator.config import RuntimeConfig
+from orchestrator.errors import ConfigError
+from orchestrator.registry import Installed, ModelServerHook, RuntimeRegistry, RuntimeSpec
 
-__all__ = ["BUILTIN_RUNTIMES", "builtin_registry"]
+__all__ = [
+    "BUILTIN_RUNTIMES",
+    "CLAUDE_CODE",
+    "CODEX",
+    "NATIVE",
+    "SCRIPTED",
+    "builtin_registry",
+]
 
 
-def _scripted() -> RuntimeAdapter:
+def _refuse(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:
+    """Settings a runtime has no use for are an error, not silently ignored."""
+    for field in fields:
+        value: Any = getattr(config, field)
+        if value:
+            raise ConfigError(
+                f"runtimes.{runtime_id}.{field}: not used by the {runtime_id} runtime"
+            )
+
+
+# -- native ------------------------------------------------------------------------------------
+
+
+def _native(config: RuntimeConfig) -> RuntimeAdapter:
+    from .native import NativeAdapter, Price, PriceTable, Tool, create_adapter
+    from .native.demo import list_files_tool
+    from .native.models.base import ModelAdapter
+
+    _refuse("native", config, "binary", "extra_args", "mode")
+    key = config.api_key()
+    if config.api_key_env and key is None:
+        raise ConfigError(
+            f"runtimes.native.api_key_env: the variable {config.api_key_env} is not set"
+        )
+
+    def model_factory(opts: StartOpts) -> ModelAdapter:
+        env: dict[str, str] = {**os.environ, **opts.env}
+        provider = config.provider or env.get("RINGLEADER_NATIVE_PROVIDER", "anthropic")
+        model = opts.model or config.model
+        if model and ":" in model:
+            provider, model = model.split(":", 1)
+        return create_adapter(
+            provider=provider, model=model or None, api_key=key, base_url=config.base_url, env=env
+        )
+
+    prices = PriceTable()
+    for model, price in config.prices.items():
+        prices.add(model, Price(price.input, price.output, cache_read=price.cached_input))
+
+    def tools(opts: StartOpts) -> list[Tool[Any]]:
+        # TODO(#12 native tools): replaced by the native runtime's own workspace tools
+        return [list_files_tool(opts.cwd)]
+
+    return NativeAdapter(model_factory=model_factory, prices=prices, tools=tools)
+
+
+def _native_keys(config: RuntimeConfig) -> tuple[str, ...]:
+    from .native.models.providers import PROVIDERS
+
+    provider = config.provider or os.environ.get("RINGLEADER_NATIVE_PROVIDER", "anthropic")
+    spec = PROVIDERS.get(provider)
+    env_var = spec.env_var if spec is not None and spec.requires_api_key else None
+    return tuple(v for v in (config.api_key_env, env_var) if v)
+
+
+NATIVE = RuntimeSpec(
+    id="native",
+    factory=_native,
+    model_server=ModelServerHook(
+        api="anthropic",
+        model="claude-haiku-4-5",
+        provider="anthropic",
+        tool_call={"name": "list_files", "input": {"path": "."}},
+    ),
+    key_envs=_native_keys,
+    summary="ringleader's in-process agent loop",
+)
+
+# -- claude-code -----------------------------------------------------------------------------
+
+_CLAUDE_WRITE_TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
+
+
+def _claude_code(config: RuntimeConfig) -> RuntimeAdapter:
+    from .claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, allow_all, deny_all
+
+    _refuse("claude-code", config, "prices")
+    if config.provider not in (None, "anthropic"):
+        raise ConfigError(
+            f"runtimes.claude-code.provider: {config.provider!r} is not supported (only "
+            "'anthropic'; point base_url at an Anthropic-compatible endpoint instead)"
+        )
+    mode = config.mode or "one-shot"
+    if mode not in ("one-shot", "long-lived"):
+        raise ConfigError(
+            f"runtimes.claude-code.mode: {mode!r} is not one of 'one-shot', 'long-lived'"
+        )
+    options: dict[str, Any] = {}
+    if config.permission == "allow":
+        options |= {
+            "permission_mode": "acceptEdits",
+            "allowed_tools": _CLAUDE_WRITE_TOOLS,
+            "permission_policy": allow_all,
+        }
+    else:  # ask (nobody to ask) and deny: the CLI's own rules, every prompt denied
+        options["permission_policy"] = deny_all
+    return ClaudeCodeAdapter(
+        ClaudeCodeConfig(
+            mode=mode,
+            binary=config.binary,
+            model=config.model,
+            base_url=config.base_url,
+            api_key=config.api_key(),
+            extra_args=config.extra_args,
+            **options,
+        )
+    )
+
+
+def _claude_keys(config: RuntimeConfig) -> tuple[str, ...]:
+    return tuple(v for v in (config.api_key_env, "ANTHROPIC_API_KEY") if v)
+
+
+def _locate(runtime_id: str, config: RuntimeConfig) -> Installed:
+    from ._runtimes import PINNED_VERSIONS, installed_spec, runtime_binary
+
+    if config.binary:
+        return Installed(config.binary, None)
+    path = runtime_binary(runtime_id)
+    spec = installed_spec(runtime_id)
+    version = spec.rsplit("@", 1)[-1] if spec else PINNED_VERSIONS.get(runtime_id)
+    return Installed(str(path), version)
+
+
+CLAUDE_CODE = RuntimeSpec(
+    id="claude-code",
+    factory=_claude_code,
+    model_server=ModelServerHook(
+        api="anthropic",
+        model="claude-sonnet-4-6",
+        tool_call={"name": "Bash", "input": {"command": "ls", "description": "List the files"}},
+    ),
+    key_envs=_claude_keys,
+    locate=lambda config: _locate("claude-code", config),
+    summary="Claude Code (claude -p, stream-json)",
+)
+
+# -- codex -------------------------------------------------------------------------------------
+
+
+def _codex(config: RuntimeConfig) -> RuntimeAdapter:
+    from .codex import CodexAdapter, CodexConfig, CodexProvider, Price
+
+    if config.provider not in (None, "openai"):
+        raise ConfigError(
+            f"runtimes.codex.provider: {config.provider!r} is not supported (only 'openai'; "
+            "point base_url at a Responses-API endpoint instead)"
+        )
+    mode = config.mode or "exec"
+    if mode not in ("exec", "app-server"):
+        raise ConfigError(f"runtimes.codex.mode: {mode!r} is not one of 'exec', 'app-server'")
+    for item in config.extra_args:
+        if "=" not in item:
+            raise ConfigError(
+                f"runtimes.codex.extra_args: {item!r} is not a key=value override (each is "
+                "passed to codex as -c key=value)"
+            )
+    provider = None
+    if config.base_url:
+        provider = CodexProvider(base_url=config.base_url, api_key=config.api_key())
+    options: dict[str, Any] = {}
+    match config.permission:
+        case "allow":
+            options |= {"sandbox": "workspace-write", "approve": _accept}
+        case "deny":
+            options |= {"sandbox": "read-only", "approval_policy": "never"}
+        case "ask":  # nobody to ask: requests are declined
+            options["approval_policy"] = "on-request"
+        case None:
+            pass
+    prices = {
+        model: Price(p.input, p.output, cached_input=p.cached_input)
+        for model, p in config.prices.items()
+    }
+    return CodexAdapter(
+        CodexConfig(
+            mode=mode,
+            binary=config.binary,
+            provider=provider,
+            model=config.model,
+            prices=prices,
+            extra_config=config.extra_args,
+            **options,
+        )
+    )
+
+
+def _accept(method: str, params: Mapping[str, Any]) -> Any:
+    return "accept"
+
+
+def _codex_keys(config: RuntimeConfig) -> tuple[str, ...]:
+    return tuple(v for v in (config.api_key_env, "OPENAI_API_KEY") if v)
+
+
+CODEX = RuntimeSpec(
+    id="codex",
+    factory=_codex,
+    model_server=ModelServerHook(
+        api="responses",
+        model="gpt-5.5",
+        tool_call={"name": "exec_command", "input": {"cmd": "ls"}},
+    ),
+    key_envs=_codex_keys,
+    locate=lambda config: _locate("codex", config),
+    summary="OpenAI Codex CLI (codex exec --json)",
+)
+
+# -- scripted ----------------------------------------------------------------------------------
+
+
+def _scripted(config: RuntimeConfig) -> RuntimeAdapter:
     from .scripted import ScriptedAdapter
 
     return ScriptedAdapter(
@@ -27,22 +252,15 @@ def _scripted() -> RuntimeAdapter:
     )
 
 
-def _native() -> RuntimeAdapter:
-    from .native import NativeAdapter
+SCRIPTED = RuntimeSpec(
+    id="scripted", factory=_scripted, summary="a canned in-memory run (no model at all)"
+)
 
-    return NativeAdapter()
-
-
-BUILTIN_RUNTIMES: dict[str, Callable[[], RuntimeAdapter]] = {
-    "native": _native,
-    "scripted": _scripted,
-}
-"""Runtime id → factory, in the order ``ringleader runtimes`` lists them."""
+BUILTIN_RUNTIMES: tuple[RuntimeSpec, ...] = (NATIVE, CLAUDE_CODE, CODEX, SCRIPTED)
+"""ringleader's own runtimes, in the order ``ringleader runtimes`` lists them."""
 
 
 def builtin_registry() -> RuntimeRegistry:
-    """A registry with a factory for every runtime ringleader ships."""
-    registry = RuntimeRegistry()
-    for runtime_id, factory in BUILTIN_RUNTIMES.items():
-        registry.register_factory(runtime_id, factory)
-    return registry
+    """A registry with ringleader's own runtimes, default configuration (the CLI discovers
+    runtimes through the entry-point group instead, third parties' included)."""
+    return RuntimeRegistry.from_specs(BUILTIN_RUNTIMES)

@@ -15,6 +15,7 @@ import typing
 
 if typing.TYPE_CHECKING:
     from .harness import AdapterTestHarness as AdapterTestHarness
+    from .harness import ChildProcessHarness as ChildProcessHarness
     from .harness import ContractFrames as ContractFrames
     from .harness import ProcessFaultHarness as ProcessFaultHarness
     from .harness import RecordedCall as RecordedCall
@@ -29,6 +30,7 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "AdapterContract",
     "AdapterTestHarness",
+    "ChildProcessHarness",
     "ContractFrames",
     "ContractViolation",
     "ProcessFaultContract",
@@ -43,6 +45,7 @@ __all__ = [
 _HOME = {
     "AdapterContract": "suite",
     "AdapterTestHarness": "harness",
+    "ChildProcessHarness": "harness",
     "ContractFrames": "harness",
     "ContractViolation": "invariants",
     "ProcessFaultContract": "suite",

@@ -31,6 +31,13 @@ already written; ``N`` equal to the number of lines means "at the end")
                             0): a runtime that ends cleanly when interrupted (Claude Code writes
                             a ``result`` line and exits 0)
     ``--stderr TEXT``       write TEXT and a newline to stderr at start (repeatable)
+    ``--spawn-grandchild``  at start, fork a grandchild that sleeps forever in the same process
+                            group (stdio on the null device, default signal handling): a tool
+                            the runtime started. Its pid is written to ``--grandchild-pidfile``
+    ``--version``           print ``fake-cli 1.0.0`` and exit 0 (a health probe's answer)
+    ``--hang-switch FILE``  if FILE exists at start, sleep forever before anything else (signals
+                            still act): the hung runtime of the contract's health check. Every
+                            :func:`fake_cli_argv` carries the switch of :func:`hang_switch`
 
     Signal handlers are installed before anything is written, so once the first stdout line has
     been read, a test can signal the process deterministically.
@@ -64,22 +71,48 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
-__all__ = ["DEFAULT_OVERLONG_BYTES", "NAMED_FAULTS", "fake_cli_argv", "main"]
+__all__ = [
+    "DEFAULT_OVERLONG_BYTES",
+    "FAKE_CLI_VERSION",
+    "NAMED_FAULTS",
+    "clear_grandchild_records",
+    "fake_cli_argv",
+    "grandchild_pids",
+    "hang_switch",
+    "main",
+]
 
 DEFAULT_OVERLONG_BYTES = 9 * 1024 * 1024
 """Default size of the ``--overlong-at`` line: above the framer's default 8 MiB cap."""
 
-NAMED_FAULTS = ("truncated-line", "over-cap-line", "stall", "exit-nonzero", "ignore-sigint")
+NAMED_FAULTS = (
+    "truncated-line",
+    "truncated-line-exit-0",
+    "over-cap-line",
+    "stall",
+    "exit-nonzero",
+    "ignore-sigint",
+    "grandchild",
+)
 """Presets for ``fake_cli_argv(fault=...)`` (the contract suite's process faults), each placed at
 the middle line of the transcript: ``truncated-line`` (cut that line mid-JSON, exit 1),
+``truncated-line-exit-0`` (the same, but exit 0: a lost frame behind a clean exit),
 ``over-cap-line`` (an over-cap line before it), ``stall`` (sleep forever before it),
-``exit-nonzero`` (exit 1 before it), ``ignore-sigint`` (ignore SIGINT and stall before it)."""
+``exit-nonzero`` (exit 1 before it), ``ignore-sigint`` (ignore SIGINT and stall before it),
+``grandchild`` (fork a grandchild that sleeps forever, recorded for :func:`grandchild_pids`, and
+stall before it)."""
+
+FAKE_CLI_VERSION = "fake-cli 1.0.0"
+"""What ``--version`` prints."""
 
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z0-9_.\-]+)\}\}")
 
@@ -102,6 +135,7 @@ def fake_cli_argv(
     stderr: Sequence[str] = (),
     rules: Sequence[Mapping[str, Any]] | None = None,
     stdin_log: str | os.PathLike[str] | None = None,
+    spawn_grandchild: bool = False,
     fault: str | None = None,
 ) -> list[str]:
     """The argv that runs the fake CLI with ``sys.executable``; see the module docstring.
@@ -111,7 +145,11 @@ def fake_cli_argv(
         rules: stdin rules; giving them (even ``[]``) makes the fake read stdin, so start it with
             ``stdin=True``.
         fault: one of :data:`NAMED_FAULTS`, placed at the transcript's middle line; it fills in
-            the matching options above (``exit_code`` becomes 1 where the preset exits).
+            the matching options above (``exit_code`` becomes 1 where the preset exits with
+            an error).
+        spawn_grandchild: fork a grandchild at start (recorded for :func:`grandchild_pids`).
+
+    Every argv carries ``--hang-switch`` (see :func:`hang_switch`).
     """
     if fault is not None:
         n = _count_lines(transcript)
@@ -121,6 +159,10 @@ def fake_cli_argv(
                 if n == 0:
                     raise ValueError("truncated-line needs a transcript with at least one line")
                 truncate_at, exit_code = at, exit_code or 1
+            case "truncated-line-exit-0":
+                if n == 0:
+                    raise ValueError("truncated-line needs a transcript with at least one line")
+                truncate_at, exit_code = at, 0
             case "over-cap-line":
                 overlong_at = at
             case "stall":
@@ -129,6 +171,8 @@ def fake_cli_argv(
                 exit_at, exit_code = at, exit_code or 1
             case "ignore-sigint":
                 ignore_sigint, stall_at = True, at
+            case "grandchild":
+                spawn_grandchild, stall_at = True, at
             case _:
                 raise ValueError(f"unknown fault {fault!r}; known: {', '.join(NAMED_FAULTS)}")
     argv = [sys.executable, "-I", "-S", os.path.abspath(__file__)]
@@ -165,7 +209,47 @@ def fake_cli_argv(
         argv += ["--rules", json.dumps(list(rules))]
     if stdin_log is not None:
         argv += ["--stdin-log", os.fspath(stdin_log)]
+    if spawn_grandchild:
+        pidfile = _state_dir() / f"grandchild-{uuid.uuid4().hex}.pid"
+        argv += ["--spawn-grandchild", "--grandchild-pidfile", str(pidfile)]
+    argv += ["--hang-switch", str(_state_dir() / "hang")]
     return argv
+
+
+def _state_dir() -> Path:
+    """This (parent) process's directory for the hang switch and grandchild records."""
+    path = Path(tempfile.gettempdir()) / f"ringleader-fake-cli-{os.getpid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+@contextmanager
+def hang_switch() -> Generator[None]:
+    """While inside, every fake CLI started from an argv of :func:`fake_cli_argv` (built in this
+    process) hangs at start, before writing anything or answering ``--version``: a runtime that
+    never answers. The contract's hung-runtime health check uses it."""
+    switch = _state_dir() / "hang"
+    switch.touch()
+    try:
+        yield
+    finally:
+        switch.unlink(missing_ok=True)
+
+
+def grandchild_pids() -> list[int]:
+    """Pids of the grandchildren forked by fake CLIs (``--spawn-grandchild``) started from argvs
+    built in this process since the last :func:`clear_grandchild_records`."""
+    pids: list[int] = []
+    for record in sorted(_state_dir().glob("grandchild-*.pid")):
+        with suppress(OSError, ValueError):
+            pids.append(int(record.read_text()))
+    return pids
+
+
+def clear_grandchild_records() -> None:
+    """Forget the recorded grandchildren (the processes themselves are not touched)."""
+    for record in _state_dir().glob("grandchild-*.pid"):
+        record.unlink(missing_ok=True)
 
 
 def _count_lines(transcript: str | os.PathLike[str] | Sequence[str] | None) -> int:
@@ -283,13 +367,44 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--stderr", action="append", default=[])
     p.add_argument("--rules", help="JSON list of stdin rules, or @FILE")
     p.add_argument("--stdin-log")
+    p.add_argument("--spawn-grandchild", action="store_true")
+    p.add_argument("--grandchild-pidfile")
+    p.add_argument("--version", action="store_true")
+    p.add_argument("--hang-switch")
     return p.parse_args(argv)
+
+
+def _sleep_forever() -> NoReturn:
+    while True:
+        time.sleep(3600)
+
+
+def _spawn_grandchild(pidfile: str | None) -> None:
+    """Fork a grandchild that sleeps forever in our process group (like a tool we started)."""
+    pid = os.fork()
+    if pid == 0:  # the grandchild
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        _sleep_forever()
+    if pidfile:
+        tmp = f"{pidfile}.tmp"
+        Path(tmp).write_text(str(pid))
+        os.replace(tmp, pidfile)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run the fake CLI (the child side); never returns."""
     args = _parse_args(argv)
     out = _Out()
+    if args.hang_switch and os.path.exists(args.hang_switch):
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _sleep_forever()
+    if args.version:
+        _write_all(1, FAKE_CLI_VERSION.encode() + b"\n")
+        _exit(0)
 
     # Signals first, so that a reader that has seen one line can signal deterministically.
     if args.ignore_sigint:
@@ -309,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     lines = _load_transcript(args.transcript, args.line)
+    if args.spawn_grandchild:
+        _spawn_grandchild(args.grandchild_pidfile)  # before any thread exists: fork is safe
     for text in args.stderr:
         _write_all(2, text.encode("utf-8") + b"\n")
 
@@ -327,8 +444,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         time.sleep(args.delay)
     for i in range(len(lines) + 1):
         if i == args.stall_at:
-            while True:
-                time.sleep(3600)
+            _sleep_forever()
         if i == args.exit_at:
             _exit(args.exit_code)
         if i == args.overlong_at:

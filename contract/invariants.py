@@ -8,6 +8,7 @@ assert which check caught a deliberately broken adapter.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from orchestrator.events import Cost, Done, ErrorEvent, RuntimeEvent, ToolCall, ToolResult
 
@@ -30,6 +31,28 @@ def violation(check: str, detail: str) -> ContractViolation:
     return ContractViolation(check, detail)
 
 
+_SECONDS_FROM: Final = 10**9
+_MILLIS_FROM: Final = 10**12
+_MICROS_FROM: Final = 10**14
+
+
+def _check_ts(events: Sequence[RuntimeEvent]) -> None:
+    last = None
+    for event in events:
+        ts = event.ts
+        if _SECONDS_FROM <= ts < _MILLIS_FROM:
+            raise violation(
+                "ts-epoch-ms", f"ts {ts} at seq {event.seq} looks like epoch seconds, not ms"
+            )
+        if ts >= _MICROS_FROM:
+            raise violation(
+                "ts-epoch-ms", f"ts {ts} at seq {event.seq} looks like epoch µs or ns, not ms"
+            )
+        if last is not None and ts < last:
+            raise violation("ts-epoch-ms", f"ts went back at seq {event.seq}: {last} → {ts}")
+        last = ts
+
+
 def _brief(events: Sequence[RuntimeEvent]) -> str:
     return ", ".join(f"{e.seq}:{e.kind}" for e in events[:40])
 
@@ -46,11 +69,15 @@ def check_stream(events: Sequence[RuntimeEvent], *, expect_done: bool = True) ->
     * ``cost-cumulative`` — usage and USD on ``cost`` events never decrease;
     * ``cost-usd-unknown`` — USD is a non-negative number or None;
     * ``error-then-done`` — a fatal ``error`` is followed by ``done{error}``; ``done{error}`` is
-      preceded by a fatal ``error``.
+      preceded by a fatal ``error``;
+    * ``ts-epoch-ms`` — ``ts`` never decreases within a stream and is epoch *milliseconds*: a value
+      that reads as seconds (``1e9 <= ts < 1e12``) or as micro- or nanoseconds (``ts >= 1e14``)
+      is refused (small values from an injected test clock pass).
     """
     for i, event in enumerate(events, start=1):
         if event.seq != i:
             raise violation("seq-gapless", f"event #{i} has seq {event.seq}: [{_brief(events)}]")
+    _check_ts(events)
     done_at = [i for i, e in enumerate(events) if isinstance(e, Done)]
     if len(done_at) > 1:
         raise violation("single-done", f"{len(done_at)} done events: [{_brief(events)}]")

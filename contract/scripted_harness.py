@@ -81,3 +81,7 @@ class ScriptedHarness:
     def recorded_calls(self) -> list[RecordedCall]:
         assert self._adapter is not None
         return [RecordedCall(c.method, c.params) for c in self._adapter.calls]
+
+    def make_hung_adapter(self) -> None:
+        """The scripted runtime lives in memory: there is nothing that could hang."""
+        return None

@@ -37,6 +37,7 @@ __all__ = [
     "run_side_by_side",
     "serve_banner",
     "usable_state_dir",
+    "write_sample_project",
 ]
 
 
@@ -205,6 +206,22 @@ async def batch(
     view = make_view(out, as_json=as_json)
     results = await run_jobs(registry, ready, view, state_dir=state, limit=jobs or spec.jobs)
     return 0 if all(r.ok for r in results) else 1
+
+
+SAMPLE_PROJECT = {
+    "README.md": "# greeter\n\nA tiny sample project for ringleader's demo.\n",
+    "greeter.py": 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n',
+    "test_greeter.py": (
+        "from greeter import greet\n\n\ndef test_greet():\n"
+        '    assert greet("Ada") == "Hello, Ada!"\n'
+    ),
+}
+"""The demo's sample project (each runtime works in its own copy)."""
+
+
+def write_sample_project(folder: Path) -> None:
+    for name, text in SAMPLE_PROJECT.items():
+        (folder / name).write_text(text, encoding="utf-8")
 
 
 # -- the log -------------------------------------------------------------------------------------

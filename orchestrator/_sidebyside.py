@@ -5,6 +5,7 @@ several ``--runtime``, ``batch``, ``demo``): the library never imports this modu
 from __future__ import annotations
 
 import contextlib
+import importlib
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,10 +65,20 @@ async def prepare_workspaces(jobs: Sequence[Job], *, state_dir: Path) -> list[Jo
     return prepared
 
 
+_NATIVE_SDKS = ("anthropic", "openai")
+
+
 async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
     """Build (and close) one adapter of each runtime first, so importing a runtime's modules
     (the model SDKs take seconds on a busy machine) is not counted as the first run's time to
     first event, nor stalls its siblings. A runtime that cannot be built fails in its run."""
+    if "native" in runtime_ids:
+        # the native loop imports its model SDK when a run starts, on the trio thread: seconds
+        # on a busy machine, during which no sibling run is drained. Import them here, in a
+        # worker thread, before any clock runs.
+        for module in _NATIVE_SDKS:
+            with contextlib.suppress(ImportError):
+                await trio.to_thread.run_sync(importlib.import_module, module)
     for runtime_id in sorted(runtime_ids):
         try:
             adapter = registry.create(runtime_id)
@@ -84,13 +95,16 @@ async def run_jobs(
     *,
     state_dir: Path,
     limit: int | None = None,
+    estimates: bool = False,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
-    (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone."""
+    (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
+    ``estimates``: every dollar figure is a list-price estimate (the demo: nothing is billed)."""
     lanes: list[Lane] = []
     for job in jobs:
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
         lane.phase = "queued"
+        lane.estimated = estimates
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import json
 import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+import attrs
 import trio
 
 from ._commands import (
@@ -24,21 +28,19 @@ from ._commands import (
     run_side_by_side,
     serve_banner,
     usable_state_dir,
+    write_sample_project,
 )
+from ._live import make_view
+from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
+from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
 from .feed import Feed, serve_feed
 from .integration import resolve_runtime_integration
-from .registry import RuntimeRegistry
-from .runner import TaskOutcome
+from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
+from .runner import TaskSpec
 
 __all__ = ["main"]
-
-
-def builtin_registry() -> RuntimeRegistry:
-    adapters = importlib.import_module("adapters.builtin")
-    registry: RuntimeRegistry = adapters.builtin_registry()
-    return registry
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -47,21 +49,81 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def _run_task(
-    registry: RuntimeRegistry,
-    runtime_id: str,
-    prompt: str,
-    *,
-    model: str | None,
-    as_json: bool,
-    out: TextIO,
-) -> TaskOutcome:
-    """One task on one runtime, in the working directory, drawn by the live view."""
-    (result,) = await run_side_by_side(
-        registry, [runtime_id], check_prompt(prompt), model=model, as_json=as_json, out=out
+MODEL_SERVER_KEY_ENV = "RINGLEADER_MODEL_SERVER_KEY"
+"""The variable ``--model-server`` names as the runtime's key (a placeholder; the server takes
+any key)."""
+
+
+def _load_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> LoadedConfig:
+    return load_config(config_file, runtime_ids=[spec.id for spec in specs])
+
+
+def _registry(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
+    return RuntimeRegistry.from_specs(specs, config.runtime)
+
+
+def _spec(specs: Sequence[RuntimeSpec], runtime_id: str) -> RuntimeSpec:
+    for spec in specs:
+        if spec.id == runtime_id:
+            return spec
+    raise ConfigError(
+        f"unknown runtime {runtime_id!r}; known: {', '.join(s.id for s in specs) or 'none'}"
     )
-    assert result.outcome is not None  # a failure to run raises instead
-    return result.outcome
+
+
+def _default_script(hook: ModelServerHook) -> dict[str, Any]:
+    """The built-in script: one real tool turn (a tool the runtime offers), then a text turn."""
+    turns: list[dict[str, Any]] = []
+    if hook.tool_call is not None:
+        turns.append(
+            {
+                "text": "Let me look at the workspace first.",
+                "tool_calls": [dict(hook.tool_call)],
+                "usage": {"input_tokens": 400, "output_tokens": 30},
+            }
+        )
+    turns.append(
+        {
+            "text": "Done: this answer comes from ringleader's built-in scripted model server.",
+            "usage": {"input_tokens": 500, "output_tokens": 20},
+        }
+    )
+    return {"model": hook.model, "conversations": [{"name": "default", "turns": turns}]}
+
+
+@asynccontextmanager
+async def _model_server(
+    spec: RuntimeSpec, config: LoadedConfig, script: str | None
+) -> AsyncGenerator[LoadedConfig]:
+    """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it."""
+    hook = spec.model_server
+    if hook is None:
+        raise ConfigError(f"runtime {spec.id!r} cannot be pointed at the model server")
+    # the model server is the test kit's; imported lazily so the library never depends on it
+    model_server = importlib.import_module("contract.model_server")
+    source: Any = _default_script(hook)
+    if script:
+        try:
+            source = model_server.load_script(script)
+        except ConfigError:
+            raise  # already one line naming the file and the problem
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{script}: not a model server script: {_one_line(exc)}") from None
+    os.environ[MODEL_SERVER_KEY_ENV] = "ringleader-model-server-placeholder"
+    async with model_server.serve_model_server(source) as server:
+        url = str(server.url) if hook.api == "anthropic" else str(server.base_url)
+        values: dict[str, Any] = {
+            "base_url": url,
+            "api_key_env": MODEL_SERVER_KEY_ENV,
+            "model": hook.model,
+        }
+        if hook.provider is not None:
+            values["provider"] = hook.provider
+        yield config.with_runtime(spec.id, f"--model-server ({url})", **values)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 async def _serve(host: str, port: int, token: str | None, out: TextIO) -> int:
@@ -91,56 +153,217 @@ async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
             await trio.sleep(interval_s)
 
 
-async def _demo(as_json: bool, out: TextIO) -> int:
-    """The native runtime runs one tool turn (``list_files`` on the working directory) against
-    the built-in scripted model server on 127.0.0.1, speaking the Anthropic Messages API."""
-    # contract.model_server needs no test dependencies (contract/__init__ imports its suite lazily)
-    model_server = importlib.import_module("contract.model_server")
-    native_demo = importlib.import_module("adapters.native.demo")
-    script = Path(str(model_server.__file__)).parent / "scripts" / "demo.json"
-    async with model_server.serve_model_server(script) as server:
-        registry = RuntimeRegistry()
-        registry.register_factory(
-            "native", lambda: native_demo.demo_adapter(server.url, root=os.getcwd())
-        )
-        outcome = await _run_task(
-            registry, "native", native_demo.DEMO_PROMPT, model=None, as_json=as_json, out=out
-        )
-    return 0 if outcome.status == "success" else 1
+DEMO_BANNER = (
+    "ringleader demo: a scripted model server on 127.0.0.1 plays the model — no real model, no "
+    "keys, no spend; costs are list-price estimates, marked 'est.', never a bill"
+)
+DEMO_PROMPT = "List the files in the workspace, then summarize."
+DEMO_RUNTIMES = ("native", "claude-code", "codex")
 
 
-async def _runtimes(out: TextIO) -> int:
-    registry = builtin_registry()
-    rows: list[tuple[str, ...]] = [
-        ("runtime", "health", "streaming", "steerable", "resume", "context", "home")
-    ]
-    for runtime_id in registry.ids():
-        adapter = registry.create(runtime_id)
+def _unavailable(spec: RuntimeSpec, config: RuntimeConfig) -> str | None:
+    """Why ``spec``'s runtime cannot run here (one line), or None."""
+    if spec.model_server is None:
+        return f"{spec.id} cannot be pointed at the scripted model server"
+    if spec.locate is None:
+        return None
+    try:
+        found = spec.locate(config)
+    except RingleaderError as exc:
+        return _one_line(exc)
+    if not Path(found.path).is_file():
+        return f"{spec.id} is not installed (run scripts/install-runtimes {spec.id})"
+    return None
+
+
+async def _demo(runtime_ids: Sequence[str] | None, as_json: bool, out: TextIO) -> int:
+    """The demo task on native, Claude Code and Codex (those installed) side by side, each in
+    its own copy of a small sample project and against its own scripted model server on
+    127.0.0.1, each doing one real tool turn (``list_files``, ``Bash ls``, ``exec_command ls``)."""
+    view = make_view(out, as_json=as_json)
+    view.note(DEMO_BANNER)
+    specs = discover_runtimes()
+    config = _load_config(None, specs)
+    chosen: list[RuntimeSpec] = []
+    for runtime_id in dict.fromkeys(runtime_ids or DEMO_RUNTIMES):
+        spec = _spec(specs, runtime_id)
+        why = _unavailable(spec, config.runtime(spec.id))
+        if why is None:
+            chosen.append(spec)
+        else:
+            view.note(f"{why} — the demo runs without {spec.id}")
+    if not chosen:
+        raise ConfigError("none of the demo's runtimes can run here")
+    state = usable_state_dir()
+    with tempfile.TemporaryDirectory(prefix="ringleader-demo-sample-") as sample:
+        await trio.to_thread.run_sync(write_sample_project, Path(sample))
+        jobs = await prepare_workspaces(
+            [
+                Job(
+                    spec.id,
+                    spec.id,
+                    TaskSpec(new_task_id("demo"), DEMO_PROMPT, cwd=sample, agent_id="demo"),
+                )
+                for spec in chosen
+            ],
+            state_dir=state,
+        )
+        async with AsyncExitStack() as stack:
+            for spec in chosen:
+                config = await stack.enter_async_context(_model_server(spec, config, None))
+            results = await run_jobs(
+                _registry(specs, config), jobs, view, state_dir=state, estimates=True
+            )
+    return 0 if all(r.ok for r in results) else 1
+
+
+@attrs.frozen
+class _RuntimeRow:
+    runtime: str
+    installed: str
+    auth: str
+    health: str
+    capabilities: str
+    plan: str
+
+
+async def _runtime_row(spec: RuntimeSpec, config: RuntimeConfig) -> _RuntimeRow:
+    """One row of ``ringleader runtimes``; a runtime that cannot even be built says why."""
+    installed = "in-process"
+    if spec.locate is not None:
+        try:
+            where = spec.locate(config)
+            installed = f"{where.path} ({where.version})" if where.version else where.path
+        except RuntimeNotFoundError as exc:
+            installed = f"no: {exc.install_hint or 'not installed'}"
+    if spec.key_envs is None:
+        auth = "not needed"
+    else:
+        names = spec.key_envs(config)
+        present = [n for n in names if os.environ.get(n)]
+        auth = f"yes (${present[0]})" if present else f"no (set ${' or $'.join(names)})"
+    try:
+        adapter = spec.create(config)  # imports the runtime's module: before any clock runs
+    except Exception as exc:
+        return _RuntimeRow(spec.id, installed, auth, f"no: {_one_line(exc)}", "-", "-")
+    await trio.lowlevel.checkpoint()
+    async with adapter:
         caps = adapter.capabilities()
         health = await adapter.health()
-        plan = resolve_runtime_integration(caps)
-        status = "ok" if health.ok else f"no: {_short(health.message or '', 60)}"
-        rows.append(
-            (
-                runtime_id,
-                status,
-                _yes(caps.streaming),
-                _yes(caps.steerable),
-                _yes(caps.resume),
-                str(caps.context_window_tokens or "-"),
-                plan.home.kind,
-            )
+    plan = resolve_runtime_integration(caps)
+    flags = [
+        name
+        for name, on in (
+            ("streaming", caps.streaming),
+            ("steerable", caps.steerable),
+            ("resume", caps.resume),
+            ("approval", caps.tool_approval),
+            ("mcp", caps.mcp),
         )
+        if on
+    ]
+    if caps.context_window_tokens:
+        flags.append(f"ctx={caps.context_window_tokens // 1000}k")
+    status = "ok" if health.ok else f"no: {_short(health.message or '', 60)}"
+    return _RuntimeRow(spec.id, installed, auth, status, ",".join(flags) or "-", plan.home.kind)
+
+
+async def _runtimes(config_file: str | None, out: TextIO) -> int:
+    specs = discover_runtimes()
+    config = _load_config(config_file, specs)
+    rows: list[_RuntimeRow | None] = [None] * len(specs)
+
+    async def fill(index: int, spec: RuntimeSpec) -> None:
+        rows[index] = await _runtime_row(spec, config.runtime(spec.id))
+
+    async with trio.open_nursery() as nursery:  # health checks run side by side (≤ 2 s each)
+        for index, spec in enumerate(specs):
+            nursery.start_soon(fill, index, spec)
+    table: list[tuple[str, ...]] = [
+        ("runtime", "health", "installed", "auth", "capabilities", "plan")
+    ]
+    for row in rows:
+        assert row is not None
+        table.append((row.runtime, row.health, row.installed, row.auth, row.capabilities, row.plan))
+    _table(table, out)
+    return 0
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        dest="config_file",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="config file (wins over ./ringleader.toml and the user config); "
+        "e.g. --config team.toml",
+    )
+
+
+def _config(config_file: str | None, as_json: bool, out: TextIO) -> int:
+    specs = discover_runtimes()
+    loaded = _load_config(config_file, specs)
+    rows = loaded.describe(spec.id for spec in specs)
+    if as_json:
+        out.write(
+            json.dumps(
+                {
+                    "files": [str(f) for f in loaded.files],
+                    "values": [{"key": k, "value": v, "source": src} for k, v, src in rows],
+                }
+            )
+            + "\n"
+        )
+        return 0
+    files = ", ".join(str(f) for f in loaded.files) or "none (defaults and environment only)"
+    out.write(f"config files: {files}\n")
+    _table([("key", "value", "source"), *rows], out)
+    return 0
+
+
+def _table(rows: Sequence[tuple[str, ...]], out: TextIO) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         out.write(
             "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
         )
-    return 0
 
 
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
+def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
+    """``run``'s prompt and ``--model-server`` script (``""``: the built-in one; ``None``: no
+    model server). ``run --model-server "prompt"`` means the built-in script."""
+    prompt: str | None = args.prompt
+    script: str | None = args.model_server
+    if script and prompt is None and not Path(script).is_file():
+        prompt, script = script, ""
+    if script and not Path(script).is_file():
+        raise ConfigError(f"{script}: model server script not found")
+    if prompt is None:
+        raise ConfigError("run: a prompt is required")
+    return prompt, script
+
+
+async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
+    """``run``: the task on each ``--runtime`` (side by side when several), optionally each
+    pointed at its own scripted model server (``--model-server``)."""
+    specs = discover_runtimes()
+    config = _load_config(args.config_file, specs)
+    chosen = [_spec(specs, runtime_id) for runtime_id in args.runtime]
+    async with AsyncExitStack() as stack:
+        if script is not None:
+            for spec in {spec.id: spec for spec in chosen}.values():
+                config = await stack.enter_async_context(
+                    _model_server(spec, config, script or None)
+                )
+        results = await run_side_by_side(
+            _registry(specs, config),
+            [spec.id for spec in chosen],
+            prompt,
+            model=args.model,
+            as_json=bool(args.json),
+            out=out,
+        )
+    return 0 if all(r.ok for r in results) else 1
 
 
 def _version() -> str:
@@ -194,6 +417,14 @@ def _parser() -> argparse.ArgumentParser:
         version=f"ringleader {_version()}",
         help="print the version and exit; e.g. ringleader --version",
     )
+    parser.add_argument(
+        "--config",
+        dest="config_file",
+        default=None,
+        metavar="FILE",
+        help="config file (wins over ./ringleader.toml and the user config); "
+        "e.g. --config team.toml",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = _sub(
@@ -202,7 +433,19 @@ def _parser() -> argparse.ArgumentParser:
         "run the built-in demo (no keys, nothing leaves 127.0.0.1)",
         "Run the demo task against ringleader's scripted model server on 127.0.0.1: no real "
         "model, no keys, no spend. Costs are list-price estimates, marked 'est.'.",
-        ["ringleader demo", "ringleader demo --json"],
+        [
+            "ringleader demo",
+            "ringleader demo --runtime native --runtime codex",
+            "ringleader demo --json",
+        ],
+    )
+    demo.add_argument(
+        "--runtime",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="run only these runtimes (default: native, claude-code, codex, those installed); "
+        "e.g. --runtime native",
     )
     _json_option(demo)
 
@@ -222,6 +465,7 @@ def _parser() -> argparse.ArgumentParser:
             "ringleader run --runtime native --model anthropic:claude-haiku-4-5 'fix the typo'",
             "ringleader run --runtime native --runtime claude-code --runtime codex 'add tests'",
             "ringleader run --runtime scripted --json 'say hello' | jq .kind",
+            "ringleader run --runtime claude-code --runtime codex --model-server 'list the files'",
         ],
     )
     run.add_argument(
@@ -240,7 +484,20 @@ def _parser() -> argparse.ArgumentParser:
         "e.g. --model anthropic:claude-haiku-4-5",
     )
     _json_option(run)
-    run.add_argument("prompt", help="the instruction; e.g. 'add a test for parse()'")
+    run.add_argument(
+        "--model-server",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SCRIPT",
+        help="start the built-in scripted model server on 127.0.0.1 (one per runtime) and point "
+        "the runtime at it (no keys needed); SCRIPT is a .json/.toml script, else a built-in one "
+        "(a tool turn, then a text answer); e.g. --model-server or --model-server script.json",
+    )
+    _config_option(run)
+    run.add_argument(
+        "prompt", nargs="?", default=None, help="the instruction; e.g. 'add a test for parse()'"
+    )
 
     batch = _sub(
         sub,
@@ -260,6 +517,7 @@ def _parser() -> argparse.ArgumentParser:
         help="how many tasks run at once (default: the file's `jobs`, else all); e.g. --jobs 2",
     )
     _json_option(batch)
+    _config_option(batch)
 
     runtimes = _sub(
         sub,
@@ -267,9 +525,21 @@ def _parser() -> argparse.ArgumentParser:
         "list runtimes: installed, health, capabilities, plan",
         "List every runtime ringleader knows, whether it is installed and healthy, and what it "
         "can do (streaming, steering, resume, context window, home).",
-        ["ringleader runtimes"],
+        ["ringleader runtimes", "ringleader runtimes --config team.toml"],
     )
-    del runtimes
+    _config_option(runtimes)
+
+    config = _sub(
+        sub,
+        "config",
+        "print the effective configuration (secrets redacted) and its sources",
+        "Print every configuration value ringleader would use, and where it comes from: "
+        "defaults, ./ringleader.toml, the user config, --config, the environment. Keys appear "
+        "by variable name only.",
+        ["ringleader config", "ringleader config --json"],
+    )
+    _json_option(config, "the configuration")
+    _config_option(config)
 
     replay = _sub(
         sub,
@@ -345,7 +615,7 @@ def _positive(text: str) -> int:
     return value
 
 
-def _model_server(args_list: list[str]) -> int:
+def _model_server_command(args_list: list[str]) -> int:
     # contract.model_server needs no test dependencies (contract/__init__ imports its suite lazily)
     model_server = importlib.import_module("contract.model_server")
     return int(model_server.main(args_list))
@@ -353,9 +623,11 @@ def _model_server(args_list: list[str]) -> int:
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "demo":
-        return trio.run(_demo, bool(args.json), out)
+        return trio.run(_demo, args.runtime, bool(args.json), out)
     if args.command == "runtimes":
-        return trio.run(_runtimes, out)
+        return trio.run(_runtimes, args.config_file, out)
+    if args.command == "config":
+        return _config(args.config_file, bool(args.json), out)
     if args.command == "replay":
         if args.list:
             return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
@@ -363,24 +635,14 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "serve":
         return trio.run(_serve, args.host, args.port, args.token, out)
     if args.command == "batch":
-        registry = builtin_registry()
+        specs = discover_runtimes()
+        registry = _registry(specs, _load_config(args.config_file, specs))
         return trio.run(
             lambda: batch(registry, args.file, jobs=args.jobs, as_json=bool(args.json), out=out)
         )
     if args.command == "run":
-        registry = builtin_registry()
-        for runtime_id in args.runtime:
-            if runtime_id not in registry:
-                raise ConfigError(
-                    f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}"
-                )
-        prompt = check_prompt(args.prompt)
-        results = trio.run(
-            lambda: run_side_by_side(
-                registry, args.runtime, prompt, model=args.model, as_json=args.json, out=out
-            )
-        )
-        return 0 if all(r.ok for r in results) else 1
+        prompt, script = _prompt_and_script(args)
+        return trio.run(_cmd_run, args, check_prompt(prompt), script, out)
     raise ConfigError(f"unknown command {args.command!r}")
 
 
@@ -417,7 +679,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         if args_list[:1] == ["model-server"]:
-            return _model_server(args_list[1:])
+            return _model_server_command(args_list[1:])
         args = _parser().parse_args(args_list)
         return _dispatch(args, sys.stdout)
     except SystemExit:

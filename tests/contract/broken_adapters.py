@@ -157,6 +157,65 @@ class LeaksBetweenRuns(ScriptedAdapter):
         await super().inject(frame, None)  # always into the latest run
 
 
+class NoStandInAtTerminal(ScriptedAdapter):
+    """Forgets its open tool calls when the run ends, fails or is aborted (no stand-in result)."""
+
+    async def _handle(self, run: Any, frame: Any) -> None:
+        if getattr(frame, "type", None) == "result":
+            run.emitter.factory.open_tool_calls.clear()
+        await super()._handle(run, frame)
+
+    async def abort(self, run: RunHandle) -> None:
+        emitter = self.emitter_for(run)
+        if emitter is not None:
+            emitter.factory.open_tool_calls.clear()
+        await super().abort(run)
+
+
+class UsdPerTurn(RewritingAdapter):
+    """Reports each turn's USD instead of the running total (tokens stay cumulative)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._usd = 0.0
+
+    def rewrite(self, event: RuntimeEvent) -> RuntimeEvent | None:
+        if isinstance(event, Cost) and event.cost_usd is not None:
+            turn, self._usd = event.cost_usd - self._usd, event.cost_usd
+            return event.model_copy(update={"cost_usd": turn})
+        return event
+
+
+class DropsUnknownSilently(ScriptedAdapter):
+    """Ignores unknown frames without counting or surfacing them."""
+
+    async def _handle(self, run: Any, frame: Any) -> None:
+        if isinstance(frame, str):
+            return
+        await super()._handle(run, frame)
+
+
+class TsInSeconds(RewritingAdapter):
+    def rewrite(self, event: RuntimeEvent) -> RuntimeEvent | None:
+        return event.model_copy(update={"ts": event.ts // 1000})
+
+
+class SetModelRaisesValueError(ScriptedAdapter):
+    async def set_model(self, run: RunHandle, model: str) -> None:
+        raise ValueError(f"unknown model {model}")
+
+
+class AbortRaisesProcessLookupError(ScriptedAdapter):
+    async def abort(self, run: RunHandle) -> None:
+        await super().abort(run)
+        raise ProcessLookupError(3, "No such process")
+
+
+class WriteContextRaisesGroup(ScriptedAdapter):
+    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
+        raise ExceptionGroup("from a nursery", [OSError(28, "No space left on device")])
+
+
 class BrokenHarness(ScriptedHarness):
     def __init__(self, adapter_cls: type[ScriptedAdapter]) -> None:
         super().__init__()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -12,7 +13,14 @@ import trio
 
 from adapters._jsonl import Frame
 from adapters._process import ChildProcess, child_env, open_child
-from contract.fake_cli import NAMED_FAULTS, fake_cli_argv
+from contract.fake_cli import (
+    FAKE_CLI_VERSION,
+    NAMED_FAULTS,
+    clear_grandchild_records,
+    fake_cli_argv,
+    grandchild_pids,
+    hang_switch,
+)
 from orchestrator.errors import LineTooLongError
 
 GRACE = 0.3
@@ -217,16 +225,16 @@ async def test_named_faults(fault: str) -> None:
     ) as child:
         frames = await read_n(child, 1)
         assert frames[0] == ENCODED[0]
-        if fault in ("stall", "ignore-sigint"):
+        if fault in ("stall", "ignore-sigint", "grandchild"):
             code = await child.terminate()
             assert code == (-signal.SIGTERM if fault == "ignore-sigint" else -signal.SIGINT)
             return
         frames += await read_all(child)
         code = await child.wait()
-    if fault == "truncated-line":
+    if fault.startswith("truncated-line"):
         assert frames[:1] == ENCODED[:1]
         assert frames[1] != ENCODED[1]
-        assert code == 1
+        assert code == (0 if fault.endswith("exit-0") else 1)
     elif fault == "over-cap-line":
         assert isinstance(frames[1], LineTooLongError)
         assert frames[2:] == ENCODED[1:]
@@ -241,3 +249,39 @@ def test_unknown_fault() -> None:
         fake_cli_argv(LINES, fault="nope")
     with pytest.raises(ValueError, match="at least one line"):
         fake_cli_argv([], fault="truncated-line")
+
+
+async def test_grandchild_is_recorded_and_dies_with_the_group() -> None:
+    clear_grandchild_records()
+    argv = fake_cli_argv(LINES, fault="grandchild")
+    async with open_child(argv, env=child_env(), sigint_grace=GRACE) as child:
+        await read_n(child, 1)  # the grandchild is recorded before the first line
+        (grandchild,) = grandchild_pids()
+        assert grandchild != child.pid
+        assert os.getpgid(grandchild) == child.pid  # in the child's process group
+        await child.terminate()
+    assert _gone_or_zombie(grandchild)  # a zombie is the business of its new parent (init)
+    clear_grandchild_records()
+    assert grandchild_pids() == []
+
+
+async def test_version_answers_and_the_hang_switch_hangs() -> None:
+    argv = fake_cli_argv(LINES)
+    async with open_child([*argv, "--version"], env=child_env()) as child:
+        assert await read_all(child) == [FAKE_CLI_VERSION.encode()]
+        assert await child.wait() == 0
+    with hang_switch():
+        async with open_child([*argv, "--version"], env=child_env(), sigint_grace=GRACE) as child:
+            with trio.move_on_after(0.5) as waited:
+                await child.wait()
+            assert waited.cancelled_caught  # hung: no answer, no exit
+            assert await child.terminate() == -signal.SIGINT
+
+
+def _gone_or_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return True
+    return stat[stat.rfind(b")") + 2 :][:1] in (b"Z", b"X")

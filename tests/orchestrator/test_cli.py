@@ -29,23 +29,50 @@ def ringleader(*args: str, state: Path | None = None) -> subprocess.CompletedPro
 
 
 def test_demo_runs_the_native_runtime_against_the_model_server() -> None:
-    result = ringleader("demo")
+    result = ringleader("demo", "--runtime", "native")
     assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ringleader demo: a scripted model server on 127.0.0.1")
     assert "model=anthropic:" in result.stdout  # the native loop through the Anthropic SDK
     assert "→ list_files" in result.stdout
     assert "✓ list_files" in result.stdout
     assert "■ done: success" in result.stdout
+    assert "est." in result.stdout  # a list-price estimate, marked so
 
 
 def test_demo_json_is_wire_events() -> None:
-    result = ringleader("demo", "--json")
+    result = ringleader("demo", "--runtime", "native", "--json")
     assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("ringleader demo: a scripted model server")  # not in the JSON
     events = [event_from_json(line) for line in result.stdout.splitlines()]
     kinds = [e.kind for e in events]
     assert kinds.count("done") == 1
     assert kinds[-1] == "done"
     assert "tool-call" in kinds
     assert "tool-result" in kinds
+
+
+def test_demo_without_the_clis_runs_native_alone_and_says_why(tmp_path: Path) -> None:
+    env = dict(
+        os.environ, RINGLEADER_STATE_DIR=str(tmp_path), RINGLEADER_RUNTIMES_DIR=str(tmp_path)
+    )
+    env.pop("NO_COLOR", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("ringleader demo:")
+    for runtime in ("claude-code", "codex"):
+        (why,) = [line for line in lines if line.startswith(f"{runtime} is not installed")]
+        assert why.endswith(f"the demo runs without {runtime}")
+        assert f"scripts/install-runtimes {runtime}" in why
+    assert result.stdout.count("■ done: success") == 1
+    assert "[native] ✓ list_files" in result.stdout
 
 
 def test_run_json_prints_wire_events_ending_in_one_done() -> None:

@@ -18,10 +18,10 @@ import httpx2
 
 from orchestrator.errors import ConfigError
 
-from .anthropic import AnthropicModel
 from .base import ModelAdapter
-from .openai_chat import OpenAIChatModel
-from .openai_responses import OpenAIResponsesModel
+
+# The model classes (and with them the anthropic and openai SDKs, ~1 s of imports) load when a
+# model is created, not when the runtime is listed.
 
 __all__ = ["PROVIDERS", "ProviderSpec", "create_adapter", "get_available_providers"]
 
@@ -226,6 +226,8 @@ def create_adapter(
             raise ConfigError("provider 'mimo' needs $MIMO_BASE_URL")
     limit = max_tokens or spec.default_max_tokens
     if spec.format == "anthropic":
+        from .anthropic import AnthropicModel
+
         return AnthropicModel(
             name,
             api_key=key,
@@ -237,6 +239,8 @@ def create_adapter(
         )
     wire = spec.format if api is None else f"openai-{api}"
     if wire == "openai-responses":
+        from .openai_responses import OpenAIResponsesModel
+
         return OpenAIResponsesModel(
             name,
             api_key=key,
@@ -246,6 +250,8 @@ def create_adapter(
             provider=spec.id,
             http_client=http_client,
         )
+    from .openai_chat import OpenAIChatModel
+
     official = spec.id == "openai" and not (base_url or environ.get(spec.base_url_env))
     return OpenAIChatModel(
         name,

@@ -147,6 +147,7 @@ class ClaudeOneShotHarness:
         self._keys = itertools.count(1)
         self._root = state_root()
         self.pids: list[int] = []
+        self.run_pids: dict[str, list[int]] = {}
         self._usage: dict[str, tuple[int, int]] = {}
 
     def config(self) -> ClaudeCodeConfig:
@@ -186,7 +187,12 @@ class ClaudeOneShotHarness:
         child = adapter.child_for(run)
         assert child is not None
         self.pids.append(child.pid)
+        self.run_pids.setdefault(key, []).append(child.pid)
         return run
+
+    def child_pids(self, run: RunHandle) -> list[int]:
+        """The processes of ``run`` (one per run): the contract checks they are gone at done."""
+        return self.run_pids.get(run.session_key, [])
 
     def _run(self, adapter: ClaudeCodeAdapter, run: RunHandle | None) -> RunHandle:
         if run is not None:
@@ -231,6 +237,10 @@ class ClaudeLiveHarness(ClaudeOneShotHarness):
 
     label = "claude-code-long-lived"
     mode = "long-lived"
+
+    def child_pids(self, run: RunHandle) -> list[int]:
+        """None: the long-lived process outlives each turn by design (it serves the next)."""
+        return []
 
     def config(self) -> ClaudeCodeConfig:
         return ClaudeCodeConfig(

@@ -103,6 +103,7 @@ class CodexExecHarness:
         self._keys = itertools.count(1)
         self._root = state_root()
         self.pids: list[int] = []
+        self.run_pids: dict[str, list[int]] = {}
 
     def config(self) -> CodexConfig:
         return CodexConfig(
@@ -142,7 +143,12 @@ class CodexExecHarness:
         child = adapter.child_for(run)
         assert child is not None
         self.pids.append(child.pid)
+        self.run_pids.setdefault(key, []).append(child.pid)
         return run
+
+    def child_pids(self, run: RunHandle) -> list[int]:
+        """The processes of ``run`` (one per run): the contract checks they are gone at done."""
+        return self.run_pids.get(run.session_key, [])
 
     async def emit(self, frame: Any, run: RunHandle | None = None) -> None:
         adapter = self.adapters[-1]

@@ -128,3 +128,7 @@ class NativeHarness:
     def recorded_calls(self) -> list[RecordedCall]:
         assert self._adapter is not None
         return [RecordedCall(c.method, c.params) for c in self._adapter.calls]
+
+    def make_hung_adapter(self) -> None:
+        """The loop runs in-process and health() does not call the model: nothing can hang."""
+        return None

@@ -8,6 +8,9 @@ from .harness import NativeHarness
 
 
 class TestNativeAdapterContract(AdapterContract):
+    # The loop waits for its tools: with a tool call open, a run can only be aborted.
+    open_call_terminals = ("aborted",)
+
     @pytest.fixture
     def harness(self) -> NativeHarness:
         return NativeHarness()
