@@ -10,6 +10,7 @@ runtimes stays fast.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,9 +20,11 @@ from orchestrator.errors import ConfigError
 from orchestrator.registry import Installed, ModelServerHook, RuntimeRegistry, RuntimeSpec
 
 __all__ = [
+    "ACP",
     "BUILTIN_RUNTIMES",
     "CLAUDE_CODE",
     "CODEX",
+    "HERMES",
     "NATIVE",
     "SCRIPTED",
     "builtin_registry",
@@ -236,6 +239,71 @@ CODEX = RuntimeSpec(
     summary="OpenAI Codex CLI (codex exec --json)",
 )
 
+# -- hermes ------------------------------------------------------------------------------------
+
+
+def _hermes(config: RuntimeConfig) -> RuntimeAdapter:
+    from .hermes import HermesAdapter, HermesConfig
+
+    _refuse("hermes", config, "extra_args", "mode", "prices")
+    if config.provider not in (None, "custom", "openai", "anthropic"):
+        raise ConfigError(
+            f"runtimes.hermes.provider: {config.provider!r} is not supported (point base_url at "
+            "a Chat Completions endpoint, or provider='anthropic' for Anthropic Messages)"
+        )
+    options: dict[str, Any] = {}
+    if config.model:
+        options["model"] = config.model
+    if config.permission == "allow":
+        options["permission"] = "allow"
+    return HermesAdapter(
+        HermesConfig(
+            base_url=config.base_url,
+            api_mode="anthropic_messages" if config.provider == "anthropic" else "chat_completions",
+            key_env=config.api_key_env or "OPENAI_API_KEY",
+            binary=config.binary,
+            **options,
+        )
+    )
+
+
+HERMES = RuntimeSpec(
+    id="hermes",
+    factory=_hermes,
+    model_server=ModelServerHook(
+        api="chat",
+        model="fake-model",
+        tool_call={"name": "terminal", "input": {"command": "ls"}},
+    ),
+    key_envs=lambda config: tuple(v for v in (config.api_key_env, "OPENAI_API_KEY") if v),
+    locate=lambda config: _locate("hermes", config),
+    summary="Hermes Agent over the Agent Client Protocol (hermes acp)",
+)
+
+# -- acp ---------------------------------------------------------------------------------------
+
+
+def _acp(config: RuntimeConfig) -> RuntimeAdapter:
+    from .acp import AcpAdapter, AcpConfig
+
+    _refuse("acp", config, "mode", "prices", "base_url", "provider")
+    command = (config.binary, *config.extra_args) if config.binary else ()
+    return AcpAdapter(
+        AcpConfig(
+            command=command,
+            model=config.model,
+            permission="allow" if config.permission == "allow" else "deny",
+        )
+    )
+
+
+ACP = RuntimeSpec(
+    id="acp",
+    factory=_acp,
+    summary="any Agent Client Protocol agent (runtimes.acp.binary + extra_args, e.g. gemini "
+    "--experimental-acp)",
+)
+
 # -- scripted ----------------------------------------------------------------------------------
 
 
@@ -244,7 +312,12 @@ def _scripted(config: RuntimeConfig) -> RuntimeAdapter:
 
     return ScriptedAdapter(
         [
-            {"type": "init", "sessionId": "scripted-session", "model": "scripted-model"},
+            # a fresh session id per adapter (the CLI builds one per run): unique run ids
+            {
+                "type": "init",
+                "sessionId": f"scripted-{uuid.uuid4().hex}",
+                "model": "scripted-model",
+            },
             {"type": "text", "text": "Hello from the scripted runtime."},
             {"type": "usage", "inputTokens": 12, "outputTokens": 6, "costUsd": None},
             {"type": "result", "ok": True, "summary": "Hello from the scripted runtime."},
@@ -256,7 +329,7 @@ SCRIPTED = RuntimeSpec(
     id="scripted", factory=_scripted, summary="a canned in-memory run (no model at all)"
 )
 
-BUILTIN_RUNTIMES: tuple[RuntimeSpec, ...] = (NATIVE, CLAUDE_CODE, CODEX, SCRIPTED)
+BUILTIN_RUNTIMES: tuple[RuntimeSpec, ...] = (NATIVE, CLAUDE_CODE, CODEX, HERMES, ACP, SCRIPTED)
 """ringleader's own runtimes, in the order ``ringleader runtimes`` lists them."""
 
 

@@ -49,6 +49,9 @@ Reading stdin (long-lived protocols: Claude ``--input-format stream-json``, Code
                             process keeps serving stdin until end of file, then exits with
                             ``--exit-code``. Lines that are not JSON or match no rule are ignored.
     ``--stdin-log FILE``    append every stdin line received to FILE (for assertions)
+    ``--start-on JSON``     hold the transcript until a stdin object matches this pattern (the
+                            rules' ``match`` form), e.g. an ACP agent that streams its updates
+                            only once the prompt request has arrived; implies reading stdin
 
     A rule is ``{"match": {...}, "reply": [LINE, ...], "exit": CODE}`` (``reply`` and ``exit``
     optional). ``match`` is a subset pattern: each key must be present with an equal value, nested
@@ -135,6 +138,7 @@ def fake_cli_argv(
     stderr: Sequence[str] = (),
     rules: Sequence[Mapping[str, Any]] | None = None,
     stdin_log: str | os.PathLike[str] | None = None,
+    start_on: Mapping[str, Any] | None = None,
     spawn_grandchild: bool = False,
     fault: str | None = None,
 ) -> list[str]:
@@ -209,6 +213,8 @@ def fake_cli_argv(
         argv += ["--rules", json.dumps(list(rules))]
     if stdin_log is not None:
         argv += ["--stdin-log", os.fspath(stdin_log)]
+    if start_on is not None:
+        argv += ["--start-on", json.dumps(start_on)]
     if spawn_grandchild:
         pidfile = _state_dir() / f"grandchild-{uuid.uuid4().hex}.pid"
         argv += ["--spawn-grandchild", "--grandchild-pidfile", str(pidfile)]
@@ -322,7 +328,13 @@ def _render(template: str, incoming: object) -> bytes:
     return text.encode("utf-8")
 
 
-def _serve_stdin(out: _Out, rules: list[dict[str, Any]], log_path: str | None) -> None:
+def _serve_stdin(
+    out: _Out,
+    rules: list[dict[str, Any]],
+    log_path: str | None,
+    start_on: object = None,
+    started: threading.Event | None = None,
+) -> None:
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 (lives as long as the thread)
     for raw in sys.stdin.buffer:
         line = raw.rstrip(b"\r\n")
@@ -336,6 +348,8 @@ def _serve_stdin(out: _Out, rules: list[dict[str, Any]], log_path: str | None) -
         if not isinstance(decoded, dict):
             continue
         incoming = cast("dict[str, object]", decoded)
+        if started is not None and start_on is not None and _matches(start_on, incoming):
+            started.set()
         for rule in rules:
             if not _matches(rule.get("match", {}), incoming):
                 continue
@@ -367,6 +381,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--stderr", action="append", default=[])
     p.add_argument("--rules", help="JSON list of stdin rules, or @FILE")
     p.add_argument("--stdin-log")
+    p.add_argument("--start-on", help="JSON pattern: hold the transcript until stdin matches it")
     p.add_argument("--spawn-grandchild", action="store_true")
     p.add_argument("--grandchild-pidfile")
     p.add_argument("--version", action="store_true")
@@ -430,15 +445,20 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _write_all(2, text.encode("utf-8") + b"\n")
 
     reader: threading.Thread | None = None
-    if args.rules is not None:
-        spec: str = args.rules
+    started: threading.Event | None = None
+    start_on: object = json.loads(args.start_on) if args.start_on else None
+    if args.rules is not None or start_on is not None:
+        spec: str = args.rules or "[]"
         if spec.startswith("@"):
             spec = Path(spec[1:]).read_text(encoding="utf-8")
         rules: list[dict[str, Any]] = json.loads(spec)
+        started = threading.Event() if start_on is not None else None
         reader = threading.Thread(
-            target=_serve_stdin, args=(out, rules, args.stdin_log), daemon=True
+            target=_serve_stdin, args=(out, rules, args.stdin_log, start_on, started), daemon=True
         )
         reader.start()
+    if started is not None:
+        started.wait()
 
     if args.initial_delay and args.delay:
         time.sleep(args.delay)

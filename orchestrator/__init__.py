@@ -4,6 +4,9 @@ actors, supervision, the task runner, the event log and the board feed.
 Everything public is re-exported here; submodules are the implementation.
 """
 
+from .acp_server import AcpServer as AcpServer
+from .acp_server import event_to_update as event_to_update
+from .acp_server import serve_acp_stdio as serve_acp_stdio
 from .actor import STEER_KEY as STEER_KEY
 from .actor import EventSink as EventSink
 from .actor import RunActor as RunActor
@@ -120,6 +123,7 @@ __all__ = [
     "HEALTH_TIMEOUT_S",
     "IDLE_ABORT_GRACE_S",
     "STEER_KEY",
+    "AcpServer",
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
@@ -209,6 +213,7 @@ __all__ = [
     "default_state_dir",
     "event_from_json",
     "event_to_json",
+    "event_to_update",
     "exception_leaves",
     "feed_app",
     "jsonl_line",
@@ -216,6 +221,7 @@ __all__ = [
     "redact_secrets",
     "resolve_runtime_integration",
     "rotate_session",
+    "serve_acp_stdio",
     "serve_feed",
     "should_rotate",
     "single_exception",

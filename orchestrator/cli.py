@@ -32,6 +32,7 @@ from ._commands import (
 )
 from ._live import make_view
 from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
+from .acp_server import serve_acp_stdio
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
@@ -151,6 +152,16 @@ async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
             await feed.publish(batch)
         else:
             await trio.sleep(interval_s)
+
+
+async def _acp(runtime_id: str, model: str | None, config_file: str | None) -> int:
+    specs = discover_runtimes()
+    registry = _registry(specs, _load_config(config_file, specs))
+    if runtime_id not in registry:
+        raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
+    async with EventLog.open(usable_state_dir() / "events.db") as log:
+        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model)
+    return 0
 
 
 DEMO_BANNER = (
@@ -602,6 +613,19 @@ def _parser() -> argparse.ArgumentParser:
         "Completions) on 127.0.0.1; a JSON or TOML script decides the answers. Prints its URL.",
         ["ringleader model-server --script script.json --port 0"],
     )
+    acp = _sub(
+        sub,
+        "acp",
+        "serve a runtime as an Agent Client Protocol agent on stdin/stdout",
+        "Serve a ringleader runtime as an ACP agent over stdio, for editors that speak ACP (Zed "
+        "and others): point the editor's agent command at this. Runs are recorded in the "
+        "event log like any other.",
+        ["ringleader acp --runtime claude-code", "ringleader acp --runtime native"],
+    )
+    acp.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
+    acp.add_argument(
+        "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
+    )
     return parser
 
 
@@ -634,6 +658,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
     if args.command == "serve":
         return trio.run(_serve, args.host, args.port, args.token, out)
+    if args.command == "acp":
+        return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
     if args.command == "batch":
         specs = discover_runtimes()
         registry = _registry(specs, _load_config(args.config_file, specs))

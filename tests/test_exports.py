@@ -18,7 +18,7 @@ TOP_LEVEL = ["orchestrator", "adapters", "tiers", "contract"]
 APP_SAFE = ["orchestrator", "adapters", "tiers"]
 # sub-packages that are cheap to import here; adapters.native (the model SDKs) is checked in the
 # fresh interpreter below, which imports everything anyway
-SUBPACKAGES = ["orchestrator.hosts", "contract.model_server"]
+SUBPACKAGES = ["orchestrator.hosts", "contract.model_server", "adapters.acp", "adapters.hermes"]
 
 
 def public_names(package: types.ModuleType) -> set[str]:

@@ -307,7 +307,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig]):
         the run (reported once the host listens)."""
         dialect = cli.dialect
         assert isinstance(dialect, AppDialect)
-        dialect.rpc = JsonRpcClient(child.send_line, adapter=self.id)
+        dialect.rpc = JsonRpcClient(child.send_line, adapter=self.id, version=False)
         run = dialect.run
         timeout = self.config.handshake_timeout
         with trio.move_on_after(timeout) as scope:

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
 from orchestrator.errors import ProtocolError
+
+from .._jsonrpc import RpcKind, as_dict, as_int, as_str, rpc_kind
 
 __all__ = [
     "EXEC_EVENT_TYPES",
@@ -195,8 +197,6 @@ def decode_exec_line(line: bytes | str) -> ExecEvent:
 
 # ---------------------------------------------------------------------------------- app-server
 
-RpcKind: TypeAlias = Literal["response", "request", "notification", "invalid"]
-
 
 class RpcMessage(TypedDict, total=False):
     """One app-server message (either direction)."""
@@ -242,34 +242,3 @@ def decode_rpc_line(line: bytes | str) -> RpcMessage:
             "codex app-server wrote a JSON line that is not an object", line=line, adapter="codex"
         )
     return cast(RpcMessage, obj)
-
-
-def rpc_kind(message: RpcMessage) -> RpcKind:
-    """Response (``id`` + ``result``/``error``), server request (``id`` + ``method``), or
-    notification (``method`` only)."""
-    has_method = isinstance(message.get("method"), str)
-    if "id" in message:
-        if has_method:
-            return "request"
-        if "result" in message or "error" in message:
-            return "response"
-        return "invalid"
-    return "notification" if has_method else "invalid"
-
-
-# ---------------------------------------------------------------------------------- accessors
-
-
-def as_str(value: object, default: str = "") -> str:
-    """``value`` if it is a string, else ``default``."""
-    return value if isinstance(value, str) else default
-
-
-def as_int(value: object) -> int | None:
-    """``value`` if it is an int (not a bool), else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    """``value`` if it is a JSON object, else an empty dict."""
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}

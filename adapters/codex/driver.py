@@ -13,13 +13,13 @@ Everything here is about the *process*; the event mapping lives in :mod:`.normal
 * :func:`run_env` — the allow-listed environment plus the run's own ``CODEX_HOME``, ``HOME`` and
   key; :func:`prepare_home` makes the per-run state directory (never under the system temp
   directory: Codex warns on every command there).
-* :class:`JsonRpcClient` — requests with ids over the child's stdin, responses routed back by the
+* :class:`JsonRpcClient` (the shared one, :mod:`adapters._jsonrpc`, without the ``"jsonrpc"``
+  member Codex does not need) — requests with ids over the child's stdin, responses routed back by the
   adapter's reader (app-server, runtimes.md §2.9).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import tempfile
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
-import trio
 
-from orchestrator.errors import ConfigError, RuntimeReportedError, redact_secrets
+from orchestrator.errors import ConfigError
 from orchestrator.events import Usage
 
+from .._jsonrpc import JsonRpcClient
 from .._process import DEFAULT_ENV_ALLOW, child_env
 from .dialect import as_dict, as_int
 from .normalize import Price
@@ -266,93 +266,6 @@ def under_system_temp(path: Path) -> bool:
     except ValueError:
         return False
     return True
-
-
-# ---------------------------------------------------------------------------------- JSON-RPC
-
-
-class JsonRpcClient:
-    """Client side of the app-server protocol over a line transport.
-
-    ``send`` writes one line; the adapter's reader passes every response to :meth:`resolve`.
-    No ``"jsonrpc"`` field is sent (Codex does not need it).
-    """
-
-    def __init__(self, send: Callable[[bytes], Any], *, adapter: str = "codex") -> None:
-        self._send = send
-        self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
-        self._adapter = adapter
-        self.closed = False
-
-    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
-        """Send a request and wait for its result; an error response raises
-        :class:`RuntimeReportedError` (code = the JSON-RPC error code)."""
-        if self.closed:
-            raise trio.ClosedResourceError("the app-server connection is closed")
-        request_id = next(self._ids)
-        pending = _Pending()
-        self._pending[request_id] = pending
-        message: dict[str, Any] = {"id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        try:
-            await self._send(json.dumps(message).encode())
-            await pending.done.wait()
-        finally:
-            self._pending.pop(request_id, None)
-        if pending.closed:
-            raise trio.BrokenResourceError(f"app-server closed before answering {method}")
-        if pending.error is not None:
-            error = pending.error
-            text = redact_secrets(str(error.get("message") or error))
-            raise RuntimeReportedError(
-                f"{method}: {text}", code=str(error.get("code")), adapter=self._adapter
-            )
-        return pending.result
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"method": method}
-        if params is not None:
-            message["params"] = params
-        await self._send(json.dumps(message).encode())
-
-    async def respond(self, request_id: Any, result: Any) -> None:
-        await self._send(json.dumps({"id": request_id, "result": result}).encode())
-
-    async def respond_error(self, request_id: Any, code: int, message: str) -> None:
-        await self._send(
-            json.dumps({"id": request_id, "error": {"code": code, "message": message}}).encode()
-        )
-
-    def resolve(self, message: Mapping[str, Any]) -> bool:
-        """Route a response to its pending request; False if nobody waits for it."""
-        request_id = message.get("id")
-        pending = self._pending.get(request_id) if isinstance(request_id, int) else None
-        if pending is None:
-            return False
-        error = message.get("error")
-        if error is not None:
-            pending.error = error if isinstance(error, dict) else {"message": str(error)}  # pyright: ignore[reportUnknownMemberType]
-        else:
-            pending.result = message.get("result")
-        pending.done.set()
-        return True
-
-    def close(self) -> None:
-        """The transport ended: every pending request fails with ``BrokenResourceError``."""
-        self.closed = True
-        for pending in self._pending.values():
-            pending.closed = True
-            pending.done.set()
-
-
-@attrs.define
-class _Pending:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: Any = None
-    error: dict[str, Any] | None = None
-    closed: bool = False
 
 
 def thread_total_usage(codex_home: Path, thread_id: str) -> Usage | None:

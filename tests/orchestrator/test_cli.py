@@ -85,6 +85,15 @@ def test_run_json_prints_wire_events_ending_in_one_done() -> None:
     assert '"runId"' in result.stdout
 
 
+def test_each_scripted_run_has_its_own_run_id(tmp_path: Path) -> None:
+    ids = set()
+    for _ in range(2):
+        result = ringleader("run", "--runtime", "scripted", "--json", "hi", state=tmp_path)
+        assert result.returncode == 0, result.stderr
+        ids |= {event_from_json(line).run_id for line in result.stdout.splitlines()}
+    assert len(ids) == 2
+
+
 def test_unknown_runtime_is_a_clear_error() -> None:
     result = ringleader("run", "--runtime", "no-such-runtime", "x")
     assert result.returncode == 2

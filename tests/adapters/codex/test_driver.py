@@ -131,7 +131,7 @@ async def test_json_rpc_client() -> None:
         sent.append(json.loads(line))
         await trio.lowlevel.checkpoint()
 
-    client = JsonRpcClient(send)
+    client = JsonRpcClient(send, adapter="codex", version=False)
     results: list[Any] = []
     async with trio.open_nursery() as nursery:
 

@@ -1,0 +1,464 @@
+"""The generic ACP adapter: ``RuntimeAdapter`` (id ``acp``) over any Agent Client Protocol agent.
+
+One agent process per run, on the shared child-process run loop (:mod:`adapters._cli`), started
+from :attr:`AcpConfig.command` with an allow-listed environment and speaking JSON-RPC 2.0 on
+stdio: ``initialize`` → ``session/new`` (or ``session/load`` to resume; ``session/resume``
+where the agent offers only that) → ``session/prompt``. Responses and the agent's requests are
+routed as they arrive; ``session/update`` notifications are normalized in order
+(:mod:`adapters.acp.normalize`), and so is the prompt's response, which ends the run — so the
+terminal always comes after every update the agent sent before it. Notifications read before
+``start()`` returns are the agent replaying an old session's history (``session/load``) and are
+never reported as new output.
+
+Abort notifies ``session/cancel`` and waits :attr:`AcpConfig.cancel_grace` for the
+``cancelled`` answer, then the process ends either way — some agents (Hermes) keep streaming
+from the model after a cancel, and only ending the process stops that spend.
+
+The run id is the agent's session id; the session codec (``{sessionKey, sessionId, cwd}``)
+resumes a session in its origin directory. Subclasses adapt one agent (see
+:mod:`adapters.hermes`): :meth:`AcpAdapter.argv`, :meth:`AcpAdapter.prepare_run` (homes, config
+files, environment), :meth:`AcpAdapter.check_loaded` and :meth:`AcpAdapter.judge_end` (an agent
+that reports failures as ordinary text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import trio
+
+from orchestrator.adapter import Capabilities, HealthResult, RunHandle, StartOpts, TaskHandle
+from orchestrator.errors import (
+    ConfigError,
+    ProtocolError,
+    RingleaderError,
+    RuntimeReportedError,
+    RuntimeStartError,
+    redact_secrets,
+)
+from orchestrator.events import EventFactory, RuntimeEvent, now_ms
+
+from .._cli import CliAdapterBase, CliDialect, CliRun, CliSession
+from .._jsonrpc import JsonRpcClient, RpcMessage, as_dict, as_str, decode_rpc_line, rpc_kind
+from .._process import ChildProcess, child_env, open_child
+from .._runs import RunEmitter
+from .driver import AcpConfig, fs_request, initialize_params, permission_outcome
+from .normalize import AcpState, normalize_prompt_end, normalize_update
+
+__all__ = ["AcpAdapter", "AcpDialect", "AcpRun"]
+
+_FS_METHODS: Final = frozenset({"fs/read_text_file", "fs/write_text_file"})
+_REPLAY: Final = "ringleader/replay"
+_JUDGED: Final = "ringleader/judged"
+
+
+@attrs.define(eq=False)
+class AcpRun:
+    """One run's state (subclasses read it in their hooks)."""
+
+    opts: StartOpts
+    cwd: Path
+    env: dict[str, str]
+    state: AcpState
+    resume: str | None = None
+    home: Path | None = None
+    owned_home: bool = False
+    session_id: str | None = None
+    cli: CliRun = attrs.field(init=False)
+    extra: dict[str, Any] = attrs.field(factory=dict[str, Any])
+    """Subclass state (e.g. a note for the opening status)."""
+
+
+class AcpDialect(CliDialect):
+    """ACP in the shared run loop: responses and the agent's requests are routed as they arrive;
+    updates and the prompt's response are normalized in order."""
+
+    name = "ACP agent"
+    routes = True
+
+    def __init__(self, adapter: AcpAdapter, run: AcpRun) -> None:
+        self.adapter = adapter
+        self.run = run
+        self.rpc: JsonRpcClient | None = None
+        self.live = False
+        """Set when ``start()`` returns: notifications read before are replayed history."""
+
+    @property
+    def summary(self) -> str:
+        return self.run.state.summary
+
+    def decode(self, line: bytes) -> Any:
+        return decode_rpc_line(line, adapter=self.adapter.id)
+
+    async def route(self, frame: Any) -> bool:
+        rpc = self.rpc
+        kind = rpc_kind(frame)
+        if kind == "response" and rpc is not None:
+            if frame.get("id") in rpc.unawaited:  # the prompt's answer: normalized in order
+                frame[_JUDGED] = await self.adapter.judge_end(self.run, frame.get("result"))
+                return False
+            rpc.resolve(frame)
+            return True
+        if kind == "request":
+            await self.adapter.answer(self.run, frame)
+            return True
+        if not self.live:
+            frame[_REPLAY] = True
+        return False
+
+    def end(self) -> None:
+        if self.rpc is not None:
+            self.rpc.close()
+
+    def opening(self, emitter: RunEmitter) -> list[RuntimeEvent]:
+        session = self.run.session_id
+        if not session:
+            return []
+        emitter.bind_run_id(session)
+        note = self.run.extra.get("model_note")
+        return [emitter.factory.status("init", model=self.run.state.model, detail=note)]
+
+    def normalize(self, frame: Any, make: EventFactory) -> list[RuntimeEvent] | None:
+        method = frame.get("method")
+        if method is None:  # the prompt's response
+            return self._prompt_end(frame, make)
+        if method != "session/update":
+            return None
+        params = as_dict(frame.get("params"))
+        if self.run.session_id and as_str(params.get("sessionId")) not in ("", self.run.session_id):
+            return []  # another session's update (one session per process: not expected)
+        update = as_dict(params.get("update"))
+        return normalize_update(update, make, self.run.state, replay=bool(frame.get(_REPLAY)))
+
+    def _prompt_end(self, frame: Any, make: EventFactory) -> list[RuntimeEvent]:
+        state = self.run.state
+        judged = frame.get(_JUDGED)
+        error = as_dict(frame.get("error"))
+        if self.run.cli.aborting:
+            return make.finish("aborted", state.summary)
+        if judged is True:
+            # the agent reported a failure as its answer text (normalized by now, in order)
+            text = redact_secrets(state.summary.strip()) or "ended the turn without an answer"
+            code = self.adapter.failure_code(text)
+            return make.fail(f"{self.adapter.id}: {text}", code=code, summary=state.summary)
+        if error:
+            data = as_dict(error.get("data"))
+            code = as_str(data.get("code")) or "runtime_reported"
+            message = redact_secrets(as_str(error.get("message")) or "the agent failed the prompt")
+            return make.fail(f"{self.adapter.id}: {message}", code=code, summary=state.summary)
+        return normalize_prompt_end(frame.get("result"), make, state)
+
+    def label(self, frame: Any) -> str:
+        method = as_str(frame.get("method"), "?")
+        if method == "session/update":
+            kind = as_str(as_dict(as_dict(frame.get("params")).get("update")).get("sessionUpdate"))
+            return kind or "session/update without a kind"
+        return method
+
+
+class AcpAdapter(CliAdapterBase[AcpConfig]):
+    """Any ACP agent behind the trait (see the module docstring)."""
+
+    id = "acp"
+    _live: dict[str, AcpRun]
+
+    def __init__(
+        self, config: AcpConfig | None = None, *, clock: Callable[[], int] = now_ms
+    ) -> None:
+        super().__init__(config or AcpConfig(), clock=clock)
+        self._live = {}
+
+    # -- hooks for subclasses ------------------------------------------------------------------
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        """The agent's argv: the configured command (through the launcher, if any)."""
+        if self.config.launcher is not None:
+            return list(self.config.launcher(args))
+        if not self.config.command:
+            raise ConfigError(
+                "the acp runtime needs the agent's command line (runtimes.acp.binary and "
+                "extra_args, or --acp-command 'gemini --experimental-acp')"
+            )
+        return [*self.config.command, *args]
+
+    async def prepare_run(self, run: AcpRun) -> None:
+        """Set up what the run needs before the agent starts (homes, config files, env)."""
+        await trio.lowlevel.checkpoint()
+
+    async def check_loaded(self, run: AcpRun, result: object) -> None:
+        """Raise if a ``session/load`` answer did not load the session (agent-specific)."""
+        await trio.lowlevel.checkpoint()
+
+    async def judge_end(self, run: AcpRun, result: object) -> bool:
+        """Whether a prompt that ended normally in fact failed (an agent that reports failures
+        as ordinary text). Called as the answer arrives; the error's message is the answer
+        text, taken once every earlier update is normalized (see :meth:`failure_code`)."""
+        await trio.lowlevel.checkpoint()
+        return False
+
+    def failure_code(self, text: str) -> str:
+        """The ``error{code}`` for a failure :meth:`judge_end` found, from the agent's text."""
+        return "runtime_reported"
+
+    async def finish_run(self, run: AcpRun) -> None:
+        """Clean up after the run's ``done`` (e.g. delete an owned home)."""
+        await trio.lowlevel.checkpoint()
+
+    # -- trait: static parts -------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        model = self.config.model
+        return Capabilities(
+            streaming=True,
+            mcp=bool(self.config.mcp_servers),
+            worktrees=False,
+            resume=True,
+            tool_approval=True,
+            models=(model,) if model else (),
+            steerable=False,
+            runtime_class="wrapped-oneshot",
+        )
+
+    async def probe_health(self) -> HealthResult:
+        """Start the agent and complete ``initialize`` (then end it)."""
+        try:
+            argv = self.argv([])
+        except ConfigError as exc:
+            await trio.lowlevel.checkpoint()
+            return HealthResult(ok=False, message=str(exc))
+        env = child_env(self.config.env_allow, extra=dict(self.config.env))
+        async with open_child(
+            argv, env=env, stdin=True, sigint_grace=0.2, sigterm_grace=0.2, adapter=self.id
+        ) as child:
+            rpc = JsonRpcClient(child.send_line, adapter=self.id)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._route_responses, child, rpc)
+                result = as_dict(await rpc.request("initialize", initialize_params(self.config)))
+                nursery.cancel_scope.cancel()
+        info = as_dict(result.get("agentInfo"))
+        name = as_str(info.get("name"), "ACP agent")
+        return HealthResult(ok=True, message=f"{name} {as_str(info.get('version'))}".strip())
+
+    async def _route_responses(self, child: ChildProcess, rpc: JsonRpcClient) -> None:
+        try:
+            async for batch in child.batches():
+                for line in batch:
+                    if isinstance(line, bytes) and line.strip():
+                        with suppress(ProtocolError):
+                            message = decode_rpc_line(line, adapter=self.id)
+                            if rpc_kind(message) == "response":
+                                rpc.resolve(message)
+        finally:
+            rpc.close()
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def child_for(self, run: RunHandle) -> ChildProcess | None:
+        """The run's agent process (``None`` before it is spawned or for an unknown run)."""
+        live = self._live.get(run.session_key)
+        return live.cli.child if live is not None else None
+
+    def session_of(self, run: RunHandle) -> CliSession:
+        live = self._live.get(run.session_key)
+        if live is None:
+            return super().session_of(run)
+        return CliSession(run.session_key, live.session_id or run.run_id, str(live.cwd))
+
+    async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
+        self.nursery  # noqa: B018 - raises if the adapter was not entered
+        resume = opts.resume_session_id or None
+        model = opts.model or (self._next_models.pop(resume, None) if resume else None)
+        model = model or self.config.model
+        cwd = Path(opts.cwd or self.origin(resume) or Path.cwd())
+        run = AcpRun(
+            opts=opts,
+            cwd=cwd,
+            env={**self.config.env, **opts.env},
+            state=AcpState(model=model, resumed=resume is not None),
+            resume=resume,
+        )
+        emitter = self.new_run(opts.session_key)
+        try:
+            await trio.Path(cwd).mkdir(parents=True, exist_ok=True)
+            await self.prepare_run(run)
+            spec = self.spec(
+                [], child_env(self.config.env_allow, extra=run.env), cwd=cwd, stdin=True
+            )
+        except (RingleaderError, OSError) as exc:
+            await emitter.fail(redact_secrets(str(exc)), code=_code(exc))
+            raise
+
+        async def cleanup() -> None:
+            await self.finish_run(run)
+
+        dialect = AcpDialect(self, run)
+        run.cli = CliRun(emitter, dialect, cleanup=cleanup)
+        self._live[opts.session_key] = run
+        self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
+        await run.cli.launch(self.nursery, spec, adapter=self.id, conversation=self._converse)
+        dialect.live = True  # no checkpoint since go was set: later notifications are output
+        return emitter.handle
+
+    async def _converse(self, cli: CliRun, child: ChildProcess) -> None:
+        """The handshake, then (once ``start()`` has returned) the prompt."""
+        dialect = cli.dialect
+        assert isinstance(dialect, AcpDialect)
+        run = dialect.run
+        rpc = dialect.rpc = JsonRpcClient(child.send_line, adapter=self.id)
+        timeout = self.config.handshake_timeout
+        with trio.move_on_after(timeout) as scope:
+            try:
+                await self._handshake(run, rpc)
+            except RingleaderError as exc:
+                cli.failure = exc
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the agent ended: reported from its exit
+        if scope.cancelled_caught:
+            cli.failure = RuntimeStartError(
+                f"{self.id} agent did not open a session within {timeout} s",
+                adapter=self.id,
+                session_key=run.opts.session_key,
+            )
+        if cli.failure is not None or run.session_id is None:
+            cli.ended.set()
+        cli.ready.set()
+        if cli.ended.is_set():
+            return
+        await cli.go.wait()
+        if cli.aborting:
+            cli.ended.set()
+            return
+        prompt = [{"type": "text", "text": run.opts.full_message()}]
+        self.record("session/prompt", sessionKey=run.opts.session_key)
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await rpc.send_request(
+                "session/prompt", {"sessionId": run.session_id, "prompt": prompt}
+            )
+
+    async def _handshake(self, run: AcpRun, rpc: JsonRpcClient) -> None:
+        """initialize → session/new | session/load (| session/resume) → optional set_model."""
+        init = as_dict(await self._request(run, rpc, "initialize", initialize_params(self.config)))
+        caps = as_dict(init.get("agentCapabilities"))
+        base: dict[str, Any] = {"cwd": str(run.cwd), "mcpServers": list(self.config.mcp_servers)}
+        if run.resume:
+            if caps.get("loadSession"):
+                method = "session/load"
+            elif "resume" in as_dict(caps.get("sessionCapabilities")):
+                method = "session/resume"
+            else:
+                raise RuntimeStartError(
+                    f"{self.id} agent cannot resume sessions (no loadSession capability)",
+                    adapter=self.id,
+                    session_key=run.opts.session_key,
+                )
+            result = await self._request(run, rpc, method, {"sessionId": run.resume, **base})
+            await self.check_loaded(run, result)
+            run.session_id = run.resume
+        else:
+            result = await self._request(run, rpc, "session/new", base)
+            session_id = as_str(as_dict(result).get("sessionId"))
+            if not session_id:
+                raise ProtocolError("session/new gave no sessionId", adapter=self.id)
+            run.session_id = session_id
+        self.remember_origin(run.session_id, str(run.cwd))
+        model = run.state.model
+        if model and model not in _current_models(result):
+            try:
+                params = {"sessionId": run.session_id, "modelId": model}
+                await self._request(run, rpc, "session/set_model", params)
+            except RuntimeReportedError as exc:
+                run.extra["model_note"] = f"model {model!r} not applied: {exc}"
+
+    async def _request(
+        self, run: AcpRun, rpc: JsonRpcClient, method: str, params: Mapping[str, Any]
+    ) -> Any:
+        self.record(method, sessionKey=run.opts.session_key)
+        return await rpc.request(method, params)
+
+    async def answer(self, run: AcpRun, message: RpcMessage) -> None:
+        """Answer one of the agent's requests (permissions by policy; fs only when enabled)."""
+        dialect = run.cli.dialect
+        assert isinstance(dialect, AcpDialect) and dialect.rpc is not None
+        rpc = dialect.rpc
+        method = as_str(message.get("method"))
+        params = as_dict(message.get("params"))
+        request_id = message.get("id")
+        try:
+            if method == "session/request_permission":
+                outcome = permission_outcome(self.config.permission, params)
+                self.record("permission", sessionKey=run.opts.session_key, **outcome)
+                await rpc.respond(request_id, outcome)
+            elif method in _FS_METHODS and self.config.allow_fs:
+                try:
+                    result = await trio.to_thread.run_sync(fs_request, method, params, run.cwd)
+                except (ValueError, OSError) as exc:
+                    await rpc.respond_error(request_id, -32602, redact_secrets(str(exc)))
+                else:
+                    await rpc.respond(request_id, result)
+            else:
+                await rpc.respond_error(request_id, -32601, f"ringleader does not offer {method}")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+    # -- controls ------------------------------------------------------------------------------
+
+    async def abort(self, run: RunHandle) -> None:
+        live = self._live.get(run.session_key)
+        if live is None or not await self.begin_abort(run, live.cli):
+            return
+        cli = live.cli
+        dialect = cli.dialect
+        assert isinstance(dialect, AcpDialect)
+        rpc = dialect.rpc
+        if rpc is not None and live.session_id is not None and rpc.unawaited:
+            with trio.move_on_after(self.config.cancel_grace):
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    await rpc.notify("session/cancel", {"sessionId": live.session_id})
+                    await cli.ended.wait()
+        await cli.abort(self.config.sigint_grace + self.config.sigterm_grace + 6)
+
+    async def set_model(self, run: RunHandle, model: str) -> None:
+        """Applies to the live session (``session/set_model``) when the agent accepts it, and to
+        the session's next run through this adapter."""
+        self.record("setModel", sessionKey=run.session_key, model=model)
+        live = self._live.get(run.session_key)
+        session = (live.session_id if live else None) or run.run_id
+        if session:
+            self._next_models[session] = model
+        dialect = live.cli.dialect if live is not None else None
+        if (
+            live is not None
+            and isinstance(dialect, AcpDialect)
+            and dialect.rpc is not None
+            and not live.cli.emitter.done
+        ):
+            with suppress(RingleaderError, trio.BrokenResourceError, trio.ClosedResourceError):
+                await dialect.rpc.request(
+                    "session/set_model", {"sessionId": live.session_id, "modelId": model}
+                )
+        await trio.lowlevel.checkpoint()
+
+    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
+        """Write ``value`` to ``key`` under the run's working directory (confined to it)."""
+        live = self._live.get(run.session_key)
+        await self.write_file(live.cwd if live is not None else None, key, value)
+        self.record("writeContext", sessionKey=run.session_key, key=key, value=value)
+
+
+def _current_models(session_result: object) -> set[str]:
+    """Model ids the new session already uses (no ``session/set_model`` needed)."""
+    models = as_dict(as_dict(session_result).get("models"))
+    current = as_str(models.get("currentModelId"))
+    return {current, current.partition(":")[2]} if current else set()
+
+
+def _code(error: BaseException) -> str | None:
+    if not isinstance(error, RingleaderError):
+        return "runtime_start_failed"
+    if isinstance(error, RuntimeReportedError) and error.code:
+        return error.code
+    return error.event_code

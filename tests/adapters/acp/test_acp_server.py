@@ -1,0 +1,128 @@
+"""``ringleader acp``: a runtime served as an ACP agent, driven by our own ACP client adapter.
+
+The round trip crosses both directions of the protocol for real: the ACP adapter starts
+``ringleader acp --runtime …`` as its agent process, and the server runs the runtime through the
+runner (recording the run in its event log) and maps the events back to ACP updates.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.acp import AcpAdapter, AcpConfig
+from contract import check_stream, collect_run
+from contract.model_server import serve_model_server
+from orchestrator.acp_server import event_to_update
+from orchestrator.adapter import StartOpts, TaskHandle
+from orchestrator.events import (
+    Cost,
+    Done,
+    EventFactory,
+    RuntimeEvent,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
+
+
+def acp_adapter(runtime: str, state: Path, **env: str) -> AcpAdapter:
+    command = [sys.executable, "-m", "orchestrator.cli", "acp", "--runtime", runtime]
+    root = str(Path(__file__).resolve().parents[3])
+    return AcpAdapter(
+        AcpConfig(
+            command=command,
+            env={"RINGLEADER_STATE_DIR": str(state), "PYTHONPATH": root, **env},
+            handshake_timeout=30,
+        )
+    )
+
+
+async def run_once(adapter: AcpAdapter, cwd: Path, message: str) -> list[RuntimeEvent]:
+    run = await adapter.start(
+        TaskHandle(), StartOpts(agent_id="ed", session_key="ed:1", message=message, cwd=str(cwd))
+    )
+    return await collect_run(adapter.events(run), deadline_s=60)
+
+
+async def test_scripted_runtime_round_trip(tmp_path: Path) -> None:
+    async with acp_adapter("scripted", tmp_path / "state") as adapter:
+        events = await run_once(adapter, tmp_path / "ws", "hi")
+    check_stream(events)
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == "Hello from the scripted runtime."
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "success"
+    cost = [e for e in events if isinstance(e, Cost)]
+    assert cost and (cost[-1].usage.input_tokens, cost[-1].usage.output_tokens) == (12, 6)
+    assert (tmp_path / "state" / "events.db").exists()  # the server recorded the run
+
+
+NATIVE_SCRIPT = {
+    "model": "claude-sonnet-4-5",
+    "conversations": [
+        {
+            "name": "acp",
+            "marker": "[[acp]]",
+            "turns": [
+                {"tool_calls": [{"name": "list_files", "input": {"path": "."}}]},
+                {"text": "I see the files."},
+            ],
+        }
+    ],
+}
+
+
+async def test_native_runtime_round_trip(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("hi")
+    async with serve_model_server(NATIVE_SCRIPT) as server:
+        env = {
+            "RINGLEADER_NATIVE_PROVIDER": "anthropic",
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": "sk-ant-acp-test-0000",
+        }
+        async with acp_adapter("native", tmp_path / "state", **env) as adapter:
+            events = await run_once(adapter, ws, "[[acp]] list the files")
+    check_stream(events)
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "success", events
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [c.name for c in calls] == ["list_files"]
+    assert results and results[0].tool_call_id == calls[0].tool_call_id
+    assert "I see the files." in done.summary
+
+
+def test_event_mapping_is_what_the_client_normalizes_back() -> None:
+    make = EventFactory(run_id="r")
+    events = [
+        make.text_delta("a"),
+        make.text_delta("b", "reasoning"),
+        make.tool_call("c1", "Bash", {"command": "ls"}),
+        make.tool_result("c1", "x", is_error=True),
+        make.status("running"),
+    ]
+    updates = [event_to_update(e, 1000) for e in events]
+    assert [u["sessionUpdate"] if u else None for u in updates] == [
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        None,
+    ]
+    assert json.loads(json.dumps(updates[2]))["rawInput"] == {"command": "ls"}
+    assert updates[3] is not None and updates[3]["status"] == "failed"
+
+
+@pytest.mark.parametrize("runtime", ["nope"])
+async def test_unknown_runtime_fails_the_handshake(runtime: str, tmp_path: Path) -> None:
+    async with acp_adapter(runtime, tmp_path / "state") as adapter:
+        events = await run_once(adapter, tmp_path / "ws", "hi")
+    check_stream(events)
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "error"
