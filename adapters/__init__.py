@@ -19,6 +19,7 @@ start it; :func:`child_env` builds its allow-listed environment (:data:`DEFAULT_
 from ._base import AdapterBase as AdapterBase
 from ._base import confined_path as confined_path
 from ._base import validate_context_key as validate_context_key
+from ._base import write_context_file as write_context_file
 from ._cli import ChildSpec as ChildSpec
 from ._cli import CliAdapterBase as CliAdapterBase
 from ._cli import CliDialect as CliDialect
@@ -50,4 +51,5 @@ __all__ = [
     "open_child",
     "probe_version",
     "validate_context_key",
+    "write_context_file",
 ]

@@ -30,6 +30,7 @@ from orchestrator.errors import ConfigError, exception_leaves, redact_secrets
 from orchestrator.events import now_ms
 from orchestrator.queue import EventQueue, QueueEventStream
 
+from ._confine import EscapeError, write_beneath
 from ._runs import RunEmitter, RunTable
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "closed_stream",
     "confined_path",
     "validate_context_key",
+    "write_context_file",
 ]
 
 _log = logging.getLogger(__name__)
@@ -68,6 +70,22 @@ def confined_path(root: str | os.PathLike[str], key: str) -> Path:
     if target != base and base not in target.parents:
         raise ConfigError(f"context key {key!r} escapes the run's workspace")
     return target
+
+
+def _write_context_file_sync(root: str | os.PathLike[str], key: str, value: str) -> None:
+    try:
+        write_beneath(root, str(validate_context_key(key)), value.encode("utf-8"), mkdirs=True)
+    except EscapeError as exc:
+        raise ConfigError(
+            f"context key {key!r} escapes the run's workspace ({exc.reason})"
+        ) from None
+
+
+async def write_context_file(root: str | os.PathLike[str], key: str, value: str) -> None:
+    """Write ``value`` to context key ``key`` beneath ``root`` with no check-then-write race:
+    every component is opened relative to its parent's handle with ``O_NOFOLLOW``
+    (:func:`adapters._confine.write_beneath`); an escape raises :class:`ConfigError`."""
+    await trio.to_thread.run_sync(_write_context_file_sync, root, key, value)
 
 
 class AdapterBase:

@@ -109,7 +109,7 @@ from orchestrator.errors import (
 )
 from orchestrator.events import Done, EventFactory, RuntimeEvent, TextDelta, now_ms
 
-from ._base import AdapterBase, confined_path, validate_context_key
+from ._base import AdapterBase, validate_context_key, write_context_file
 from ._jsonl import Frame
 from ._process import (
     DEFAULT_SIGINT_GRACE,
@@ -794,6 +794,4 @@ class CliAdapterBase(AdapterBase, Generic[C]):
         """Write a context file under ``cwd`` (confined to it); ``None``: only validate ``key``."""
         validate_context_key(key)
         if cwd is not None:
-            path = confined_path(cwd, key)
-            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
-            await trio.Path(path).write_text(value, encoding="utf-8")
+            await write_context_file(cwd, key, value)  # race-free (adapters._confine)

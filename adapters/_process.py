@@ -42,14 +42,21 @@ Exit codes follow :mod:`subprocess`: ``-N`` means killed by signal ``N`` (a shel
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 import os
+import queue
 import shutil
 import signal
 import subprocess
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+import sys
+import threading
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import asynccontextmanager, suppress
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -59,6 +66,8 @@ from orchestrator.errors import (
     RuntimeStartError,
     redact_secrets,
 )
+from orchestrator.lifetime import MARK_ENV, current_process_registry, marked_pids
+from orchestrator.redact import register_env_secrets
 
 from ._jsonl import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer
 
@@ -71,6 +80,8 @@ __all__ = [
     "child_env",
     "open_child",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_ENV_ALLOW: Final[tuple[str, ...]] = (
     "PATH",
@@ -148,8 +159,11 @@ class ChildProcess:
         sigterm_grace: float,
         adapter: str | None,
         session_key: str | None,
+        mark: str | None = None,
     ) -> None:
         self._proc = proc
+        self.mark = mark
+        """The value of ``RINGLEADER_PROC_MARK`` in the environment of the child's whole tree."""
         self.argv: Final = tuple(argv)
         self.pid: Final = proc.pid
         """The child's pid, which is also its process group id."""
@@ -311,20 +325,40 @@ class ChildProcess:
             self._term_done.set()
         return self.returncode
 
+    def _escaped(self) -> list[int]:
+        """Descendants that left the group (their own session): found by the inherited mark.
+        Members of the group are left out (the group signal reaches them once, not twice)."""
+        if not self.mark:
+            return []
+        out: list[int] = []
+        for pid in marked_pids(self.mark):
+            try:
+                if os.getpgid(pid) != self._pgid:
+                    out.append(pid)
+            except ProcessLookupError:
+                continue
+        return out
+
     def _signal_group(self, sig: int) -> None:
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self._pgid, sig)
+        for pid in self._escaped():
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    def _tree_alive(self) -> bool:
+        return _group_has_live_members(self._pgid) or bool(self._escaped())
 
     def _group_alive(self) -> bool:
         if self._proc.returncode is None:
             return True
-        return _group_has_live_members(self._pgid)
+        return self._tree_alive()
 
     async def _wait_group_gone(self, grace: float) -> bool:
         with trio.move_on_after(grace):
             await self._proc.wait()
             delay = 0.002
-            while _group_has_live_members(self._pgid):
+            while self._tree_alive():
                 await trio.sleep(delay)
                 delay = min(delay * 2, 0.05)
             return True
@@ -407,6 +441,122 @@ def _group_has_live_members(pgid: int) -> bool:
     return False
 
 
+class _Spawner:
+    """One thread that lives as long as the process and forks every runtime child.
+
+    ``PR_SET_PDEATHSIG`` fires when the *thread* that forked the child ends, not the process
+    (trio forks from its worker threads, which end after 10 s idle), so children are forked from
+    this thread: their death signal then fires exactly when our process dies.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="ringleader-spawner", daemon=True
+                )
+                self._thread.start()
+        self._queue.put((future, fn))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, fn = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+_SPAWNER = _Spawner()
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _find_prctl() -> Callable[..., int] | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC_PRCTL: Final = _find_prctl()
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    prctl = _LIBC_PRCTL
+    assert prctl is not None
+
+    def preexec() -> None:  # runs in the forked child, before exec
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # we died before the signal was armed
+            os._exit(127)
+
+    return preexec
+
+
+async def _spawn(
+    args: list[str], *, stdin: bool, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+) -> trio.Process:
+    """Start the child in its own session; on Linux it is SIGKILLed if we die (see _Spawner)."""
+    if _LIBC_PRCTL is None:
+        return await trio.lowlevel.open_process(
+            args,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
+    ours: list[int] = []
+    theirs: list[int] = []
+    try:
+        in_r = in_w = None
+        if stdin:
+            in_r, in_w = os.pipe()
+            ours.append(in_w)
+            theirs.append(in_r)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ours += [out_r, err_r]
+        theirs += [out_w, err_w]
+        popen = functools.partial(
+            subprocess.Popen,
+            args,
+            stdin=in_r if in_r is not None else subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=err_w,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=_die_with_parent(os.getpid()),
+        )
+        proc: subprocess.Popen[bytes] = await trio.to_thread.run_sync(_SPAWNER.submit(popen).result)
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    make = trio.lowlevel.FdStream
+    return trio.Process._create(  # pyright: ignore[reportPrivateUsage]
+        proc, make(in_w) if in_w is not None else None, make(out_r), make(err_r)
+    )
+
+
 def _resolve_executable(argv0: str, env: Mapping[str, str]) -> str | None:
     if os.sep in argv0:
         return argv0 if os.path.isfile(argv0) and os.access(argv0, os.X_OK) else None
@@ -455,6 +605,8 @@ async def open_child(
         raise ValueError("grace periods must be non-negative")
     args = [os.fspath(a) for a in argv]
     env = dict(env)
+    # whatever key the child is given, it may print: redact it by value from now on
+    register_env_secrets(env)
     if _resolve_executable(args[0], env) is None:
         hint = f"; {install_hint}" if install_hint else ""
         raise RuntimeNotFoundError(
@@ -464,17 +616,10 @@ async def open_child(
             adapter=adapter,
             session_key=session_key,
         )
+    mark = uuid.uuid4().hex
+    env[MARK_ENV] = mark  # inherited by every descendant, whatever session it moves to
     try:
-        proc = await trio.lowlevel.open_process(
-            args,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            close_fds=True,
-        )
+        proc = await _spawn(args, stdin=stdin, env=env, cwd=cwd)
     except OSError as exc:
         raise RuntimeStartError(
             f"could not start {args[0]}: {exc}", adapter=adapter, session_key=session_key
@@ -488,7 +633,16 @@ async def open_child(
         sigterm_grace=sigterm_grace,
         adapter=adapter,
         session_key=session_key,
+        mark=mark,
     )
+    registry = current_process_registry.get()
+    if registry is not None:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(
+                functools.partial(
+                    registry.record, mark, proc.pid, adapter=adapter, session_key=session_key
+                )
+            )
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(child._drain_stderr)  # pyright: ignore[reportPrivateUsage]
@@ -515,3 +669,5 @@ async def open_child(
         if not child._term_done.is_set():  # pyright: ignore[reportPrivateUsage]
             with trio.CancelScope(shield=True):
                 await child.terminate()
+        if registry is not None and not child.group_survived:
+            registry.forget(mark)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, Valid
 from orchestrator.adapter import Capabilities, RunHandle, StartOpts, TaskHandle
 from orchestrator.events import EventFactory, RuntimeEvent, Usage, now_ms
 
-from ._base import AdapterBase, JsonSessionCodec, confined_path, validate_context_key
+from ._base import AdapterBase, JsonSessionCodec, validate_context_key, write_context_file
 from ._runs import RunEmitter
 
 __all__ = [
@@ -292,8 +292,6 @@ class ScriptedAdapter(AdapterBase):
         validate_context_key(key)
         live = self._live.get(run.session_key)
         if live is not None and live.opts.cwd:
-            path = confined_path(live.opts.cwd, key)
-            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
-            await trio.Path(path).write_text(value)
+            await write_context_file(live.opts.cwd, key, value)
         self.calls.append(RecordedCall("writeContext", {"key": key, "value": value}))
         await trio.lowlevel.checkpoint()

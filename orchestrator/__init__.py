@@ -84,12 +84,19 @@ from .integration import IntegrationHome as IntegrationHome
 from .integration import PersistentHome as PersistentHome
 from .integration import RuntimeIntegrationPlan as RuntimeIntegrationPlan
 from .integration import resolve_runtime_integration as resolve_runtime_integration
+from .lifetime import ProcessIdentity as ProcessIdentity
+from .lifetime import ProcessRegistry as ProcessRegistry
 from .queue import DEFAULT_QUEUE_MAX as DEFAULT_QUEUE_MAX
 from .queue import AsyncQueue as AsyncQueue
 from .queue import EventQueue as EventQueue
 from .queue import QueueEventStream as QueueEventStream
 from .queue import collect_until_done as collect_until_done
 from .queue import create_async_queue as create_async_queue
+from .redact import StreamRedactor as StreamRedactor
+from .redact import redact_event as redact_event
+from .redact import redact_text as redact_text
+from .redact import register_env_secrets as register_env_secrets
+from .redact import register_secret as register_secret
 from .registry import AdapterFactory as AdapterFactory
 from .registry import RuntimeRegistry as RuntimeRegistry
 from .rotation import DEFAULT_ROTATION as DEFAULT_ROTATION
@@ -159,6 +166,8 @@ __all__ = [
     "NullSink",
     "ParticipantKind",
     "PersistentHome",
+    "ProcessIdentity",
+    "ProcessRegistry",
     "ProtocolError",
     "QueueEventStream",
     "RecordingSink",
@@ -193,6 +202,7 @@ __all__ = [
     "StartOpts",
     "Status",
     "StatusPhase",
+    "StreamRedactor",
     "Supervisor",
     "TaskHandle",
     "TaskOutcome",
@@ -218,7 +228,11 @@ __all__ = [
     "feed_app",
     "jsonl_line",
     "now_ms",
+    "redact_event",
     "redact_secrets",
+    "redact_text",
+    "register_env_secrets",
+    "register_secret",
     "resolve_runtime_integration",
     "rotate_session",
     "serve_acp_stdio",

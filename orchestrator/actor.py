@@ -37,6 +37,7 @@ from .events import (
     now_ms,
 )
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, with_idle_timeout
+from .redact import StreamRedactor
 
 __all__ = [
     "STEER_KEY",
@@ -183,6 +184,9 @@ class RunActor:
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._serve_mailbox)
+            # the one choke point: every event is redacted here, before the sink (the event log,
+            # then subscribers) and before the outcome, runs table and handoff notes see it
+            redactor = StreamRedactor()
             async with with_idle_timeout(
                 stream, on_idle=on_idle, idle_s=self.idle_s, grace_s=self.grace_s
             ) as guarded:
@@ -190,9 +194,16 @@ class RunActor:
                 # per burst, and no timer for events that were already waiting
                 while done is None:
                     try:
-                        batch = await guarded.next_batch(_BATCH)
+                        raw = await guarded.next_batch(_BATCH)
                     except StopAsyncIteration:
                         break
+                    batch: list[RuntimeEvent] = []
+                    for event in raw:
+                        seen += 1
+                        last_seq = event.seq
+                        batch += redactor.push(event)
+                        if isinstance(event, Done):
+                            break  # nothing after the terminal
                     for event in batch:
                         if isinstance(event, TextDelta):
                             if event.channel == "assistant":
@@ -207,13 +218,14 @@ class RunActor:
                                 fatal = event
                         elif isinstance(event, Done):
                             done = event
-                            break
-                    if done is not None and batch[-1] is not done:
-                        batch = batch[: batch.index(done) + 1]  # nothing after the terminal
-                    seen += len(batch)
-                    last_seq = batch[-1].seq
                     await self._deliver(batch)
                 idled = guarded.idled
+            held = redactor.flush()  # a delta held back at a stream that ended without done
+            for event in held:
+                if isinstance(event, TextDelta) and event.channel == "assistant":
+                    text.append(event.text)
+                    produced = True
+            await self._deliver(held)
             if done is None:
                 done, fatal = await self._synthesize_terminal(last_seq, text, idled, fatal)
             self.finished.set()

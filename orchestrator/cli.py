@@ -154,6 +154,27 @@ async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
             await trio.sleep(interval_s)
 
 
+def _feed_token(args: argparse.Namespace) -> str | None:
+    """The feed token: ``--token-file``, else ``$RINGLEADER_FEED_TOKEN_FILE``, else
+    ``$RINGLEADER_FEED_TOKEN``, else ``--token`` (which shows in ``ps``). One source only."""
+    path: Path | None = args.token_file
+    if path is None and os.environ.get("RINGLEADER_FEED_TOKEN_FILE"):
+        path = Path(os.environ["RINGLEADER_FEED_TOKEN_FILE"])
+    token: str | None = args.token
+    if path is not None:
+        if token is not None:
+            raise ConfigError("give the feed token once: --token-file or --token, not both")
+        try:
+            token = path.expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the feed token file {path}: {exc.strerror}") from None
+        if not token:
+            raise ConfigError(f"the feed token file {path} is empty")
+    elif token is None:
+        token = os.environ.get("RINGLEADER_FEED_TOKEN") or None
+    return token
+
+
 async def _acp(runtime_id: str, model: str | None, config_file: str | None) -> int:
     specs = discover_runtimes()
     registry = _registry(specs, _load_config(config_file, specs))
@@ -584,7 +605,7 @@ def _parser() -> argparse.ArgumentParser:
         [
             "ringleader serve",
             "ringleader serve --port 0",
-            "RINGLEADER_FEED_TOKEN=… ringleader serve --host 0.0.0.0",
+            "ringleader serve --host 0.0.0.0 --token-file ~/.config/ringleader/feed-token",
         ],
     )
     serve.add_argument(
@@ -599,10 +620,18 @@ def _parser() -> argparse.ArgumentParser:
         help="TCP port, 0 for a free one (printed); default 8765; e.g. --port 0",
     )
     serve.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="file holding the bearer token clients must send (required off loopback); by "
+        "default the token comes from the file named by $RINGLEADER_FEED_TOKEN_FILE, else from "
+        "$RINGLEADER_FEED_TOKEN; e.g. --token-file ~/.config/ringleader/feed-token",
+    )
+    serve.add_argument(
         "--token",
-        default=os.environ.get("RINGLEADER_FEED_TOKEN"),
-        help="bearer token clients must send; required off loopback (default: "
-        '$RINGLEADER_FEED_TOKEN); e.g. --token "$(cat token.txt)"',
+        default=None,
+        help="the token itself (discouraged: any local user can read it in `ps`; prefer "
+        "--token-file); e.g. --token local-test-only",
     )
 
     _sub(
@@ -657,7 +686,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
         return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
     if args.command == "serve":
-        return trio.run(_serve, args.host, args.port, args.token, out)
+        return trio.run(_serve, args.host, args.port, _feed_token(args), out)
     if args.command == "acp":
         return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
     if args.command == "batch":

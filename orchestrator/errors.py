@@ -22,15 +22,17 @@ trio's own ``Cancelled``, ``ClosedResourceError`` and ``BrokenResourceError`` ar
 Every error keeps its constructor arguments in ``args`` order so that ``type(e)(*e.args)``
 rebuilds it, which is what :mod:`pickle` does; keyword-only data is carried through
 ``__reduce__``. Messages never contain secrets: adapters pass text through
-:func:`redact_secrets` before building an error from runtime output.
+:func:`redact_secrets` before building an error from runtime output, and every event is redacted
+again at the run's actor (:mod:`orchestrator.redact`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, cast
 
 import trio
+
+from .redact import redact_text
 
 __all__ = [
     "ActorCrashedError",
@@ -54,24 +56,11 @@ __all__ = [
 
 _MAX_LINE_IN_ERROR = 200
 
-_SECRET_PATTERNS = (
-    # provider keys: sk-ant-…, sk-proj-…, sk-…, OpenRouter sk-or-…
-    re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),
-    # bearer tokens in headers or logs
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"),
-    # key=value / "key": "value" shapes
-    re.compile(
-        r"(?i)((?:api[_-]?key|auth[_-]?token|access[_-]?token|secret|password|x-api-key)"
-        r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"
-    ),
-)
-
 
 def redact_secrets(text: str) -> str:
-    """Replace anything shaped like an API key or token in ``text`` with ``[REDACTED]``."""
-    out = _SECRET_PATTERNS[0].sub("[REDACTED]", text)
-    out = _SECRET_PATTERNS[1].sub(r"\1[REDACTED]", out)
-    return _SECRET_PATTERNS[2].sub(r"\1[REDACTED]", out)
+    """Replace every known secret (by value, in its common encodings) and anything shaped like an
+    API key or token in ``text`` with ``[REDACTED]`` (see :mod:`orchestrator.redact`)."""
+    return redact_text(text)
 
 
 class RingleaderError(Exception):

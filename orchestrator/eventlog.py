@@ -40,8 +40,15 @@ append never leaves its batch half-written or its fate unknown.
 Tables: ``events`` (``gid`` — a global, increasing id, SQLite's rowid with ``AUTOINCREMENT``,
 stable across ``VACUUM`` and never reused; it is the feed's resume cursor — run key, seq, kind,
 ts, wire-JSON body; ``(run_key, seq)`` is ``UNIQUE``, the natural key), ``runs`` (runtime,
-session key, status, times, final outcome JSON) and ``sessions`` (runtime, native session id,
-codec blob and the *origin working directory* a resume must run from).
+session key, status, times, final outcome JSON, and the owner process as pid + start time) and
+``sessions`` (one row per run: its session key, runtime, native session id, codec blob and the
+*origin working directory* a resume must run from).
+
+Nothing recorded is overwritten: every attempt has its own run key (:meth:`EventLog.start_run`
+refuses a used one), and a run's session row is only ever refined by that run. Opening the log
+marks runs left ``running`` by a dead owner process ``interrupted`` and closes their event
+stream with ``error{code: interrupted}`` + ``done{error}``. The database file is created 0600
+(and a missing parent directory 0700).
 
 One writing process per log file keeps the live feed complete: another process's commits are in
 the log (and replayed by the SSE endpoint) but are not published live in this one.
@@ -53,6 +60,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -67,7 +75,8 @@ import outcome
 import trio
 
 from .errors import single_exception
-from .events import RuntimeEvent, event_from_json, event_to_json, now_ms
+from .events import EventFactory, RuntimeEvent, event_from_json, event_to_json, now_ms
+from .lifetime import ProcessIdentity, ensure_private_dir
 
 __all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRow", "SessionRow"]
 
@@ -92,17 +101,26 @@ CREATE TABLE IF NOT EXISTS runs (
     status TEXT NOT NULL,
     started_ms INTEGER NOT NULL,
     ended_ms INTEGER,
-    outcome TEXT
+    outcome TEXT,
+    owner_pid INTEGER,
+    owner_start INTEGER
 );
+"""
+
+_SCHEMA_SESSIONS = """
 CREATE TABLE IF NOT EXISTS sessions (
-    session_key TEXT PRIMARY KEY,
+    run_key TEXT PRIMARY KEY,
+    session_key TEXT NOT NULL,
     runtime_id TEXT NOT NULL,
     native_session_id TEXT,
     codec_blob TEXT,
     origin_cwd TEXT,
     updated_ms INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS sessions_by_key ON sessions (session_key, updated_ms);
 """
+
+_RUN_OWNER_COLUMNS = (("owner_pid", "INTEGER"), ("owner_start", "INTEGER"))
 
 _INSERT = "INSERT INTO events (run_key, seq, kind, ts, body) VALUES (?, ?, ?, ?, ?)"
 
@@ -176,6 +194,8 @@ class SessionRow:
     codec_blob: str | None
     origin_cwd: str | None
     updated_ms: int
+    run_key: str | None = None
+    """The run that recorded it (each run has its own row)."""
 
 
 class CommitListener(Protocol):
@@ -216,6 +236,95 @@ class _Statement:
 
 
 _Op = _Append | _Statement
+
+
+def _create_private(target: Path) -> None:
+    """Create the database file 0600 before SQLite opens it (its ``-wal`` and ``-shm`` files
+    take the database file's mode); narrow an existing log we own to 0600."""
+    fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        side = target.with_name(target.name + suffix)
+        try:
+            if side.stat().st_mode & 0o077:
+                os.chmod(side, 0o600)
+        except OSError:
+            pass
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a log written by an older version to the current schema (idempotent)."""
+    cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(runs)")}
+    for name, sql_type in _RUN_OWNER_COLUMNS:
+        if name not in cols:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {sql_type}")
+    cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(sessions)")}
+    if cols and "run_key" not in cols:
+        # one row per session key (overwritten by every run) becomes one row per run
+        conn.executescript(
+            "BEGIN; ALTER TABLE sessions RENAME TO sessions_v0;"
+            + _SCHEMA_SESSIONS
+            + "INSERT INTO sessions (run_key, session_key, runtime_id, native_session_id, "
+            "codec_blob, origin_cwd, updated_ms) SELECT session_key, session_key, runtime_id, "
+            "native_session_id, codec_blob, origin_cwd, updated_ms FROM sessions_v0;"
+            "DROP TABLE sessions_v0; COMMIT;"
+        )
+
+
+INTERRUPTED_CODE = "interrupted"
+"""``error{code}`` of the terminal events appended to a run whose owner process died."""
+
+
+def _mark_interrupted(conn: sqlite3.Connection, now: int) -> list[str]:
+    """Mark runs left ``running`` by a dead owner process ``interrupted``; close their streams
+    with ``error{fatal, code: interrupted}`` + ``done{error}``. Returns their run keys."""
+    rows = conn.execute(
+        "SELECT run_key, owner_pid, owner_start FROM runs WHERE status = 'running'"
+    ).fetchall()
+    dead = [
+        str(key)
+        for key, pid, start in rows
+        if pid is None
+        or not ProcessIdentity(int(pid), None if start is None else int(start)).alive()
+    ]
+    for key in dead:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            last = conn.execute(
+                "SELECT body FROM events WHERE run_key = ? ORDER BY seq DESC LIMIT 1", (key,)
+            ).fetchone()
+            if last is not None:
+                prev = event_from_json(str(last[0]))
+                if prev.kind != "done":
+                    make = EventFactory(
+                        run_id=prev.run_id,
+                        session_id=prev.session_id,
+                        clock=lambda: now,
+                        seq=prev.seq,
+                    )
+                    message = "the orchestrator process running this run died; run interrupted"
+                    conn.executemany(
+                        _INSERT,
+                        [
+                            (key, e.seq, e.kind, e.ts, event_to_json(e))
+                            for e in make.fail(message, code=INTERRUPTED_CODE)
+                        ],
+                    )
+            conn.execute(
+                "UPDATE runs SET status = 'interrupted', ended_ms = ? "
+                "WHERE run_key = ? AND status = 'running'",
+                (now, key),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return dead
 
 
 def _run_op(conn: sqlite3.Connection, op: _Op) -> None:
@@ -396,7 +505,9 @@ class EventLog:
         target = Path(path)
 
         def connect() -> tuple[sqlite3.Connection, sqlite3.Connection]:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.parent.exists():
+                ensure_private_dir(target.parent)
+            _create_private(target)
             conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
             try:
                 mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
@@ -405,6 +516,15 @@ class EventLog:
                 conn.execute(f"PRAGMA synchronous={synchronous}")
                 conn.execute("PRAGMA busy_timeout=5000")
                 conn.executescript(_SCHEMA)
+                _migrate(conn)
+                conn.executescript(_SCHEMA_SESSIONS)
+                interrupted = _mark_interrupted(conn, clock())
+                if interrupted:
+                    _log.warning(
+                        "event log %s: %d run(s) of a dead process marked interrupted",
+                        target,
+                        len(interrupted),
+                    )
                 # checkpoints (which fsync) run in the database thread, never in a commit
                 conn.execute("PRAGMA wal_autocheckpoint=0")
                 reader = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
@@ -711,20 +831,27 @@ class EventLog:
     # -- runs ----------------------------------------------------------------------------------
 
     async def start_run(self, run_key: str, *, runtime_id: str, session_key: str) -> None:
-        """Record a new run (``running``); returns once the row is committed."""
+        """Record a new run, owned by this process (``running``); returns once committed.
+
+        Raises :class:`sqlite3.IntegrityError` if ``run_key`` was used before: every attempt
+        needs its own key, and nothing recorded is ever replaced. If this process dies, the next
+        :meth:`open` marks the run ``interrupted``."""
+        owner = ProcessIdentity.current()
         await self._write(
-            "INSERT OR REPLACE INTO runs (run_key, runtime_id, session_key, status, started_ms) "
-            "VALUES (?, ?, ?, 'running', ?)",
-            (run_key, runtime_id, session_key, self.clock()),
+            "INSERT INTO runs (run_key, runtime_id, session_key, status, started_ms, "
+            "owner_pid, owner_start) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+            (run_key, runtime_id, session_key, self.clock(), owner.pid, owner.start),
             what="start_run",
             wait=True,
         )
 
     async def finish_run(self, run_key: str, *, status: str, outcome: dict[str, Any]) -> None:
-        """Record how a run ended (``outcome`` is stored as JSON). Queued: committed with the
+        """Record how a running run ended (``outcome`` is stored as JSON); a run that already
+        ended (or was marked ``interrupted``) keeps what was recorded. Queued: committed with the
         next transaction (see the module docstring)."""
         await self._write(
-            "UPDATE runs SET status = ?, ended_ms = ?, outcome = ? WHERE run_key = ?",
+            "UPDATE runs SET status = ?, ended_ms = ?, outcome = ? "
+            "WHERE run_key = ? AND status = 'running'",
             (status, self.clock(), json.dumps(outcome), run_key),
             what="finish_run",
             wait=False,
@@ -768,26 +895,41 @@ class EventLog:
         native_session_id: str | None,
         codec_blob: str | None,
         origin_cwd: str | None,
+        run_key: str | None = None,
     ) -> None:
-        """Insert or replace the resumable state of a session. Queued: committed in the same
-        transaction as, or before, anything queued after it (:meth:`flush` waits for it)."""
+        """Record the resumable state of one run of ``session_key``. Queued: committed in the
+        same transaction as, or before, anything queued after it (:meth:`flush` waits for it).
+
+        Each run has its own row (``run_key``, defaulting to ``session_key``): recording a new
+        run never touches an earlier run's row. Recording the same run again refines its row
+        (a known native id or codec blob is never replaced by an unknown one)."""
+        key = session_key if run_key is None else run_key
         await self._write(
-            "INSERT OR REPLACE INTO sessions (session_key, runtime_id, native_session_id, "
-            "codec_blob, origin_cwd, updated_ms) VALUES (?, ?, ?, ?, ?, ?)",
-            (session_key, runtime_id, native_session_id, codec_blob, origin_cwd, self.clock()),
+            "INSERT INTO sessions (run_key, session_key, runtime_id, native_session_id, "
+            "codec_blob, origin_cwd, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_key) DO UPDATE SET "
+            "native_session_id = COALESCE(excluded.native_session_id, native_session_id), "
+            "codec_blob = COALESCE(excluded.codec_blob, codec_blob), "
+            "origin_cwd = COALESCE(excluded.origin_cwd, origin_cwd), "
+            "updated_ms = excluded.updated_ms",
+            (key, session_key, runtime_id, native_session_id, codec_blob, origin_cwd, self.clock()),
             what="record_session",
             wait=False,
         )
 
-    async def get_session(self, session_key: str) -> SessionRow | None:
+    async def get_session(self, key: str) -> SessionRow | None:
+        """The session recorded by run ``key``; else the latest run's of session key ``key``."""
         conn = self._reader
+        cols = "session_key, runtime_id, native_session_id, codec_blob, origin_cwd, updated_ms, run_key"
 
         def query() -> SessionRow | None:
-            row = conn.execute(
-                "SELECT session_key, runtime_id, native_session_id, codec_blob, origin_cwd, updated_ms "
-                "FROM sessions WHERE session_key = ?",
-                (session_key,),
-            ).fetchone()
+            row = conn.execute(f"SELECT {cols} FROM sessions WHERE run_key = ?", (key,)).fetchone()
+            if row is None:
+                row = conn.execute(
+                    f"SELECT {cols} FROM sessions WHERE session_key = ? "
+                    "ORDER BY updated_ms DESC, rowid DESC LIMIT 1",
+                    (key,),
+                ).fetchone()
             return SessionRow(*row) if row else None
 
         return await self._call(query)

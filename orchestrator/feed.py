@@ -552,14 +552,16 @@ def feed_app(
         raw = (
             request.headers.get("last-event-id") or request.query_params.get("last_event_id") or "0"
         )
-        try:
-            last = int(raw)
-        except ValueError:
-            return JSONResponse({"error": "Last-Event-ID must be an integer"}, status_code=400)
+        last = _event_id(raw)
+        if last is None:
+            return JSONResponse(
+                {"error": f"Last-Event-ID must be an integer from 0 to {_MAX_EVENT_ID}"},
+                status_code=400,
+            )
         stream = _SSEStream(
             feed,
             log,
-            max(last, 0),
+            last,
             request.query_params.get("run"),
             page=page,
             keepalive_s=keepalive_s,
@@ -594,6 +596,20 @@ def feed_app(
             Route("/runs/{key:path}", run_events),
         ]
     )
+
+
+_MAX_EVENT_ID = 2**63 - 1
+"""The largest global id the log can hold (SQLite's INTEGER is signed 64-bit)."""
+
+
+def _event_id(raw: str) -> int | None:
+    """A ``Last-Event-ID`` as an int in ``[0, 2**63)``; ``None`` for anything else (so the
+    answer is a 400, never a stream that dies on an out-of-range cursor)."""
+    raw = raw.strip()
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 19:
+        return None
+    value = int(raw)
+    return value if value <= _MAX_EVENT_ID else None
 
 
 def _run_json(row: RunRow) -> dict[str, Any]:

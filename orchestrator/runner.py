@@ -36,11 +36,13 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
-from .errors import single_exception
+from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
 from .eventlog import EventLog
-from .events import DoneReason, RuntimeEvent, Usage, now_ms
+from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
+from .lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
+from .redact import register_env_secrets
 from .registry import RuntimeRegistry
 from .rotation import (
     DEFAULT_ROTATION,
@@ -154,7 +156,10 @@ class Runner:
     """Called with each new actor (to abort, steer or watch it from outside)."""
     event_log: EventLog | None = None
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
-    _home_locks: dict[str, trio.Lock] = attrs.field(init=False, factory=dict[str, trio.Lock])
+    home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
+    """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
+    (``attrs.evolve``, as :class:`~orchestrator.hosts.local.LocalHost` makes per task) share
+    the table, so the serialization holds across all of a host's tasks."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -168,7 +173,7 @@ class Runner:
             return
         if kind == "persistent":
             path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
-            lock = self._home_locks.setdefault(str(path), trio.Lock())
+            lock = self.home_locks.setdefault(str(path), trio.Lock())
             async with lock:
                 await trio.to_thread.run_sync(
                     lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -226,12 +231,19 @@ class Runner:
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
             if n > 0:
-                current = await adapter.start(
-                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, f"{session_key}:a{n}", note, home),
-                )
+                opts = self._opts(task, f"{session_key}:a{n}", note, home)
+                try:
+                    current = await adapter.start(
+                        TaskHandle(task_id=task.task_id, team_id=task.team_id), opts
+                    )
+                except Exception as exc:
+                    await self._start_failed(adapter, opts.session_key, session_key, exc)
+                    raise
             log = self.event_log
             handle = current
+            # every attempt gets its own run key: re-running a task (after a crash, in another
+            # process) never collides with, or overwrites, what an earlier attempt recorded
+            run_key = f"{current.session_key}:run-{uuid.uuid4().hex[:8]}"
             recorded = False
 
             async def record_session_once(event: RuntimeEvent) -> None:
@@ -240,12 +252,12 @@ class Runner:
                 nonlocal recorded
                 if not recorded and log is not None and handle.run_id:
                     recorded = True
-                    await self._record_session(log, adapter, handle, task)
+                    await self._record_session(log, adapter, handle, task, run_key)
 
             actor = RunActor(
                 adapter=adapter,
                 run_handle=current,
-                run_key=current.session_key,
+                run_key=run_key,
                 sink=self.sink,
                 capabilities=caps,
                 idle_s=self.idle_s,
@@ -256,19 +268,50 @@ class Runner:
             if self.on_actor is not None:
                 self.on_actor(actor)
             if log is not None:
-                await log.start_run(
-                    current.session_key, runtime_id=adapter.id, session_key=session_key
-                )
+                await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
             try:
                 outcome = await actor.run()
             finally:
                 actor.fence()
             if log is not None:
-                await self._record(log, adapter, current, outcome, task)
+                await self._record(log, adapter, current, outcome, task, run_key)
             return outcome
 
         outcome = await supervisor.supervise(attempt)
         return outcome, supervisor.attempts, current
+
+    async def _start_failed(
+        self, adapter: RuntimeAdapter, run_session_key: str, session_key: str, exc: Exception
+    ) -> RunOutcome:
+        """Record a run that could not start (binary missing, argv too long, spawn refused, …) as
+        a logged run: ``error{fatal}`` + ``done{error}`` through the sink, and its runs row."""
+        run_key = f"{run_session_key}:run-{uuid.uuid4().hex[:8]}"
+        code = exc.event_code if isinstance(exc, RingleaderError) else "runtime_start_failed"
+        message = redact_secrets(f"{adapter.id} could not start: {exc}")
+        make = EventFactory(run_id="", session_id=run_session_key, clock=self.clock)
+        log = self.event_log
+        if log is not None:
+            await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
+        events = make.fail(message, code=code)
+        await self.sink.deliver(run_key, events)
+        outcome = RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="error",
+            summary=message,
+            usage=None,
+            cost_usd=None,
+            error_code=code,
+            error_message=message,
+            events=len(events),
+        )
+        if log is not None:
+            await log.finish_run(
+                run_key,
+                status="error",
+                outcome={"reason": "error", "summary": message, "errorCode": code, "runId": None},
+            )
+        return outcome
 
     async def _record(
         self,
@@ -277,10 +320,11 @@ class Runner:
         run: RunHandle,
         outcome: RunOutcome,
         task: TaskSpec,
+        run_key: str,
     ) -> None:
-        await self._record_session(log, adapter, run, task)
+        await self._record_session(log, adapter, run, task, run_key)
         await log.finish_run(
-            run.session_key,
+            run_key,
             status=outcome.reason,
             outcome={
                 "reason": outcome.reason,
@@ -294,7 +338,7 @@ class Runner:
         )
 
     async def _record_session(
-        self, log: EventLog, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec
+        self, log: EventLog, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec, run_key: str
     ) -> None:
         codec = adapter.session_codec
         blob: str | None = None
@@ -309,6 +353,7 @@ class Runner:
             native_session_id=run.run_id,
             codec_blob=blob,
             origin_cwd=task.cwd,
+            run_key=run_key,
         )
 
     # -- the task ------------------------------------------------------------------------------
@@ -326,6 +371,10 @@ class Runner:
         A single error from inside (a runtime that cannot start, a bad configuration) is raised
         as itself, not wrapped in exception groups.
         """
+        # children are recorded under the state dir; those of a dead orchestrator are reaped
+        registry = ProcessRegistry(self.state_dir / "procs")
+        await trio.to_thread.run_sync(registry.reap)
+        token = current_process_registry.set(registry)
         try:
             return await self._run_task(runtime_id, task, rotate_to, max_rotations)
         except BaseExceptionGroup as group:
@@ -333,6 +382,8 @@ class Runner:
             if leaf is not None:
                 raise leaf from group
             raise
+        finally:
+            current_process_registry.reset(token)
 
     async def _run_task(
         self,
@@ -342,6 +393,11 @@ class Runner:
         max_rotations: int | None,
     ) -> TaskOutcome:
         limit = self.rotation.max_rotations if max_rotations is None else max_rotations
+        # keys configured by environment variable (ours or the task's) are redacted by value
+        register_env_secrets(os.environ)
+        register_env_secrets(task.env)
+        state_dir = self.state_dir
+        await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         state = _TaskState()
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
         runtime = runtime_id
@@ -359,10 +415,18 @@ class Runner:
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
-            handle = await adapter.start(
-                TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                self._opts(task, session_key, "", home),
-            )
+            try:
+                handle = await adapter.start(
+                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                    self._opts(task, session_key, "", home),
+                )
+            except Exception as exc:
+                # a start failure is a logged run ending in error, not an exception with no trace
+                failed = await self._start_failed(adapter, session_key, session_key, exc)
+                if isinstance(exc, ConfigError):
+                    raise  # the caller's own bad input: a typed error (and now in the log too)
+                state.runs.append(RunRecord(runtime, session_key, failed, 1))
+                return _final(state)
             while True:
                 outcome, attempts, handle = await self._supervised_run(
                     adapter, caps, task, session_key, handle, state.note, home

@@ -48,7 +48,13 @@ from orchestrator.adapter import (
 from orchestrator.errors import ConfigError, redact_secrets
 from orchestrator.events import now_ms
 
-from .._base import AdapterBase, JsonSessionCodec, confined_path, validate_context_key
+from .._base import (
+    AdapterBase,
+    JsonSessionCodec,
+    confined_path,
+    validate_context_key,
+    write_context_file,
+)
 from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
@@ -375,9 +381,8 @@ class NativeAdapter(AdapterBase):
             text = value if key == STEER_KEY else f"[context update: {key}]\n{value}"
             live.glove.steer(text)  # before any await: it lands at the next turn boundary
             steered = True
-        if path is not None:
-            await trio.Path(path).parent.mkdir(parents=True, exist_ok=True)
-            await trio.Path(path).write_text(value)
+        if path is not None and live is not None and live.opts.cwd:
+            await write_context_file(live.opts.cwd, key, value)
         self.calls.append(
             RecordedCall("writeContext", {"key": key, "value": value, "steered": steered})
         )

@@ -63,12 +63,15 @@ def test_sigkill_mid_run_leaves_a_gapless_log_and_a_resumable_session(tmp_path: 
     async def after_restart() -> None:
         async with EventLog.open(db) as log:
             (run,) = await log.runs()
-            assert run.status == "running"  # it never finished
+            # its owner died: reopening the log marked it interrupted and closed its stream
+            assert run.status == "interrupted"
             events = await log.read(run.run_key)
             assert len(events) >= 20
             assert [e.seq for e in events] == list(range(1, len(events) + 1))
             assert events[0].kind == "status"
-            assert not any(e.kind == "done" for e in events)
+            assert [e.kind for e in events[-2:]] == ["error", "done"]
+            assert [e.kind for e in events].count("done") == 1
+            assert getattr(events[-2], "code", None) == "interrupted"
             session = await log.get_session(run.session_key)
             assert session is not None
             assert session.native_session_id == "native-session-42"

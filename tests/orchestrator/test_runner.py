@@ -369,5 +369,5 @@ async def test_runs_and_sessions_are_recorded_for_resume(tmp_path: Path) -> None
         assert session.native_session_id == "native-7"
         assert session.origin_cwd == str(tmp_path / "repo")
         assert session.codec_blob is not None
-        events = await log.read(run.session_key)
+        events = await log.read(run.run_key)
         assert events[-1].kind == "done"

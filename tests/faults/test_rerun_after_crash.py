@@ -1,0 +1,114 @@
+"""Item 5: re-running a crashed task. The crashed attempt is marked ``interrupted`` (its owner
+process is dead), nothing it recorded is overwritten, and the re-run gets its own run key instead
+of dying on ``UNIQUE constraint failed: events.run_key, events.seq``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import trio
+
+from orchestrator.eventlog import EventLog
+
+ORCHESTRATOR = textwrap.dedent(
+    """
+    import sys, trio
+    from adapters import ScriptedAdapter
+    from orchestrator import Runner, RuntimeRegistry, TaskSpec
+    from orchestrator.eventlog import EventLog
+    from orchestrator.feed import RecordingSink
+
+    class Announce:
+        seen = 0
+        async def deliver(self, run_key, events):
+            Announce.seen += len(events)
+            if Announce.seen >= 20 and sys.argv[4] == "crash":
+                print("mid-run", flush=True)
+                await trio.sleep_forever()
+
+    session = "native-" + sys.argv[4]
+    script = [{"type": "init", "sessionId": session, "model": "m"}]
+    script += [{"type": "text", "text": f"chunk-{i} "} for i in range(200)]
+    script += [{"type": "result", "ok": True, "summary": "all done"}]
+
+    async def main():
+        registry = RuntimeRegistry()
+        registry.register_factory("scripted", lambda: ScriptedAdapter(script))
+        async with EventLog.open(sys.argv[1]) as log:
+            sink = RecordingSink(log, extra=[Announce()])
+            runner = Runner(registry, sink=sink, state_dir=sys.argv[2], event_log=log)
+            task = TaskSpec(task_id="same-task", title="long task", cwd=sys.argv[3])
+            outcome = await runner.run_task("scripted", task)
+            print(outcome.status, flush=True)
+
+    trio.run(main)
+    """
+)
+
+
+def _orchestrator(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
+    db, state, origin = tmp_path / "events.db", tmp_path / "state", tmp_path / "repo"
+    origin.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", ORCHESTRATOR, str(db), str(state), str(origin), mode],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_rerunning_a_crashed_task_records_a_new_run_and_keeps_the_old_one(tmp_path: Path) -> None:
+    with _orchestrator(tmp_path, "crash") as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "mid-run"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    async def crashed_state() -> tuple[str, int]:
+        async with EventLog.open(tmp_path / "events.db") as log:
+            (run,) = await log.runs()
+            assert run.status == "interrupted"
+            session = await log.get_session(run.run_key)
+            assert session is not None and session.native_session_id == "native-crash"
+            return run.run_key, len(await log.read(run.run_key))
+
+    crashed_key, crashed_events = trio.run(crashed_state)
+
+    # the same task again, in a new process: it must not crash on the log's unique key
+    with _orchestrator(tmp_path, "again") as proc:
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert out.strip().splitlines()[-1] == "success"
+
+    async def after() -> None:
+        async with EventLog.open(tmp_path / "events.db") as log:
+            first, second = await log.runs()
+            assert first.run_key == crashed_key
+            assert (first.status, second.status) == ("interrupted", "success")
+            assert first.session_key == second.session_key  # the same task's session…
+            assert first.run_key != second.run_key  # …but each attempt has its own run key
+            # nothing the crashed attempt recorded was overwritten
+            assert len(await log.read(crashed_key)) == crashed_events
+            old = await log.get_session(crashed_key)
+            assert old is not None and old.native_session_id == "native-crash"
+            new = await log.get_session(second.run_key)
+            assert new is not None and new.native_session_id == "native-again"
+            latest = await log.get_session(second.session_key)
+            assert latest is not None and latest.run_key == second.run_key
+            done = (await log.read(second.run_key))[-1]
+            assert done.kind == "done"
+
+    trio.run(after)
+
+
+async def test_a_run_owned_by_a_live_process_is_not_interrupted(tmp_path: Path) -> None:
+    async with EventLog.open(tmp_path / "events.db") as log:
+        await log.start_run("r1", runtime_id="x", session_key="s")
+        # a second handle on the same log (another process would look the same): owner is alive
+        async with EventLog.open(tmp_path / "events.db") as other:
+            (run,) = await other.runs()
+            assert run.status == "running"
