@@ -46,8 +46,7 @@ def _refuse(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:
 
 
 def _native(config: RuntimeConfig) -> RuntimeAdapter:
-    from .native import NativeAdapter, Price, PriceTable, Tool, create_adapter
-    from .native.demo import list_files_tool
+    from .native import NativeAdapter, PermissionPolicy, Price, PriceTable, create_adapter
     from .native.models.base import ModelAdapter
 
     _refuse("native", config, "binary", "extra_args", "mode")
@@ -71,11 +70,11 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
     for model, price in config.prices.items():
         prices.add(model, Price(price.input, price.output, cache_read=price.cached_input))
 
-    def tools(opts: StartOpts) -> list[Tool[Any]]:
-        # TODO(#12 native tools): replaced by the native runtime's own workspace tools
-        return [list_files_tool(opts.cwd)]
-
-    return NativeAdapter(model_factory=model_factory, prices=prices, tools=tools)
+    # the workspace tools ship by default (confined to the run's cwd); `permission` sets what
+    # writes and bash may do (default: the native `workspace-write` policy, bash asks)
+    perm = config.permission
+    policy = PermissionPolicy() if perm is None else PermissionPolicy(write=perm, bash=perm)
+    return NativeAdapter(model_factory=model_factory, prices=prices, permissions=policy)
 
 
 def _native_keys(config: RuntimeConfig) -> tuple[str, ...]:
