@@ -123,21 +123,27 @@ class RunEmitter:
 
     async def publish(self, events: Iterable[RuntimeEvent]) -> None:
         """Deliver events in order to every subscriber (or the backlog), applying backpressure."""
+        batch = list(events)
+        if self.finished.is_set():
+            dropped, batch = batch, []
+        else:
+            end = next((i for i, e in enumerate(batch) if isinstance(e, Done)), None)
+            dropped = [] if end is None else batch[end + 1 :]
+            if end is not None:
+                batch = batch[: end + 1]
+        for event in dropped:
+            self.dropped_after_done += 1
+            _log.warning("%s: %s event after done dropped", self.handle.adapter_id, event.kind)
         backlog = 0
-        for event in events:
-            if self.finished.is_set():
-                self.dropped_after_done += 1
-                _log.warning("%s: %s event after done dropped", self.handle.adapter_id, event.kind)
-                continue
+        if batch:
             for sub in tuple(self._subscribers):
                 queue = sub.queue
-                out = event
-                if sub.seq_offset:
-                    out = with_seq(event, event.seq - sub.seq_offset)
-                if not await queue.send(out):
+                offset = sub.seq_offset
+                out = batch if not offset else [with_seq(e, e.seq - offset) for e in batch]
+                if not await queue.send_batch(out):
                     self._unsubscribe(sub)
                 backlog = max(backlog, len(queue))
-            if isinstance(event, Done):
+            if isinstance(batch[-1], Done):
                 self.finished.set()
                 if self.one_shot:
                     for sub in self._subscribers:

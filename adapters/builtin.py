@@ -26,6 +26,7 @@ __all__ = [
     "CODEX",
     "HERMES",
     "NATIVE",
+    "OPENCLAW",
     "SCRIPTED",
     "builtin_registry",
 ]
@@ -45,8 +46,7 @@ def _refuse(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:
 
 
 def _native(config: RuntimeConfig) -> RuntimeAdapter:
-    from .native import NativeAdapter, Price, PriceTable, Tool, create_adapter
-    from .native.demo import list_files_tool
+    from .native import NativeAdapter, PermissionPolicy, Price, PriceTable, create_adapter
     from .native.models.base import ModelAdapter
 
     _refuse("native", config, "binary", "extra_args", "mode")
@@ -70,11 +70,11 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
     for model, price in config.prices.items():
         prices.add(model, Price(price.input, price.output, cache_read=price.cached_input))
 
-    def tools(opts: StartOpts) -> list[Tool[Any]]:
-        # TODO(#12 native tools): replaced by the native runtime's own workspace tools
-        return [list_files_tool(opts.cwd)]
-
-    return NativeAdapter(model_factory=model_factory, prices=prices, tools=tools)
+    # the workspace tools ship by default (confined to the run's cwd); `permission` sets what
+    # writes and bash may do (default: the native `workspace-write` policy, bash asks)
+    perm = config.permission
+    policy = PermissionPolicy() if perm is None else PermissionPolicy(write=perm, bash=perm)
+    return NativeAdapter(model_factory=model_factory, prices=prices, permissions=policy)
 
 
 def _native_keys(config: RuntimeConfig) -> tuple[str, ...]:
@@ -151,7 +151,8 @@ def _locate(runtime_id: str, config: RuntimeConfig) -> Installed:
         return Installed(config.binary, None)
     path = runtime_binary(runtime_id)
     spec = installed_spec(runtime_id)
-    version = spec.rsplit("@", 1)[-1] if spec else PINNED_VERSIONS.get(runtime_id)
+    # the stamp is "pkg@version", or for openclaw "openclaw@version+node@version"
+    version = spec.split("+", 1)[0].rsplit("@", 1)[-1] if spec else PINNED_VERSIONS.get(runtime_id)
     return Installed(str(path), version)
 
 
@@ -237,6 +238,71 @@ CODEX = RuntimeSpec(
     key_envs=_codex_keys,
     locate=lambda config: _locate("codex", config),
     summary="OpenAI Codex CLI (codex exec --json)",
+)
+
+# -- openclaw ----------------------------------------------------------------------------------
+
+_OPENCLAW_APIS: dict[str | None, str] = {
+    None: "openai-completions",
+    "openai": "openai-completions",
+    "chat": "openai-completions",
+    "responses": "openai-responses",
+    "openai-responses": "openai-responses",
+    "anthropic": "anthropic-messages",
+}
+_OPENCLAW_WRITE_TOOLS = ("exec", "process", "write", "edit", "apply_patch")
+
+
+def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
+    from .openclaw import GatewaySettings, ModelProvider, OpenClawAdapter, OpenClawConfig
+
+    _refuse("openclaw", config, "mode", "extra_args")
+    base_url = config.base_url or ""
+    if base_url.startswith(("ws://", "wss://")):
+        # attach to a running gateway; api_key_env names the variable holding its token
+        _refuse("openclaw", config, "binary", "prices", "permission")
+        token = config.api_key()
+        if token is None:
+            raise ConfigError(
+                "runtimes.openclaw.api_key_env: attaching to a gateway needs the variable "
+                "holding its token"
+            )
+        return OpenClawAdapter(OpenClawConfig(url=base_url, token=token))
+    if config.provider not in _OPENCLAW_APIS:
+        raise ConfigError(
+            f"runtimes.openclaw.provider: {config.provider!r} is not one of "
+            f"{', '.join(repr(k) for k in _OPENCLAW_APIS if k)}"
+        )
+    provider = None
+    if base_url:
+        model = (config.model or "").rpartition("/")[2]
+        price = config.prices.get(config.model or "") if config.model else None
+        provider = ModelProvider(
+            base_url=base_url,
+            api=_OPENCLAW_APIS[config.provider],  # pyright: ignore[reportArgumentType]
+            api_key=config.api_key(),
+            models=(model,) if model else ("default-model",),
+            prices=(
+                {"input": price.input, "output": price.output,
+                 "cacheRead": price.cached_input or 0.0}
+                if price is not None else None
+            ),
+        )  # fmt: skip
+    deny = _OPENCLAW_WRITE_TOOLS if config.permission in ("deny", "ask") else ()
+    settings = GatewaySettings(provider=provider, binary=config.binary, tool_deny=deny)
+    return OpenClawAdapter(OpenClawConfig(gateway=settings))
+
+
+OPENCLAW = RuntimeSpec(
+    id="openclaw",
+    factory=_openclaw,
+    model_server=ModelServerHook(
+        api="chat",
+        model="openclaw-model",
+        tool_call={"name": "exec", "input": {"command": "ls"}},
+    ),
+    locate=lambda config: _locate("openclaw", config),
+    summary="OpenClaw over its gateway WebSocket (one shared gateway)",
 )
 
 # -- hermes ------------------------------------------------------------------------------------
@@ -329,7 +395,15 @@ SCRIPTED = RuntimeSpec(
     id="scripted", factory=_scripted, summary="a canned in-memory run (no model at all)"
 )
 
-BUILTIN_RUNTIMES: tuple[RuntimeSpec, ...] = (NATIVE, CLAUDE_CODE, CODEX, HERMES, ACP, SCRIPTED)
+BUILTIN_RUNTIMES: tuple[RuntimeSpec, ...] = (
+    NATIVE,
+    CLAUDE_CODE,
+    CODEX,
+    OPENCLAW,
+    HERMES,
+    ACP,
+    SCRIPTED,
+)
 """ringleader's own runtimes, in the order ``ringleader runtimes`` lists them."""
 
 

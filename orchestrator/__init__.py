@@ -24,6 +24,11 @@ from .adapter import RuntimeId as RuntimeId
 from .adapter import SessionCodec as SessionCodec
 from .adapter import StartOpts as StartOpts
 from .adapter import TaskHandle as TaskHandle
+from .config import Config as Config
+from .config import LoadedConfig as LoadedConfig
+from .config import ModelPrice as ModelPrice
+from .config import RuntimeConfig as RuntimeConfig
+from .config import load_config as load_config
 from .errors import ActorCrashedError as ActorCrashedError
 from .errors import ActorError as ActorError
 from .errors import AdapterError as AdapterError
@@ -97,8 +102,14 @@ from .redact import redact_event as redact_event
 from .redact import redact_text as redact_text
 from .redact import register_env_secrets as register_env_secrets
 from .redact import register_secret as register_secret
+from .registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from .registry import AdapterFactory as AdapterFactory
+from .registry import Installed as Installed
+from .registry import ModelServerHook as ModelServerHook
+from .registry import RuntimeFactory as RuntimeFactory
 from .registry import RuntimeRegistry as RuntimeRegistry
+from .registry import RuntimeSpec as RuntimeSpec
+from .registry import discover_runtimes as discover_runtimes
 from .rotation import DEFAULT_ROTATION as DEFAULT_ROTATION
 from .rotation import RotationDefaults as RotationDefaults
 from .rotation import RotationHandoff as RotationHandoff
@@ -109,15 +120,19 @@ from .rotation import build_rotation_handoff_note as build_rotation_handoff_note
 from .rotation import rotate_session as rotate_session
 from .rotation import should_rotate as should_rotate
 from .runner import NullSink as NullSink
+from .runner import ResumeFrom as ResumeFrom
 from .runner import Runner as Runner
 from .runner import RunRecord as RunRecord
 from .runner import TaskOutcome as TaskOutcome
 from .runner import TaskSpec as TaskSpec
 from .runner import default_state_dir as default_state_dir
+from .runner import resumable_task as resumable_task
 from .supervisor import FailureClass as FailureClass
 from .supervisor import RestartPolicy as RestartPolicy
+from .supervisor import RetryNotice as RetryNotice
 from .supervisor import Supervisor as Supervisor
 from .supervisor import classify_exception as classify_exception
+from .supervisor import classify_failure as classify_failure
 from .supervisor import classify_outcome as classify_outcome
 from .workspaces import Workspace as Workspace
 from .workspaces import create_workspace as create_workspace
@@ -127,6 +142,7 @@ __all__ = [
     "DEFAULT_QUEUE_MAX",
     "DEFAULT_ROTATION",
     "DEFAULT_RUN_SILENT_TIMEOUT_S",
+    "ENTRY_POINT_GROUP",
     "HEALTH_TIMEOUT_S",
     "IDLE_ABORT_GRACE_S",
     "STEER_KEY",
@@ -140,6 +156,7 @@ __all__ = [
     "Capabilities",
     "CapabilityError",
     "CommitListener",
+    "Config",
     "ConfigError",
     "ConnectedHome",
     "Cost",
@@ -158,10 +175,14 @@ __all__ = [
     "FeedSubscription",
     "HealthResult",
     "IdleGuard",
+    "Installed",
     "IntegrationHome",
     "LineTooLongError",
+    "LoadedConfig",
     "LoggedEvent",
     "MailboxClosedError",
+    "ModelPrice",
+    "ModelServerHook",
     "NativeHomeClaim",
     "NullSink",
     "ParticipantKind",
@@ -172,6 +193,8 @@ __all__ = [
     "QueueEventStream",
     "RecordingSink",
     "RestartPolicy",
+    "ResumeFrom",
+    "RetryNotice",
     "RingleaderError",
     "RotationDefaults",
     "RotationHandoff",
@@ -186,14 +209,17 @@ __all__ = [
     "Runner",
     "RuntimeAdapter",
     "RuntimeClass",
+    "RuntimeConfig",
     "RuntimeEvent",
     "RuntimeEventKind",
     "RuntimeExitedError",
+    "RuntimeFactory",
     "RuntimeId",
     "RuntimeIntegrationPlan",
     "RuntimeNotFoundError",
     "RuntimeRegistry",
     "RuntimeReportedError",
+    "RuntimeSpec",
     "RuntimeStartError",
     "ServedFeed",
     "SessionCodec",
@@ -216,17 +242,20 @@ __all__ = [
     "assert_exhaustive",
     "build_rotation_handoff_note",
     "classify_exception",
+    "classify_failure",
     "classify_outcome",
     "collect_until_done",
     "create_async_queue",
     "create_workspace",
     "default_state_dir",
+    "discover_runtimes",
     "event_from_json",
     "event_to_json",
     "event_to_update",
     "exception_leaves",
     "feed_app",
     "jsonl_line",
+    "load_config",
     "now_ms",
     "redact_event",
     "redact_secrets",
@@ -234,6 +263,7 @@ __all__ = [
     "register_env_secrets",
     "register_secret",
     "resolve_runtime_integration",
+    "resumable_task",
     "rotate_session",
     "serve_acp_stdio",
     "serve_feed",

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,8 +23,10 @@ from ._live import format_cost, make_view
 from ._sidebyside import Job, JobResult, new_task_id, prepare_workspaces, run_jobs
 from .errors import ConfigError, exception_leaves
 from .eventlog import EventLog
+from .hosts import LocalHost
 from .registry import RuntimeRegistry
-from .runner import TaskSpec, default_state_dir
+from .runner import ResumeFrom, TaskSpec, default_state_dir
+from .supervisor import RetryListener
 
 __all__ = [
     "batch",
@@ -134,6 +136,9 @@ async def run_side_by_side(
     as_json: bool,
     out: TextIO,
     cwd: str | None = None,
+    resume: ResumeFrom | None = None,
+    on_host: Callable[[LocalHost], None] | None = None,
+    on_retry: RetryListener | None = None,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
@@ -148,7 +153,12 @@ async def run_side_by_side(
             label=label,
             runtime_id=rid,
             task=TaskSpec(
-                task_id=new_task_id(), title=prompt, model=model, cwd=origin, agent_id="cli"
+                task_id=new_task_id(),
+                title=prompt,
+                model=model,
+                cwd=origin,
+                agent_id="cli",
+                resume=resume,
             ),
         )
         for label, rid in zip(labels, runtime_ids, strict=True)
@@ -156,7 +166,9 @@ async def run_side_by_side(
     view = make_view(out, as_json=as_json)
     if len(jobs) > 1:
         jobs = await prepare_workspaces(jobs, state_dir=state)
-    results = await run_jobs(registry, jobs, view, state_dir=state)
+    results = await run_jobs(
+        registry, jobs, view, state_dir=state, on_host=on_host, on_retry=on_retry
+    )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
     return results

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -19,6 +19,7 @@ from .feed import RecordingSink
 from .hosts import LocalHost
 from .registry import RuntimeRegistry
 from .runner import Runner, TaskOutcome, TaskSpec
+from .supervisor import RetryListener
 from .workspaces import Workspace, create_workspace, workspace_changes
 
 __all__ = ["Job", "JobResult", "new_task_id", "prepare_workspaces", "run_jobs"]
@@ -96,6 +97,8 @@ async def run_jobs(
     state_dir: Path,
     limit: int | None = None,
     estimates: bool = False,
+    on_host: Callable[[LocalHost], None] | None = None,
+    on_retry: RetryListener | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -118,8 +121,11 @@ async def run_jobs(
             sink=RecordingSink(log, extra=[view]),
             state_dir=state_dir,
             event_log=log,
+            on_retry=on_retry,
         )
         async with view.active(), LocalHost(runner) as host, trio.open_nursery() as nursery:
+            if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
+                on_host(host)
 
             async def one(index: int) -> None:
                 job, lane = jobs[index], lanes[index]

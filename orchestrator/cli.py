@@ -7,12 +7,13 @@ import importlib
 import importlib.metadata
 import json
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import attrs
 import trio
@@ -37,9 +38,11 @@ from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
 from .feed import Feed, serve_feed
+from .hosts import LocalHost
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
-from .runner import TaskSpec
+from .runner import ResumeFrom, TaskSpec, resumable_task
+from .supervisor import RetryNotice
 
 __all__ = ["main"]
 
@@ -361,6 +364,69 @@ def _table(rows: Sequence[tuple[str, ...]], out: TextIO) -> None:
         )
 
 
+FORCE_WINDOW_S = 2.0
+"""A second Ctrl-C within this many seconds of the first forces the exit."""
+
+RESUME_PROMPT = "Continue where you left off."
+
+T = TypeVar("T")
+
+
+@attrs.define
+class _Interrupt:
+    """Ctrl-C during runs: the first aborts them cleanly (``done{aborted}`` in the log, children
+    gone, exit 130), a second within :data:`FORCE_WINDOW_S` forces."""
+
+    hosts: list[LocalHost] = attrs.field(factory=list[LocalHost])
+    requested: bool = False
+    forced: bool = False
+
+    def attach(self, host: LocalHost) -> None:
+        self.hosts.append(host)
+        if self.requested:
+            self.abort()
+
+    def abort(self) -> None:
+        self.requested = True
+        for host in self.hosts:
+            for ref in host.tasks:
+                if not ref.finished:
+                    ref.abort()
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """``await work()`` with Ctrl-C handled (a forced exit raises ``KeyboardInterrupt``)."""
+        results: list[T] = []
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch, signals, nursery.cancel_scope)
+                results.append(await work())
+                nursery.cancel_scope.cancel()
+        if not results:  # forced: the runs were cancelled where they stood
+            raise KeyboardInterrupt
+        return results[0]
+
+    async def _watch(self, signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+        last: float | None = None
+        async for _ in signals:
+            now = trio.current_time()
+            if last is not None and now - last <= FORCE_WINDOW_S:
+                self.forced = True
+                print("ringleader: forced exit", file=sys.stderr, flush=True)
+                scope.cancel()
+                return
+            last = now
+            print(
+                "\nringleader: interrupted, aborting the run (Ctrl-C again within 2 s forces)",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.abort()
+
+
+def _print_retry(notice: RetryNotice) -> None:
+    print(f"ringleader: {notice}", file=sys.stderr, flush=True)
+
+
 def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
     """``run``'s prompt and ``--model-server`` script (``""``: the built-in one; ``None``: no
     model server). ``run --model-server "prompt"`` means the built-in script."""
@@ -370,31 +436,56 @@ def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
         prompt, script = script, ""
     if script and not Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
+    if prompt is None and args.resume:
+        prompt = RESUME_PROMPT
     if prompt is None:
         raise ConfigError("run: a prompt is required")
+    if args.runtime is None and not args.resume:
+        raise ConfigError("run: --runtime ID is required (or --resume RUN_KEY|last)")
     return prompt, script
 
 
 async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
-    """``run``: the task on each ``--runtime`` (side by side when several), optionally each
-    pointed at its own scripted model server (``--model-server``)."""
     specs = discover_runtimes()
     config = _load_config(args.config_file, specs)
-    chosen = [_spec(specs, runtime_id) for runtime_id in args.runtime]
+    runtime_ids: list[str] = list(args.runtime or [])
+    resume: ResumeFrom | None = None
+    cwd: str | None = None
+    if args.resume:
+        async with EventLog.open(usable_state_dir() / "events.db") as log:
+            resumed_runtime, task = await resumable_task(log, args.resume, prompt)
+        if runtime_ids and runtime_ids != [resumed_runtime]:
+            raise ConfigError(
+                f"that run ran on {resumed_runtime!r}; it cannot resume on "
+                f"{', '.join(map(repr, runtime_ids))}"
+            )
+        runtime_ids, resume, cwd = [resumed_runtime], task.resume, task.cwd
+    for runtime_id in runtime_ids:
+        _spec(specs, runtime_id)  # unknown ids fail before anything starts
+    interrupt = _Interrupt()
     async with AsyncExitStack() as stack:
-        if script is not None:
-            for spec in {spec.id: spec for spec in chosen}.values():
+        if script is not None:  # one server per runtime, each with that runtime's script
+            for runtime_id in dict.fromkeys(runtime_ids):
                 config = await stack.enter_async_context(
-                    _model_server(spec, config, script or None)
+                    _model_server(_spec(specs, runtime_id), config, script or None)
                 )
-        results = await run_side_by_side(
-            _registry(specs, config),
-            [spec.id for spec in chosen],
-            prompt,
-            model=args.model,
-            as_json=bool(args.json),
-            out=out,
+        registry = _registry(specs, config)
+        results = await interrupt.run(
+            lambda: run_side_by_side(
+                registry,
+                runtime_ids,
+                prompt,
+                model=args.model,
+                as_json=bool(args.json),
+                out=out,
+                cwd=cwd,
+                resume=resume,
+                on_host=interrupt.attach,
+                on_retry=_print_retry,
+            )
         )
+    if interrupt.requested:
+        return 130
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -503,7 +594,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--runtime",
         action="append",
-        required=True,
+        default=None,
         metavar="ID",
         help="runtime id (see `ringleader runtimes`); repeat to run side by side; "
         "e.g. --runtime native --runtime codex",
@@ -525,6 +616,13 @@ def _parser() -> argparse.ArgumentParser:
         help="start the built-in scripted model server on 127.0.0.1 (one per runtime) and point "
         "the runtime at it (no keys needed); SCRIPT is a .json/.toml script, else a built-in one "
         "(a tool turn, then a text answer); e.g. --model-server or --model-server script.json",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="RUN_KEY|last",
+        default=None,
+        help="continue a recorded run's session on its runtime, from its working directory "
+        f"(PROMPT defaults to {RESUME_PROMPT!r}); e.g. --resume last",
     )
     _config_option(run)
     run.add_argument(

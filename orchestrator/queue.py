@@ -202,10 +202,19 @@ class EventQueue:
             await self._space.park()
 
     async def send_batch(self, events: list[RuntimeEvent]) -> bool:
-        """Queue several events in order, with the same policy as :meth:`send`."""
+        """Queue several events in order, with the same policy as :meth:`send` (waiting only
+        when the buffer is full; one cancellation point for the batch otherwise)."""
+        try_put = self._try_put
         for event in events:
-            if not await self.send(event):
-                return False
+            while True:
+                if self._closed:
+                    raise trio.ClosedResourceError("event queue already closed by its producer")
+                if self._receiver_closed:
+                    return False
+                if try_put(event):
+                    break
+                await self._space.park()
+        await trio.lowlevel.checkpoint_if_cancelled()
         return True
 
     def close(self) -> None:

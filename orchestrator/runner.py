@@ -16,7 +16,12 @@ Choices the reference leaves open (documented here, tested in ``tests/orchestrat
   share one are serialized; ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
   refuses a home there) and are deleted when the run ends;
 * the successor's session key is ``<base>:r<n>`` (the reference's), retries append ``:a<n>``;
-* the codec blob of the predecessor travels into ``record_rotation`` (the reference drops it).
+* the codec blob of the predecessor travels into ``record_rotation`` (the reference drops it);
+* :meth:`Runner.resume_task` continues a recorded session: it restores the run's codec blob on a
+  fresh adapter, starts with ``resume_session_id`` from the session's origin working directory,
+  and is logged as a new run whose outcome names the run it resumed (``resumedFrom``). Homes are
+  per (runtime, agent): resume with the agent id of the original run so the runtime finds its
+  session state there.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import trio
@@ -54,15 +60,17 @@ from .rotation import (
     rotate_session,
     should_rotate,
 )
-from .supervisor import RestartPolicy, Supervisor
+from .supervisor import RestartPolicy, RetryListener, Supervisor
 
 __all__ = [
     "NullSink",
+    "ResumeFrom",
     "RunRecord",
     "Runner",
     "TaskOutcome",
     "TaskSpec",
     "default_state_dir",
+    "resumable_task",
 ]
 
 LAST_SUMMARY_CHARS = 400
@@ -86,6 +94,15 @@ class NullSink:
 
 
 @attrs.frozen
+class ResumeFrom:
+    """A recorded session to continue (from the event log's session row of ``run_key``)."""
+
+    run_key: str
+    codec_blob: str | None = None
+    native_session_id: str | None = None
+
+
+@attrs.frozen
 class TaskSpec:
     """What to do. ``context`` lands in the context tier, ``memory`` in the volatile tier."""
 
@@ -101,6 +118,8 @@ class TaskSpec:
     max_turns: int | None = None
     child_tool_blocklist: tuple[str, ...] = ()
     env: Mapping[str, str] = attrs.field(factory=dict[str, str], repr=False)
+    resume: ResumeFrom | None = None
+    """Continue this recorded session instead of starting a new one (see :meth:`Runner.resume_task`)."""
 
 
 @attrs.frozen
@@ -154,6 +173,8 @@ class Runner:
     record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
+    on_retry: RetryListener | None = None
+    """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
     event_log: EventLog | None = None
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
@@ -190,7 +211,14 @@ class Runner:
 
     # -- prompt ------------------------------------------------------------------------------
 
-    def _opts(self, task: TaskSpec, session_key: str, note: str, home: str | None) -> StartOpts:
+    def _opts(
+        self,
+        task: TaskSpec,
+        session_key: str,
+        note: str,
+        home: str | None,
+        resume_id: str | None = None,
+    ) -> StartOpts:
         context = "\n\n".join(part for part in (task.context, note) if part)
         volatile = "\n\n".join(
             part for part in (task.memory, f"Today: {date_stamp(self.today())}") if part
@@ -211,6 +239,7 @@ class Runner:
             max_turns=task.max_turns,
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
+            resume_session_id=resume_id,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -224,14 +253,15 @@ class Runner:
         first: RunHandle,
         note: str,
         home: str | None,
+        resume_id: str | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
-        supervisor = Supervisor(self.restart)
+        supervisor = Supervisor(self.restart, on_retry=self.on_retry)
         current = first
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
             if n > 0:
-                opts = self._opts(task, f"{session_key}:a{n}", note, home)
+                opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
                 try:
                     current = await adapter.start(
                         TaskHandle(task_id=task.task_id, team_id=task.team_id), opts
@@ -333,6 +363,7 @@ class Runner:
                 "costUsd": outcome.cost_usd,
                 "errorCode": outcome.error_code,
                 "runId": outcome.run_id,
+                "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
             },
         )
@@ -415,10 +446,11 @@ class Runner:
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
+            resume_id = await _restore(adapter, task.resume) if task.resume else None
             try:
                 handle = await adapter.start(
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, session_key, "", home),
+                    self._opts(task, session_key, "", home, resume_id),
                 )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
@@ -429,8 +461,9 @@ class Runner:
                 return _final(state)
             while True:
                 outcome, attempts, handle = await self._supervised_run(
-                    adapter, caps, task, session_key, handle, state.note, home
+                    adapter, caps, task, session_key, handle, state.note, home, resume_id
                 )
+                resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 reason = self._rotation_reason(outcome, caps)
@@ -492,6 +525,30 @@ class Runner:
                 )
         return _final(state)
 
+    async def resume_task(
+        self,
+        run_key: str,
+        prompt: str,
+        *,
+        task_id: str | None = None,
+        agent_id: str = "agent",
+        model: str | None = None,
+        **task_fields: Any,
+    ) -> TaskOutcome:
+        """Continue the session recorded by run ``run_key`` with ``prompt``, on the same runtime,
+        from the session's origin working directory; logged as a new run linked to the old one.
+
+        Raises:
+            ConfigError: no event log, or ``run_key`` recorded no resumable session.
+        """
+        log = self.event_log
+        if log is None:
+            raise ConfigError("resuming a run needs the runner's event log")
+        runtime_id, task = await resumable_task(
+            log, run_key, prompt, task_id=task_id, agent_id=agent_id, model=model, **task_fields
+        )
+        return await self.run_task(runtime_id, task)
+
     def _rotation_reason(self, outcome: RunOutcome, caps: Capabilities) -> RotationReason | None:
         if outcome.reason == "max_turns":
             return "max_turns"
@@ -504,6 +561,66 @@ class Runner:
             threshold_pct=self.rotation.threshold_pct,
         )
         return "context_watermark" if should_rotate(trigger) else None
+
+
+async def resumable_task(
+    log: EventLog,
+    run_key: str,
+    prompt: str,
+    *,
+    task_id: str | None = None,
+    agent_id: str = "agent",
+    model: str | None = None,
+    **task_fields: Any,
+) -> tuple[str, TaskSpec]:
+    """``(runtime id, task)`` continuing the session run ``run_key`` recorded (``"last"``: the
+    newest run that recorded one), from the session's origin working directory.
+
+    Raises:
+        ConfigError: no such run, or it recorded no resumable session.
+    """
+    if run_key == "last":
+        for run in reversed(await log.runs()):
+            found = await log.get_session(run.run_key)
+            if found is not None and (found.codec_blob or found.native_session_id):
+                run_key = run.run_key
+                break
+        else:
+            raise ConfigError("the event log has no resumable run yet")
+    session = await log.get_session(run_key)
+    if session is None or not (session.codec_blob or session.native_session_id):
+        raise ConfigError(
+            f"run {run_key!r} recorded no resumable session (see `ringleader replay --list`)"
+        )
+    task = TaskSpec(
+        task_id=task_id or uuid.uuid4().hex[:8],
+        title=prompt,
+        agent_id=agent_id,
+        model=model,
+        cwd=session.origin_cwd,
+        resume=ResumeFrom(run_key, session.codec_blob, session.native_session_id),
+        **task_fields,
+    )
+    return session.runtime_id, task
+
+
+async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
+    """The native session id to resume: restored through the adapter's codec (which may also
+    remember the session's origin directory), else the recorded native id."""
+    codec = adapter.session_codec
+    if codec is not None and resume.codec_blob:
+        try:
+            handle = await codec.restore(resume.codec_blob)
+        except Exception as exc:
+            raise ConfigError(
+                f"run {resume.run_key!r}: its recorded session cannot be restored by "
+                f"{adapter.id}: {type(exc).__name__}: {exc}"
+            ) from None
+        if handle.run_id:
+            return handle.run_id
+    if resume.native_session_id:
+        return resume.native_session_id
+    raise ConfigError(f"run {resume.run_key!r} recorded no session id to resume")
 
 
 def _final(state: _TaskState) -> TaskOutcome:

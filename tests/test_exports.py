@@ -18,7 +18,13 @@ TOP_LEVEL = ["orchestrator", "adapters", "tiers", "contract"]
 APP_SAFE = ["orchestrator", "adapters", "tiers"]
 # sub-packages that are cheap to import here; adapters.native (the model SDKs) is checked in the
 # fresh interpreter below, which imports everything anyway
-SUBPACKAGES = ["orchestrator.hosts", "contract.model_server", "adapters.acp", "adapters.hermes"]
+SUBPACKAGES = [
+    "orchestrator.hosts",
+    "contract.model_server",
+    "adapters.acp",
+    "adapters.hermes",
+    "adapters.openclaw",
+]
 
 
 def public_names(package: types.ModuleType) -> set[str]:

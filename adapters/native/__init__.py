@@ -2,6 +2,8 @@
 
 ``Glove`` is the builder and runnable (``fold`` tools, ``add_subscriber``, ``build``,
 ``process_request``, ``set_model``, ``steer``); ``Agent`` is the loop; ``Executor`` runs tools;
+the built-in workspace tools (``read_file``, ``write_file``, ``edit_file``, ``list_files``,
+``glob``, ``grep``, ``bash``) are confined to the run's workspace behind a ``PermissionPolicy``;
 stores keep sessions; model adapters speak Anthropic Messages, OpenAI Responses and Chat
 Completions through the official SDKs; ``NativeAdapter`` puts it all behind the
 ``RuntimeAdapter`` trait (``id = "native"``).
@@ -39,8 +41,12 @@ from .models.providers import PROVIDERS as PROVIDERS
 from .models.providers import create_adapter as create_adapter
 from .models.providers import get_available_providers as get_available_providers
 from .models.scripted import ScriptedModel as ScriptedModel
+from .output import HeadTail as HeadTail
+from .output import cap_text as cap_text
+from .policy import PermissionPolicy as PermissionPolicy
 from .pricing import Price as Price
 from .pricing import PriceTable as PriceTable
+from .shell import BashOptions as BashOptions
 from .stores.base import Store as Store
 from .stores.base import StoreCapabilities as StoreCapabilities
 from .stores.memory import MemoryStore as MemoryStore
@@ -49,19 +55,26 @@ from .subscriber import Subscriber as Subscriber
 from .subscriber import SubscriberEvent as SubscriberEvent
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
+from .workspace import WORKSPACE_TOOL_NAMES as WORKSPACE_TOOL_NAMES
+from .workspace import Workspace as Workspace
+from .workspace import WorkspaceLimits as WorkspaceLimits
+from .workspace import workspace_tools as workspace_tools
 
 __all__ = [
     "DEFAULT_COMPACTION_INSTRUCTIONS",
     "PROVIDERS",
     "STEER_KEY",
+    "WORKSPACE_TOOL_NAMES",
     "Agent",
     "AskResult",
+    "BashOptions",
     "CancelToken",
     "CompactionConfig",
     "ContentPart",
     "DisplayManager",
     "Executor",
     "Glove",
+    "HeadTail",
     "InboxItem",
     "LoopConfig",
     "MemoryStore",
@@ -71,6 +84,7 @@ __all__ = [
     "ModelResponse",
     "NativeAdapter",
     "NativeCodec",
+    "PermissionPolicy",
     "PermissionRequest",
     "Price",
     "PriceTable",
@@ -89,8 +103,12 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "ToolResultData",
+    "Workspace",
+    "WorkspaceLimits",
+    "cap_text",
     "create_adapter",
     "default_model_factory",
     "get_available_providers",
     "repair_history",
+    "workspace_tools",
 ]

@@ -17,6 +17,10 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   working directory (confined), and reach the model as ``[context update: key]``.
 * cost is cumulative and honest: USD from a user-extendable :class:`~.pricing.PriceTable`,
   ``None`` for an unpriced model.
+* tools: the built-in workspace tools (:mod:`.workspace`, :mod:`.shell`) confined to the run's
+  ``cwd``, behind a :class:`~.policy.PermissionPolicy` (default ``workspace-write``: files read
+  and written, ``bash`` asks, and asking without a ``permission_handler`` denies); the run's
+  ``child_tool_blocklist`` removes tools by name.
 * the session codec is the store: a run id *is* its session id; with a ``home_dir`` sessions live
   in ``<home>/native/sessions.db`` and ``resume_session_id`` continues one.
 """
@@ -54,17 +58,22 @@ from .._base import (
 from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
+from .executor import PermissionHandler
 from .glove import Glove
 from .loop import AskResult
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
+from .policy import WORKSPACE_WRITE, PermissionPolicy
 from .pricing import PriceTable
+from .shell import BashOptions
 from .stores.base import Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import SqliteStore
 from .subscriber import SubscriberEvent
 from .tools import Tool
+from .workspace import WorkspaceLimits
+from .workspace import workspace_tools as workspace_tools_for
 
 __all__ = ["STEER_KEY", "NativeAdapter", "NativeCodec", "RecordedCall", "default_model_factory"]
 
@@ -147,7 +156,32 @@ class NativeAdapter(AdapterBase):
         abort_grace_s: float = 5.0,
         models: Sequence[str] = (),
         clock: Callable[[], int] = now_ms,
+        workspace: str | os.PathLike[str] | None = None,
+        workspace_tools: bool | Sequence[str] = True,
+        permissions: PermissionPolicy | str = WORKSPACE_WRITE,
+        permission_handler: PermissionHandler | None = None,
+        workspace_limits: WorkspaceLimits | None = None,
+        bash: BashOptions | None = None,
     ) -> None:
+        """See the README's native section; the tool options:
+
+        Args:
+            workspace: the directory the built-in tools are confined to when a run's
+                ``StartOpts.cwd`` is not set (default: our working directory at start).
+            tools: extra tools (or a function of the run's ``StartOpts`` giving them); a tool
+                with a built-in's name replaces it.
+            workspace_tools: the built-in tools confined to the run's ``cwd`` (``read_file``,
+                ``write_file``, ``edit_file``, ``list_files``, ``glob``, ``grep``, ``bash``):
+                ``True`` for all, ``False`` for none, or the names to ship.
+            permissions: a :class:`~.policy.PermissionPolicy` or a preset name
+                (``read-only``, ``workspace-write`` — the default: files read and written in
+                the workspace, ``bash`` asks — or ``full-access``).
+            permission_handler: how to ``ask`` (an async function of a
+                :class:`~.executor.PermissionRequest` giving True to allow); without one,
+                ``ask`` denies.
+            workspace_limits: output caps and search bounds of the file tools.
+            bash: the ``bash`` tool's timeout, environment allow-list and output cap.
+        """
         super().__init__(clock=clock)
         self._model_factory = model_factory
         self._tools = tools
@@ -159,6 +193,20 @@ class NativeAdapter(AdapterBase):
         self._window = context_window_tokens
         self._abort_grace_s = abort_grace_s
         self._models = tuple(models)
+        if isinstance(workspace_tools, str):
+            workspace_tools = (workspace_tools,)
+        self._workspace = None if workspace is None else os.fspath(workspace)
+        self._workspace_tools: Sequence[str] | None = (
+            None if workspace_tools is True else () if workspace_tools is False else workspace_tools
+        )
+        self.permissions = (
+            PermissionPolicy.preset(permissions) if isinstance(permissions, str) else permissions
+        )
+        self._permission_handler = permission_handler
+        self._workspace_limits = workspace_limits
+        self._bash = bash
+        if self._workspace_tools:
+            workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
         self._live: dict[str, _Run] = {}
         self._codec = NativeCodec(self)
         self.calls: list[RecordedCall] = []
@@ -204,9 +252,26 @@ class NativeAdapter(AdapterBase):
         return MemoryStore(session_id)
 
     def _tool_list(self, opts: StartOpts) -> list[Tool[Any]]:
-        tools = list(self._tools(opts) if callable(self._tools) else self._tools)
-        blocked = set(opts.child_tool_blocklist)
-        return [t for t in tools if t.name not in blocked]
+        """Built-in workspace tools, then the extra ones (same name replaces), the policy's
+        per-tool overrides applied, the run's blocklist (case-insensitive) removed."""
+        extra = list(self._tools(opts) if callable(self._tools) else self._tools)
+        builtin: list[Tool[Any]] = []
+        if self._workspace_tools != ():
+            builtin = workspace_tools_for(
+                opts.cwd or self._workspace or os.getcwd(),
+                policy=self.permissions,
+                limits=self._workspace_limits,
+                bash=self._bash,
+                names=self._workspace_tools,
+            )
+        overrides = self.permissions.tools
+        for i, t in enumerate(extra):
+            if t.name in overrides:
+                extra[i] = attrs.evolve(t, permission=overrides[t.name])
+        names = {t.name for t in extra}
+        tools = [t for t in builtin if t.name not in names] + extra
+        blocked = {n.lower() for n in opts.child_tool_blocklist}
+        return [t for t in tools if t.name.lower() not in blocked]
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
         # checkpoint first: the run task must not bind the run id before start() returns
@@ -225,6 +290,7 @@ class NativeAdapter(AdapterBase):
             system_prompt=self._system_prompt,
             compaction_config=self._compaction
             or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
+            permission_handler=self._permission_handler,
         )
         for tool in self._tool_list(opts):
             glove.add_tool(tool)

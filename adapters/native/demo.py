@@ -1,18 +1,12 @@
 """The native runtime's demo: one tool turn against a model server (or an in-process script).
 
 :func:`demo_adapter` builds a :class:`~.adapter.NativeAdapter` whose model talks to ``base_url``
-(the built-in scripted model server, started by the CLI) with a ``list_files`` tool confined to
-the run's working directory. :func:`scripted_demo_adapter` does the same with the in-process
-scripted model, so the demo also runs with nothing listening.
+(the built-in scripted model server, started by the CLI), with the default workspace tools
+(``list_files`` among them) confined to the run's working directory. :func:`scripted_demo_adapter`
+does the same with the in-process scripted model, so the demo also runs with nothing listening.
 """
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
-
-import trio
-from pydantic import BaseModel, Field
 
 from orchestrator.adapter import StartOpts
 
@@ -20,38 +14,10 @@ from .adapter import NativeAdapter
 from .models.base import ModelAdapter
 from .models.providers import create_adapter
 from .models.scripted import Reply, ScriptedModel
-from .tools import Tool, ToolContext
 
-__all__ = ["DEMO_PROMPT", "demo_adapter", "list_files_tool", "scripted_demo_adapter"]
+__all__ = ["DEMO_PROMPT", "demo_adapter", "scripted_demo_adapter"]
 
 DEMO_PROMPT = "List the files in the workspace, then summarize."
-
-
-class ListFilesInput(BaseModel):
-    path: str = Field(default=".", description="Directory relative to the workspace.")
-
-
-def list_files_tool(root: str | os.PathLike[str] | None = None) -> Tool[ListFilesInput]:
-    """``list_files``: sorted entries of a directory under ``root`` (the cwd by default)."""
-
-    def listing(path: str) -> list[str]:
-        base = Path(root or Path.cwd()).resolve()
-        target = (base / path).resolve()
-        if target != base and base not in target.parents:
-            raise ValueError(f"path {path!r} is outside the workspace")
-        return sorted(p.name for p in target.iterdir())
-
-    async def list_files(inp: ListFilesInput, ctx: ToolContext) -> str:
-        entries = await trio.to_thread.run_sync(listing, inp.path)
-        return "\n".join(entries) or "(empty)"
-
-    return Tool(
-        name="list_files",
-        description="List the files in a workspace directory.",
-        do=list_files,
-        input_model=ListFilesInput,
-        parallel_safe=True,
-    )
 
 
 def demo_adapter(
@@ -62,7 +28,8 @@ def demo_adapter(
     api_key: str = "demo-key",
     root: str | None = None,
 ) -> NativeAdapter:
-    """A native adapter on a (scripted) model server at ``base_url``."""
+    """A native adapter on a (scripted) model server at ``base_url``; ``root`` is the workspace
+    when a run has no ``cwd``."""
 
     def factory(opts: StartOpts) -> ModelAdapter:
         return create_adapter(
@@ -71,7 +38,7 @@ def demo_adapter(
 
     return NativeAdapter(
         model_factory=factory,
-        tools=[list_files_tool(root)],
+        workspace=root,
         system_prompt="You are ringleader's native demo agent.",
     )
 
@@ -93,4 +60,4 @@ def scripted_demo_adapter(root: str | None = None) -> NativeAdapter:
             model="claude-haiku-4-5",
         )
 
-    return NativeAdapter(model_factory=factory, tools=[list_files_tool(root)])
+    return NativeAdapter(model_factory=factory, workspace=root)

@@ -6,8 +6,10 @@ Per call, in order (Glove's steps, with the Part C decisions):
    matches and the list of tools (C#11);
 2. arguments that were not valid JSON get an ``invalid_input`` error the model can correct (C#12);
 3. validation against the pydantic input model; a compact error naming each field (C#10);
-4. permission, on the *validated* input, fail-closed (C#21): a store without the permissions
-   capability, or an ``unset`` decision with no approval handler, denies;
+4. permission, on the *validated* input, fail-closed (C#21): the tool's policy verdict
+   (:mod:`.policy`) ``deny`` denies, ``allow`` runs, ``ask`` consults the store and the approval
+   handler; a store without the permissions capability, or an ``unset`` decision with no
+   approval handler, denies;
 5. run, with a per-tool timeout (C#16), retries for ``idempotent`` tools with backoff (C#15), and
    ``un_abortable`` tools shielded from a cancel for a grace period (C#42).
 
@@ -220,7 +222,14 @@ class Executor:
             value = tool.validate(call.input_args)
         except (ValidationError, TypeError) as exc:
             return _error(format_validation_error(tool.name, exc), "invalid_input")
-        if tool.requires_permission and tool.needs_permission(value):
+        decision = tool.permission_decision(value)
+        if decision == "deny":
+            return _error(
+                f'Permission denied for tool "{tool.name}": the permission policy of this run '
+                "does not allow it.",
+                "denied",
+            )
+        if decision == "ask":
             denial = await self._check_permission(tool, value, call)
             if denial is not None:
                 return denial

@@ -7,6 +7,7 @@ parts; :func:`normalize_result` turns each into a ``ToolResultData`` and refuses
 not JSON-serializable (C#17).
 
 Flags: ``requires_permission`` (bool, or a function of the validated input; fail-closed),
+``permission`` (the :mod:`.policy` verdict, ``allow`` / ``ask`` / ``deny``, which replaces it),
 ``un_abortable`` (finishes despite a cancel, within a grace deadline), ``parallel_safe`` (may run
 concurrently with its neighbours), ``idempotent`` (retried on a raised error up to the Glove's
 ``max_retries``; side-effecting tools are never retried by default), ``timeout_s``.
@@ -22,6 +23,7 @@ import attrs
 from pydantic import BaseModel, ValidationError
 
 from .messages import ContentPart, ToolResultData
+from .policy import Decision
 
 if TYPE_CHECKING:
     from .display import DisplayManager
@@ -77,6 +79,9 @@ class Tool(Generic[InputT]):
     max_retries: int | None = None
     """Retries on a raised error; None means the Glove default when ``idempotent``, else 0."""
     timeout_s: float | None = None
+    permission: Decision | Callable[[InputT], Decision] | None = None
+    """The permission policy's verdict (``allow`` / ``ask`` / ``deny``, or a function of the
+    validated input giving one); when set it replaces ``requires_permission``."""
     _definition: ToolDefinition | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -90,7 +95,7 @@ class Tool(Generic[InputT]):
                 schema: Mapping[str, Any] = self.json_schema
             else:
                 assert self.input_model is not None
-                schema = self.input_model.model_json_schema()
+                schema = _schema_of(self.input_model)
             self._definition = ToolDefinition(self.name, self.description, schema)
         return self._definition
 
@@ -104,11 +109,32 @@ class Tool(Generic[InputT]):
             return raw
         return self.input_model.model_validate(raw if raw is not None else {})
 
+    def permission_decision(self, value: Any) -> Decision:
+        """``allow``, ``ask`` or ``deny`` for this validated input (fail-closed ``ask`` when
+        only ``requires_permission`` is set)."""
+        verdict = self.permission
+        if verdict is not None:
+            return verdict(value) if callable(verdict) else verdict
+        if self.requires_permission and self.needs_permission(value):
+            return "ask"
+        return "allow"
+
     def needs_permission(self, value: Any) -> bool:
         gate = self.requires_permission
         if callable(gate):
             return bool(gate(value))
         return bool(gate)
+
+
+_SCHEMAS: dict[type[BaseModel], Mapping[str, Any]] = {}
+
+
+def _schema_of(model: type[BaseModel]) -> Mapping[str, Any]:
+    """An input model's JSON schema, computed once per class (tools are rebuilt per run)."""
+    schema = _SCHEMAS.get(model)
+    if schema is None:
+        schema = _SCHEMAS[model] = model.model_json_schema()
+    return schema
 
 
 def tool(

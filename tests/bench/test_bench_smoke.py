@@ -16,6 +16,7 @@ PATH_KEYS = (
     "event-path",
     "native-sessions",
     "first-event",
+    "live",  # live-under-load: rows live-p99-N and live-first-N
 )
 
 

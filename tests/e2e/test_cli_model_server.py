@@ -8,15 +8,19 @@ missing its test FAILS with the install command.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import trio
 
 from adapters._runtimes import install_hint, runtime_binary
 from orchestrator.errors import RuntimeNotFoundError
+from orchestrator.eventlog import EventLog, RunRow
 from orchestrator.events import Done, RuntimeEvent, TextDelta, ToolCall, ToolResult, event_from_json
 
 pytestmark = pytest.mark.e2e
@@ -125,3 +129,204 @@ def test_model_server_script_file_and_bare_prompt(workspace: Path, tmp_path: Pat
     )
     assert missing.returncode == 2
     assert "cannot be pointed at the model server" in missing.stderr
+
+
+# -- resume ----------------------------------------------------------------------------------
+
+
+def runs_in_log(state: Path) -> list[RunRow]:
+    async def read() -> list[RunRow]:
+        async with EventLog.open(state / "events.db") as log:
+            return await log.runs()
+
+    return trio.run(read)
+
+
+@pytest.mark.parametrize("runtime", ["native", "claude-code", "codex"])
+def test_resume_last(runtime: str, workspace: Path, tmp_path: Path) -> None:
+    installed(runtime)
+    env = cli_env(tmp_path)
+    first = ringleader(
+        "run", "--runtime", runtime, "--model-server", "--json", "look around",
+        cwd=workspace, env=env,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    first_done = events_of(first.stdout)[-1]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # from another directory: the session resumes where it was recorded
+    second = ringleader(
+        "run", "--resume", "last", "--model-server", "--json", "and again",
+        cwd=elsewhere, env=env,
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    events = events_of(second.stdout)
+    check_tool_and_text_turns(runtime, events)
+    assert events[-1].run_id == first_done.run_id  # the same native session, continued
+    runs = runs_in_log(tmp_path / "state")
+    assert len(runs) == 2
+    old, new = runs
+    assert old.runtime_id == new.runtime_id == runtime
+    assert new.run_key != old.run_key and new.status == "success"
+    assert new.outcome is not None and new.outcome["resumedFrom"] == old.run_key
+
+
+def test_resume_errors(workspace: Path, tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    empty = ringleader("run", "--resume", "last", "hi", cwd=workspace, env=env)
+    assert empty.returncode == 2
+    assert empty.stderr.strip() == "ringleader: the event log has no resumable run yet"
+    unknown = ringleader("run", "--resume", "runtime:x:task:nope", "hi", cwd=workspace, env=env)
+    assert unknown.returncode == 2 and "recorded no resumable session" in unknown.stderr
+    ok = ringleader("run", "--runtime", "native", "--model-server", "hi", cwd=workspace, env=env)
+    assert ok.returncode == 0, ok.stderr
+    other = ringleader(
+        "run", "--resume", "last", "--runtime", "codex", "hi", cwd=workspace, env=env
+    )
+    assert other.returncode == 2 and "cannot resume on 'codex'" in other.stderr
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------
+
+SLOW_SCRIPT = {
+    "conversations": [
+        {
+            "name": "slow",
+            "turns": [{"text": "tick " * 400, "chunk_chars": 5, "chunk_delay_s": 0.05}],
+        }
+    ]
+}
+
+
+def children_of(pid: int) -> set[int]:
+    """Every descendant process of ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def interrupt_mid_run(runtime: str, workspace: Path, tmp_path: Path, signals: int = 1) -> None:
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(SLOW_SCRIPT))
+    env = cli_env(tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", runtime,
+         "--model-server", str(script), "--json", "count slowly"],
+        cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if '"kind":"text-delta"' in line.replace(" ", ""):
+                break
+        children = children_of(process.pid)
+        for _ in range(signals):
+            process.send_signal(signal.SIGINT)
+        rest, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert not [pid for pid in children if alive(pid)]
+    if signals == 1:
+        events = events_of("".join(lines) + rest)
+        done = events[-1]
+        assert isinstance(done, Done) and done.reason == "aborted"
+        assert sum(isinstance(e, Done) for e in events) == 1
+        assert "interrupted, aborting the run" in err
+        replay = ringleader("replay", "--json", "last", cwd=workspace, env=env)
+        logged = events_of(replay.stdout)
+        assert isinstance(logged[-1], Done) and logged[-1].reason == "aborted"
+        (run,) = runs_in_log(tmp_path / "state")
+        assert run.status == "aborted"
+    else:
+        # the second signal forces unless the clean abort already ended the run (both are fine:
+        # exit 130, no child left)
+        assert "forced exit" in err or "interrupted, aborting the run" in err
+
+
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+def test_sigint_aborts_cleanly(runtime: str, workspace: Path, tmp_path: Path) -> None:
+    installed(runtime)
+    interrupt_mid_run(runtime, workspace, tmp_path)
+
+
+# -- native: Ctrl-C, forced exit, retries you can see, loopback refused ----------------------
+
+
+def test_native_first_sigint_aborts_cleanly(workspace: Path, tmp_path: Path) -> None:
+    interrupt_mid_run("native", workspace, tmp_path)
+
+
+def test_native_second_sigint_forces(workspace: Path, tmp_path: Path) -> None:
+    interrupt_mid_run("native", workspace, tmp_path, signals=2)
+
+
+def test_retries_are_visible(workspace: Path, tmp_path: Path) -> None:
+    script = tmp_path / "flaky.json"
+    script.write_text(
+        json.dumps(
+            {
+                "conversations": [
+                    {
+                        "name": "flaky",
+                        "turns": [
+                            {
+                                "fault": {"kind": "server_error", "times": 3},
+                                "text": "third time lucky",
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    result = ringleader(
+        "run", "--runtime", "native", "--model-server", str(script), "hi",
+        cwd=workspace, env=cli_env(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "ringleader: attempt 2/4: model_overloaded: HTTP 500" in result.stderr
+    assert "attempt 3/4" not in result.stderr
+    assert "third time lucky" in result.stdout
+
+
+def test_connection_refused_on_loopback_is_not_retried(workspace: Path, tmp_path: Path) -> None:
+    env = cli_env(tmp_path) | {
+        "RINGLEADER_NATIVE_BASE_URL": "http://127.0.0.1:9",
+        "RINGLEADER_NATIVE_API_KEY_ENV": "H12_PLACEHOLDER_KEY",
+        "H12_PLACEHOLDER_KEY": "placeholder",
+    }
+    result = ringleader(
+        "run", "--runtime", "native", "--json", "hi", cwd=workspace, env=env, timeout=60
+    )
+    assert result.returncode == 1, result.stderr
+    assert "attempt 2/" not in result.stderr
+    assert "http://127.0.0.1:9" in result.stdout  # the error names the URL
+    assert '"code":"model_unreachable"' in result.stdout.replace(" ", "")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anthropic
 import httpx2
@@ -52,13 +52,55 @@ def convert_error(exc: BaseException) -> ModelError | None:
             status,
             _retry_after(exc.response.headers),
         )
-    if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
-        return ModelError(f"connection failed: {type(exc).__name__}: {exc}", "network")
-    if isinstance(exc, httpx2.TransportError):
-        return ModelError(f"connection failed: {type(exc).__name__}: {exc}", "network")
+    if isinstance(
+        exc, anthropic.APIConnectionError | openai.APIConnectionError | httpx2.TransportError
+    ):
+        return _connection_error(exc)
     if isinstance(exc, anthropic.APIError | openai.APIError):
         return ModelError(f"{type(exc).__name__}: {exc}", classify_status(None, str(exc)))
     return None
+
+
+_LOOPBACK_HOSTS = ("127.", "localhost", "::1", "[::1]")
+
+
+def _connection_error(exc: BaseException) -> ModelError:
+    """A failed connection, naming the URL and the underlying cause; refused by a loopback
+    address it is ``unreachable`` (nothing listens here: retrying cannot help)."""
+    request: Any = getattr(exc, "request", None)
+    url: Any = None
+    try:
+        url = request.url if request is not None else None
+    except RuntimeError:  # httpx raises when an exception carries no request
+        url = None
+    cause = exc.__cause__ or exc.__context__
+    detail = (
+        f"{type(cause).__name__}: {cause}" if cause is not None else f"{type(exc).__name__}: {exc}"
+    )
+    where = f" to {url}" if url is not None else ""
+    refused = _refused(exc)
+    if refused and "refused" not in detail.lower():
+        detail += " (connection refused)"
+    host = str(getattr(url, "host", "") or "")
+    code: Literal["unreachable", "network"] = (
+        "unreachable" if refused and host.startswith(_LOOPBACK_HOSTS) else "network"
+    )
+    return ModelError(f"connection{where} failed: {detail}", code)
+
+
+def _refused(exc: BaseException, depth: int = 0) -> bool:
+    """Whether a connection refusal is somewhere in the exception's chain (trio reports one
+    per address tried, in an exception group)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return True
+    if depth > 8:
+        return False
+    if isinstance(exc, BaseExceptionGroup):
+        members = cast(tuple[BaseException, ...], exc.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        if any(_refused(e, depth + 1) for e in members):
+            return True
+    nxt = exc.__cause__ or exc.__context__
+    return nxt is not None and _refused(nxt, depth + 1)
 
 
 def _status_message(exc: anthropic.APIStatusError | openai.APIStatusError) -> str:

@@ -36,8 +36,17 @@ __all__ = [
 ]
 
 ModelErrorCode: TypeAlias = Literal[
-    "auth", "rate_limit", "overloaded", "bad_request", "context_overflow", "network", "unknown"
+    "auth",
+    "rate_limit",
+    "overloaded",
+    "bad_request",
+    "context_overflow",
+    "network",
+    "unreachable",
+    "unknown",
 ]
+"""``unreachable``: connection refused by a loopback address (nothing listens on this machine;
+not retried). ``network``: any other connection failure (retried)."""
 SystemPrompt: TypeAlias = str | AssembledPrompt
 
 _TRANSIENT = frozenset({"rate_limit", "overloaded", "network"})

@@ -9,7 +9,6 @@ import pytest
 import trio
 
 from adapters.native import NativeAdapter
-from adapters.native.demo import list_files_tool
 from adapters.native.models.providers import create_adapter
 from contract import check_stream, collect_run
 from contract.model_server import serve_model_server
@@ -51,7 +50,7 @@ def native_on(url: str, base_url: str, provider: str, api: Any, root: Path) -> N
             api=api,
         )
 
-    return NativeAdapter(model_factory=factory, tools=[list_files_tool(root)])
+    return NativeAdapter(model_factory=factory, workspace=root)
 
 
 async def run_once(adapter: NativeAdapter, message: str = "list the files") -> list[Any]:
