@@ -9,6 +9,7 @@ runtimes stays fast.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Mapping
@@ -373,9 +374,32 @@ ACP = RuntimeSpec(
 # -- scripted ----------------------------------------------------------------------------------
 
 
+SCRIPTED_SCRIPT_ENV = "RINGLEADER_SCRIPTED_SCRIPT"
+"""A JSON file of scripted frames (a list) the ``scripted`` runtime replays instead of its
+canned hello (demos of the board, tests of a served process)."""
+
+
+def _scripted_script(path: str) -> list[dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            frames = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{SCRIPTED_SCRIPT_ENV}={path}: cannot load the script: {exc}") from None
+    if not isinstance(frames, list) or not all(isinstance(f, dict) for f in frames):  # pyright: ignore[reportUnknownVariableType]
+        raise ConfigError(f"{SCRIPTED_SCRIPT_ENV}={path}: the script must be a JSON list of frames")
+    session = f"scripted-{uuid.uuid4().hex}"  # a fresh session id per adapter: unique run ids
+    return [
+        {**f, "sessionId": session} if f.get("type") == "init" else dict(f)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        for f in frames  # pyright: ignore[reportUnknownVariableType]
+    ]
+
+
 def _scripted(config: RuntimeConfig) -> RuntimeAdapter:
     from .scripted import ScriptedAdapter
 
+    script_file = os.environ.get(SCRIPTED_SCRIPT_ENV)
+    if script_file:
+        return ScriptedAdapter(_scripted_script(script_file))
     return ScriptedAdapter(
         [
             # a fresh session id per adapter (the CLI builds one per run): unique run ids

@@ -24,6 +24,12 @@ from .adapter import RuntimeId as RuntimeId
 from .adapter import SessionCodec as SessionCodec
 from .adapter import StartOpts as StartOpts
 from .adapter import TaskHandle as TaskHandle
+from .board import Board as Board
+from .board import BoardColumn as BoardColumn
+from .board import Card as Card
+from .board_server import Approvals as Approvals
+from .board_server import BoardHost as BoardHost
+from .board_server import board_app as board_app
 from .config import Config as Config
 from .config import LoadedConfig as LoadedConfig
 from .config import ModelPrice as ModelPrice
@@ -151,10 +157,15 @@ __all__ = [
     "ActorError",
     "AdapterError",
     "AdapterFactory",
+    "Approvals",
     "AsyncQueue",
+    "Board",
+    "BoardColumn",
+    "BoardHost",
     "BudgetExceededError",
     "Capabilities",
     "CapabilityError",
+    "Card",
     "CommitListener",
     "Config",
     "ConfigError",
@@ -240,6 +251,7 @@ __all__ = [
     "Usage",
     "Workspace",
     "assert_exhaustive",
+    "board_app",
     "build_rotation_handoff_note",
     "classify_exception",
     "classify_failure",

@@ -20,7 +20,14 @@ from rich.table import Table
 
 from ._batch import load_batch
 from ._live import format_cost, make_view
-from ._sidebyside import Job, JobResult, new_task_id, prepare_workspaces, run_jobs
+from ._sidebyside import (
+    BoardStarter,
+    Job,
+    JobResult,
+    new_task_id,
+    prepare_workspaces,
+    run_jobs,
+)
 from .errors import ConfigError, exception_leaves
 from .eventlog import EventLog
 from .hosts import LocalHost
@@ -139,6 +146,7 @@ async def run_side_by_side(
     resume: ResumeFrom | None = None,
     on_host: Callable[[LocalHost], None] | None = None,
     on_retry: RetryListener | None = None,
+    board: BoardStarter | None = None,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
@@ -167,7 +175,7 @@ async def run_side_by_side(
     if len(jobs) > 1:
         jobs = await prepare_workspaces(jobs, state_dir=state)
     results = await run_jobs(
-        registry, jobs, view, state_dir=state, on_host=on_host, on_retry=on_retry
+        registry, jobs, view, state_dir=state, on_host=on_host, on_retry=on_retry, board=board
     )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
@@ -320,9 +328,10 @@ def serve_banner(url: str, *, token: bool) -> str:
     return "\n".join(
         [
             f"{url}/events",
+            f"  {url}/           the board (open it in a browser; POST /tasks starts runs here)",
             f"  {url}/events     live events, Server-Sent Events (Last-Event-ID resumes; ?run=KEY filters)",
             f"  {url}/runs       the runs in the event log (JSON)",
             f"  {url}/runs/KEY   one run's events (JSON Lines)",
-            f"serving the board feed{auth}; Ctrl-C stops it",
+            f"serving the board and its feed{auth}; Ctrl-C stops it (and its runs)",
         ]
     )

@@ -8,7 +8,9 @@ import contextlib
 import importlib
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
+from typing import TypeAlias
 
 import attrs
 import trio
@@ -22,7 +24,10 @@ from .runner import Runner, TaskOutcome, TaskSpec
 from .supervisor import RetryListener
 from .workspaces import Workspace, create_workspace, workspace_changes
 
-__all__ = ["Job", "JobResult", "new_task_id", "prepare_workspaces", "run_jobs"]
+__all__ = ["BoardStarter", "Job", "JobResult", "new_task_id", "prepare_workspaces", "run_jobs"]
+
+BoardStarter: TypeAlias = Callable[[EventLog, LocalHost], AbstractAsyncContextManager[object]]
+"""Serves a board over the log and the host's runs while they run (``run --board``)."""
 
 
 def new_task_id(name: str = "") -> str:
@@ -99,6 +104,7 @@ async def run_jobs(
     estimates: bool = False,
     on_host: Callable[[LocalHost], None] | None = None,
     on_retry: RetryListener | None = None,
+    board: BoardStarter | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -123,9 +129,16 @@ async def run_jobs(
             event_log=log,
             on_retry=on_retry,
         )
-        async with view.active(), LocalHost(runner) as host, trio.open_nursery() as nursery:
+        async with (
+            view.active(),
+            LocalHost(runner) as host,
+            AsyncExitStack() as boards,
+            trio.open_nursery() as nursery,
+        ):
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
                 on_host(host)
+            if board is not None:  # `run --board`: served while the runs run
+                await boards.enter_async_context(board(log, host))
 
             async def one(index: int) -> None:
                 job, lane = jobs[index], lanes[index]

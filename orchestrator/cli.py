@@ -12,12 +12,14 @@ import sys
 import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 import attrs
 import trio
 
+from ._board_cli import board_for_run, serve_board
 from ._commands import (
     batch,
     bind_error,
@@ -27,7 +29,6 @@ from ._commands import (
     port_number,
     replay,
     run_side_by_side,
-    serve_banner,
     usable_state_dir,
     write_sample_project,
 )
@@ -37,7 +38,6 @@ from .acp_server import serve_acp_stdio
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
-from .feed import Feed, serve_feed
 from .hosts import LocalHost
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
@@ -130,31 +130,12 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
-async def _serve(host: str, port: int, token: str | None, out: TextIO) -> int:
-    state = usable_state_dir()
-    feed = Feed()
-    async with (
-        EventLog.open(state / "events.db") as log,
-        serve_feed(feed, log, host=host, port=port, token=token) as served,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(_tail_log, log, feed)
-        out.write(serve_banner(served.url, token=bool(token)) + "\n")
-        out.flush()
-        await trio.sleep_forever()
-    return 0
-
-
-async def _tail_log(log: EventLog, feed: Feed, interval_s: float = 0.2) -> None:
-    """Publish what other processes append to the log (``ringleader serve`` runs apart)."""
-    cursor = await log.last_gid()
-    while True:
-        batch = await log.read_since(cursor)
-        if batch:
-            cursor = batch[-1].gid
-            await feed.publish(batch)
-        else:
-            await trio.sleep(interval_s)
+async def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    specs = discover_runtimes()
+    registry = _registry(specs, _load_config(args.config_file, specs))
+    return await serve_board(
+        registry, host=args.host, port=args.port, token=_feed_token(args), out=out
+    )
 
 
 def _feed_token(args: argparse.Namespace) -> str | None:
@@ -482,6 +463,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 resume=resume,
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
+                board=partial(board_for_run, notice=sys.stderr) if args.board else None,
             )
         )
     if interrupt.requested:
@@ -618,6 +600,12 @@ def _parser() -> argparse.ArgumentParser:
         "(a tool turn, then a text answer); e.g. --model-server or --model-server script.json",
     )
     run.add_argument(
+        "--board",
+        action="store_true",
+        help="serve the board on 127.0.0.1 (a free port; its URL is printed) over these runs "
+        "while they run, with abort and steer; e.g. --board",
+    )
+    run.add_argument(
         "--resume",
         metavar="RUN_KEY|last",
         default=None,
@@ -697,9 +685,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = _sub(
         sub,
         "serve",
-        "serve the board feed (SSE) over the event log",
-        "Serve the event log to boards: /events (Server-Sent Events, resumable), /runs (JSON), "
-        "/runs/KEY (JSON Lines). Loopback by default; any other address needs a token.",
+        "serve the board (a web page) and its feed over the event log; hosts runs",
+        "Serve the board at / (a column per state, a card per run, live; a page per run with "
+        "abort, steer and approvals) and the event log to other boards: /events (Server-Sent "
+        "Events, resumable), /runs (JSON), /runs/KEY (JSON Lines). Runs posted to /tasks (or "
+        "from the board's form) run in this process, in the current directory. Loopback by "
+        "default; any other address needs a token.",
         [
             "ringleader serve",
             "ringleader serve --port 0",
@@ -731,6 +722,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the token itself (discouraged: any local user can read it in `ps`; prefer "
         "--token-file); e.g. --token local-test-only",
     )
+    _config_option(serve)
 
     _sub(
         sub,
@@ -784,7 +776,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
         return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
     if args.command == "serve":
-        return trio.run(_serve, args.host, args.port, _feed_token(args), out)
+        return trio.run(_serve, args, out)
     if args.command == "acp":
         return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
     if args.command == "batch":

@@ -66,12 +66,16 @@ from .events import RuntimeEvent, TextDelta, event_to_json
 
 __all__ = [
     "Feed",
+    "FeedAuth",
     "FeedSubscription",
     "RecordingSink",
     "ServedFeed",
     "SlowPolicy",
     "feed_app",
+    "feed_routes",
     "jsonl_line",
+    "refused",
+    "run_json",
     "serve_feed",
     "write_jsonl",
 ]
@@ -518,33 +522,43 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0].lower()
 
 
-def feed_app(
+@attrs.frozen
+class FeedAuth:
+    """Who may read the feed (and, on the board, act). With ``token``, a request needs
+    ``Authorization: Bearer <token>`` (reads may also pass ``?token=``, for ``EventSource``);
+    compared in constant time. Without one (loopback only), a request must name a loopback
+    ``Host`` so a web page cannot reach the server through DNS rebinding."""
+
+    token: str | None = None
+
+    def host_ok(self, request: Request) -> bool:
+        return _host_name(request.headers.get("host", "")) in _LOOPBACK_HOSTS
+
+    def bearer(self, request: Request) -> str:
+        header = request.headers.get("authorization", "")
+        return header[7:] if header[:7].lower() == "bearer " else ""
+
+    def reads(self, request: Request) -> bool:
+        if self.token is None:
+            return self.host_ok(request)
+        offered = self.bearer(request) or request.query_params.get("token", "")
+        return hmac.compare_digest(offered.encode(), self.token.encode())
+
+
+def refused() -> Response:
+    return JSONResponse({"error": "unauthorized"}, status_code=401)
+
+
+def feed_routes(
     feed: Feed,
     log: EventLog,
+    auth: FeedAuth,
     *,
-    token: str | None = None,
     page: int = 1000,
     keepalive_s: float = 15.0,
-) -> Starlette:
-    """A Starlette app: ``GET /events`` (SSE, resumable by ``Last-Event-ID``; ``?run=`` filters
-    to one run), ``GET /runs`` (JSON), ``GET /runs/{key}`` (JSON Lines of one run).
-
-    With ``token``, every request needs ``Authorization: Bearer <token>`` or ``?token=``
-    (compared in constant time). Without one (loopback only), requests must name a loopback
-    ``Host`` so a web page cannot reach the feed through DNS rebinding."""
-    expected = token.encode() if token is not None else None
-
-    def authorized(request: Request) -> bool:
-        if expected is None:
-            return _host_name(request.headers.get("host", "")) in _LOOPBACK_HOSTS
-        header = request.headers.get("authorization", "")
-        offered = (
-            header[7:] if header[:7].lower() == "bearer " else request.query_params.get("token", "")
-        )
-        return hmac.compare_digest(offered.encode(), expected)
-
-    def refused() -> Response:
-        return JSONResponse({"error": "unauthorized"}, status_code=401)
+) -> list[Route]:
+    """The feed's routes (see :func:`feed_app`), for an app that serves more (the board)."""
+    authorized = auth.reads
 
     async def events(request: Request) -> Response:
         if not authorized(request):
@@ -577,7 +591,7 @@ def feed_app(
         if not authorized(request):
             return refused()
         rows = await log.runs()
-        return JSONResponse([_run_json(r) for r in rows])
+        return JSONResponse([run_json(r) for r in rows])
 
     async def run_events(request: Request) -> Response:
         if not authorized(request):
@@ -589,12 +603,29 @@ def feed_app(
             "".join(event_to_json(e) + "\n" for e in items), media_type="application/x-ndjson"
         )
 
+    return [
+        Route("/events", events),
+        Route("/runs", runs),
+        Route("/runs/{key:path}", run_events),
+    ]
+
+
+def feed_app(
+    feed: Feed,
+    log: EventLog,
+    *,
+    token: str | None = None,
+    page: int = 1000,
+    keepalive_s: float = 15.0,
+) -> Starlette:
+    """A Starlette app: ``GET /events`` (SSE, resumable by ``Last-Event-ID``; ``?run=`` filters
+    to one run), ``GET /runs`` (JSON), ``GET /runs/{key}`` (JSON Lines of one run).
+
+    With ``token``, every request needs ``Authorization: Bearer <token>`` or ``?token=``
+    (compared in constant time). Without one (loopback only), requests must name a loopback
+    ``Host`` so a web page cannot reach the feed through DNS rebinding."""
     return Starlette(
-        routes=[
-            Route("/events", events),
-            Route("/runs", runs),
-            Route("/runs/{key:path}", run_events),
-        ]
+        routes=feed_routes(feed, log, FeedAuth(token), page=page, keepalive_s=keepalive_s)
     )
 
 
@@ -612,7 +643,7 @@ def _event_id(raw: str) -> int | None:
     return value if value <= _MAX_EVENT_ID else None
 
 
-def _run_json(row: RunRow) -> dict[str, Any]:
+def run_json(row: RunRow) -> dict[str, Any]:
     """A run row with the wire's camelCase names (``runKey``, ``startedMs``, …)."""
     return {to_camel(k): v for k, v in attrs.asdict(row).items()}
 
@@ -651,10 +682,12 @@ async def serve_feed(
     port: int = 0,
     token: str | None = None,
     keepalive_s: float = 15.0,
+    app: Starlette | None = None,
 ) -> AsyncGenerator[ServedFeed]:
-    """Serve :func:`feed_app` with Hypercorn's trio worker; yields the base URL (an ephemeral
-    port by default). Loopback by default; any other address requires a token
-    (:class:`~orchestrator.errors.ConfigError` otherwise)."""
+    """Serve :func:`feed_app` (or ``app``, e.g. the board, built with the same ``token``) with
+    Hypercorn's trio worker; yields the base URL (an ephemeral port by default). Loopback by
+    default; any other address requires a token (:class:`~orchestrator.errors.ConfigError`
+    otherwise)."""
     if not _is_loopback(host) and not token:
         raise ConfigError(f"serving the feed on {host!r} (not loopback) requires a token")
     if token is not None and not token:
@@ -668,10 +701,10 @@ async def serve_feed(
     config.accesslog = None  # query strings may carry the token
     config.errorlog = _log
     config.graceful_timeout = 0.5
-    app: Any = feed_app(feed, log, token=token, keepalive_s=keepalive_s)
+    served_app: Any = app or feed_app(feed, log, token=token, keepalive_s=keepalive_s)
 
     async def run(*, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-        await serve(app, config, task_status=task_status)
+        await serve(served_app, config, task_status=task_status)
 
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(run)

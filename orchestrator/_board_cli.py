@@ -1,0 +1,104 @@
+"""``ringleader serve`` (the board, hosting runs) and ``ringleader run --board``. Part of the CLI:
+the library never imports this module."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from typing import TextIO
+
+import attrs
+import trio
+
+from ._commands import serve_banner, usable_state_dir
+from .board_server import BoardHost, board_app
+from .eventlog import EventLog, LoggedEvent
+from .feed import Feed, RecordingSink, serve_feed
+from .hosts import LocalHost
+from .registry import RuntimeRegistry
+from .runner import Runner
+
+__all__ = ["FeedRelay", "board_for_run", "serve_board", "tail_log"]
+
+
+@attrs.define(eq=False)
+class FeedRelay:
+    """Publishes to ``feed`` what this process commits (as the log's listener) and what other
+    processes append (:func:`tail_log`), each event once and in ``gid`` order."""
+
+    feed: Feed
+    last: int = 0
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def publish(self, items: Sequence[LoggedEvent]) -> None:
+        async with self._lock:
+            fresh = [i for i in items if i.gid > self.last]
+            if fresh:
+                self.last = fresh[-1].gid
+                await self.feed.publish(fresh)
+
+
+async def tail_log(log: EventLog, relay: FeedRelay, interval_s: float = 0.2) -> None:
+    """Publish what other processes append to the log (``ringleader run`` in another shell)."""
+    relay.last = max(relay.last, await log.last_gid())
+    while True:
+        batch = await log.read_since(relay.last)
+        if batch:
+            await relay.publish(batch)
+        else:
+            await trio.sleep(interval_s)
+
+
+async def serve_board(
+    registry: RuntimeRegistry,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    out: TextIO,
+) -> int:
+    """Serve the board over the event log, hosting the runs posted to ``/tasks`` (they work in
+    the current directory); runs of other processes show up live too."""
+    state = usable_state_dir()
+    feed = Feed()
+    async with EventLog.open(state / "events.db") as log:
+        relay = FeedRelay(feed)
+        log.add_listener(relay)
+        runner = Runner(registry, sink=RecordingSink(log), state_dir=state, event_log=log)
+        async with LocalHost(runner) as local:
+            hosted = BoardHost(
+                local,
+                tuple(registry.ids()),
+                task_defaults={"cwd": os.getcwd(), "agent_id": "board"},
+            )
+            app = board_app(feed, log, token=token, hosted=hosted)
+            async with (
+                serve_feed(feed, log, host=host, port=port, token=token, app=app) as served,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(tail_log, log, relay)
+                out.write(serve_banner(served.url, token=bool(token)) + "\n")
+                out.flush()
+                await trio.sleep_forever()
+    return 0
+
+
+@asynccontextmanager
+async def board_for_run(
+    log: EventLog, local: LocalHost, *, notice: TextIO
+) -> AsyncGenerator[BoardHost]:
+    """``run --board``: the board on 127.0.0.1 (a free port) over this process's runs while
+    they run; prints its URL to ``notice``."""
+    feed = Feed()
+    feed.attach(log)
+    hosted = BoardHost(local, ())
+    app = board_app(feed, log, hosted=hosted)
+    async with serve_feed(feed, log, host="127.0.0.1", port=0, app=app) as served:
+        notice.write(f"ringleader: board at {served.url}/ (open while the runs run)\n")
+        notice.flush()
+        try:
+            yield hosted
+        finally:
+            feed.close()
+            log.remove_listener(feed)

@@ -1,0 +1,189 @@
+// The board: a column per state, a card per run, live over the SSE feed.
+import {
+  COLUMNS,
+  applyEvent,
+  columnOf,
+  el,
+  follow,
+  formatCost,
+  formatElapsed,
+  formatTokens,
+  getJSON,
+  hosting,
+  newCard,
+  post,
+  runtimeOf,
+} from "./common.js";
+
+const cards = new Map(); // runKey → card (projection) + runtimeId, title
+let pending = new Set(); // tool call ids waiting for approval
+const board = document.getElementById("board");
+const conn = document.getElementById("conn");
+const notice = document.getElementById("notice");
+const lists = new Map();
+
+for (const [id, label] of COLUMNS) {
+  const list = el("div", { class: "cards", "data-column": id });
+  const count = el("span", { class: "count", text: "0" });
+  board.append(
+    el("section", { class: `column col-${id}`, "data-testid": `column-${id}` },
+      el("h2", {}, label, " ", count), list),
+  );
+  lists.set(id, { list, count });
+}
+
+function say(text, isError = false) {
+  notice.textContent = text;
+  notice.dataset.error = isError ? "yes" : "no";
+}
+
+function cardNode(card) {
+  const id = `card-${card.runKey}`;
+  let node = document.getElementById(id);
+  if (!node) {
+    node = el("article", { class: "card", id, "data-run-key": card.runKey, tabindex: "0" });
+    node.addEventListener("click", (e) => {
+      if (e.target.closest("button")) return;
+      location.href = `/run/${encodeURIComponent(card.runKey)}${location.hash}`;
+    });
+  }
+  return node;
+}
+
+function render(card) {
+  const column = columnOf(card, pending);
+  const node = cardNode(card);
+  node.dataset.column = column;
+  node.dataset.events = String(card.events);
+  const elapsedMs = card.startedTs ? (card.endedTs ?? Date.now()) - card.startedTs : null;
+  const live = column === "running" || column === "waiting" || column === "queued";
+  const children = [
+    el("div", { class: "card-head" },
+      el("span", { class: "runtime", text: card.runtimeId || runtimeOf(card.runKey) || "?" }),
+      el("span", { class: "phase", text: card.phase })),
+    el("div", { class: "title", text: card.title || card.runKey }),
+    el("div", { class: "nums" },
+      el("span", { class: "tokens", text: `${formatTokens(card.inputTokens)} in · ${formatTokens(card.outputTokens)} out` }),
+      el("span", { class: card.costUsd === null ? "cost unknown" : "cost", text: formatCost(card.costUsd, card.estimated) }),
+      el("span", { class: "elapsed", "data-started": card.startedTs ?? "", text: formatElapsed(elapsedMs) })),
+    el("div", { class: "last-line", "data-testid": "last-line", text: card.lastLine || card.error || "" }),
+  ];
+  if (hosting && live) {
+    children.push(el("button", { class: "abort", type: "button", onclick: () => abort(card.runKey), text: "Abort" }));
+  }
+  node.replaceChildren(...children);
+  const target = lists.get(column).list;
+  if (node.parentElement !== target) target.prepend(node);
+}
+
+function counts() {
+  for (const { list, count } of lists.values()) count.textContent = String(list.children.length);
+}
+
+async function abort(runKey) {
+  try {
+    await post("/abort", { run: runKey });
+    say(`abort sent to ${runKey}`);
+  } catch (e) {
+    say(String(e.message), true);
+  }
+}
+
+let metaTimer = null;
+function refreshMeta() {
+  // titles and runtimes of runs first seen on the feed (the projection stays the page's own)
+  if (metaTimer) return;
+  metaTimer = setTimeout(async () => {
+    metaTimer = null;
+    try {
+      const snap = await getJSON("/board");
+      for (const c of snap.cards) {
+        const card = cards.get(c.runKey);
+        if (card && (card.title !== c.title || card.runtimeId !== c.runtimeId)) {
+          card.title = c.title;
+          card.runtimeId = c.runtimeId;
+          render(card);
+        }
+      }
+    } catch {
+      /* the next event retries */
+    }
+  }, 300);
+}
+
+function onEvent(gid, runKey, ev) {
+  let card = cards.get(runKey);
+  const known = !!card;
+  card = applyEvent(card || newCard(runKey), ev);
+  const prev = cards.get(runKey);
+  card.title = prev?.title ?? null;
+  card.runtimeId = prev?.runtimeId ?? null;
+  cards.set(runKey, card);
+  render(card);
+  counts();
+  document.body.dataset.lastId = String(gid);
+  if (!known || !card.title) refreshMeta();
+}
+
+async function pollApprovals() {
+  if (!hosting) return;
+  try {
+    const list = await getJSON("/approvals");
+    const next = new Set(list.map((a) => a.id));
+    const changed = next.size !== pending.size || [...next].some((id) => !pending.has(id));
+    pending = next;
+    if (changed) {
+      for (const card of cards.values()) render(card);
+      counts();
+    }
+  } catch {
+    /* shown by the connection state */
+  }
+}
+
+function setupTaskForm(runtimes) {
+  if (!hosting || !runtimes.length) return;
+  const form = document.getElementById("new-task");
+  const select = document.getElementById("task-runtime");
+  select.replaceChildren(...runtimes.map((r) => el("option", { value: r, text: r })));
+  form.hidden = false;
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const prompt = document.getElementById("task-prompt").value;
+    const model = document.getElementById("task-model").value.trim() || null;
+    try {
+      const answer = await post("/tasks", { prompt, runtime: select.value, model });
+      say(`started ${answer.taskId}`);
+      document.getElementById("task-prompt").value = "";
+    } catch (err) {
+      say(String(err.message), true);
+    }
+  });
+}
+
+async function main() {
+  const snap = await getJSON("/board");
+  for (const c of snap.cards) {
+    cards.set(c.runKey, c);
+    render(c);
+  }
+  pending = new Set(snap.approvals.map((a) => a.id));
+  counts();
+  setupTaskForm(snap.runtimes);
+  document.body.dataset.lastId = String(snap.cursor);
+  follow("/events", snap.cursor, onEvent, (state) => {
+    conn.dataset.state = state;
+    conn.textContent = state;
+  });
+  setInterval(() => {
+    for (const node of document.querySelectorAll(".card .elapsed[data-started]")) {
+      const card = cards.get(node.closest(".card").dataset.runKey);
+      if (card && card.startedTs && !card.endedTs) {
+        node.textContent = formatElapsed(Date.now() - card.startedTs);
+      }
+    }
+  }, 1000);
+  setInterval(pollApprovals, 1000);
+}
+
+main().catch((e) => say(`cannot load the board: ${e.message}`, true));

@@ -1,0 +1,252 @@
+// One run: streamed text (reasoning folded), tool calls with input and output, the cost over
+// time, related runs (retries, rotations, resumes), raw events on demand, and the actions.
+import {
+  applyEvent,
+  el,
+  follow,
+  formatCost,
+  formatElapsed,
+  formatTokens,
+  getJSON,
+  hosting,
+  newCard,
+  post,
+  runtimeOf,
+} from "./common.js";
+
+const LONG_LINES = 12;
+const LONG_CHARS = 1200;
+const runKey = decodeURIComponent(location.pathname.slice("/run/".length));
+const transcript = document.getElementById("transcript");
+const notice = document.getElementById("notice");
+const conn = document.getElementById("conn");
+const rawBox = document.getElementById("raw");
+const raw = [];
+const tools = new Map(); // toolCallId → <details>
+const costPoints = []; // [ts, costUsd or null, tokens]
+let card = newCard(runKey);
+let current = null; // the text block being streamed: {channel, node}
+let pending = new Set();
+
+function say(text, isError = false) {
+  notice.textContent = text;
+  notice.dataset.error = isError ? "yes" : "no";
+}
+
+function isLong(text) {
+  return text.length > LONG_CHARS || text.split("\n").length > LONG_LINES;
+}
+
+function textBlock(channel) {
+  if (current && current.channel === channel) return current.node;
+  let node;
+  if (channel === "reasoning") {
+    const pre = el("pre", { class: "reasoning-text" });
+    transcript.append(el("details", { class: "reasoning" }, el("summary", { text: "reasoning" }), pre));
+    node = pre;
+  } else {
+    node = el("div", { class: "assistant", "data-testid": "assistant-text" });
+    transcript.append(node);
+  }
+  current = { channel, node };
+  return node;
+}
+
+function pretty(value) {
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+function onEvent(gid, _key, ev) {
+  raw.push(ev);
+  if (rawBox.open) document.getElementById("raw-events").append(JSON.stringify(ev) + "\n");
+  card = applyEvent(card, ev);
+  switch (ev.kind) {
+    case "text-delta":
+      textBlock(ev.channel).append(ev.text);
+      break;
+    case "tool-call": {
+      current = null;
+      const box = tools.get(ev.toolCallId);
+      const input = el("pre", { class: "tool-input", text: pretty(ev.input) });
+      if (box) {
+        box.querySelector(".tool-input").replaceWith(input);
+        break;
+      }
+      const node = el("details", { class: "tool", "data-tool-call": ev.toolCallId, open: true },
+        el("summary", {}, el("span", { class: "tool-name", text: ev.name }), el("span", { class: "tool-state", text: " running…" })),
+        el("div", { class: "label", text: "input" }), input);
+      tools.set(ev.toolCallId, node);
+      transcript.append(node);
+      break;
+    }
+    case "tool-result": {
+      current = null;
+      let node = tools.get(ev.toolCallId);
+      if (!node) {
+        node = el("details", { class: "tool", "data-tool-call": ev.toolCallId },
+          el("summary", {}, el("span", { class: "tool-name", text: ev.name }), el("span", { class: "tool-state" })));
+        tools.set(ev.toolCallId, node);
+        transcript.append(node);
+      }
+      node.querySelector(".tool-state").textContent = ev.isError ? " error" : " ok";
+      node.classList.toggle("tool-error", !!ev.isError);
+      const long = isLong(ev.output);
+      const out = el("pre", { class: "tool-output", text: ev.output });
+      if (long) {
+        node.append(el("details", { class: "long-output" },
+          el("summary", { text: `output (${ev.output.length} chars, ${ev.output.split("\n").length} lines)` }), out));
+      } else {
+        node.append(el("div", { class: "label", text: "output" }), out);
+      }
+      node.open = true;
+      break;
+    }
+    case "status":
+      current = null;
+      if (ev.detail) transcript.append(el("div", { class: "status", text: `${ev.phase}: ${ev.detail}` }));
+      break;
+    case "cost":
+      costPoints.push([ev.ts, ev.costUsd ?? null, (ev.usage.inputTokens || 0) + (ev.usage.outputTokens || 0)]);
+      drawCost();
+      break;
+    case "error":
+      current = null;
+      transcript.append(el("div", { class: "error-line", text: `${ev.code ? ev.code + ": " : ""}${ev.message}` }));
+      break;
+    case "done":
+      current = null;
+      drawCost();
+      transcript.append(el("div", { class: `done-line done-${ev.reason}`, "data-testid": "done", text: `done: ${ev.reason}${ev.summary ? " — " + ev.summary : ""}` }));
+      break;
+  }
+  summary();
+}
+
+function drawCost() {
+  const svg = document.getElementById("cost-chart");
+  const known = costPoints.some((p) => p[1] !== null);
+  const pts = costPoints.map((p) => [p[0], known ? p[1] ?? 0 : p[2]]);
+  if (!pts.length) return;
+  if (card.startedTs !== null && card.startedTs < pts[0][0]) pts.unshift([card.startedTs, 0]);
+  else pts.unshift([pts[0][0] - 1, 0]);
+  if (card.endedTs !== null && card.endedTs > pts[pts.length - 1][0]) {
+    pts.push([card.endedTs, pts[pts.length - 1][1]]);
+  }
+  const t0 = pts[0][0];
+  const t1 = Math.max(pts[pts.length - 1][0], t0 + 1);
+  const vmax = Math.max(...pts.map((p) => p[1]), 1e-9);
+  const coords = pts.map(([t, v]) => `${((t - t0) / (t1 - t0)) * 590 + 5},${115 - (v / vmax) * 105}`);
+  const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+  line.setAttribute("points", coords.join(" "));
+  line.setAttribute("class", "cost-line");
+  svg.replaceChildren(line);
+  const last = costPoints[costPoints.length - 1];
+  document.getElementById("cost-label").textContent = known
+    ? `${formatCost(card.costUsd, card.estimated)} after ${costPoints.length} report(s)`
+    : `cost unknown; ${formatTokens(last[2])} tokens after ${costPoints.length} report(s)`;
+}
+
+function summary() {
+  const elapsed = card.startedTs ? (card.endedTs ?? Date.now()) - card.startedTs : null;
+  document.getElementById("run-summary").replaceChildren(
+    el("span", { class: `badge col-${card.column}`, "data-testid": "run-column", text: card.column }),
+    el("span", { text: ` ${runtimeOf(runKey)} · ${card.phase} · ${formatTokens(card.inputTokens)} in · ${formatTokens(card.outputTokens)} out · ${formatCost(card.costUsd, card.estimated)} · ${formatElapsed(elapsed)}` }),
+  );
+  const live = card.column === "running" || card.column === "queued";
+  document.getElementById("actions").hidden = !(hosting && live);
+}
+
+function link(row, why) {
+  return el("li", {},
+    el("a", { href: `/run/${encodeURIComponent(row.runKey)}${location.hash}`, text: row.runKey }),
+    ` ${why} · ${row.status}`);
+}
+
+async function loadMeta() {
+  try {
+    const meta = await getJSON(`/run-meta?run=${encodeURIComponent(runKey)}`);
+    document.getElementById("run-title").textContent = meta.title || runKey;
+    document.title = `ringleader: ${meta.title || runKey}`;
+    const items = [];
+    const resumedFrom = meta.run.outcome?.resumedFrom;
+    for (const row of meta.related) {
+      let why = "same task";
+      if (row.runKey === resumedFrom) why = "resumed from";
+      else if (row.outcome?.resumedFrom === runKey) why = "resumed by";
+      else if (/:r\d+(:|$)/.test(row.runKey)) why = "rotation";
+      else if (/:a\d+(:|$)/.test(row.runKey)) why = "retry";
+      items.push(link(row, why));
+    }
+    if (items.length) {
+      document.getElementById("related").replaceChildren(el("h2", { text: "Related runs" }), el("ul", {}, ...items));
+    }
+  } catch (e) {
+    document.getElementById("run-title").textContent = runKey;
+  }
+}
+
+async function pollApprovals() {
+  if (!hosting) return;
+  try {
+    const list = (await getJSON("/approvals")).filter((a) => card.openToolCalls.includes(a.id));
+    const ids = new Set(list.map((a) => a.id));
+    if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
+    pending = ids;
+    document.getElementById("approvals").replaceChildren(
+      ...list.map((a) => el("div", { class: "approval", "data-approval": a.id },
+        el("span", { text: `${a.tool} wants to run: ` }), el("code", { text: pretty(a.input) }),
+        el("button", { type: "button", onclick: () => answer(a.id, true), text: "Allow" }),
+        el("button", { type: "button", onclick: () => answer(a.id, false), text: "Deny" }))),
+    );
+  } catch {
+    /* retried */
+  }
+}
+
+async function answer(id, allow) {
+  try {
+    await post("/approve", { id, allow });
+    say(allow ? "allowed" : "denied");
+  } catch (e) {
+    say(String(e.message), true);
+  }
+}
+
+document.getElementById("abort").addEventListener("click", async () => {
+  try {
+    await post("/abort", { run: runKey });
+    say("abort sent");
+  } catch (e) {
+    say(String(e.message), true);
+  }
+});
+document.getElementById("steer-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const input = document.getElementById("steer-text");
+  try {
+    await post("/steer", { run: runKey, text: input.value });
+    say("steer sent");
+    input.value = "";
+  } catch (err) {
+    say(String(err.message), true);
+  }
+});
+rawBox.addEventListener("toggle", () => {
+  if (rawBox.open) {
+    document.getElementById("raw-events").textContent = raw.map((e) => JSON.stringify(e)).join("\n") + "\n";
+  }
+});
+
+summary();
+loadMeta();
+follow(`/events?run=${encodeURIComponent(runKey)}`, 0, onEvent, (state) => {
+  conn.dataset.state = state;
+  conn.textContent = state;
+});
+setInterval(pollApprovals, 1000);
+setInterval(summary, 1000);

@@ -1,0 +1,196 @@
+"""The board's projection (orchestrator/board.py): columns from events, property-tested."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator.board import (
+    COLUMNS,
+    TERMINAL_COLUMNS,
+    Board,
+    Card,
+    apply,
+    column_of,
+    project,
+)
+from orchestrator.board_server import read_board
+from orchestrator.eventlog import EventLog, LoggedEvent
+from orchestrator.events import EventFactory, RuntimeEvent, Usage
+
+ENDINGS = ("success", "max_turns", "aborted", "error", "interrupted", "start-failed")
+EXPECTED = {
+    "success": "done",
+    "max_turns": "done",
+    "aborted": "aborted",
+    "error": "failed",
+    "interrupted": "interrupted",
+    "start-failed": "failed",
+}
+
+_step = st.one_of(
+    st.tuples(st.just("text"), st.text(max_size=30), st.sampled_from(["assistant", "reasoning"])),
+    st.tuples(st.just("tool"), st.sampled_from(["bash", "read_file"]), st.booleans()),
+    st.tuples(st.just("status"), st.sampled_from(["init", "thinking", "running", "turn-complete"])),
+    st.tuples(
+        st.just("cost"),
+        st.integers(0, 10_000),
+        st.integers(0, 10_000),
+        st.one_of(st.none(), st.floats(0, 5, allow_nan=False)),
+    ),
+    st.tuples(st.just("error"), st.text(max_size=20)),
+)
+
+
+def build_stream(steps: list[tuple[Any, ...]], ending: str) -> list[RuntimeEvent]:
+    """A valid stream (seq gapless, tool calls closed, one done last) from the steps."""
+    make = EventFactory(run_id="r1", clock=iter(range(1000, 10_000_000, 7)).__next__)
+    out: list[RuntimeEvent] = []
+    for n, step in enumerate(steps):
+        match step[0]:
+            case "text":
+                if step[1]:
+                    out.append(make.text_delta(step[1], step[2]))
+            case "tool":
+                out.append(make.tool_call(f"call-{n}", step[1], {"n": n}))
+                if step[2]:
+                    out.append(make.tool_result(f"call-{n}", "output"))
+            case "status":
+                out.append(make.status(step[1]))
+            case "cost":
+                out.append(
+                    make.cost(Usage(input_tokens=step[1], output_tokens=step[2]), cost_usd=step[3])
+                )
+            case "error":
+                out.append(make.error(step[1] or "oops", fatal=False))
+    if ending == "interrupted":
+        out.extend(make.fail("the owner process died", code="interrupted"))
+    elif ending == "start-failed":
+        out.extend(make.fail("could not start", code="runtime_start_failed"))
+    elif ending == "error":
+        out.extend(make.fail("boom", code="boom"))
+    else:
+        out.extend(make.finish(ending))  # type: ignore[arg-type]
+    return out
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_step, max_size=25), st.sampled_from(ENDINGS))
+def test_any_valid_stream_ends_in_exactly_one_terminal_column(
+    steps: list[tuple[Any, ...]], ending: str
+) -> None:
+    events = build_stream(steps, ending)
+    assert [e.kind for e in events].count("done") == 1
+    card = Card("k")
+    terminal_seen: list[str] = []
+    for event in events:
+        card = apply(card, event)
+        assert card.column in COLUMNS
+        if card.terminal:
+            terminal_seen.append(card.column)
+    # once terminal it stays in the same column; the done (last event) is what put it there
+    assert len(set(terminal_seen)) == 1
+    assert len(terminal_seen) == 1
+    assert card.column == EXPECTED[ending]
+    assert card.open_tool_calls == ()
+    # events after the done change nothing but the count
+    extra = EventFactory(run_id="r1", seq=len(events)).text_delta("late")
+    after = apply(card, extra)
+    assert after.column == card.column and after.last_line == card.last_line
+    assert after.after_done == 1
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_step, max_size=25), st.sampled_from(ENDINGS))
+def test_tokens_and_cost_follow_the_cumulative_cost_events(
+    steps: list[tuple[Any, ...]], ending: str
+) -> None:
+    events = build_stream(steps, ending)
+    card = project("k", events)
+    costs = [e for e in events if e.kind == "cost"]
+    if costs:
+        assert card.input_tokens == max(c.usage.input_tokens for c in costs)  # type: ignore[union-attr]
+        known = [c.cost_usd for c in costs if c.cost_usd is not None]  # type: ignore[union-attr]
+        assert card.cost_usd == (known[-1] if known else None)
+    else:
+        assert card.cost_usd is None  # unknown, never 0
+    # a prefix that has not ended is running (or queued when empty), never terminal
+    for cut in range(len(events)):
+        prefix = project("k", events[:cut])
+        assert prefix.column == ("queued" if cut == 0 else "running")
+
+
+def test_last_line_is_the_last_non_empty_line_across_deltas() -> None:
+    make = EventFactory(run_id="r")
+    card = project(
+        "k", [make.text_delta("first line\nsec"), make.text_delta("ond <script>x</script>\n\n")]
+    )
+    assert card.last_line == "second <script>x</script>"
+    card = apply(card, make.text_delta("third"))
+    assert card.last_line == "third"
+    assert apply(card, make.text_delta("thinking…", "reasoning")).last_line == "third"
+
+
+def test_a_pending_approval_puts_a_running_card_in_waiting() -> None:
+    make = EventFactory(run_id="r")
+    card = project("k", [make.tool_call("c1", "bash", {"command": "ls"})])
+    assert column_of(card) == "running"
+    assert column_of(card, {"c1"}) == "waiting"
+    assert column_of(card, {"other"}) == "running"
+    done = project("k", [make.tool_result("c1", "x"), *make.finish("success")])
+    assert column_of(done, {"c1"}) == "done"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.lists(_step, max_size=8), st.sampled_from(ENDINGS)), min_size=1, max_size=4
+    ),
+    st.randoms(use_true_random=False),
+    st.integers(0, 60),
+)
+def test_replaying_the_log_gives_the_board_watching_live_gave(
+    runs: list[tuple[list[tuple[Any, ...]], str]], rnd: Any, resume_at: int
+) -> None:
+    """Interleave several runs' streams in one log; a board that watched live (with a
+    reconnect that repeats events it already had) equals the board replayed from the log."""
+    streams = {f"run-{i}": build_stream(s, e) for i, (s, e) in enumerate(runs)}
+    cursors = dict.fromkeys(streams, 0)
+    order: list[LoggedEvent] = []
+    while any(cursors[k] < len(v) for k, v in streams.items()):
+        key = rnd.choice([k for k, v in streams.items() if cursors[k] < len(v)])
+        order.append(LoggedEvent(len(order) + 1, key, streams[key][cursors[key]]))
+        cursors[key] += 1
+    live = Board()
+    cut = min(resume_at, len(order))
+    live.apply_all(order[:cut])
+    # the connection drops; the resumed feed repeats from an earlier id: nothing counts twice
+    live.apply_all(order[max(0, cut - 5) :])
+    replayed = Board()
+    replayed.apply_all(order)
+    assert live.cards == replayed.cards
+    assert live.cursor == replayed.cursor == len(order)
+    for key, stream in streams.items():
+        assert replayed.cards[key] == project(key, stream)
+        assert replayed.cards[key].column in TERMINAL_COLUMNS
+
+
+async def test_read_board_projects_the_event_log(tmp_path: Path) -> None:
+    make = EventFactory(run_id="r")
+    async with EventLog.open(tmp_path / "events.db") as log:
+        await log.start_run("a", runtime_id="scripted", session_key="s")
+        await log.start_run("queued-one", runtime_id="scripted", session_key="s2")
+        events = [make.text_delta("hello\n"), *make.finish("aborted")]
+        await log.append("a", events)
+        board = await read_board(log, page=1)
+        await trio.lowlevel.checkpoint()
+    assert board.cards["a"] == project("a", events)
+    assert board.cards["a"].column == "aborted"
+    assert board.cards["queued-one"].column == "queued"
+    cols = board.columns()
+    assert [c.run_key for c in cols["queued"]] == ["queued-one"]
+    assert list(cols) == list(COLUMNS)
