@@ -6,20 +6,22 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TextIO
 
 import attrs
 import trio
 
 from ._commands import serve_banner, usable_state_dir
-from .board_server import BoardHost, board_app
+from .adapter import RuntimeAdapter
+from .board_server import Approvals, BoardHost, board_app
 from .eventlog import EventLog, LoggedEvent
 from .feed import Feed, RecordingSink, serve_feed
 from .hosts import LocalHost
 from .registry import RuntimeRegistry
 from .runner import Runner
 
-__all__ = ["FeedRelay", "board_for_run", "serve_board", "tail_log"]
+__all__ = ["FeedRelay", "board_for_run", "hosting_registry", "serve_board", "tail_log"]
 
 
 @attrs.define(eq=False)
@@ -50,6 +52,22 @@ async def tail_log(log: EventLog, relay: FeedRelay, interval_s: float = 0.2) -> 
             await trio.sleep(interval_s)
 
 
+def hosting_registry(source: RuntimeRegistry, approvals: Approvals) -> RuntimeRegistry:
+    """``source``'s runtimes, each adapter built fresh per run; a runtime whose adapter takes a
+    ``permission_handler`` (native) asks the board: its ``ask`` decisions wait for a person."""
+    out = RuntimeRegistry()
+
+    def build(runtime_id: str) -> RuntimeAdapter:
+        adapter = source.create(runtime_id)
+        if hasattr(adapter, "permission_handler"):
+            adapter.permission_handler = approvals.ask  # pyright: ignore[reportAttributeAccessIssue]
+        return adapter
+
+    for runtime_id in source.ids():
+        out.register_factory(runtime_id, partial(build, runtime_id))
+    return out
+
+
 async def serve_board(
     registry: RuntimeRegistry,
     *,
@@ -65,11 +83,18 @@ async def serve_board(
     async with EventLog.open(state / "events.db") as log:
         relay = FeedRelay(feed)
         log.add_listener(relay)
-        runner = Runner(registry, sink=RecordingSink(log), state_dir=state, event_log=log)
+        approvals = Approvals()
+        runner = Runner(
+            hosting_registry(registry, approvals),
+            sink=RecordingSink(log),
+            state_dir=state,
+            event_log=log,
+        )
         async with LocalHost(runner) as local:
             hosted = BoardHost(
                 local,
                 tuple(registry.ids()),
+                approvals=approvals,
                 task_defaults={"cwd": os.getcwd(), "agent_id": "board"},
             )
             app = board_app(feed, log, token=token, hosted=hosted)
