@@ -274,7 +274,7 @@ def _body_of(reader: SkillReader, name: str) -> SkillHandler:
 
 
 def _front_matter(text: str) -> tuple[dict[str, str], str]:
-    lines = text.splitlines()
+    lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
         return {}, text
     for end in range(1, len(lines)):

@@ -389,7 +389,10 @@ class Extensions:
         return ToolResultData(
             status="success",
             data={"skill": skill.name, "content": joined or "[non-text skill content]"},
-            render_data={"skill": skill.name, "parts": [p.model_dump(mode="json") for p in parts]},
+            render_data={
+                "skill": skill.name,
+                "parts": [p.model_dump(mode="json", exclude_none=True) for p in parts],
+            },
         )
 
     # -- agent side: glove_invoke_subagent -----------------------------------------------------
