@@ -128,6 +128,7 @@ async def run_jobs(
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,
+            record_rotation=view.rotated,
         )
         async with (
             view.active(),

@@ -255,6 +255,82 @@ def test_steer_is_refused_for_scripted_and_reaches_a_native_run(
     assert main[1]["roles"] == ["user", "assistant", "user"]
 
 
+def test_an_approval_request_waits_on_the_board_and_is_answered_from_the_run_page(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """The native runtime asks before ``bash`` (its default policy); ``serve`` routes the
+    question to the board: the card waits in its column until Allow is clicked."""
+    model_script = tmp_path / "model.json"
+    model_script.write_text(
+        json.dumps(
+            {
+                "conversations": [
+                    {
+                        "name": "approve",
+                        "turns": [
+                            {
+                                "text": "I need to run a command.",
+                                "tool_calls": [
+                                    {"name": "bash", "input": {"command": "echo approved-ok"}}
+                                ],
+                            },
+                            {"text": "Done after approval."},
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    model = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.cli",
+            "model-server",
+            "--script",
+            str(model_script),
+            "--port",
+            "0",
+        ],
+        env=board_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        model_url = first_line(model)
+        config = tmp_path / "ringleader.toml"
+        config.write_text(
+            "[runtimes.native]\n"
+            f'base_url = "{model_url}"\n'
+            'api_key_env = "RINGLEADER_MODEL_SERVER_KEY"\n'
+            'provider = "anthropic"\n'
+            'model = "claude-haiku-4-5"\n'
+        )
+        server = Served(tmp_path, board_env, config)
+        server.start()
+        try:
+            page = browser.new_page()
+            page.goto(server.url + "/")
+            prefix = post_task(server.url, "native", "echo something")
+            page.wait_for_selector(card_selector(prefix, "waiting"), timeout=TIMEOUT_MS)
+            pending = httpx2.get(server.url + "/approvals").json()
+            assert [(p["tool"], p["input"]["command"]) for p in pending] == [
+                ("bash", "echo approved-ok")
+            ]
+            page.click(card_selector(prefix))
+            page.click('.approval button:text("Allow")', timeout=TIMEOUT_MS)
+            page.wait_for_selector('[data-testid="run-column"]:text("done")', timeout=TIMEOUT_MS)
+            tool = page.wait_for_selector("details.tool .tool-output")
+            assert "approved-ok" in tool.text_content()
+            assert "Done after approval." in page.inner_text('[data-testid="transcript"]')
+            assert httpx2.get(server.url + "/approvals").json() == []
+        finally:
+            server.close()
+    finally:
+        stop(model)
+
+
 def test_a_killed_and_restarted_server_resumes_the_page_without_duplicates(
     tmp_path: Path, board_env: dict[str, str], browser: Any
 ) -> None:
