@@ -3,8 +3,10 @@ the library never imports this module."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncGenerator, Sequence
+import signal
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TextIO
@@ -22,6 +24,10 @@ from .registry import RuntimeRegistry
 from .runner import Runner
 
 __all__ = ["FeedRelay", "board_for_run", "hosting_registry", "serve_board", "tail_log"]
+
+
+STOP_GRACE_S = 10.0
+"""How long ``serve`` waits, after Ctrl-C, for its runs to end as aborted."""
 
 
 @attrs.define(eq=False)
@@ -103,10 +109,39 @@ async def serve_board(
                 trio.open_nursery() as nursery,
             ):
                 nursery.start_soon(tail_log, log, relay)
-                out.write(serve_banner(served.url, token=bool(token)) + "\n")
-                out.flush()
-                await trio.sleep_forever()
-    return 0
+                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    out.write(serve_banner(served.url, token=bool(token)) + "\n")
+                    out.flush()
+                    async for _ in signals:
+                        break
+                    await _abort_hosted(local, signals)
+                nursery.cancel_scope.cancel()
+    return 130
+
+
+async def _abort_hosted(
+    local: LocalHost, signals: AsyncIterator[int], grace_s: float = STOP_GRACE_S
+) -> None:
+    """Ctrl-C: abort the runs this process hosts and wait (up to ``grace_s``, or a second
+    signal) for each to end as ``aborted`` in the log, rather than be cut off mid-run."""
+    live = [ref for ref in local.tasks if not ref.finished]
+    for ref in live:
+        ref.abort()
+    with trio.move_on_after(grace_s):
+        async with trio.open_nursery() as nursery:
+
+            async def second_signal() -> None:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+
+            async def all_done() -> None:
+                for ref in live:
+                    with contextlib.suppress(Exception):
+                        await ref.outcome()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(second_signal)
+            nursery.start_soon(all_done)
 
 
 @asynccontextmanager

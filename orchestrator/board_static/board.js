@@ -146,6 +146,7 @@ function setupTaskForm(runtimes) {
   const form = document.getElementById("new-task");
   const select = document.getElementById("task-runtime");
   select.replaceChildren(...runtimes.map((r) => el("option", { value: r, text: r })));
+  if (runtimes.includes("native")) select.value = "native";
   form.hidden = false;
   form.addEventListener("submit", async (e) => {
     e.preventDefault();

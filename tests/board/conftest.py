@@ -81,7 +81,10 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> None:
 class Served:
     """A running ``ringleader serve`` on a fixed port, restartable (same port, same log)."""
 
-    def __init__(self, state: Path, env: dict[str, str], config: Path | None) -> None:
+    def __init__(
+        self, state: Path, env: dict[str, str], config: Path | None, extra: tuple[str, ...] = ()
+    ) -> None:
+        self.extra = extra
         self.state = state
         self.env = env
         self.config = config
@@ -93,6 +96,7 @@ class Served:
         args = [sys.executable, "-m", "orchestrator.cli", "serve", "--port", str(self.port)]
         if self.config is not None:
             args += ["--config", str(self.config)]
+        args += self.extra
         self.proc = subprocess.Popen(
             args,
             cwd=self.state,

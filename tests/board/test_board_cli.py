@@ -1,0 +1,149 @@
+"""``ringleader run --board`` and ``serve``'s Ctrl-C, without a browser."""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx2
+
+from .conftest import Served, scripted_frames, stop, write_script
+
+
+def test_run_board_prints_its_url_and_aborts_from_it(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    script = write_script(
+        tmp_path, "slow.json", scripted_frames(["working\n"], pause_s=0.1, tail_sleep_s=120)
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.cli",
+            "run",
+            "--board",
+            "--runtime",
+            "scripted",
+            "--json",
+            "a long job",
+        ],
+        cwd=tmp_path,
+        env=board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    threading.Thread(target=lambda: [lines.put(x) for x in stderr], daemon=True).start()
+    try:
+        url = ""
+        while not url:
+            line = lines.get(timeout=60)
+            found = re.search(r"board at (http://127\.0\.0\.1:\d+)/", line)
+            url = found.group(1) if found else ""
+        page = httpx2.get(url + "/").text
+        token = page.split('ringleader-action-token" content="')[1].split('"')[0]
+        key = ""
+        for _ in range(600):
+            cards = httpx2.get(url + "/board").json()["cards"]
+            running = [c for c in cards if c["column"] == "running" and c["lastLine"] == "working"]
+            if running:
+                key = running[0]["runKey"]
+                assert running[0]["title"] == "a long job"
+                break
+            threading.Event().wait(0.1)
+        assert key, "the run never showed up on its board"
+        answer = httpx2.post(
+            url + "/abort", json={"run": key}, headers={"authorization": f"Bearer {token}"}
+        )
+        assert answer.status_code == 202, answer.text
+        assert proc.wait(timeout=60) == 1  # the run ended aborted: not a success
+        out = proc.stdout.read() if proc.stdout else ""
+        assert '"reason":"aborted"' in out.replace(" ", "")
+    finally:
+        stop(proc)
+
+
+def test_ctrl_c_on_serve_ends_its_runs_as_aborted(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    script = write_script(
+        tmp_path, "slow.json", scripted_frames(["working\n"], pause_s=0.1, tail_sleep_s=120)
+    )
+    server = Served(tmp_path, board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)}, None)
+    server.start()
+    try:
+        page = httpx2.get(server.url + "/").text
+        token = page.split('ringleader-action-token" content="')[1].split('"')[0]
+        answer = httpx2.post(
+            server.url + "/tasks",
+            json={"prompt": "slow", "runtime": "scripted"},
+            headers={"authorization": f"Bearer {token}"},
+        )
+        assert answer.status_code == 201
+        prefix = answer.json()["runKeyPrefix"]
+        for _ in range(600):
+            cards = httpx2.get(server.url + "/board").json()["cards"]
+            if any(c["runKey"].startswith(prefix) and c["lastLine"] == "working" for c in cards):
+                break
+            threading.Event().wait(0.1)
+        assert server.proc is not None
+        server.proc.send_signal(signal.SIGINT)
+        assert server.proc.wait(timeout=60) == 130
+    finally:
+        server.close()
+    replay = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "replay", "--list", "--json"],
+        env=board_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert '"status": "aborted"' in replay.stdout or '"status":"aborted"' in replay.stdout, (
+        replay.stdout
+    )
+
+
+def test_pages_and_data_refuse_a_foreign_host(tmp_path: Path, board_env: dict[str, str]) -> None:
+    server = Served(tmp_path, board_env, None)
+    server.start()
+    try:
+        for path in ("/", "/run/x", "/board", "/events", "/approvals", "/runs"):
+            answer = httpx2.get(server.url + path, headers={"host": "attacker.example:80"})
+            assert answer.status_code == 401, path
+        assert httpx2.get(server.url + "/board").status_code == 200
+    finally:
+        server.close()
+
+
+def test_with_a_token_every_read_and_action_needs_it_and_no_page_shows_it(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    secret = "board-test-token-0123456789"
+    token_file = tmp_path / "token"
+    token_file.write_text(secret)
+    server = Served(tmp_path, board_env, None, ("--token-file", str(token_file)))
+    server.start()
+    try:
+        page = httpx2.get(server.url + "/")
+        assert page.status_code == 200 and secret not in page.text
+        assert 'name="ringleader-action-token" content=""' in page.text
+        assert httpx2.get(server.url + "/board").status_code == 401
+        bearer = {"authorization": f"Bearer {secret}"}
+        assert httpx2.get(server.url + "/board", headers=bearer).status_code == 200
+        assert httpx2.get(server.url + f"/board?token={secret}").status_code == 200
+        body = {"prompt": "hi", "runtime": "scripted"}
+        assert httpx2.post(server.url + "/tasks", json=body).status_code == 401
+        # the token in the query string is for reads (EventSource); actions need the header
+        assert httpx2.post(server.url + f"/tasks?token={secret}", json=body).status_code == 401
+        assert httpx2.post(server.url + "/tasks", json=body, headers=bearer).status_code == 201
+    finally:
+        server.close()
