@@ -35,8 +35,11 @@ from .errors import AdapterError as AdapterError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import CapabilityError as CapabilityError
 from .errors import ConfigError as ConfigError
+from .errors import HostError as HostError
 from .errors import LineTooLongError as LineTooLongError
 from .errors import MailboxClosedError as MailboxClosedError
+from .errors import NodeLostError as NodeLostError
+from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
 from .errors import ProtocolError as ProtocolError
 from .errors import RingleaderError as RingleaderError
 from .errors import RuntimeExitedError as RuntimeExitedError
@@ -158,6 +161,7 @@ __all__ = [
     "CommitListener",
     "Config",
     "ConfigError",
+    "HostError",
     "ConnectedHome",
     "Cost",
     "Done",
@@ -181,6 +185,8 @@ __all__ = [
     "LoadedConfig",
     "LoggedEvent",
     "MailboxClosedError",
+    "NoNodeForRuntimeError",
+    "NodeLostError",
     "ModelPrice",
     "ModelServerHook",
     "NativeHomeClaim",
