@@ -369,7 +369,12 @@ class Runner:
         )
 
     async def _record_session(
-        self, log: RunRecorder, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec, run_key: str
+        self,
+        log: RunRecorder,
+        adapter: RuntimeAdapter,
+        run: RunHandle,
+        task: TaskSpec,
+        run_key: str,
     ) -> None:
         codec = adapter.session_codec
         blob: str | None = None

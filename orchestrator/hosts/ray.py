@@ -32,10 +32,12 @@ import importlib
 import logging
 import math
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from functools import partial
+from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Self
 
@@ -61,7 +63,28 @@ RESOURCE_PREFIX = "runtime:"
 RESUME_PROMPT = "Continue the task where the previous session stopped."
 
 
-def _ray() -> ModuleType:
+def _on_loopback(address: str | None) -> bool:
+    """Whether ``address`` means a Ray on this machine's loopback interface: ``None`` (a Ray of
+    our own), ``127.x``/``localhost``, or ``auto`` when the running cluster Ray recorded here is
+    on loopback."""
+    if address is None:
+        return True
+    if address == "auto":
+        recorded = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        try:
+            address = recorded.read_text().strip()
+        except OSError:
+            return False
+    host = address.removeprefix("ray://").rsplit(":", 1)[0]
+    return host == "localhost" or host.startswith("127.")
+
+
+def _ray(*, local: bool = False) -> ModuleType:
+    """Ray, imported on first use, with no usage report. ``local``: the cluster is on this
+    machine's loopback interface: the driver stays on it too (Ray's single-machine mode)."""
+    if local:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         return importlib.import_module("ray")
     except ImportError:
@@ -182,9 +205,8 @@ class RayHost:
     # -- lifetime --------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        ray = _ray()
+        ray = _ray(local=_on_loopback(self.address))
         if not ray.is_initialized():
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
             if self.address is not None:
                 kwargs["address"] = self.address
@@ -419,10 +441,9 @@ def ray_nodes(address: str | None = "auto") -> list[dict[str, Any]]:
     """What each node of the cluster can run (for ``ringleader runtimes --ray``): one dict per
     node with ``node``, ``address``, ``runtimes`` (id → version) and ``slots`` (declared
     ``runtime:<id>`` resources). Connects, looks, and disconnects when it connected."""
-    ray = _ray()
+    ray = _ray(local=_on_loopback(address))
     connected = False
     if not ray.is_initialized():
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         ray.init(address=address, log_to_driver=False, include_dashboard=False)
         connected = True
     try:

@@ -7,8 +7,12 @@ Skipped, with the reason, only where Ray cannot be imported (``pip install 'ring
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +40,11 @@ SLOTS = {"runtime:scripted": 500, "runtime:native": 8}
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    from ray.cluster_utils import Cluster
-
-    node = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "resources": SLOTS}
-    made = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    cluster_utils: Any = importlib.import_module("ray.cluster_utils")
+    node: dict[str, Any] = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "resources": SLOTS}
+    made = cluster_utils.Cluster(
+        initialize_head=True, head_node_args={**node, "include_dashboard": False}
+    )
     made.add_node(**node)
     ray.init(address=made.address, log_to_driver=False, _node_ip_address="127.0.0.1")
     try:
@@ -49,8 +54,18 @@ def cluster() -> Iterator[Any]:
         made.shutdown()
 
 
-def native_config(url: str) -> RuntimeConfig:
-    return RuntimeConfig(base_url=url, api_key_env=KEY_ENV, model=MODEL, provider="anthropic")
+def native_at(url: str) -> Callable[[str], RuntimeConfig]:
+    """The runtimes' configuration the head ships: native pointed at the model server."""
+    config = RuntimeConfig(base_url=url, api_key_env=KEY_ENV, model=MODEL, provider="anthropic")
+    return lambda _runtime_id: config
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Wait (polling: the condition lives in another process) until ``predicate()``."""
+    while True:
+        if predicate():
+            return
+        await trio.sleep(0.05)
 
 
 async def read_run(log: EventLog, run_key: str) -> list[Any]:
@@ -132,9 +147,7 @@ async def test_abort_and_steer_reach_a_remote_native_run(
     async with serve_model_server(script) as server, EventLog.open(tmp_path / "e.db") as log:
         registry = RuntimeRegistry.from_specs(discover_runtimes())
         runner = Runner(registry, sink=RecordingSink(log), state_dir=tmp_path, event_log=log)
-        host = host_for(
-            runner, tmp_path, configs=lambda _: native_config(server.url), forward_env=[KEY_ENV]
-        )
+        host = host_for(runner, tmp_path, configs=native_at(server.url), forward_env=[KEY_ENV])
         async with host:
             steered = host.submit(
                 "native", TaskSpec(task_id="steer", title="[[ray:steer]] go", cwd=str(tmp_path))
@@ -146,8 +159,7 @@ async def test_abort_and_steer_reach_a_remote_native_run(
                 await steered.started()
                 await steered.steer("STEER-FROM-THE-HEAD: prefer small files")
                 await aborted.started()
-                while not server.requests_for("abort"):
-                    await trio.sleep(0.1)
+                await until(lambda: bool(server.requests_for("abort")))
                 aborted.abort()
                 abort_outcome = await aborted.outcome()
                 steer_outcome = await steered.outcome()
@@ -169,17 +181,14 @@ async def test_a_killed_node_host_interrupts_its_runs_and_loses_nothing(
     ):
         registry = RuntimeRegistry.from_specs(discover_runtimes())
         runner = Runner(registry, sink=RecordingSink(log), state_dir=tmp_path, event_log=log)
-        host = host_for(
-            runner, tmp_path, configs=lambda _: native_config(server.url), forward_env=[KEY_ENV]
-        )
+        host = host_for(runner, tmp_path, configs=native_at(server.url), forward_env=[KEY_ENV])
         async with host:
             ref = host.submit(
                 "native", TaskSpec(task_id="lost", title="[[ray:lost]] go", cwd=str(tmp_path))
             )
             with trio.fail_after(120):
                 await ref.started()
-                while not server.requests_for("lost"):
-                    await trio.sleep(0.1)
+                await until(lambda: bool(server.requests_for("lost")))
                 written = len(await log.read(ref.run_keys[-1]))
                 assert ref.node is not None
                 ray.kill(ref.node.actor)
@@ -210,7 +219,7 @@ async def test_a_killed_node_host_resumes_the_task_elsewhere_with_shared_state(
         host = host_for(
             runner,
             tmp_path,
-            configs=lambda _: native_config(server.url),
+            configs=native_at(server.url),
             forward_env=[KEY_ENV],
             shared_state=True,
         )
@@ -220,8 +229,7 @@ async def test_a_killed_node_host_resumes_the_task_elsewhere_with_shared_state(
             )
             with trio.fail_after(180):
                 await ref.started()
-                while not server.requests_for("moved"):
-                    await trio.sleep(0.1)
+                await until(lambda: bool(server.requests_for("moved")))
                 first_node = ref.node
                 assert first_node is not None
                 ray.kill(first_node.actor)
@@ -231,4 +239,41 @@ async def test_a_killed_node_host_resumes_the_task_elsewhere_with_shared_state(
         rows = {row.run_key: row for row in await log.runs()}
         first, second = ref.run_keys
         assert rows[first].status == "interrupted"
-        assert rows[second].outcome["resumedFrom"] == first
+        resumed = rows[second].outcome
+        assert resumed is not None and resumed["resumedFrom"] == first
+
+
+def ringleader(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+
+
+def test_batch_and_runtimes_on_the_cluster_from_the_command_line(
+    cluster: Any, tmp_path: Path
+) -> None:
+    tasks = "\n".join(
+        f'[[task]]\nid = "t{i}"\nprompt = "hello {i}"\nruntime = "scripted"\nworkspace = false\n'
+        for i in range(6)
+    )
+    (tmp_path / "tasks.toml").write_text(tasks)
+    done = ringleader("batch", "tasks.toml", "--ray", cluster.address, "--json", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    ends = [line for line in lines if line.get("kind") == "done"]
+    assert len(ends) == 6 and {line["reason"] for line in ends} == {"success"}
+
+    listed = ringleader("runtimes", "--ray", cluster.address, "--json", tmp_path=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    nodes = json.loads(listed.stdout)
+    assert len(nodes) == 2
+    for node in nodes:
+        assert node["slots"] == {"scripted": 500.0, "native": 8.0}
+        assert "scripted" in node["runtimes"] and "native" in node["runtimes"]
