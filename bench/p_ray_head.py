@@ -112,7 +112,11 @@ def _one_pass(runs: int, tmp: Path, relayed: bool) -> tuple[float, int]:
     return seconds, committed
 
 
-@path("ray_head", "Ray head: event log under N concurrent remote runs (relay, simulated nodes)")
+@path(
+    "ray_head",
+    "Ray head: event log under N concurrent remote runs (relay, simulated nodes)",
+    timeout_s=1200,
+)
 def bench_ray_head(cfg: Config) -> list[Row]:
     runs = 200 if cfg.smoke else (2_000 if cfg.quick else 10_000)
     passes = 1 if cfg.smoke else 3
