@@ -179,9 +179,6 @@ async def run_side_by_side(
     if len(jobs) > 1:
         jobs = await prepare_workspaces(jobs, state_dir=state)
     results = await run_jobs(
-<<<<<<< HEAD
-        registry, jobs, view, state_dir=state, on_host=on_host, on_retry=on_retry, board=board
-=======
         registry,
         jobs,
         view,
@@ -189,7 +186,7 @@ async def run_side_by_side(
         on_host=on_host,
         on_retry=on_retry,
         make_host=make_host,
->>>>>>> main
+        board=board,
     )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error

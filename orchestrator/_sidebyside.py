@@ -104,11 +104,8 @@ async def run_jobs(
     estimates: bool = False,
     on_host: Callable[[Host], None] | None = None,
     on_retry: RetryListener | None = None,
-<<<<<<< HEAD
-    board: BoardStarter | None = None,
-=======
     make_host: Callable[[Runner], Host] = LocalHost,
->>>>>>> main
+    board: BoardStarter | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -135,19 +132,15 @@ async def run_jobs(
             on_retry=on_retry,
             record_rotation=view.rotated,
         )
-<<<<<<< HEAD
         async with (
             view.active(),
-            LocalHost(runner) as host,
+            make_host(runner) as host,
             AsyncExitStack() as boards,
             trio.open_nursery() as nursery,
         ):
-=======
-        async with view.active(), make_host(runner) as host, trio.open_nursery() as nursery:
->>>>>>> main
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
                 on_host(host)
-            if board is not None:  # `run --board`: served while the runs run
+            if board is not None and isinstance(host, LocalHost):  # `run --board` (not --ray)
                 await boards.enter_async_context(board(log, host))
 
             async def one(index: int) -> None:

@@ -40,12 +40,7 @@ from .acp_server import serve_acp_stdio
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
-<<<<<<< HEAD
-from .hosts import LocalHost
-=======
-from .feed import Feed, serve_feed
 from .hosts import Host, LocalHost, RayHost, ray_nodes
->>>>>>> main
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
 from .runner import ResumeFrom, Runner, TaskSpec, resumable_task
@@ -430,6 +425,8 @@ def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
         raise ConfigError("run: a prompt is required")
     if args.runtime is None and not args.resume:
         raise ConfigError("run: --runtime ID is required (or --resume RUN_KEY|last)")
+    if args.board and getattr(args, "ray", None):
+        raise ConfigError("run: --board serves runs of this process; it cannot follow --ray runs")
     return prompt, script
 
 
