@@ -66,6 +66,16 @@ WIRE_CONFIG = ConfigDict(
 """The config of every wire model: frozen, camelCase JSON, unknown input fields ignored."""
 
 
+_new = object.__new__
+_setattr = object.__setattr__
+# BaseModel's slots, set through their descriptors (15% cheaper than object.__setattr__ by name)
+_set_fields_set: Callable[[object, set[str]], None] = vars(BaseModel)[
+    "__pydantic_fields_set__"
+].__set__
+_set_extra: Callable[[object, object], None] = vars(BaseModel)["__pydantic_extra__"].__set__
+_set_private: Callable[[object, object], None] = vars(BaseModel)["__pydantic_private__"].__set__
+
+
 class Usage(BaseModel):
     """Token usage. On ``cost`` events it is cumulative for the run."""
 
@@ -113,8 +123,8 @@ def usage_of(
         and (cached_input_tokens is None or type(cached_input_tokens) is int)
         and (cache_write_tokens is None or type(cache_write_tokens) is int)
     ):
-        usage = object.__new__(Usage)
-        object.__setattr__(
+        usage = _new(Usage)
+        _setattr(
             usage,
             "__dict__",
             {
@@ -124,9 +134,9 @@ def usage_of(
                 "cache_write_tokens": cache_write_tokens,
             },
         )
-        object.__setattr__(usage, "__pydantic_fields_set__", set(_USAGE_SET))
-        object.__setattr__(usage, "__pydantic_extra__", None)
-        object.__setattr__(usage, "__pydantic_private__", None)
+        _set_fields_set(usage, set(_USAGE_SET))
+        _set_extra(usage, None)
+        _set_private(usage, None)
         return usage
     return Usage(
         input_tokens=input_tokens,
@@ -271,9 +281,6 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-_setattr = object.__setattr__
-
-
 class _NotPlain(Exception):
     """A value the fast construction leaves to validation."""
 
@@ -414,11 +421,11 @@ def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) 
     """An instance exactly as validation would build it from ``values`` (already checked to
     be of the field types; ``values`` in field order, defaults included), without running
     the validator."""
-    event = object.__new__(cls)
+    event = _new(cls)
     _setattr(event, "__dict__", values)
-    _setattr(event, "__pydantic_fields_set__", set(fields_set))
-    _setattr(event, "__pydantic_extra__", None)
-    _setattr(event, "__pydantic_private__", None)
+    _set_fields_set(event, set(fields_set))
+    _set_extra(event, None)
+    _set_private(event, None)
     return event
 
 
@@ -429,11 +436,11 @@ def with_seq(event: _E, seq: int) -> _E:
         return event.model_copy(update={"seq": seq})
     values = dict(event.__dict__)
     values["seq"] = seq
-    copy = object.__new__(type(event))
+    copy = _new(type(event))
     _setattr(copy, "__dict__", values)
-    _setattr(copy, "__pydantic_fields_set__", {*event.__pydantic_fields_set__, "seq"})
-    _setattr(copy, "__pydantic_extra__", event.__pydantic_extra__)
-    _setattr(copy, "__pydantic_private__", event.__pydantic_private__)
+    _set_fields_set(copy, {*event.__pydantic_fields_set__, "seq"})
+    _set_extra(copy, event.__pydantic_extra__)
+    _set_private(copy, event.__pydantic_private__)
     return copy
 
 
