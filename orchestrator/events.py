@@ -417,6 +417,32 @@ _FAST: dict[type[EventBase], _Fast] = {
 }
 
 
+def _build(cls: type[_E], values: dict[str, Any]) -> _E:
+    """The event of kind ``cls`` from ``values`` (every field in order, ``kind`` included):
+    built directly when the envelope and the kind's row of ``_FAST`` accept every value,
+    otherwise validated."""
+    ts, seq, run_id, sid = values["ts"], values["seq"], values["run_id"], values["session_id"]
+    kind, fields_set, accepts, json_field = _FAST[cls]
+    if (
+        type(ts) is int
+        and type(seq) is int
+        and type(run_id) is str
+        and (sid is None or type(sid) is str)
+        and values["kind"] == kind
+        and accepts(values)
+    ):
+        if json_field is None:
+            return _trusted(cls, fields_set, values)
+        try:
+            values[json_field] = _json_copy(values[json_field])
+        except _NotPlain:
+            pass
+        else:
+            return _trusted(cls, fields_set, values)
+    del values["kind"]
+    return cls(**values)
+
+
 def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) -> _E:
     """An instance exactly as validation would build it from ``values`` (already checked to
     be of the field types; ``values`` in field order, defaults included), without running
@@ -473,42 +499,37 @@ class EventFactory:
     finished: bool = False
 
     def _emit(self, cls: type[_E], payload: dict[str, Any]) -> _E:
-        """The next event of kind ``cls``: the envelope stamped, ``payload`` (every payload
-        field, in field order) accepted by the kind's row of ``_FAST``, or validated."""
+        """The next event of kind ``cls``: the envelope stamped, then ``payload`` (every payload
+        field, in field order)."""
         self.seq += 1
-        seq = self.seq
-        ts = self.clock()
-        run_id = self.run_id
-        sid = self.session_id
-        kind, fields_set, accepts, json_field = _FAST[cls]
-        values: dict[str, Any] = {
-            "run_id": run_id,
-            "session_id": sid,
-            "ts": ts,
-            "seq": seq,
-            "kind": kind,
-            **payload,
-        }
-        if (
-            type(ts) is int
-            and type(seq) is int
-            and type(run_id) is str
-            and (sid is None or type(sid) is str)
-            and accepts(values)
-        ):
-            if json_field is None:
-                return _trusted(cls, fields_set, values)
-            try:
-                values[json_field] = _json_copy(values[json_field])
-            except _NotPlain:
-                pass
-            else:
-                return _trusted(cls, fields_set, values)
-        del values["kind"]
-        return cls(**values)
+        return _build(
+            cls,
+            {
+                "run_id": self.run_id,
+                "session_id": self.session_id,
+                "ts": self.clock(),
+                "seq": self.seq,
+                "kind": _FAST[cls].kind,
+                **payload,
+            },
+        )
 
     def text_delta(self, text: str, channel: TextChannel = "assistant") -> TextDelta:
-        return self._emit(TextDelta, {"text": text, "channel": channel})
+        # the hot kind writes its values in place (what _emit does, without the payload merge:
+        # a fifth of the cost of a delta)
+        self.seq += 1
+        return _build(
+            TextDelta,
+            {
+                "run_id": self.run_id,
+                "session_id": self.session_id,
+                "ts": self.clock(),
+                "seq": self.seq,
+                "kind": "text-delta",
+                "text": text,
+                "channel": channel,
+            },
+        )
 
     def tool_call(self, tool_call_id: str, name: str, input: JsonValue) -> ToolCall:
         self.open_tool_calls[tool_call_id] = name
