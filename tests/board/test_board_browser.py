@@ -69,6 +69,15 @@ def test_cards_stream_and_move_to_their_final_column(
     page = browser.new_page()
     page.goto(served.url + "/")
     page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
+    # every rendering of a card's last line, as it happened (each render makes new nodes, so
+    # a batch of mutations still shows each intermediate line)
+    page.evaluate(
+        """() => { window.__lines = [];
+            new MutationObserver((records) => { for (const r of records) for (const n of r.addedNodes)
+                if (n.classList && n.classList.contains('last-line') && n.textContent)
+                    window.__lines.push(n.textContent); })
+            .observe(document.getElementById('board'), { childList: true, subtree: true }); }"""
+    )
     # a task from the page's own form
     page.fill("#task-prompt", "count the files <b>bold?</b>")
     page.select_option("#task-runtime", "scripted")
@@ -77,12 +86,6 @@ def test_cards_stream_and_move_to_their_final_column(
         card_selector("runtime:scripted:task:", "running"), timeout=TIMEOUT_MS
     )
     assert running is not None
-    # text streams in: the card's last line changes while the run is still running
-    page.wait_for_function(
-        """() => { const c = document.querySelector('article.card[data-column="running"] .last-line');
-                   return c && c.textContent.startsWith('They print'); }""",
-        timeout=TIMEOUT_MS,
-    )
     done = page.wait_for_selector(
         card_selector("runtime:scripted:task:", "done"), timeout=TIMEOUT_MS
     )
@@ -92,6 +95,9 @@ def test_cards_stream_and_move_to_their_final_column(
     assert done.query_selector(".cost").text_content() == "$0.01"
     assert "1200 in" in done.query_selector(".tokens").text_content()
     assert page.evaluate("window.__pwned") is None
+    # text streamed in: the card showed each line in turn while the run ran
+    lines = list(dict.fromkeys(page.evaluate("window.__lines")))
+    assert lines == ["Looking at the files.", f"They print {INJECTED}", "All done: 40 files."]
     # what the page projected live is what GET /board replays from the log
     snapshot = httpx2.get(served.url + "/board").json()
     shown = page.eval_on_selector_all(
