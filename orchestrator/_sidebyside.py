@@ -122,6 +122,7 @@ async def run_jobs(
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,
+            record_rotation=view.rotated,
         )
         async with view.active(), LocalHost(runner) as host, trio.open_nursery() as nursery:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs

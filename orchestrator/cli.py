@@ -462,10 +462,15 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
         runtime_ids, resume, cwd = [resumed_runtime], task.resume, task.cwd
     for runtime_id in runtime_ids:
         _spec(specs, runtime_id)  # unknown ids fail before anything starts
+    rotation = _rotation(args, config, runtime_ids)
+    for rotate_to, _ in rotation.values():
+        if rotate_to is not None:
+            _spec(specs, rotate_to)
     interrupt = _Interrupt()
     async with AsyncExitStack() as stack:
         if script is not None:  # one server per runtime, each with that runtime's script
-            for runtime_id in dict.fromkeys(runtime_ids):
+            successors = [to for to, _ in rotation.values() if to is not None]
+            for runtime_id in dict.fromkeys([*runtime_ids, *successors]):
                 config = await stack.enter_async_context(
                     _model_server(_spec(specs, runtime_id), config, script or None)
                 )
@@ -482,11 +487,35 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 resume=resume,
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
+                rotation=rotation,
             )
         )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
+
+
+def _rotation(
+    args: argparse.Namespace, config: LoadedConfig, runtime_ids: Sequence[str]
+) -> dict[str, tuple[str | None, float | None]]:
+    """Per runtime: (successor runtime, watermark as a share) from ``--rotate-to`` /
+    ``--watermark``, else the runtime's configuration (``rotate_to`` / ``watermark``)."""
+    found: dict[str, tuple[str | None, float | None]] = {}
+    for runtime_id in runtime_ids:
+        cfg = config.runtime(runtime_id)
+        pct: float | None = args.watermark if args.watermark is not None else cfg.watermark
+        found[runtime_id] = (args.rotate_to or cfg.rotate_to, None if pct is None else pct / 100)
+    return found
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage in (0, 100]")
+    return value
 
 
 def _version() -> str:
@@ -623,6 +652,22 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="continue a recorded run's session on its runtime, from its working directory "
         f"(PROMPT defaults to {RESUME_PROMPT!r}); e.g. --resume last",
+    )
+    run.add_argument(
+        "--watermark",
+        type=_percent,
+        default=None,
+        metavar="PCT",
+        help="rotate a run that ends short (max turns, or a failure) past PCT%% of its context "
+        "window into a fresh session started with a handoff note (default 85, or the "
+        "runtime's `watermark` in the config); e.g. --watermark 70",
+    )
+    run.add_argument(
+        "--rotate-to",
+        default=None,
+        metavar="RUNTIME",
+        help="start a rotation's fresh session on RUNTIME (default: the same runtime, or the "
+        "runtime's `rotate_to` in the config); e.g. --rotate-to codex",
     )
     _config_option(run)
     run.add_argument(

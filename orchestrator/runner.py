@@ -120,6 +120,12 @@ class TaskSpec:
     env: Mapping[str, str] = attrs.field(factory=dict[str, str], repr=False)
     resume: ResumeFrom | None = None
     """Continue this recorded session instead of starting a new one (see :meth:`Runner.resume_task`)."""
+    rotate_to: str | None = None
+    """Rotation successors start on this runtime (default: the runner's ``rotate_to``, else the
+    same runtime); ``run_task(rotate_to=…)`` wins."""
+    watermark: float | None = None
+    """Rotate past this share of the context window (0–1; default: the runner's
+    ``rotation.threshold_pct``)."""
 
 
 @attrs.frozen
@@ -171,6 +177,10 @@ class Runner:
     clock: Callable[[], int] = now_ms
     today: Callable[[], _dt.date] = lambda: _dt.datetime.now(_dt.UTC).date()
     record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
+    """Told of each rotation once the successor has started (the CLI shows it)."""
+    rotate_to: str | None = None
+    """The runtime a rotation starts its successor on when ``run_task`` names none (default:
+    the same runtime)."""
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
     on_retry: RetryListener | None = None
@@ -254,6 +264,7 @@ class Runner:
         note: str,
         home: str | None,
         resume_id: str | None = None,
+        lineage: Mapping[str, Any] | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         supervisor = Supervisor(self.restart, on_retry=self.on_retry)
         current = first
@@ -304,7 +315,7 @@ class Runner:
             finally:
                 actor.fence()
             if log is not None:
-                await self._record(log, adapter, current, outcome, task, run_key)
+                await self._record(log, adapter, current, outcome, task, run_key, lineage)
             return outcome
 
         outcome = await supervisor.supervise(attempt)
@@ -351,6 +362,7 @@ class Runner:
         outcome: RunOutcome,
         task: TaskSpec,
         run_key: str,
+        lineage: Mapping[str, Any] | None = None,
     ) -> None:
         await self._record_session(log, adapter, run, task, run_key)
         await log.finish_run(
@@ -365,6 +377,7 @@ class Runner:
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
+                **(lineage or {}),
             },
         )
 
@@ -429,7 +442,9 @@ class Runner:
         register_env_secrets(task.env)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
+        rotate_to = rotate_to or task.rotate_to or self.rotate_to
         state = _TaskState()
+        lineage: dict[str, Any] | None = None
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
         runtime = runtime_id
         async with AsyncExitStack() as stack:
@@ -461,12 +476,12 @@ class Runner:
                 return _final(state)
             while True:
                 outcome, attempts, handle = await self._supervised_run(
-                    adapter, caps, task, session_key, handle, state.note, home, resume_id
+                    adapter, caps, task, session_key, handle, state.note, home, resume_id, lineage
                 )
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
-                reason = self._rotation_reason(outcome, caps)
+                reason = self._rotation_reason(outcome, caps, task.watermark)
                 if reason is None or state.rotations >= limit:
                     break
                 state.rotations += 1
@@ -489,6 +504,7 @@ class Runner:
                     last_summary=_compact(outcome.text or outcome.summary)[:LAST_SUMMARY_CHARS],
                     tokens_used=usage.input_tokens + usage.output_tokens,
                     rotation_index=state.rotations,
+                    context_window_tokens=caps.context_window_tokens,
                 )
 
                 async def restart(note: str) -> RunHandle:
@@ -516,6 +532,15 @@ class Runner:
                 )
                 if serialized:
                     state.runs[-1] = attrs.evolve(record, serialized_session=serialized[0])
+                # the event log links the successor's run to its predecessor's
+                lineage = {
+                    "rotatedFrom": outcome.run_key,
+                    "rotation": state.rotations,
+                    "rotationReason": reason,
+                    "handoffNoteBytes": len(state.note.encode("utf-8", "surrogatepass")),
+                    "tokensUsed": handoff.tokens_used,
+                    "contextWindowTokens": handoff.context_window_tokens,
+                }
                 adapter, caps, runtime, session_key, home = (
                     next_adapter,
                     next_caps,
@@ -549,7 +574,9 @@ class Runner:
         )
         return await self.run_task(runtime_id, task)
 
-    def _rotation_reason(self, outcome: RunOutcome, caps: Capabilities) -> RotationReason | None:
+    def _rotation_reason(
+        self, outcome: RunOutcome, caps: Capabilities, watermark: float | None = None
+    ) -> RotationReason | None:
         if outcome.reason == "max_turns":
             return "max_turns"
         if outcome.reason in ("success", "aborted"):
@@ -558,7 +585,7 @@ class Runner:
         trigger = RotationTrigger(
             tokens_used=usage.input_tokens + usage.output_tokens,
             context_window=caps.context_window_tokens or 0,
-            threshold_pct=self.rotation.threshold_pct,
+            threshold_pct=self.rotation.threshold_pct if watermark is None else watermark,
         )
         return "context_watermark" if should_rotate(trigger) else None
 
