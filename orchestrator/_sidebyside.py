@@ -16,6 +16,7 @@ import trio
 from ._live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from .eventlog import EventLog
 from .feed import RecordingSink
+from .governance import Governance
 from .hosts import LocalHost
 from .registry import RuntimeRegistry
 from .runner import Runner, TaskOutcome, TaskSpec
@@ -99,6 +100,7 @@ async def run_jobs(
     estimates: bool = False,
     on_host: Callable[[LocalHost], None] | None = None,
     on_retry: RetryListener | None = None,
+    governance: Governance | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -122,6 +124,7 @@ async def run_jobs(
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,
+            governance=governance,
         )
         async with view.active(), LocalHost(runner) as host, trio.open_nursery() as nursery:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs

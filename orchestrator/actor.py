@@ -36,7 +36,8 @@ from .events import (
     Usage,
     now_ms,
 )
-from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, with_idle_timeout
+from .governance.budget import RunGuard
+from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, IdleGuard, with_idle_timeout
 from .redact import StreamRedactor
 
 __all__ = [
@@ -102,6 +103,9 @@ class RunActor:
     on_event: Callable[[RuntimeEvent], Awaitable[None] | None] | None = None
     """Called for each event before its batch goes to the sink (the runner records the session
     as soon as the runtime has told its id, so a crash right after still leaves it resumable)."""
+    guard: RunGuard | None = None
+    """Budgets: it sees every batch before the sink and may cut the run short (the run then
+    ends ``error{budget_exceeded}`` + ``done{error}``; see :mod:`orchestrator.governance`)."""
     fenced: bool = attrs.field(init=False, default=False)
     finished: trio.Event = attrs.field(init=False, factory=trio.Event)
     _abort_requested: bool = attrs.field(init=False, default=False)
@@ -182,8 +186,11 @@ class RunActor:
         async def on_idle() -> None:
             await self.adapter.abort(self.run_handle)
 
+        guard = self.guard
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._serve_mailbox)
+            if guard is not None and guard.wall_s is not None:
+                nursery.start_soon(self._wall_clock, guard, guard.wall_s)
             # the one choke point: every event is redacted here, before the sink (the event log,
             # then subscribers) and before the outcome, runs table and handoff notes see it
             redactor = StreamRedactor()
@@ -204,6 +211,8 @@ class RunActor:
                         batch += redactor.push(event)
                         if isinstance(event, Done):
                             break  # nothing after the terminal
+                    if guard is not None:
+                        batch = guard.screen(batch)
                     for event in batch:
                         if isinstance(event, TextDelta):
                             if event.channel == "assistant":
@@ -219,6 +228,9 @@ class RunActor:
                         elif isinstance(event, Done):
                             done = event
                     await self._deliver(batch)
+                    if guard is not None and guard.tripped is not None and done is None:
+                        await self._stop(guarded)
+                        break
                 idled = guarded.idled
             held = redactor.flush()  # a delta held back at a stream that ended without done
             for event in held:
@@ -227,6 +239,8 @@ class RunActor:
                     produced = True
             await self._deliver(held)
             if done is None:
+                if guard is not None and guard.tripped is not None:
+                    last_seq = max([guard.last_seq, *(e.seq for e in held)])
                 done, fatal = await self._synthesize_terminal(last_seq, text, idled, fatal)
             self.finished.set()
             self._send.close()
@@ -248,6 +262,27 @@ class RunActor:
             text="".join(text),
         )
 
+    async def _wall_clock(self, guard: RunGuard, wall_s: float) -> None:
+        await trio.sleep(wall_s)
+        guard.trip_wall()
+        await self.adapter.abort(self.run_handle)
+
+    async def _stop(self, guarded: IdleGuard[RuntimeEvent]) -> None:
+        """A budget tripped: abort the run, and drain what the runtime still sends (dropped)
+        for at most the abort grace, so its process is gone before the run's terminal."""
+        try:
+            await self.adapter.abort(self.run_handle)
+        except Exception:
+            _log.warning("%s: abort after a budget trip failed", self.run_key, exc_info=True)
+        with trio.move_on_after(self.grace_s):
+            while True:
+                try:
+                    rest = await guarded.next_batch(_BATCH)
+                except StopAsyncIteration:
+                    break
+                if any(isinstance(e, Done) for e in rest):
+                    break
+
     async def _deliver(self, batch: list[RuntimeEvent]) -> None:
         if self.fenced or not batch:
             return
@@ -268,7 +303,13 @@ class RunActor:
             seq=last_seq,
         )
         summary = "".join(text)
-        if self._abort_requested:
+        trip = self.guard.tripped if self.guard is not None else None
+        if trip is not None:
+            assert self.guard is not None
+            make.open_tool_calls = dict(self.guard.open_tool_calls)
+            events = make.fail(trip.message, code=trip.code, summary=summary or trip.message)
+            fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
+        elif self._abort_requested:
             events = make.finish("aborted", summary)
         else:
             if idled:

@@ -38,6 +38,7 @@ from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
 from .feed import Feed, serve_feed
+from .governance import Governance
 from .hosts import LocalHost
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
@@ -482,11 +483,55 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 resume=resume,
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
+                governance=_governance(args, config),
             )
         )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
+
+
+def _governance(args: argparse.Namespace, config: LoadedConfig) -> Governance:
+    """Budgets and breakers from ``[budget]``/``[breaker]``, the flags winning."""
+    return Governance.from_config(
+        config.config,
+        usd=args.budget_usd,
+        tokens=args.budget_tokens,
+        wall_s=args.max_wall,
+        allow_estimates=True if args.allow_estimates else None,
+    )
+
+
+def _budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget-usd",
+        type=_positive_float,
+        default=None,
+        metavar="USD",
+        help="stop a task once it has spent this much (runtime-reported USD, or list-price "
+        "estimates with --allow-estimates); the run ends error{budget_exceeded}; "
+        "e.g. --budget-usd 0.50",
+    )
+    parser.add_argument(
+        "--budget-tokens",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="stop a task once it has used N tokens (input + output); e.g. --budget-tokens 200000",
+    )
+    parser.add_argument(
+        "--max-wall",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a run after this much wall time; e.g. --max-wall 600",
+    )
+    parser.add_argument(
+        "--allow-estimates",
+        action="store_true",
+        help="estimate USD from list prices for runtimes that report only tokens (shown as "
+        "'est.'; your config's prices first, then ringleader's dated table)",
+    )
 
 
 def _version() -> str:
@@ -624,6 +669,7 @@ def _parser() -> argparse.ArgumentParser:
         help="continue a recorded run's session on its runtime, from its working directory "
         f"(PROMPT defaults to {RESUME_PROMPT!r}); e.g. --resume last",
     )
+    _budget_options(run)
     _config_option(run)
     run.add_argument(
         "prompt", nargs="?", default=None, help="the instruction; e.g. 'add a test for parse()'"
@@ -647,6 +693,7 @@ def _parser() -> argparse.ArgumentParser:
         help="how many tasks run at once (default: the file's `jobs`, else all); e.g. --jobs 2",
     )
     _json_option(batch)
+    _budget_options(batch)
     _config_option(batch)
 
     runtimes = _sub(
@@ -766,6 +813,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number")
+    return value
+
+
 def _model_server_command(args_list: list[str]) -> int:
     # contract.model_server needs no test dependencies (contract/__init__ imports its suite lazily)
     model_server = importlib.import_module("contract.model_server")
@@ -789,9 +846,18 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
     if args.command == "batch":
         specs = discover_runtimes()
-        registry = _registry(specs, _load_config(args.config_file, specs))
+        loaded = _load_config(args.config_file, specs)
+        registry = _registry(specs, loaded)
+        governance = _governance(args, loaded)
         return trio.run(
-            lambda: batch(registry, args.file, jobs=args.jobs, as_json=bool(args.json), out=out)
+            lambda: batch(
+                registry,
+                args.file,
+                jobs=args.jobs,
+                as_json=bool(args.json),
+                out=out,
+                governance=governance,
+            )
         )
     if args.command == "run":
         prompt, script = _prompt_and_script(args)

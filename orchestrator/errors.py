@@ -14,7 +14,8 @@
     ├── ActorError                                   supervision (.actor_id)
     │   ├── ActorCrashedError                        an actor's task tree raised
     │   ├── MailboxClosedError                       a message was sent to a finished actor
-    │   └── CapabilityError                          the runtime does not support what was asked
+    │   ├── CapabilityError                          the runtime does not support what was asked
+    │   └── BreakerOpenError                         the runtime's circuit breaker is open (fail fast)
     └── BudgetExceededError                          a cost, turn or time limit was reached
 
 trio's own ``Cancelled``, ``ClosedResourceError`` and ``BrokenResourceError`` are used as they are.
@@ -38,6 +39,7 @@ __all__ = [
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
+    "BreakerOpenError",
     "BudgetExceededError",
     "CapabilityError",
     "ConfigError",
@@ -258,6 +260,12 @@ class CapabilityError(ActorError):
     """The runtime's capabilities do not allow what was asked (e.g. steering a non-steerable run)."""
 
     event_code = "capability_error"
+
+
+class BreakerOpenError(ActorError):
+    """The runtime (or native provider) failed too often; its breaker is open for a cool-down."""
+
+    event_code = "breaker_open"
 
 
 class BudgetExceededError(RingleaderError):

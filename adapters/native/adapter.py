@@ -226,6 +226,7 @@ class NativeAdapter(AdapterBase):
             steerable=True,
             context_window_tokens=self._window,
             runtime_class="native",
+            reports_cost_usd=True,
             native_home=NativeHomeClaim(scope="per-identity", persist=True),
             native_skills="none",
             native_memory="preserve",
