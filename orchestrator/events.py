@@ -52,7 +52,7 @@ RuntimeEventKind: TypeAlias = Literal[
     "text-delta", "tool-call", "tool-result", "status", "cost", "done", "error"
 ]
 TextChannel: TypeAlias = Literal["assistant", "reasoning"]
-StatusPhase: TypeAlias = Literal["init", "thinking", "running", "turn-complete"]
+StatusPhase: TypeAlias = Literal["init", "thinking", "running", "turn-complete", "rate_limited"]
 DoneReason: TypeAlias = Literal["success", "max_turns", "aborted", "error"]
 
 WIRE_CONFIG = ConfigDict(
@@ -142,12 +142,14 @@ class ToolResult(EventBase):
 
 
 class Status(EventBase):
-    """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries etc."""
+    """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries
+    etc.; ``rate_limited`` with ``resets_at`` (epoch ms) when a task is parked until a reset."""
 
     kind: Literal["status"] = "status"
     phase: StatusPhase
     model: str | None = None
     detail: str | None = None
+    resets_at: int | None = None
 
 
 class Cost(EventBase):
@@ -224,7 +226,7 @@ def now_ms() -> int:
 
 _setattr = object.__setattr__
 _CHANNELS = frozenset(("assistant", "reasoning"))
-_PHASES = frozenset(("init", "thinking", "running", "turn-complete"))
+_PHASES = frozenset(("init", "thinking", "running", "turn-complete", "rate_limited"))
 _ENVELOPE = ("run_id", "session_id", "ts", "seq")
 _TEXT_SET = frozenset((*_ENVELOPE, "text", "channel"))
 _RESULT_SET = frozenset((*_ENVELOPE, "tool_call_id", "name", "output", "is_error"))
@@ -453,6 +455,7 @@ class EventFactory:
                     "phase": phase,
                     "model": model,
                     "detail": detail,
+                    "resets_at": None,
                 },
             )
         return Status(

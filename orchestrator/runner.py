@@ -75,6 +75,8 @@ __all__ = [
 ]
 
 LAST_SUMMARY_CHARS = 400
+CONTINUE_PROMPT = "Continue where you left off."
+"""The message that continues a session parked at a rate limit."""
 
 
 def default_state_dir() -> Path:
@@ -259,14 +261,38 @@ class Runner:
         resume_id: str | None = None,
         ledger: SpendLedger | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
-        supervisor = Supervisor(self.restart, on_retry=self.on_retry)
         current = first
         gov = self.governance
+        guards: list[RunGuard | None] = []
+        continue_from: list[str] = []  # the session a parked run continues from
+
+        def park(outcome: RunOutcome) -> float | None:
+            guard = guards[-1] if guards else None
+            trip = guard.tripped if guard is not None else None
+            if gov is None or trip is None or trip.resets_at_ms is None:
+                return None
+            if supervisor.parks >= gov.park.max_parks:
+                return None
+            session = current.run_id if caps.resume else None
+            if outcome.produced_output and session is None:
+                return None  # starting over would redo visible work
+            wait = max(0.0, (trip.resets_at_ms - self.clock()) / 1000)
+            if wait > gov.park.max_wait_s:
+                return None
+            continue_from[:] = [session] if session else []
+            return wait
+
+        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park)
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
             if n > 0:
-                opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                if continue_from:  # parked at a rate limit: continue its session
+                    resumed = attrs.evolve(task, title=CONTINUE_PROMPT, description="")
+                    opts = self._opts(resumed, f"{session_key}:a{n}", note, home, continue_from[0])
+                    continue_from.clear()
+                else:
+                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
                         gov.check_start(adapter.id, caps, task.model, ledger)
@@ -301,8 +327,9 @@ class Runner:
                 grace_s=self.grace_s,
                 clock=self.clock,
                 on_event=record_session_once if log is not None else None,
-                guard=_guard(gov, adapter.id, caps, ledger),
+                guard=_guard(gov, adapter.id, caps, ledger, self.clock),
             )
+            guards.append(actor.guard)
             if self.on_actor is not None:
                 self.on_actor(actor)
             if log is not None:
@@ -662,11 +689,15 @@ _GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
 
 
 def _guard(
-    gov: Governance | None, runtime_id: str, caps: Capabilities, ledger: SpendLedger | None
+    gov: Governance | None,
+    runtime_id: str,
+    caps: Capabilities,
+    ledger: SpendLedger | None,
+    clock: Callable[[], int],
 ) -> RunGuard | None:
     if gov is None or ledger is None:
         return None
-    return gov.guard(runtime_id, caps, ledger)
+    return gov.guard(runtime_id, caps, ledger, clock)
 
 
 def _spent(gov: Governance | None, ledger: SpendLedger | None) -> bool:

@@ -1,4 +1,5 @@
-"""Governance: budgets that stop runaway runs, price estimates, circuit breakers (one place).
+"""Governance: budgets that stop runaway runs, price estimates, circuit breakers, rate-limit
+parking (one place).
 
 See :mod:`.budget`, :mod:`.prices`, :mod:`.breaker` and :class:`Governance`, which a
 :class:`~orchestrator.runner.Runner` applies to every task it runs.
@@ -21,10 +22,14 @@ from .prices import SHIPPED_PRICES as SHIPPED_PRICES
 from .prices import SHIPPED_PRICES_DATE as SHIPPED_PRICES_DATE
 from .prices import PriceBook as PriceBook
 from .prices import TokenPrice as TokenPrice
+from .ratelimit import RATE_LIMIT_CODES as RATE_LIMIT_CODES
+from .ratelimit import ParkPolicy as ParkPolicy
+from .ratelimit import reset_from_text as reset_from_text
 
 __all__ = [
     "BUDGET_EXCEEDED",
     "COST_UNKNOWN",
+    "RATE_LIMIT_CODES",
     "SHIPPED_PRICES",
     "SHIPPED_PRICES_DATE",
     "BreakerBoard",
@@ -32,10 +37,12 @@ __all__ = [
     "BreakerState",
     "Budget",
     "Governance",
+    "ParkPolicy",
     "PriceBook",
     "RunGuard",
     "SpendLedger",
     "TokenPrice",
     "Trip",
     "breaker_key",
+    "reset_from_text",
 ]

@@ -17,13 +17,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 import attrs
 
 from ..errors import ConfigError
-from ..events import Cost, RuntimeEvent, ToolCall, ToolResult
+from ..events import Cost, ErrorEvent, RuntimeEvent, Status, ToolCall, ToolResult, now_ms
 from .prices import PriceBook
+from .ratelimit import RATE_LIMIT_CODES, reset_from_text
 
 __all__ = ["BUDGET_EXCEEDED", "COST_UNKNOWN", "Budget", "RunGuard", "SpendLedger", "Trip"]
 
@@ -97,10 +99,11 @@ class SpendLedger:
 
 @attrs.frozen
 class Trip:
-    """Why a guard stopped its run."""
+    """Why a guard stopped its run (``resets_at_ms``: a rate limit that says when it resets)."""
 
     code: str
     message: str
+    resets_at_ms: int | None = None
 
 
 @attrs.define(eq=False)
@@ -114,20 +117,22 @@ class RunGuard:
     """The runtime reports USD itself (perhaps only at the end): a ``cost`` without USD is
     not a reason to stop."""
     wall_s: float | None = None
+    clock: Callable[[], int] = now_ms
     tripped: Trip | None = None
     last_seq: int = 0
     """The ``seq`` of the last event let through."""
     open_tool_calls: dict[str, str] = attrs.field(factory=dict[str, str])
     _usd: float = 0.0
     _tokens: int = 0
+    _reset_hint: int | None = None
     _usd_budget: bool = attrs.field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
         self._usd_budget = any(ledger.budget.usd is not None for ledger in self.ledgers)
 
-    def trip(self, code: str, message: str) -> None:
+    def trip(self, code: str, message: str, resets_at_ms: int | None = None) -> None:
         if self.tripped is None:
-            self.tripped = Trip(code, message)
+            self.tripped = Trip(code, message, resets_at_ms)
 
     def trip_wall(self) -> None:
         self.trip(BUDGET_EXCEEDED, f"run exceeded its wall-time budget of {self.wall_s:g}s")
@@ -145,6 +150,14 @@ class RunGuard:
                 self.open_tool_calls[event.tool_call_id] = event.name
             elif isinstance(event, ToolResult):
                 self.open_tool_calls.pop(event.tool_call_id, None)
+            elif isinstance(event, Status):
+                if event.detail and "rate" in event.detail:
+                    self._reset_hint = reset_from_text(event.detail, self.clock())
+            elif isinstance(event, ErrorEvent) and event.fatal and event.code in RATE_LIMIT_CODES:
+                resets = reset_from_text(event.message, self.clock()) or self._reset_hint
+                if resets is not None:  # the actor ends the run: status{rate_limited}, this error
+                    self.trip(event.code or "rate_limited", event.message, resets)
+                    return batch[:index]
             self.last_seq = event.seq
             if self.tripped is not None:
                 return batch[: index + 1]

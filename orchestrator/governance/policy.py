@@ -3,16 +3,18 @@ shared by every copy of a runner, so a host's ledger and breakers span all of it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 
 from ..adapter import Capabilities
 from ..config import Config
 from ..errors import BudgetExceededError, ConfigError
+from ..events import now_ms
 from .breaker import BreakerBoard, BreakerPolicy, breaker_key
 from .budget import Budget, RunGuard, SpendLedger
 from .prices import PriceBook, TokenPrice
+from .ratelimit import ParkPolicy
 
 __all__ = ["Governance"]
 
@@ -35,6 +37,8 @@ class Governance:
     """runtime id → model → price, from the configuration (before the shipped table)."""
     breakers: BreakerBoard | None = None
     fallback: Mapping[str, str] = attrs.field(factory=dict[str, str])
+    park: ParkPolicy = attrs.field(factory=ParkPolicy)
+    """Rate limits that say when they reset park the task until then (see ``ratelimit``)."""
     host_ledger: SpendLedger = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -107,12 +111,17 @@ class Governance:
             if why is not None:
                 raise BudgetExceededError(f"not starting {runtime_id}: {why}")
 
-    def guard(self, runtime_id: str, caps: Capabilities, task: SpendLedger) -> RunGuard | None:
-        """The guard of one run (``None`` when nothing needs watching)."""
+    def guard(
+        self,
+        runtime_id: str,
+        caps: Capabilities,
+        task: SpendLedger,
+        clock: Callable[[], int] = now_ms,
+    ) -> RunGuard:
+        """The guard of one run: budgets, estimates, rate-limit resets."""
         ledgers = tuple(ledger for ledger in (task, self.host_ledger) if ledger.budget.is_set)
-        if not ledgers and not self.allow_estimates:
-            return None
         return RunGuard(
+            clock=clock,
             ledgers=ledgers,
             prices=self.prices_for(runtime_id) if self.allow_estimates else None,
             reports_usd=bool(caps.reports_cost_usd),

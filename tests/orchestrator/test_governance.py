@@ -370,3 +370,105 @@ def test_cli_budget_flags_stop_the_run(tmp_path: Path, monkeypatch: pytest.Monke
     lines = [line for line in out.getvalue().splitlines() if line.startswith("{")]
     assert code == 1
     assert '"code":"budget_exceeded"' in lines[-2] and '"reason":"error"' in lines[-1]
+
+
+# -- rate limits: park until the reset, then continue the session -----------------------------
+
+
+def resuming(first: Frames, then: Frames) -> tuple[Any, list[Any]]:
+    starts: list[Any] = []
+
+    def pick(opts: Any) -> Frames:
+        starts.append(opts)
+        return first if len(starts) == 1 else then
+
+    return pick, starts
+
+
+async def test_a_429_with_a_reset_parks_then_resumes_the_session(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    from orchestrator import Status
+
+    limited: Frames = [
+        {"type": "init", "sessionId": "sess-1"},
+        {"type": "text", "text": "half done. "},
+        {
+            "type": "result",
+            "ok": False,
+            "errorCode": "rate_limited",
+            "errorMessage": "429 Too Many Requests (retry after 120s)",
+        },
+    ]
+    finished: Frames = [{"type": "text", "text": "finished"}, {"type": "result", "ok": True}]
+    pick, starts = resuming(limited, finished)
+    registry = RuntimeRegistry()
+    registry.register_factory("scripted", lambda: ScriptedAdapter(pick, capabilities=caps()))
+    sink = ListSink()
+    notices: list[Any] = []
+    runner = Runner(
+        registry,
+        sink=sink,
+        state_dir=tmp_path / "state",
+        restart=RestartPolicy(max_restarts=0),  # no retries at all: parking is not a retry
+        governance=Governance(),
+        on_retry=notices.append,
+    )
+    began = trio.current_time()
+    outcome = await runner.run_task("scripted", TASK)
+    assert outcome.status == "success"
+    assert trio.current_time() - began == pytest.approx(120, abs=1)
+    assert len(starts) == 2
+    assert starts[1].resume_session_id == "sess-1"
+    assert "Continue where you left off." in starts[1].message
+    parked_run = next(events for key, events in sink.events.items() if key.count(":a1") == 0)
+    tail = parked_run[-3:]
+    assert [e.kind for e in tail] == ["status", "error", "done"]
+    assert isinstance(tail[0], Status) and tail[0].phase == "rate_limited"
+    assert tail[0].resets_at is not None and tail[0].resets_at > tail[0].ts
+    assert isinstance(tail[1], ErrorEvent) and tail[1].code == "rate_limited"
+    assert [e.seq for e in parked_run] == list(range(1, len(parked_run) + 1))
+    assert "parked 120s" in str(notices[0])
+
+
+async def test_a_reset_too_far_away_is_not_waited_for(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    from orchestrator.governance import ParkPolicy
+
+    limited: Frames = [
+        {"type": "text", "text": "x"},
+        {
+            "type": "result",
+            "ok": False,
+            "errorCode": "rate_limited",
+            "errorMessage": "usage limit reached, try again in 9 hours",
+        },
+    ]
+    pick, starts = resuming(limited, limited)
+    registry = RuntimeRegistry()
+    registry.register_factory("scripted", lambda: ScriptedAdapter(pick, capabilities=caps()))
+    runner = Runner(
+        registry,
+        sink=ListSink(),
+        state_dir=tmp_path / "state",
+        governance=Governance(park=ParkPolicy(max_wait_s=3600)),
+    )
+    began = trio.current_time()
+    outcome = await runner.run_task("scripted", TASK)
+    assert outcome.error_code == "rate_limited" and len(starts) == 1  # produced output: no retry
+    assert trio.current_time() - began < 5
+
+
+def test_reset_times_are_read_from_the_runtimes_words() -> None:
+    from orchestrator.governance import reset_from_text
+
+    now = 1_000_000
+    assert reset_from_text("rate limit rejected (five_hour) resets at 1795500000", now) == (
+        1795500000000
+    )
+    assert reset_from_text("429 (retry after 30s)", now) == now + 30_000
+    assert reset_from_text("retry-after: 2", now) == now + 2000
+    assert reset_from_text("Try again in 5 minutes.", now) == now + 300_000
+    assert reset_from_text("retry after 150ms", now) == now + 150
+    assert reset_from_text("rate limited", now) is None
