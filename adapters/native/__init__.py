@@ -7,6 +7,10 @@ the built-in workspace tools (``read_file``, ``write_file``, ``edit_file``, ``li
 stores keep sessions; model adapters speak Anthropic Messages, OpenAI Responses and Chat
 Completions through the official SDKs; ``NativeAdapter`` puts it all behind the
 ``RuntimeAdapter`` trait (``id = "native"``).
+
+The app layer: the display manager (slots, renderers, strategies), hooks / skills / sub-agents
+(``define_hook``, ``define_skill``, ``define_sub_agent``), content skills (``use_read_skill``,
+``load_content_skills_from_fs``) and the task and inbox tools.
 """
 
 from .adapter import STEER_KEY as STEER_KEY
@@ -16,9 +20,35 @@ from .adapter import default_model_factory as default_model_factory
 from .cancel import CancelToken as CancelToken
 from .compaction import DEFAULT_COMPACTION_INSTRUCTIONS as DEFAULT_COMPACTION_INSTRUCTIONS
 from .compaction import CompactionConfig as CompactionConfig
+from .content_skills import DEFAULT_LISTING_BUDGET_TOKENS as DEFAULT_LISTING_BUDGET_TOKENS
+from .content_skills import READ_SKILL_TOOL_NAME as READ_SKILL_TOOL_NAME
+from .content_skills import ContentSkill as ContentSkill
+from .content_skills import MemorySkillReader as MemorySkillReader
+from .content_skills import SkillReader as SkillReader
+from .content_skills import SkillReadResult as SkillReadResult
+from .content_skills import SkillSummary as SkillSummary
+from .content_skills import default_listing_budget_tokens as default_listing_budget_tokens
+from .content_skills import load_content_skills_from_fs as load_content_skills_from_fs
+from .content_skills import render_skill_listing as render_skill_listing
+from .content_skills import render_skill_read_result_xml as render_skill_read_result_xml
+from .content_skills import use_read_skill as use_read_skill
 from .display import DisplayManager as DisplayManager
+from .display import DisplayStrategy as DisplayStrategy
+from .display import Renderer as Renderer
+from .display import Slot as Slot
+from .display import SlotRejectedError as SlotRejectedError
+from .display import SlotValueError as SlotValueError
 from .executor import Executor as Executor
 from .executor import PermissionRequest as PermissionRequest
+from .extensions import SKILL_INVOKE_TOOL_NAME as SKILL_INVOKE_TOOL_NAME
+from .extensions import SUBAGENT_DISPATCH_TOOL_NAME as SUBAGENT_DISPATCH_TOOL_NAME
+from .extensions import AgentControls as AgentControls
+from .extensions import HookContext as HookContext
+from .extensions import HookResult as HookResult
+from .extensions import ShortCircuit as ShortCircuit
+from .extensions import SkillContext as SkillContext
+from .extensions import SubAgentFactoryContext as SubAgentFactoryContext
+from .extensions import parse_tokens as parse_tokens
 from .glove import Glove as Glove
 from .glove import SessionBusyError as SessionBusyError
 from .loop import Agent as Agent
@@ -51,8 +81,13 @@ from .stores.base import Store as Store
 from .stores.base import StoreCapabilities as StoreCapabilities
 from .stores.memory import MemoryStore as MemoryStore
 from .stores.sqlite import SqliteStore as SqliteStore
+from .stores.sqlite import resolve_inbox_item as resolve_inbox_item
 from .subscriber import Subscriber as Subscriber
 from .subscriber import SubscriberEvent as SubscriberEvent
+from .tasks_inbox import INBOX_TOOL_NAME as INBOX_TOOL_NAME
+from .tasks_inbox import TASK_TOOL_NAME as TASK_TOOL_NAME
+from .tasks_inbox import create_inbox_tool as create_inbox_tool
+from .tasks_inbox import create_task_tool as create_task_tool
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
 from .workspace import WORKSPACE_TOOL_NAMES as WORKSPACE_TOOL_NAMES
@@ -62,21 +97,33 @@ from .workspace import workspace_tools as workspace_tools
 
 __all__ = [
     "DEFAULT_COMPACTION_INSTRUCTIONS",
+    "DEFAULT_LISTING_BUDGET_TOKENS",
+    "INBOX_TOOL_NAME",
     "PROVIDERS",
+    "READ_SKILL_TOOL_NAME",
+    "SKILL_INVOKE_TOOL_NAME",
     "STEER_KEY",
+    "SUBAGENT_DISPATCH_TOOL_NAME",
+    "TASK_TOOL_NAME",
     "WORKSPACE_TOOL_NAMES",
     "Agent",
+    "AgentControls",
     "AskResult",
     "BashOptions",
     "CancelToken",
     "CompactionConfig",
     "ContentPart",
+    "ContentSkill",
     "DisplayManager",
+    "DisplayStrategy",
     "Executor",
     "Glove",
     "HeadTail",
+    "HookContext",
+    "HookResult",
     "InboxItem",
     "LoopConfig",
+    "MemorySkillReader",
     "MemoryStore",
     "Message",
     "ModelAdapter",
@@ -89,11 +136,21 @@ __all__ = [
     "Price",
     "PriceTable",
     "PromptRequest",
+    "Renderer",
     "ScriptedModel",
     "SessionBusyError",
+    "ShortCircuit",
+    "SkillContext",
+    "SkillReadResult",
+    "SkillReader",
+    "SkillSummary",
+    "Slot",
+    "SlotRejectedError",
+    "SlotValueError",
     "SqliteStore",
     "Store",
     "StoreCapabilities",
+    "SubAgentFactoryContext",
     "Subscriber",
     "SubscriberEvent",
     "Task",
@@ -107,8 +164,17 @@ __all__ = [
     "WorkspaceLimits",
     "cap_text",
     "create_adapter",
+    "create_inbox_tool",
+    "create_task_tool",
+    "default_listing_budget_tokens",
     "default_model_factory",
     "get_available_providers",
+    "load_content_skills_from_fs",
+    "parse_tokens",
+    "render_skill_listing",
+    "render_skill_read_result_xml",
     "repair_history",
+    "resolve_inbox_item",
+    "use_read_skill",
     "workspace_tools",
 ]

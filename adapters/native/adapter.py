@@ -21,16 +21,23 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   ``cwd``, behind a :class:`~.policy.PermissionPolicy` (default ``workspace-write``: files read
   and written, ``bash`` asks, and asking without a ``permission_handler`` denies); the run's
   ``child_tool_blocklist`` removes tools by name.
+* the app layer: ``app(glove, opts)`` (sync or async) defines hooks, skills and sub-agents on
+  each run's Glove; skills in ``<cwd>/.claude/skills/<name>/SKILL.md`` (``skills_dir``) are
+  loaded as content skills (``glove_read_skill`` plus ``/name`` directives); the built-in
+  ``glove_update_tasks`` / ``glove_post_to_inbox`` tools ship too. Their calls are ordinary
+  ``tool-call``/``tool-result`` events, hooks, skills and sub-agent brackets are ``status``
+  details, and a sub-agent's usage is rolled into the run's cumulative ``cost``.
 * the session codec is the store: a run id *is* its session id; with a ``home_dir`` sessions live
   in ``<home>/native/sessions.db`` and ``resume_session_id`` continues one.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -58,6 +65,7 @@ from .._base import (
 from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
+from .content_skills import load_content_skills_from_fs, use_read_skill
 from .executor import PermissionHandler
 from .glove import Glove
 from .loop import AskResult
@@ -85,6 +93,8 @@ STEER_KEY = ".ringleader/signal"
 ModelFactory: TypeAlias = Callable[[StartOpts], ModelAdapter]
 ToolsSpec: TypeAlias = Sequence[Tool[Any]] | Callable[[StartOpts], Iterable[Tool[Any]]]
 StoreFactory: TypeAlias = Callable[[StartOpts, str], Store]
+AppSetup: TypeAlias = Callable[[Glove, StartOpts], Awaitable[None] | None]
+"""Defines a run's hooks, skills and sub-agents (``glove.define_hook`` …) before it starts."""
 
 
 @attrs.frozen
@@ -162,6 +172,9 @@ class NativeAdapter(AdapterBase):
         permission_handler: PermissionHandler | None = None,
         workspace_limits: WorkspaceLimits | None = None,
         bash: BashOptions | None = None,
+        app: AppSetup | None = None,
+        skills_dir: str | None = ".claude/skills",
+        builtin_tools: bool = True,
     ) -> None:
         """See the README's native section; the tool options:
 
@@ -181,6 +194,12 @@ class NativeAdapter(AdapterBase):
                 ``ask`` denies.
             workspace_limits: output caps and search bounds of the file tools.
             bash: the ``bash`` tool's timeout, environment allow-list and output cap.
+            app: called with each run's Glove and ``StartOpts`` before the run starts, to
+                define hooks, skills and sub-agents (may be async).
+            skills_dir: content skills loaded from this directory, relative to the run's
+                ``cwd`` (Claude Code's ``.claude/skills`` layout); ``None`` loads none.
+            builtin_tools: ship ``glove_update_tasks`` and ``glove_post_to_inbox`` (the
+                store supports both); ``False`` leaves them out.
         """
         super().__init__(clock=clock)
         self._model_factory = model_factory
@@ -205,6 +224,9 @@ class NativeAdapter(AdapterBase):
         self._permission_handler = permission_handler
         self._workspace_limits = workspace_limits
         self._bash = bash
+        self._app = app
+        self._skills_dir = skills_dir
+        self._builtin_tools = builtin_tools
         if self._workspace_tools:
             workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
         self._live: dict[str, _Run] = {}
@@ -292,6 +314,7 @@ class NativeAdapter(AdapterBase):
             compaction_config=self._compaction
             or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
             permission_handler=self._permission_handler,
+            builtin_tools=self._builtin_tools,
         )
         for tool in self._tool_list(opts):
             glove.add_tool(tool)
@@ -310,6 +333,7 @@ class NativeAdapter(AdapterBase):
         emitter.bind_run_id(session_id)
         try:
             await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
+            await self._setup_app(run)
             result = await glove.process_request(run.opts.full_message(), run.token)
             while (
                 result.stop == "completed"
@@ -335,6 +359,31 @@ class NativeAdapter(AdapterBase):
             if isinstance(store, SqliteStore):
                 with trio.CancelScope(shield=True):
                     await store.aclose()
+
+    def _skills_root(self, opts: StartOpts) -> Path | None:
+        """The run's skills directory if it exists (one ``stat``; no thread when absent)."""
+        if self._skills_dir is None:
+            return None
+        root = Path(opts.cwd or self._workspace or os.getcwd()) / self._skills_dir
+        return root if root.is_dir() else None
+
+    async def _setup_app(self, run: _Run) -> None:
+        """Content skills from the run's skills directory, then the ``app`` setup; the run's
+        blocklist applies to every tool this adds and to the Glove's built-in ones."""
+        glove, opts = run.glove, run.opts
+        root = self._skills_root(opts)
+        if root is not None:
+            skills = await load_content_skills_from_fs(root)
+            if skills:
+                await use_read_skill(glove, skills)
+        if self._app is not None:
+            made = self._app(glove, opts)
+            if inspect.isawaitable(made):
+                await made
+        blocked = {n.lower() for n in opts.child_tool_blocklist}
+        for tool in glove.tools:
+            if tool.name.lower() in blocked:
+                glove.remove_tool(tool.name)
 
     async def _finish(self, run: _Run, result: AskResult) -> None:
         emitter = run.emitter

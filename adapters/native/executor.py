@@ -115,6 +115,11 @@ class Executor:
         self._tools[tool.name] = tool
         self._by_lower[tool.name.lower()] = tool
 
+    def unregister(self, name: str) -> None:
+        tool = self._tools.pop(name, None)
+        if tool is not None:
+            self._by_lower.pop(name.lower(), None)
+
     @property
     def tools(self) -> Sequence[Tool[Any]]:
         return tuple(self._tools.values())
@@ -278,6 +283,7 @@ class Executor:
             idempotency_key=f"{session}:{call.id}",
             display=self.context_extras.get("display"),
             glove=self.context_extras.get("glove"),
+            cancel=token,
         )
         attempt = 0
         while True:

@@ -15,6 +15,11 @@ The same concepts as Glove with Pythonic names: ``fold`` registers a tool (pydan
 snapshotted per turn. ``set_model`` takes effect at the next model call, also mid-request.
 ``steer`` puts text into the live conversation. One request runs at a time per Glove (C#4); a
 second concurrent ``process_request`` raises :class:`SessionBusyError`.
+
+The app layer (:mod:`.extensions`): ``define_hook``, ``define_skill`` and ``define_sub_agent``
+(chainable, legal after ``build``) bind ``/name`` directives and the auto-registered
+``glove_invoke_skill`` / ``glove_invoke_subagent`` tools. When the store has tasks or an inbox,
+``glove_update_tasks`` and ``glove_post_to_inbox`` are registered too (:mod:`.tasks_inbox`).
 """
 
 from __future__ import annotations
@@ -30,12 +35,21 @@ from .cancel import CancelToken
 from .compaction import CompactionConfig
 from .display import DisplayManager
 from .executor import Executor, PermissionHandler, PermissionRequest
+from .extensions import (
+    Extensions,
+    HookHandler,
+    Skill,
+    SkillHandler,
+    SubAgent,
+    SubAgentFactory,
+)
 from .loop import Agent, AskResult, LoopConfig
-from .messages import ContentPart, Message
+from .messages import ContentPart, Message, TokenCounter
 from .models.base import ModelAdapter
 from .stores.base import Store
 from .stores.memory import MemoryStore
-from .subscriber import Notifier, Subscriber
+from .subscriber import Notifier, Subscriber, SubscriberEvent, TextDeltaEvent
+from .tasks_inbox import create_inbox_tool, create_task_tool
 from .tools import Tool, ToolContext
 
 __all__ = ["Glove", "SessionBusyError"]
@@ -60,6 +74,7 @@ class Glove:
         max_concurrency: int = 8,
         permission_handler: PermissionHandler | None = None,
         loop_config: LoopConfig | None = None,
+        builtin_tools: bool = True,
     ) -> None:
         self._model = model
         self._store: Store = store or MemoryStore()
@@ -83,7 +98,10 @@ class Glove:
         self._tools: list[Tool[Any]] = []
         self._built = False
         self._busy = False
+        self._builtin_tools = builtin_tools
         self._agent = self._make_agent()
+        self._register_builtins()
+        self._ext = Extensions(self)
         model.set_system_prompt(self._system_prompt)
 
     def _make_agent(self) -> Agent:
@@ -102,11 +120,23 @@ class Glove:
             executor.register(t)
         return Agent(self._store, executor, self._notifier, lambda: self._model, self._config)
 
+    def _register_builtins(self) -> None:
+        """``glove_update_tasks`` / ``glove_post_to_inbox`` when the store supports them."""
+        if not self._builtin_tools:
+            return
+        caps = self._store.capabilities
+        if caps.tasks:
+            self.add_tool(create_task_tool(self._store))
+        if caps.inbox:
+            self.add_tool(create_inbox_tool(self._store))
+
     async def _ask_display(self, request: PermissionRequest) -> bool:
         assert self._display is not None
         answer = await self._display.push_and_wait(
             {"tool_name": request.tool_name, "tool_input": request.tool_input},
             renderer="permission_request",
+            tool_name=request.tool_name,
+            tool_call_id=request.call_id,
         )
         return bool(answer)
 
@@ -149,6 +179,13 @@ class Glove:
         self._agent.tools_changed()
         return self
 
+    def remove_tool(self, name: str) -> Self:
+        """Unregister a tool by name (built-in ones included); takes effect at the next turn."""
+        self._tools = [t for t in self._tools if t.name != name]
+        self._agent.executor.unregister(name)
+        self._agent.tools_changed()
+        return self
+
     def add_subscriber(self, subscriber: Subscriber) -> Self:
         self._notifier.add(subscriber)
         return self
@@ -157,11 +194,50 @@ class Glove:
         self._notifier.remove(subscriber)
         return self
 
+    @property
+    def subscribers(self) -> Sequence[Subscriber]:
+        return self._notifier.snapshot()
+
+    async def notify(self, event: SubscriberEvent) -> None:
+        """Send an event to every subscriber (failures isolated)."""
+        await self._notifier(event)
+
+    # -- app layer: hooks, skills, sub-agents ---------------------------------------------------
+
+    @property
+    def extensions(self) -> Extensions:
+        return self._ext
+
+    def define_hook(self, name: str, handler: HookHandler) -> Self:
+        """Bind the ``/name`` directive to ``handler`` (runs before the model)."""
+        self._ext.define_hook(name, handler)
+        return self
+
+    def define_skill(
+        self,
+        name: str,
+        handler: SkillHandler,
+        *,
+        description: str = "",
+        expose_to_agent: bool = False,
+    ) -> Self:
+        """Bind ``/name`` to a skill; ``expose_to_agent`` lists it in ``glove_invoke_skill``."""
+        self._ext.define_skill(Skill(name, handler, description, expose_to_agent))
+        return self
+
+    def define_sub_agent(
+        self, name: str, factory: SubAgentFactory, *, description: str = ""
+    ) -> Self:
+        """Register a sub-agent the model reaches through ``glove_invoke_subagent``."""
+        self._ext.define_sub_agent(SubAgent(name, factory, description))
+        return self
+
     def build(self, store: Store | None = None) -> Self:
         """Mark the Glove runnable; a store passed here replaces the default one."""
         if store is not None and store is not self._store:
             self._store = store
             self._agent = self._make_agent()
+            self._register_builtins()
         self._built = True
         return self
 
@@ -211,8 +287,36 @@ class Glove:
     async def process_request(
         self, request: str | Sequence[ContentPart], cancel: CancelToken | None = None
     ) -> AskResult:
-        """Append the user message and run the loop until text only, the cap, or a cancel."""
-        return await self._run(_user_message(request), cancel)
+        """Run the directives (hooks, skills), append the user message and run the loop until
+        text only, the cap, or a cancel. A hook's ``short_circuit`` answers without the model."""
+        message = _user_message(request)
+        if not self._ext.parses:
+            return await self._run(message, cancel)
+        if not self._built:
+            raise RuntimeError("Call build() before process_request()")
+        if self._busy:
+            raise SessionBusyError(f"a request is already running on {self._store.identifier}")
+        token = cancel or CancelToken()
+        self._busy = True
+        try:
+            with token.scope():
+                prepared = await self._ext.prepare(_raw_text(request), _media(request), token)
+            if token.cancelled:
+                return AskResult("aborted", "", None, TokenCounter(), 0)
+            short = prepared.short_circuit
+            if short is None:
+                return await self._agent.ask(prepared.message, token)
+            replies = (short.message,) if short.message is not None else ()
+            if short.response is not None:
+                replies = (short.response.to_message(),)
+            await self._store.append_messages((prepared.message, *replies))
+            text = "\n".join(m.text for m in replies if m.sender == "agent" and m.text)
+            if text:
+                await self.notify(TextDeltaEvent(text))
+            usage = short.response.tokens if short.response is not None else TokenCounter()
+            return AskResult("completed", text, short.response, usage, 0)
+        finally:
+            self._busy = False
 
     async def continue_request(self, cancel: CancelToken | None = None) -> AskResult:
         """Run the loop again on queued steers only (no new user message)."""
@@ -236,6 +340,16 @@ class Glove:
 
 def _assemble(prompt: str | PromptTiers | AssembledPrompt) -> str | AssembledPrompt:
     return assemble_tiers(prompt) if isinstance(prompt, PromptTiers) else prompt
+
+
+def _raw_text(request: str | Sequence[ContentPart]) -> str:
+    if isinstance(request, str):
+        return request
+    return "\n".join(p.text or "" for p in request if p.type == "text")
+
+
+def _media(request: str | Sequence[ContentPart]) -> tuple[ContentPart, ...]:
+    return () if isinstance(request, str) else tuple(p for p in request if p.type != "text")
 
 
 def _user_message(request: str | Sequence[ContentPart]) -> Message:

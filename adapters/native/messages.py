@@ -132,6 +132,8 @@ class Message(BaseModel):
     is_skill_injection: bool = False
     is_steer: bool = False
     """Text that arrived mid-run through ``write_context`` / ``steer``."""
+    pre_modified_text: str | None = None
+    """The text the user typed, when a hook's ``rewrite_text`` changed it."""
     reasoning: tuple[ReasoningBlock, ...] | None = None
     stop_reason: str | None = None
 

@@ -4,7 +4,10 @@ Part E's mapping: ``text_delta`` → ``text-delta`` (reasoning on its channel); 
 ``tool-call``; ``tool_use_result`` → ``tool-result`` with ``is_error`` and the text the model saw
 (never ``render_data``); ``token_consumption`` → a *cumulative* ``cost`` (USD from the price
 table, ``None`` when unknown; compaction calls counted too); turn starts, retries, compaction
-and applied steers → ``status``. Returns ``None`` for an event type it does not know, so the
+and applied steers → ``status``; the app layer's ``hook_invoked``, ``skill_invoked`` and the
+``subagent_invoked`` / ``subagent_completed`` brackets → ``status`` details (a sub-agent's own
+events travel in the parent's stream between its brackets, and its usage adds to the parent's
+cumulative ``cost``). Returns ``None`` for an event type it does not know, so the
 adapter can count and surface it.
 """
 
@@ -17,9 +20,13 @@ from .pricing import PriceTable
 from .subscriber import (
     CompactionEnd,
     CompactionStart,
+    HookInvoked,
     ModelResponseEvent,
     RetryEvent,
+    SkillInvoked,
     SteerApplied,
+    SubagentCompleted,
+    SubagentInvoked,
     SubscriberEvent,
     TextDeltaEvent,
     TokenConsumption,
@@ -88,5 +95,19 @@ def normalize_event(
             ]
         case SteerApplied():
             return [make.status("running", detail=f"steering_applied: {event.count}")]
+        case HookInvoked():
+            return [make.status("running", detail=f"hook_invoked: {event.name}")]
+        case SkillInvoked():
+            return [make.status("running", detail=f"skill_invoked: {event.name} ({event.source})")]
+        case SubagentInvoked():
+            return [make.status("running", detail=f"subagent_invoked: {event.name}")]
+        case SubagentCompleted():
+            tail = f": {event.message}" if event.message else ""
+            return [
+                make.status(
+                    "running",
+                    detail=f"subagent_completed: {event.name} ({event.status}){tail}",
+                )
+            ]
         case _:
             return None

@@ -22,11 +22,15 @@ from .messages import Message, TokenCounter, ToolCall, ToolResultData
 __all__ = [
     "CompactionEnd",
     "CompactionStart",
+    "HookInvoked",
     "ModelResponseEvent",
     "Notifier",
     "NotifyFn",
     "RetryEvent",
+    "SkillInvoked",
     "SteerApplied",
+    "SubagentCompleted",
+    "SubagentInvoked",
     "Subscriber",
     "SubscriberEvent",
     "TextDeltaEvent",
@@ -130,6 +134,43 @@ class SteerApplied:
 
 
 @attrs.frozen
+class HookInvoked:
+    """A ``/name`` hook directive bound and its handler is about to run."""
+
+    name: str
+    type: Literal["hook_invoked"] = "hook_invoked"
+
+
+@attrs.frozen
+class SkillInvoked:
+    """A skill was materialised by the user (``/name``) or the agent (``glove_invoke_skill``)."""
+
+    name: str
+    source: Literal["user", "agent"]
+    args: str | None = None
+    type: Literal["skill_invoked"] = "skill_invoked"
+
+
+@attrs.frozen
+class SubagentInvoked:
+    """Opens a sub-agent run; everything until the matching close belongs to it."""
+
+    name: str
+    prompt: str
+    type: Literal["subagent_invoked"] = "subagent_invoked"
+
+
+@attrs.frozen
+class SubagentCompleted:
+    """Closes the sub-agent run opened by the last unmatched :class:`SubagentInvoked`."""
+
+    name: str
+    status: Literal["success", "error"]
+    message: str | None = None
+    type: Literal["subagent_completed"] = "subagent_completed"
+
+
+@attrs.frozen
 class UnknownEvent:
     """Anything else a model adapter or extension emits (tolerated, counted, surfaced)."""
 
@@ -148,6 +189,10 @@ SubscriberEvent: TypeAlias = (
     | TurnStart
     | RetryEvent
     | SteerApplied
+    | HookInvoked
+    | SkillInvoked
+    | SubagentInvoked
+    | SubagentCompleted
     | UnknownEvent
 )
 

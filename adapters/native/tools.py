@@ -26,7 +26,8 @@ from .messages import ContentPart, ToolResultData
 from .policy import Decision
 
 if TYPE_CHECKING:
-    from .display import DisplayManager
+    from .cancel import CancelToken
+    from .display import DisplayManager, DisplayStrategy
 
 __all__ = [
     "Tool",
@@ -51,6 +52,43 @@ class ToolContext:
     display: DisplayManager | None = None
     glove: Any = None
     attempt: int = 1
+    cancel: CancelToken | None = None
+    """The request's cancel token (sub-agents run under it, so a cancel reaches them)."""
+
+    async def push_and_forget(
+        self, input: Any, renderer: str | None = None, *, strategy: DisplayStrategy = "stay"
+    ) -> str:
+        """Show a display slot attributed to this call (renderer defaults to the tool name)."""
+        return await self._display().push_and_forget(
+            input,
+            renderer or self.tool_name,
+            strategy=strategy,
+            tool_name=self.tool_name,
+            tool_call_id=self.call_id,
+        )
+
+    async def push_and_wait(
+        self,
+        input: Any,
+        renderer: str | None = None,
+        *,
+        strategy: DisplayStrategy = "hide-on-complete",
+    ) -> Any:
+        """Show a slot attributed to this call and wait for the UI's answer."""
+        return await self._display().push_and_wait(
+            input,
+            renderer or self.tool_name,
+            strategy=strategy,
+            tool_name=self.tool_name,
+            tool_call_id=self.call_id,
+        )
+
+    def _display(self) -> DisplayManager:
+        if self.display is None:
+            raise RuntimeError(
+                f"tool {self.tool_name!r} has no display manager (pass one to Glove)"
+            )
+        return self.display
 
 
 @attrs.frozen

@@ -106,10 +106,21 @@ async def test_tool_set_offered_to_the_model_and_blocklist(tmp_path: Path) -> No
     )
     async with NativeAdapter(model_factory=lambda o: model) as adapter:
         events = await run(
-            adapter, start_opts(tmp_path, child_tool_blocklist=("bash", "Write_File"))
+            adapter,
+            start_opts(
+                tmp_path, child_tool_blocklist=("bash", "Write_File", "GLOVE_POST_TO_INBOX")
+            ),
         )
     offered = sorted(t.name for t in model.requests[0].tools)
-    assert offered == ["edit_file", "glob", "grep", "list_files", "read_file"]
+    # the built-in task tool ships (the store has tasks); the blocklist removes built-ins too
+    assert offered == [
+        "edit_file",
+        "glob",
+        "glove_update_tasks",
+        "grep",
+        "list_files",
+        "read_file",
+    ]
     by_name = results(events)
     assert "No tool called bash exists" in by_name["bash"].output
     assert by_name["write_file"].is_error
@@ -126,10 +137,17 @@ async def test_tool_selection_and_custom_tools(tmp_path: Path) -> None:
         model_factory=lambda o: model, tools=[custom_list], workspace_tools=["read_file"]
     ) as adapter:
         events = await run(adapter, start_opts(tmp_path))
-    assert sorted(t.name for t in model.requests[0].tools) == ["list_files", "read_file"]
+    assert sorted(t.name for t in model.requests[0].tools) == [
+        "glove_post_to_inbox",
+        "glove_update_tasks",
+        "list_files",
+        "read_file",
+    ]
     assert results(events)["list_files"].output == "echo:x"  # a custom tool replaces a built-in
     none = scripted(Reply(text="ok"))
-    async with NativeAdapter(model_factory=lambda o: none, workspace_tools=False) as adapter:
+    async with NativeAdapter(
+        model_factory=lambda o: none, workspace_tools=False, builtin_tools=False
+    ) as adapter:
         await run(adapter, start_opts(tmp_path))
     assert list(none.requests[0].tools) == []
     with pytest.raises(ConfigError, match="unknown workspace tool"):

@@ -51,7 +51,12 @@ async def test_text_only_reply_completes(recorder: Recorder) -> None:
     assert [(m.sender, m.text) for m in msgs] == [("user", "hi"), ("agent", "Hello.")]
     assert "text_delta" in recorder.types()
     assert model.system_prompt == "sys"
-    assert [d.name for d in model.requests[0].tools] == ["echo", "get_weather"]
+    assert [d.name for d in model.requests[0].tools] == [
+        "echo",
+        "get_weather",
+        "glove_post_to_inbox",  # built-in: the memory store has an inbox and tasks
+        "glove_update_tasks",
+    ]
 
 
 async def test_tool_turn_results_follow_calls_in_order(recorder: Recorder) -> None:

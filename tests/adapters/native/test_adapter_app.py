@@ -1,0 +1,153 @@
+"""The app layer through the ``RuntimeAdapter`` trait: hooks, skills and sub-agents as status
+details, built-in tools as ordinary tool events, sub-agent cost rolled into the parent's, and
+``.claude/skills`` loaded from the run's workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from adapters.native import NativeAdapter
+from adapters.native.extensions import (
+    SUBAGENT_DISPATCH_TOOL_NAME,
+    HookContext,
+    SkillContext,
+    SubAgentFactoryContext,
+)
+from adapters.native.glove import Glove
+from adapters.native.models.scripted import Reply, ScriptedModel
+from adapters.native.tasks_inbox import TASK_TOOL_NAME
+from contract import check_stream, collect_run
+from orchestrator.adapter import StartOpts, TaskHandle
+from orchestrator.events import Cost, Done, RuntimeEvent, Status, TextDelta, ToolCall, ToolResult
+
+
+def start_opts(cwd: Path, message: str) -> StartOpts:
+    return StartOpts(agent_id="a", session_key="k", message=message, cwd=str(cwd))
+
+
+async def run(adapter: NativeAdapter, opts: StartOpts) -> list[RuntimeEvent]:
+    handle = await adapter.start(TaskHandle(), opts)
+    events = await collect_run(adapter.events(handle), deadline_s=30)
+    check_stream(events)
+    return events
+
+
+def details(events: list[RuntimeEvent]) -> list[str]:
+    return [e.detail or "" for e in events if isinstance(e, Status)]
+
+
+async def test_app_setup_hooks_skills_and_subagents_reach_the_event_stream(tmp_path: Path) -> None:
+    parent = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    (
+                        TASK_TOOL_NAME,
+                        {
+                            "todos": [
+                                {"content": "Ask", "activeForm": "Asking", "status": "in_progress"}
+                            ]
+                        },
+                    ),
+                    (SUBAGENT_DISPATCH_TOOL_NAME, {"name": "weather", "prompt": "NYC?"}),
+                ],
+                tokens_in=100,
+                tokens_out=10,
+            ),
+            Reply(text="Sunny.", tokens_in=200, tokens_out=20),
+        ],
+        model="m",
+    )
+
+    async def mark(ctx: HookContext) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def concise(ctx: SkillContext) -> str:
+        await trio.lowlevel.checkpoint()
+        return "Be terse."
+
+    def weather(ctx: SubAgentFactoryContext) -> Glove:
+        child = ScriptedModel([Reply(text="21C", tokens_in=1000, tokens_out=100)], model="m")
+        return Glove(model=child).build()
+
+    def app(glove: Glove, opts: StartOpts) -> None:
+        glove.define_hook("mark", mark).define_skill("concise", concise)
+        glove.define_sub_agent("weather", weather, description="Weather.")
+
+    async with NativeAdapter(model_factory=lambda o: parent, app=app) as adapter:
+        events = await run(adapter, start_opts(tmp_path, "/mark /concise @weather NYC"))
+    seen = details(events)
+    assert "hook_invoked: mark" in seen
+    assert "skill_invoked: concise (user)" in seen
+    opened = seen.index("subagent_invoked: weather")
+    closed = seen.index("subagent_completed: weather (success)")
+    assert opened < closed
+    calls = {e.tool_call_id: e.name for e in events if isinstance(e, ToolCall)}
+    by_name = {calls[e.tool_call_id]: e for e in events if isinstance(e, ToolResult)}
+    assert not by_name[TASK_TOOL_NAME].is_error  # built-in tools are ordinary tool events
+    assert '"content": "21C"' in by_name[SUBAGENT_DISPATCH_TOOL_NAME].output
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)).endswith("Sunny.")
+    # the sub-agent's usage is part of the run's cumulative cost
+    last_cost = [e for e in events if isinstance(e, Cost)][-1]
+    assert last_cost.usage.input_tokens == 100 + 1000 + 200
+    assert last_cost.usage.output_tokens == 10 + 100 + 20
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "success" and done.summary == "Sunny."
+    # what the model saw: the skill injection, then the user text with placeholders
+    sent = [m.text for m in parent.requests[0].messages]
+    assert sent[0] == "[Skill: concise]\nBe terse."
+    assert sent[-1].endswith(
+        "[invoked_extension__hook_mark] [invoked_extension__skill_concise] @weather NYC"
+    )
+
+
+async def test_a_short_circuit_hook_ends_the_run_with_its_message(tmp_path: Path) -> None:
+    from adapters.native.extensions import HookResult, ShortCircuit
+    from adapters.native.messages import Message
+
+    async def stop(ctx: HookContext) -> HookResult:
+        await trio.lowlevel.checkpoint()
+        return HookResult(short_circuit=ShortCircuit(message=Message(sender="agent", text="No.")))
+
+    model = ScriptedModel([Reply(text="never")])
+
+    async def app(glove: Glove, opts: StartOpts) -> None:
+        await trio.lowlevel.checkpoint()
+        glove.define_hook("stop", stop)
+
+    async with NativeAdapter(model_factory=lambda o: model, app=app) as adapter:
+        events = await run(adapter, start_opts(tmp_path, "/stop"))
+    assert model.requests == []
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["No."]
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "success" and done.summary == "No."
+
+
+async def test_claude_skills_in_the_workspace_are_loaded_as_content_skills(tmp_path: Path) -> None:
+    skill = tmp_path / ".claude" / "skills" / "review"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: How we review.\n---\nCheck tests first.")
+    (skill / "checklist.md").write_text("- tests\n- docs")
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[("glove_read_skill", {"name": "review", "section": "checklist"})]),
+            Reply(text="ok"),
+        ]
+    )
+    async with NativeAdapter(model_factory=lambda o: model) as adapter:
+        events = await run(adapter, start_opts(tmp_path, "/review this PR"))
+    tools: dict[str, Any] = {t.name: t for t in model.requests[0].tools}
+    assert '<skill name="review" sections="checklist">How we review.</skill>' in (
+        tools["glove_read_skill"].description
+    )
+    assert model.requests[0].messages[0].text == "[Skill: review]\nCheck tests first."
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert result.output.startswith('<skill name="review"')
+    assert "- tests\n- docs" in result.output
+    async with NativeAdapter(model_factory=lambda o: model, skills_dir=None) as adapter:
+        model.push(Reply(text="plain"))
+        await run(adapter, start_opts(tmp_path, "hi"))
+    assert "glove_read_skill" not in [t.name for t in model.requests[-1].tools]
