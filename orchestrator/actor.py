@@ -31,12 +31,14 @@ from .events import (
     ErrorEvent,
     EventFactory,
     RuntimeEvent,
+    Status,
     TextDelta,
     ToolCall,
     Usage,
     now_ms,
 )
 from .governance.budget import RunGuard
+from .governance.drift import unknown_frame_type
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, IdleGuard, with_idle_timeout
 from .redact import StreamRedactor
 
@@ -79,6 +81,9 @@ class RunOutcome:
     """The assistant text the run streamed (the handoff's "last progress" prefers it)."""
     produced_output: bool = False
     """True once the run streamed text or called a tool (a retry would redo visible work)."""
+    unknown_frames: tuple[str, ...] = ()
+    """Frame types the runtime sent that its adapter does not know (drift; see
+    ``orchestrator.governance.drift``)."""
 
 
 @attrs.frozen
@@ -181,6 +186,7 @@ class RunActor:
         text: list[str] = []
         idled = False
         produced = False
+        unknown: list[str] = []
         stream = self.adapter.events(self.run_handle)
 
         async def on_idle() -> None:
@@ -227,6 +233,10 @@ class RunActor:
                                 fatal = event
                         elif isinstance(event, Done):
                             done = event
+                        elif type(event) is Status and event.detail is not None:
+                            frame_type = unknown_frame_type(event.detail)  # drift: O(1)
+                            if frame_type is not None:
+                                unknown.append(frame_type)
                     await self._deliver(batch)
                     if guard is not None and guard.tripped is not None and done is None:
                         await self._stop(guarded)
@@ -260,6 +270,7 @@ class RunActor:
             idled=idled,
             produced_output=produced,
             text="".join(text),
+            unknown_frames=tuple(dict.fromkeys(unknown)),
         )
 
     async def _wall_clock(self, guard: RunGuard, wall_s: float) -> None:

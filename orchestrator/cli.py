@@ -31,6 +31,7 @@ from ._commands import (
     usable_state_dir,
     write_sample_project,
 )
+from ._doctor import doctor
 from ._live import make_view
 from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
 from .acp_server import serve_acp_stdio
@@ -530,7 +531,8 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
         "--allow-estimates",
         action="store_true",
         help="estimate USD from list prices for runtimes that report only tokens (shown as "
-        "'est.'; your config's prices first, then ringleader's dated table)",
+        "'est.'; your config's prices first, then ringleader's dated table); "
+        "e.g. --budget-usd 1 --allow-estimates",
     )
 
 
@@ -696,6 +698,18 @@ def _parser() -> argparse.ArgumentParser:
     _budget_options(batch)
     _config_option(batch)
 
+    doctor_cmd = _sub(
+        sub,
+        "doctor",
+        "report runtime drift: unknown frame types the runtimes sent",
+        "Read the event log and report, per runtime, the frame types its adapter did not know "
+        "(a runtime upgrade that changed its output), with the installed version, how many runs "
+        "saw them and since when. Exit status 1 when there is drift.",
+        ["ringleader doctor", "ringleader doctor --json"],
+    )
+    _json_option(doctor_cmd, "findings")
+    _config_option(doctor_cmd)
+
     runtimes = _sub(
         sub,
         "runtimes",
@@ -844,6 +858,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return trio.run(_serve, args.host, args.port, _feed_token(args), out)
     if args.command == "acp":
         return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
+    if args.command == "doctor":
+        specs = discover_runtimes()
+        loaded = _load_config(args.config_file, specs)
+        return trio.run(lambda: doctor(specs, loaded, as_json=bool(args.json), out=out))
     if args.command == "batch":
         specs = discover_runtimes()
         loaded = _load_config(args.config_file, specs)

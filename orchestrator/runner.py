@@ -406,6 +406,11 @@ class Runner:
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
+                **(
+                    {"drift": {"unknownFrameTypes": dict.fromkeys(outcome.unknown_frames, 1)}}
+                    if outcome.unknown_frames
+                    else {}
+                ),
             },
         )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
 import attrs
 
@@ -143,21 +143,27 @@ class RunGuard:
         if self.tripped is not None:
             return []
         for index, event in enumerate(batch):
-            if isinstance(event, Cost):
-                event = self._cost(event)
+            # dispatch on the exact type: isinstance on pydantic models costs ~0.9 µs each
+            kind = type(event)
+            if kind is Cost:
+                event = self._cost(cast(Cost, event))
                 batch[index] = event
-            elif isinstance(event, ToolCall):
-                self.open_tool_calls[event.tool_call_id] = event.name
-            elif isinstance(event, ToolResult):
-                self.open_tool_calls.pop(event.tool_call_id, None)
-            elif isinstance(event, Status):
-                if event.detail and "rate" in event.detail:
-                    self._reset_hint = reset_from_text(event.detail, self.clock())
-            elif isinstance(event, ErrorEvent) and event.fatal and event.code in RATE_LIMIT_CODES:
-                resets = reset_from_text(event.message, self.clock()) or self._reset_hint
-                if resets is not None:  # the actor ends the run: status{rate_limited}, this error
-                    self.trip(event.code or "rate_limited", event.message, resets)
-                    return batch[:index]
+            elif kind is ToolCall:
+                call = cast(ToolCall, event)
+                self.open_tool_calls[call.tool_call_id] = call.name
+            elif kind is ToolResult:
+                self.open_tool_calls.pop(cast(ToolResult, event).tool_call_id, None)
+            elif kind is Status:
+                detail = cast(Status, event).detail
+                if detail and "rate" in detail:
+                    self._reset_hint = reset_from_text(detail, self.clock())
+            elif kind is ErrorEvent:
+                error = cast(ErrorEvent, event)
+                if error.fatal and error.code in RATE_LIMIT_CODES:
+                    resets = reset_from_text(error.message, self.clock()) or self._reset_hint
+                    if resets is not None:  # the actor ends the run: status{rate_limited}, error
+                        self.trip(error.code or "rate_limited", error.message, resets)
+                        return batch[:index]
             self.last_seq = event.seq
             if self.tripped is not None:
                 return batch[: index + 1]

@@ -24,7 +24,7 @@ from orchestrator import (
 )
 from orchestrator.governance import Budget, Governance
 
-from .kit import installed
+from .kit import assert_no_drift, installed
 
 pytestmark = pytest.mark.e2e
 
@@ -95,6 +95,7 @@ async def test_claude_code_token_budget_stops_within_one_event(
         outcome = await runner.run_task("claude-code", task)
     events = sink.events
     check_stream(events)
+    assert_no_drift("claude-code", events)
     crossing = next(
         i for i, e in enumerate(events) if isinstance(e, Cost) and e.usage.total_tokens > 1500
     )
