@@ -94,6 +94,7 @@ from .integration import RuntimeIntegrationPlan as RuntimeIntegrationPlan
 from .integration import resolve_runtime_integration as resolve_runtime_integration
 from .lifetime import ProcessIdentity as ProcessIdentity
 from .lifetime import ProcessRegistry as ProcessRegistry
+from .otel import OtelSink as OtelSink
 from .queue import DEFAULT_QUEUE_MAX as DEFAULT_QUEUE_MAX
 from .queue import AsyncQueue as AsyncQueue
 from .queue import EventQueue as EventQueue
@@ -191,6 +192,7 @@ __all__ = [
     "ModelServerHook",
     "NativeHomeClaim",
     "NullSink",
+    "OtelSink",
     "ParticipantKind",
     "PersistentHome",
     "ProcessIdentity",

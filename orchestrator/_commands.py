@@ -21,6 +21,7 @@ from rich.table import Table
 from ._batch import load_batch
 from ._live import format_cost, make_view
 from ._sidebyside import Job, JobResult, new_task_id, prepare_workspaces, run_jobs
+from .actor import EventSink
 from .errors import ConfigError, exception_leaves
 from .eventlog import EventLog
 from .governance import Governance
@@ -141,6 +142,7 @@ async def run_side_by_side(
     on_host: Callable[[LocalHost], None] | None = None,
     on_retry: RetryListener | None = None,
     governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
@@ -176,6 +178,7 @@ async def run_side_by_side(
         on_host=on_host,
         on_retry=on_retry,
         governance=governance,
+        sinks=sinks,
     )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
@@ -200,6 +203,7 @@ async def batch(
     as_json: bool,
     out: TextIO,
     governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
     spec = load_batch(file)
@@ -231,7 +235,13 @@ async def batch(
     ready = [by_label.get(j.label, j) for j in planned]
     view = make_view(out, as_json=as_json)
     results = await run_jobs(
-        registry, ready, view, state_dir=state, limit=jobs or spec.jobs, governance=governance
+        registry,
+        ready,
+        view,
+        state_dir=state,
+        limit=jobs or spec.jobs,
+        governance=governance,
+        sinks=sinks,
     )
     return 0 if all(r.ok for r in results) else 1
 

@@ -14,6 +14,7 @@ import attrs
 import trio
 
 from ._live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
+from .actor import EventSink
 from .eventlog import EventLog
 from .feed import RecordingSink
 from .governance import Governance
@@ -101,6 +102,7 @@ async def run_jobs(
     on_host: Callable[[LocalHost], None] | None = None,
     on_retry: RetryListener | None = None,
     governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -120,7 +122,7 @@ async def run_jobs(
     async with EventLog.open(state_dir / "events.db") as log:
         runner = Runner(
             registry,
-            sink=RecordingSink(log, extra=[view]),
+            sink=RecordingSink(log, extra=[view, *sinks]),
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,

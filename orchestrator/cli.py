@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import json
@@ -42,6 +43,7 @@ from .feed import Feed, serve_feed
 from .governance import Governance
 from .hosts import LocalHost
 from .integration import resolve_runtime_integration
+from .otel import OtelSink
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
 from .runner import ResumeFrom, TaskSpec, resumable_task
 from .supervisor import RetryNotice
@@ -485,6 +487,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
                 governance=_governance(args, config),
+                sinks=_trace_sinks(args, stack),
             )
         )
     if interrupt.requested:
@@ -501,6 +504,33 @@ def _governance(args: argparse.Namespace, config: LoadedConfig) -> Governance:
         wall_s=args.max_wall,
         allow_estimates=True if args.allow_estimates else None,
     )
+
+
+def _trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
+    """``--trace-file FILE``: every run's spans (OpenTelemetry, GenAI conventions) as JSON Lines
+    in FILE; flushed when the command ends (``stack``: an exit stack it registers with)."""
+    path: Path | None = args.trace_file
+    if path is None:
+        return []
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    except ImportError:
+        raise ConfigError(
+            "--trace-file needs the otel extra: pip install 'ringleader[otel]'"
+        ) from None
+    try:
+        handle = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--trace-file {path}: {exc.strerror or exc}") from None
+    stack.callback(handle.close)
+    provider = TracerProvider()
+    exporter = ConsoleSpanExporter(
+        out=handle, formatter=lambda span: span.to_json(indent=None) + "\n"
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    stack.callback(provider.shutdown)
+    return [OtelSink(tracer_provider=provider, record_content=bool(args.trace_content))]
 
 
 def _budget_options(parser: argparse.ArgumentParser) -> None:
@@ -526,6 +556,21 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="stop a run after this much wall time; e.g. --max-wall 600",
+    )
+    parser.add_argument(
+        "--trace-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write every run's OpenTelemetry spans (run, model turn, tool call; usage and cost; "
+        "no prompts or outputs) to FILE as JSON Lines; needs ringleader[otel]; "
+        "e.g. --trace-file trace.jsonl",
+    )
+    parser.add_argument(
+        "--trace-content",
+        action="store_true",
+        help="with --trace-file: also record prompts, outputs and tool arguments in the spans; "
+        "e.g. --trace-file t.jsonl --trace-content",
     )
     parser.add_argument(
         "--allow-estimates",
@@ -867,16 +912,19 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         loaded = _load_config(args.config_file, specs)
         registry = _registry(specs, loaded)
         governance = _governance(args, loaded)
-        return trio.run(
-            lambda: batch(
-                registry,
-                args.file,
-                jobs=args.jobs,
-                as_json=bool(args.json),
-                out=out,
-                governance=governance,
+        with contextlib.ExitStack() as stack:
+            sinks = _trace_sinks(args, stack)
+            return trio.run(
+                lambda: batch(
+                    registry,
+                    args.file,
+                    jobs=args.jobs,
+                    as_json=bool(args.json),
+                    out=out,
+                    governance=governance,
+                    sinks=sinks,
+                )
             )
-        )
     if args.command == "run":
         prompt, script = _prompt_and_script(args)
         return trio.run(_cmd_run, args, check_prompt(prompt), script, out)
