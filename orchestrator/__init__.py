@@ -36,8 +36,11 @@ from .errors import BreakerOpenError as BreakerOpenError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import CapabilityError as CapabilityError
 from .errors import ConfigError as ConfigError
+from .errors import HostError as HostError
 from .errors import LineTooLongError as LineTooLongError
 from .errors import MailboxClosedError as MailboxClosedError
+from .errors import NodeLostError as NodeLostError
+from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
 from .errors import ProtocolError as ProtocolError
 from .errors import RingleaderError as RingleaderError
 from .errors import RuntimeExitedError as RuntimeExitedError
@@ -181,6 +184,7 @@ __all__ = [
     "FeedSubscription",
     "Governance",
     "HealthResult",
+    "HostError",
     "IdleGuard",
     "Installed",
     "IntegrationHome",
@@ -191,6 +195,8 @@ __all__ = [
     "ModelPrice",
     "ModelServerHook",
     "NativeHomeClaim",
+    "NoNodeForRuntimeError",
+    "NodeLostError",
     "NullSink",
     "OtelSink",
     "ParticipantKind",

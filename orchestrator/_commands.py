@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -19,15 +19,15 @@ from rich.console import Console
 from rich.table import Table
 
 from ._batch import load_batch
-from ._live import format_cost, make_view
+from ._live import PlainView, format_cost, make_view
 from ._sidebyside import Job, JobResult, new_task_id, prepare_workspaces, run_jobs
 from .actor import EventSink
 from .errors import ConfigError, exception_leaves
-from .eventlog import EventLog
+from .eventlog import EventLog, RunRow
 from .governance import Governance
-from .hosts import LocalHost
+from .hosts import Host, LocalHost
 from .registry import RuntimeRegistry
-from .runner import ResumeFrom, TaskSpec, default_state_dir
+from .runner import ResumeFrom, Runner, TaskSpec, default_state_dir
 from .supervisor import RetryListener
 
 __all__ = [
@@ -139,8 +139,10 @@ async def run_side_by_side(
     out: TextIO,
     cwd: str | None = None,
     resume: ResumeFrom | None = None,
-    on_host: Callable[[LocalHost], None] | None = None,
+    on_host: Callable[[Host], None] | None = None,
     on_retry: RetryListener | None = None,
+    make_host: Callable[[Runner], Host] = LocalHost,
+    rotation: Mapping[str, tuple[str | None, float | None]] | None = None,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
 ) -> list[JobResult]:
@@ -163,6 +165,8 @@ async def run_side_by_side(
                 cwd=origin,
                 agent_id="cli",
                 resume=resume,
+                rotate_to=(rotation or {}).get(rid, (None, None))[0],
+                watermark=(rotation or {}).get(rid, (None, None))[1],
             ),
         )
         for label, rid in zip(labels, runtime_ids, strict=True)
@@ -177,6 +181,7 @@ async def run_side_by_side(
         state_dir=state,
         on_host=on_host,
         on_retry=on_retry,
+        make_host=make_host,
         governance=governance,
         sinks=sinks,
     )
@@ -202,6 +207,7 @@ async def batch(
     jobs: int | None,
     as_json: bool,
     out: TextIO,
+    make_host: Callable[[Runner], Host] = LocalHost,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
 ) -> int:
@@ -240,6 +246,7 @@ async def batch(
         view,
         state_dir=state,
         limit=jobs or spec.jobs,
+        make_host=make_host,
         governance=governance,
         sinks=sinks,
     )
@@ -266,26 +273,70 @@ def write_sample_project(folder: Path) -> None:
 
 
 async def replay(run_key: str, *, as_json: bool, out: TextIO) -> int:
-    """Show a logged run as it was shown live (``last``: the newest run)."""
+    """Show a logged run as it was shown live (``last``: the newest run). A run that is part of
+    a rotation chain is shown with the whole chain: each session's events, and between two of
+    them the rotation (watermark, the new session, the handoff note's size)."""
     state = usable_state_dir()
     async with EventLog.open(state / "events.db") as log:
-        runtime = "?"
         runs = await log.runs()
         if run_key == "last":
             if not runs:
                 raise ConfigError("the event log has no runs yet")
             run_key = runs[-1].run_key
-        for row in runs:
-            if row.run_key == run_key:
-                runtime = row.runtime_id
-        events = await log.read(run_key)
-    if not events:
+        chain = rotation_chain(runs, run_key)
+        logged = [(row, await log.read(row.run_key)) for row in chain]
+    if not any(events for _, events in logged):
         raise ConfigError(f"no events for run {run_key!r} (see `ringleader replay --list`)")
     view = make_view(out, as_json=as_json)
-    view.add_lane(runtime, runtime, run_key)
+    first = chain[0] if chain else None
+    runtime = first.runtime_id if first else "?"
+    lane = view.add_lane(runtime, runtime, first.session_key if first else run_key)
     async with view.active():
-        await view.deliver(run_key, events)
+        for index, (row, events) in enumerate(logged):
+            lineage: dict[str, Any] = row.outcome or {}
+            if index:
+                line = lane.rotated_to(
+                    index=int(lineage.get("rotation") or index),
+                    reason=str(lineage.get("rotationReason") or "?"),
+                    tokens_used=int(lineage.get("tokensUsed") or 0),
+                    window=lineage.get("contextWindowTokens"),
+                    runtime=row.runtime_id,
+                    session_key=row.session_key,
+                    note_bytes=int(lineage.get("handoffNoteBytes") or 0),
+                )
+                if isinstance(view, PlainView):  # the live view draws it in the lane's panel
+                    view.note(f"[{lane.label}] {line}")
+            await view.deliver(row.run_key, events)
     return 0
+
+
+def rotation_chain(runs: Sequence[RunRow], run_key: str) -> list[RunRow]:
+    """The runs of ``run_key``'s rotation chain, first to last (each successor's outcome names
+    its predecessor in ``rotatedFrom``); just that run when it never rotated."""
+    by_key = {row.run_key: row for row in runs}
+    here = by_key.get(run_key)
+    if here is None:
+        return []
+    chain = [here]
+    seen = {here.run_key}
+    while True:  # back to the first session
+        before = by_key.get(str((chain[0].outcome or {}).get("rotatedFrom")))
+        if before is None or before.run_key in seen:
+            break
+        chain.insert(0, before)
+        seen.add(before.run_key)
+    successors = {
+        str((row.outcome or {}).get("rotatedFrom")): row
+        for row in runs
+        if (row.outcome or {}).get("rotatedFrom")
+    }
+    while True:  # on to the last one
+        after = successors.get(chain[-1].run_key)
+        if after is None or after.run_key in seen:
+            break
+        chain.append(after)
+        seen.add(after.run_key)
+    return chain
 
 
 async def list_runs(*, as_json: bool, out: TextIO) -> int:

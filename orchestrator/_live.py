@@ -34,6 +34,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .events import RuntimeEvent, Usage, event_to_json
+from .rotation import RotationRecord
 
 __all__ = [
     "JsonView",
@@ -117,6 +118,10 @@ class Lane:
     cost_seen: bool = False
     estimated: bool = False
     files_changed: str = "-"
+    rotations: int = 0
+    _usage_before: Usage = attrs.field(factory=Usage)
+    """Usage of the runs before the last rotation (a run reports only its own)."""
+    _cost_before: float | None = None
     lines: deque[_Line] = attrs.field(factory=lambda: deque[_Line](maxlen=_KEEP_LINES))
     _partial: str = ""
     _partial_channel: str = "assistant"
@@ -208,9 +213,9 @@ class Lane:
                 detail = f" ({event.detail})" if event.detail else ""
                 out.append(f"· {event.phase}{model}{detail}")
             case "cost":
-                self.usage = event.usage
+                self.usage = self._usage_before + event.usage
                 if event.cost_usd is not None:
-                    self.cost_usd, self.cost_seen = event.cost_usd, True
+                    self.cost_usd, self.cost_seen = self._plus_before(event.cost_usd), True
                 self.estimated = self.estimated or event.estimated
                 if event.model and not self.model:
                     self.model = event.model
@@ -228,11 +233,59 @@ class Lane:
                 self.phase = f"done: {event.reason}"
                 self.ended = now
                 if event.usage is not None:
-                    self.usage = event.usage
+                    self.usage = self._usage_before + event.usage
                 if event.cost_usd is not None:
-                    self.cost_usd, self.cost_seen = event.cost_usd, True
-                out.append(f"■ done: {event.reason}")
+                    self.cost_usd, self.cost_seen = self._plus_before(event.cost_usd), True
+                out.append(f"■ done: {event.reason}{self.rotation_suffix()}")
         return out
+
+    def _plus_before(self, cost_usd: float) -> float:
+        return cost_usd if self._cost_before is None else self._cost_before + cost_usd
+
+    def rotation_suffix(self) -> str:
+        if not self.rotations:
+            return ""
+        return f" after {self.rotations} rotation{'s' if self.rotations > 1 else ''}"
+
+    def rotate(self, record: RotationRecord) -> str:
+        """A rotation began a fresh session (its predecessor's ``done`` is already in): the lane
+        goes on with the successor; usage and cost keep adding up. The line that tells it."""
+        handoff = record.handoff
+        return self.rotated_to(
+            index=handoff.rotation_index,
+            reason=handoff.reason,
+            tokens_used=handoff.tokens_used,
+            window=handoff.context_window_tokens,
+            runtime=record.successor.adapter_id,
+            session_key=record.successor.session_key,
+            note_bytes=record.note_bytes,
+        )
+
+    def rotated_to(
+        self,
+        *,
+        index: int,
+        reason: str,
+        tokens_used: int,
+        window: int | None,
+        runtime: str,
+        session_key: str,
+        note_bytes: int,
+    ) -> str:
+        """See :meth:`rotate` (also used by ``replay`` from what the event log recorded)."""
+        self.rotations += 1
+        self._usage_before = self.usage
+        self._cost_before = self.cost_usd
+        self.outcome = self.ended = None
+        self.phase = "rotating"
+        self._in_turn = False
+        at = f" at {tokens_used / window:.0%} of {window:,} tokens" if window else ""
+        line = (
+            f"↻ rotation #{index} ({reason}{at}) → new {runtime} session {session_key}, "
+            f"handoff note {note_bytes} bytes"
+        )
+        self.lines.append(_Line("rotation", line))
+        return line
 
     def finish(self, outcome: str, now: float) -> None:
         """The task ended without this view seeing its ``done`` (it raised before starting)."""
@@ -264,6 +317,8 @@ class Lane:
                         body.append(_JSON(Text(_short(line.detail, 160))))
                 case "error":
                     body.append(f"! {line.text}", style="bold red")
+                case "rotation":
+                    body.append(line.text, style="bold magenta")
                 case _:
                     body.append(_short(line.text, 300))
         if self._partial:
@@ -316,7 +371,7 @@ def comparison_table(lanes: Sequence[Lane], *, now: float | None = None) -> Tabl
         table.add_row(
             lane.label,
             lane.runtime,
-            lane.outcome or "running",
+            (lane.outcome or "running") + lane.rotation_suffix(),
             str(lane.turns),
             tools,
             str(lane.usage.input_tokens),
@@ -352,6 +407,10 @@ class _Lanes:
                 return lane
         return self.add_lane(run_key, "?", run_key)
 
+    def _rotation_line(self, record: RotationRecord) -> tuple[Lane, str]:
+        lane = self.lane_for(record.successor.session_key)
+        return lane, lane.rotate(record)
+
 
 @attrs.define(eq=False)
 class JsonView(_Lanes):
@@ -378,6 +437,11 @@ class JsonView(_Lanes):
     def note(self, text: str) -> None:
         """Notes go to stderr: stdout holds only events."""
         print(text, file=sys.stderr)
+
+    def rotated(self, record: RotationRecord) -> None:
+        """A rotation is a note on stderr (the successor's events follow on stdout)."""
+        lane, line = self._rotation_line(record)
+        print(f"ringleader: [{lane.label}] {line}", file=sys.stderr, flush=True)
 
 
 @attrs.define(eq=False)
@@ -408,6 +472,10 @@ class PlainView(_Lanes):
 
     def note(self, text: str) -> None:
         self._print(text)
+
+    def rotated(self, record: RotationRecord) -> None:
+        lane, line = self._rotation_line(record)
+        self._print((f"[{lane.label}] " if self.prefix else "") + line)
 
 
 @attrs.define(eq=False)
@@ -474,6 +542,9 @@ class RichView(_Lanes):
     def note(self, text: str) -> None:
         assert self.console is not None
         self.console.print(text, markup=False, highlight=False)
+
+    def rotated(self, record: RotationRecord) -> None:
+        self._rotation_line(record)  # drawn in the lane's panel
 
 
 def wants_color(out: TextIO, environ: dict[str, str] | None = None) -> bool:

@@ -18,6 +18,8 @@ from typing import Any, TextIO, TypeVar
 
 import attrs
 import trio
+from rich.console import Console
+from rich.table import Table
 
 from ._commands import (
     batch,
@@ -41,11 +43,11 @@ from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exceptio
 from .eventlog import EventLog
 from .feed import Feed, serve_feed
 from .governance import Governance
-from .hosts import LocalHost
+from .hosts import Host, LocalHost, RayHost, ray_nodes
 from .integration import resolve_runtime_integration
 from .otel import OtelSink
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
-from .runner import ResumeFrom, TaskSpec, resumable_task
+from .runner import ResumeFrom, Runner, TaskSpec, resumable_task
 from .supervisor import RetryNotice
 
 __all__ = ["main"]
@@ -381,11 +383,11 @@ class _Interrupt:
     """Ctrl-C during runs: the first aborts them cleanly (``done{aborted}`` in the log, children
     gone, exit 130), a second within :data:`FORCE_WINDOW_S` forces."""
 
-    hosts: list[LocalHost] = attrs.field(factory=list[LocalHost])
+    hosts: list[Host] = attrs.field(factory=list[Host])
     requested: bool = False
     forced: bool = False
 
-    def attach(self, host: LocalHost) -> None:
+    def attach(self, host: Host) -> None:
         self.hosts.append(host)
         if self.requested:
             self.abort()
@@ -466,10 +468,15 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
         runtime_ids, resume, cwd = [resumed_runtime], task.resume, task.cwd
     for runtime_id in runtime_ids:
         _spec(specs, runtime_id)  # unknown ids fail before anything starts
+    rotation = _rotation(args, config, runtime_ids)
+    for rotate_to, _ in rotation.values():
+        if rotate_to is not None:
+            _spec(specs, rotate_to)
     interrupt = _Interrupt()
     async with AsyncExitStack() as stack:
         if script is not None:  # one server per runtime, each with that runtime's script
-            for runtime_id in dict.fromkeys(runtime_ids):
+            successors = [to for to, _ in rotation.values() if to is not None]
+            for runtime_id in dict.fromkeys([*runtime_ids, *successors]):
                 config = await stack.enter_async_context(
                     _model_server(_spec(specs, runtime_id), config, script or None)
                 )
@@ -486,6 +493,10 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 resume=resume,
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
+                rotation=rotation,
+                make_host=_host_maker(
+                    args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
+                ),
                 governance=_governance(args, config),
                 sinks=_trace_sinks(args, stack),
             )
@@ -579,6 +590,74 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
         "'est.'; your config's prices first, then ringleader's dated table); "
         "e.g. --budget-usd 1 --allow-estimates",
     )
+
+
+def _ray_option(
+    parser: argparse.ArgumentParser,
+    what: str = "run the tasks on a Ray cluster (pip install 'ringleader[ray]')",
+) -> None:
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help=f"{what}: auto (the running cluster), local (start one here for this command), or "
+        "the cluster's address; e.g. --ray auto",
+    )
+
+
+def _host_maker(
+    address: str | None, config: LoadedConfig, forward_env: Sequence[str]
+) -> Callable[[Runner], Host]:
+    """``LocalHost``, or with ``--ray`` a ``RayHost`` that ships the runtimes' configuration (key
+    variable names only) and the model server's placeholder key variable to the nodes."""
+    if address is None:
+        return LocalHost
+    target = None if address == "local" else address
+    return lambda runner: RayHost(
+        runner, address=target, configs=config.runtime, forward_env=forward_env
+    )
+
+
+def _ray_runtimes(address: str, as_json: bool, out: TextIO) -> int:
+    """``runtimes --ray``: each node of the cluster and what it can run."""
+    nodes = ray_nodes(None if address == "local" else address)
+    if as_json:
+        out.write(json.dumps(nodes) + "\n")
+        return 0
+    table = Table(title="Ray nodes")
+    for column in ("node", "address", "runtimes (version)", "declared slots"):
+        table.add_column(column)
+    for node in nodes:
+        runtimes = ", ".join(
+            f"{rid} ({version})" if version else rid for rid, version in node["runtimes"].items()
+        )
+        slots = ", ".join(f"{rid}: {amount:g}" for rid, amount in node["slots"].items())
+        table.add_row(node["node"], node["address"], runtimes or "none", slots or "-")
+    Console(file=out).print(table)
+    return 0
+
+
+def _rotation(
+    args: argparse.Namespace, config: LoadedConfig, runtime_ids: Sequence[str]
+) -> dict[str, tuple[str | None, float | None]]:
+    """Per runtime: (successor runtime, watermark as a share) from ``--rotate-to`` /
+    ``--watermark``, else the runtime's configuration (``rotate_to`` / ``watermark``)."""
+    found: dict[str, tuple[str | None, float | None]] = {}
+    for runtime_id in runtime_ids:
+        cfg = config.runtime(runtime_id)
+        pct: float | None = args.watermark if args.watermark is not None else cfg.watermark
+        found[runtime_id] = (args.rotate_to or cfg.rotate_to, None if pct is None else pct / 100)
+    return found
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage in (0, 100]")
+    return value
 
 
 def _version() -> str:
@@ -716,8 +795,25 @@ def _parser() -> argparse.ArgumentParser:
         help="continue a recorded run's session on its runtime, from its working directory "
         f"(PROMPT defaults to {RESUME_PROMPT!r}); e.g. --resume last",
     )
+    run.add_argument(
+        "--watermark",
+        type=_percent,
+        default=None,
+        metavar="PCT",
+        help="rotate a run that ends short (max turns, or a failure) past PCT%% of its context "
+        "window into a fresh session started with a handoff note (default 85, or the "
+        "runtime's `watermark` in the config); e.g. --watermark 70",
+    )
+    run.add_argument(
+        "--rotate-to",
+        default=None,
+        metavar="RUNTIME",
+        help="start a rotation's fresh session on RUNTIME (default: the same runtime, or the "
+        "runtime's `rotate_to` in the config); e.g. --rotate-to codex",
+    )
     _budget_options(run)
     _config_option(run)
+    _ray_option(run)
     run.add_argument(
         "prompt", nargs="?", default=None, help="the instruction; e.g. 'add a test for parse()'"
     )
@@ -742,6 +838,7 @@ def _parser() -> argparse.ArgumentParser:
     _json_option(batch)
     _budget_options(batch)
     _config_option(batch)
+    _ray_option(batch)
 
     doctor_cmd = _sub(
         sub,
@@ -764,6 +861,8 @@ def _parser() -> argparse.ArgumentParser:
         ["ringleader runtimes", "ringleader runtimes --config team.toml"],
     )
     _config_option(runtimes)
+    _ray_option(runtimes, "list what each node of the Ray cluster can run")
+    _json_option(runtimes, "the nodes (with --ray)")
 
     config = _sub(
         sub,
@@ -892,6 +991,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "demo":
         return trio.run(_demo, args.runtime, bool(args.json), out)
     if args.command == "runtimes":
+        if args.ray:
+            return _ray_runtimes(args.ray, bool(args.json), out)
         return trio.run(_runtimes, args.config_file, out)
     if args.command == "config":
         return _config(args.config_file, bool(args.json), out)
@@ -921,6 +1022,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                     jobs=args.jobs,
                     as_json=bool(args.json),
                     out=out,
+                    make_host=_host_maker(args.ray, loaded, []),
                     governance=governance,
                     sinks=sinks,
                 )

@@ -18,6 +18,8 @@ The file format::
     api_key_env = "MY_OPENAI_KEY"       # the NAME of the variable holding the key
     permission = "deny"                 # allow | ask | deny
     extra_args = ["model_reasoning_effort=low"]
+    watermark = 80                      # rotate past 80% of the context window
+    rotate_to = "claude-code"           # … onto this runtime
 
     [runtimes.codex.prices."gpt-5.5"]   # USD per million tokens
     input = 1.25
@@ -133,6 +135,13 @@ class RuntimeConfig(BaseModel):
     """More arguments for the runtime's command line (codex: ``key=value`` overrides)."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
     """USD per million tokens by model, for runtimes that do not report cost themselves."""
+    watermark: float | None = Field(default=None, gt=0, le=100)
+    """Rotation: a run that ends short (max turns, or a failure) past this percentage of the
+    context window continues in a fresh session with a handoff note (default 85; ``run
+    --watermark`` wins)."""
+    rotate_to: str | None = None
+    """Rotation: the runtime the fresh session starts on (default: the same; ``run
+    --rotate-to`` wins)."""
 
     @field_validator("api_key_env")
     @classmethod

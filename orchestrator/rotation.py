@@ -67,6 +67,14 @@ class RotationHandoff:
     tokens_used: int
     rotation_index: int
     """1-based."""
+    context_window_tokens: int | None = None
+    """The predecessor's context window (for showing the watermark; never rendered in the note)."""
+
+    @property
+    def watermark(self) -> float | None:
+        """``tokens_used / context_window_tokens`` (None when the window is unknown)."""
+        window = self.context_window_tokens
+        return self.tokens_used / window if window else None
 
 
 def build_rotation_handoff_note(handoff: RotationHandoff) -> str:
@@ -93,6 +101,13 @@ class RotationRecord:
     serialized: str | None
     handoff: RotationHandoff
     successor: RunHandle
+    note: str = ""
+    """The handoff note the successor started with, byte for byte."""
+    predecessor: RunHandle | None = None
+
+    @property
+    def note_bytes(self) -> int:
+        return len(self.note.encode("utf-8", "surrogatepass"))
 
 
 async def rotate_session(
@@ -124,7 +139,13 @@ async def rotate_session(
     if record_rotation is not None:
         try:
             result = record_rotation(
-                RotationRecord(serialized=serialized, handoff=handoff, successor=successor)
+                RotationRecord(
+                    serialized=serialized,
+                    handoff=handoff,
+                    successor=successor,
+                    note=note,
+                    predecessor=current,
+                )
             )
             if result is not None:
                 await result

@@ -43,7 +43,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
-from .eventlog import EventLog
+from .eventlog import RunRecorder
 from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from .governance import Governance, RunGuard, SpendLedger
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
@@ -123,6 +123,12 @@ class TaskSpec:
     env: Mapping[str, str] = attrs.field(factory=dict[str, str], repr=False)
     resume: ResumeFrom | None = None
     """Continue this recorded session instead of starting a new one (see :meth:`Runner.resume_task`)."""
+    rotate_to: str | None = None
+    """Rotation successors start on this runtime (default: the runner's ``rotate_to``, else the
+    same runtime); ``run_task(rotate_to=…)`` wins."""
+    watermark: float | None = None
+    """Rotate past this share of the context window (0–1; default: the runner's
+    ``rotation.threshold_pct``)."""
 
 
 @attrs.frozen
@@ -174,11 +180,15 @@ class Runner:
     clock: Callable[[], int] = now_ms
     today: Callable[[], _dt.date] = lambda: _dt.datetime.now(_dt.UTC).date()
     record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
+    """Told of each rotation once the successor has started (the CLI shows it)."""
+    rotate_to: str | None = None
+    """The runtime a rotation starts its successor on when ``run_task`` names none (default:
+    the same runtime)."""
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
     on_retry: RetryListener | None = None
     """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
-    event_log: EventLog | None = None
+    event_log: RunRecorder | None = None
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     governance: Governance | None = None
     """Budgets, estimates and breakers (shared by this runner's copies: one host ledger)."""
@@ -259,6 +269,7 @@ class Runner:
         note: str,
         home: str | None,
         resume_id: str | None = None,
+        lineage: Mapping[str, Any] | None = None,
         ledger: SpendLedger | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
@@ -339,7 +350,7 @@ class Runner:
             finally:
                 actor.fence()
             if log is not None:
-                await self._record(log, adapter, current, outcome, task, run_key)
+                await self._record(log, adapter, current, outcome, task, run_key, lineage)
             return outcome
 
         outcome = await supervisor.supervise(attempt)
@@ -386,12 +397,13 @@ class Runner:
 
     async def _record(
         self,
-        log: EventLog,
+        log: RunRecorder,
         adapter: RuntimeAdapter,
         run: RunHandle,
         outcome: RunOutcome,
         task: TaskSpec,
         run_key: str,
+        lineage: Mapping[str, Any] | None = None,
     ) -> None:
         await self._record_session(log, adapter, run, task, run_key)
         await log.finish_run(
@@ -406,6 +418,7 @@ class Runner:
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
+                **(lineage or {}),
                 **(
                     {"drift": {"unknownFrameTypes": dict.fromkeys(outcome.unknown_frames, 1)}}
                     if outcome.unknown_frames
@@ -415,7 +428,12 @@ class Runner:
         )
 
     async def _record_session(
-        self, log: EventLog, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec, run_key: str
+        self,
+        log: RunRecorder,
+        adapter: RuntimeAdapter,
+        run: RunHandle,
+        task: TaskSpec,
+        run_key: str,
     ) -> None:
         codec = adapter.session_codec
         blob: str | None = None
@@ -475,7 +493,9 @@ class Runner:
         register_env_secrets(task.env)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
+        rotate_to = rotate_to or task.rotate_to or self.rotate_to
         state = _TaskState()
+        lineage: dict[str, Any] | None = None
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
         runtime = runtime_id
         gov = self.governance
@@ -520,7 +540,16 @@ class Runner:
                 return _final(state)
             while True:
                 outcome, attempts, handle = await self._supervised_run(
-                    adapter, caps, task, session_key, handle, state.note, home, resume_id, ledger
+                    adapter,
+                    caps,
+                    task,
+                    session_key,
+                    handle,
+                    state.note,
+                    home,
+                    resume_id,
+                    lineage,
+                    ledger,
                 )
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
@@ -529,7 +558,7 @@ class Runner:
                     ok = outcome.reason != "error"
                     why = "" if ok else failure_reason(outcome)
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
-                reason = self._rotation_reason(outcome, caps)
+                reason = self._rotation_reason(outcome, caps, task.watermark)
                 if reason is None or state.rotations >= limit:
                     break
                 if _spent(gov, ledger):  # no rotation past a budget
@@ -554,6 +583,7 @@ class Runner:
                     last_summary=_compact(outcome.text or outcome.summary)[:LAST_SUMMARY_CHARS],
                     tokens_used=usage.input_tokens + usage.output_tokens,
                     rotation_index=state.rotations,
+                    context_window_tokens=caps.context_window_tokens,
                 )
 
                 async def restart(note: str) -> RunHandle:
@@ -581,6 +611,15 @@ class Runner:
                 )
                 if serialized:
                     state.runs[-1] = attrs.evolve(record, serialized_session=serialized[0])
+                # the event log links the successor's run to its predecessor's
+                lineage = {
+                    "rotatedFrom": outcome.run_key,
+                    "rotation": state.rotations,
+                    "rotationReason": reason,
+                    "handoffNoteBytes": len(state.note.encode("utf-8", "surrogatepass")),
+                    "tokensUsed": handoff.tokens_used,
+                    "contextWindowTokens": handoff.context_window_tokens,
+                }
                 adapter, caps, runtime, session_key, home = (
                     next_adapter,
                     next_caps,
@@ -614,7 +653,9 @@ class Runner:
         )
         return await self.run_task(runtime_id, task)
 
-    def _rotation_reason(self, outcome: RunOutcome, caps: Capabilities) -> RotationReason | None:
+    def _rotation_reason(
+        self, outcome: RunOutcome, caps: Capabilities, watermark: float | None = None
+    ) -> RotationReason | None:
         if outcome.reason == "max_turns":
             return "max_turns"
         if outcome.reason in ("success", "aborted"):
@@ -625,13 +666,13 @@ class Runner:
         trigger = RotationTrigger(
             tokens_used=usage.input_tokens + usage.output_tokens,
             context_window=caps.context_window_tokens or 0,
-            threshold_pct=self.rotation.threshold_pct,
+            threshold_pct=self.rotation.threshold_pct if watermark is None else watermark,
         )
         return "context_watermark" if should_rotate(trigger) else None
 
 
 async def resumable_task(
-    log: EventLog,
+    log: RunRecorder,
     run_key: str,
     prompt: str,
     *,

@@ -190,10 +190,15 @@ async def test_rotate_session_runs_serialize_restart_record_in_order() -> None:
     assert notes == [build_rotation_handoff_note(h)]
     assert records == [
         RotationRecord(
-            serialized='{"sessionKey":"k","sessionId":"native-1"}', handoff=h, successor=SUCCESSOR
+            serialized='{"sessionKey":"k","sessionId":"native-1"}',
+            handoff=h,
+            successor=SUCCESSOR,
+            note=notes[0],
+            predecessor=CURRENT,
         )
     ]
     assert records[0].successor is SUCCESSOR
+    assert records[0].note_bytes == len(notes[0].encode())
 
 
 async def test_sync_record_rotation_is_called() -> None:
