@@ -420,6 +420,11 @@ _FAST: dict[type[EventBase], _Fast] = {
 }
 
 
+# ``status()`` never sets ``resets_at`` (the actor adds it to a rate-limit park): unset, as
+# validation of the same call would record it
+_FAST[Status] = _FAST[Status]._replace(fields_set=_FAST[Status].fields_set - {"resets_at"})
+
+
 def _build(cls: type[_E], values: dict[str, Any]) -> _E:
     """The event of kind ``cls`` from ``values`` (every field in order, ``kind`` included):
     built directly when the envelope and the kind's row of ``_FAST`` accept every value,
