@@ -28,8 +28,10 @@ from ._sidebyside import (
     prepare_workspaces,
     run_jobs,
 )
+from .actor import EventSink
 from .errors import ConfigError, exception_leaves
 from .eventlog import EventLog, RunRow
+from .governance import Governance
 from .hosts import Host, LocalHost
 from .registry import RuntimeRegistry
 from .runner import ResumeFrom, Runner, TaskSpec, default_state_dir
@@ -148,6 +150,8 @@ async def run_side_by_side(
     on_retry: RetryListener | None = None,
     make_host: Callable[[Runner], Host] = LocalHost,
     rotation: Mapping[str, tuple[str | None, float | None]] | None = None,
+    governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
@@ -186,6 +190,8 @@ async def run_side_by_side(
         on_host=on_host,
         on_retry=on_retry,
         make_host=make_host,
+        governance=governance,
+        sinks=sinks,
         board=board,
     )
     if len(results) == 1 and results[0].error is not None:
@@ -211,6 +217,8 @@ async def batch(
     as_json: bool,
     out: TextIO,
     make_host: Callable[[Runner], Host] = LocalHost,
+    governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
     spec = load_batch(file)
@@ -242,7 +250,14 @@ async def batch(
     ready = [by_label.get(j.label, j) for j in planned]
     view = make_view(out, as_json=as_json)
     results = await run_jobs(
-        registry, ready, view, state_dir=state, limit=jobs or spec.jobs, make_host=make_host
+        registry,
+        ready,
+        view,
+        state_dir=state,
+        limit=jobs or spec.jobs,
+        make_host=make_host,
+        governance=governance,
+        sinks=sinks,
     )
     return 0 if all(r.ok for r in results) else 1
 

@@ -16,8 +16,10 @@ import attrs
 import trio
 
 from ._live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
+from .actor import EventSink
 from .eventlog import EventLog
 from .feed import RecordingSink
+from .governance import Governance
 from .hosts import Host, LocalHost
 from .registry import RuntimeRegistry
 from .runner import Runner, TaskOutcome, TaskSpec
@@ -105,6 +107,8 @@ async def run_jobs(
     on_host: Callable[[Host], None] | None = None,
     on_retry: RetryListener | None = None,
     make_host: Callable[[Runner], Host] = LocalHost,
+    governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
@@ -126,11 +130,12 @@ async def run_jobs(
     async with EventLog.open(state_dir / "events.db") as log:
         runner = Runner(
             registry,
-            sink=RecordingSink(log, extra=[view]),
+            sink=RecordingSink(log, extra=[view, *sinks]),
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,
             record_rotation=view.rotated,
+            governance=governance,
         )
         async with (
             view.active(),
