@@ -250,6 +250,7 @@ class Runner:
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
             resume_session_id=resume_id,
+            cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
         )
 
     # -- one run under supervision -----------------------------------------------------------

@@ -70,6 +70,9 @@ class ContentPart(BaseModel):
     type: Literal["text", "image", "video", "document"]
     text: str | None = None
     source: ContentSource | None = None
+    cache: bool = False
+    """A prompt-cache breakpoint after this part (Anthropic ``cache_control``; providers that
+    cache by prefix on their own ignore it)."""
 
 
 class ToolCall(BaseModel):
