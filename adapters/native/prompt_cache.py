@@ -40,7 +40,7 @@ def tiered_request(opts: StartOpts) -> str | list[ContentPart]:
             piece = raw[start:offset].decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
             continue  # not a character boundary: not a tier's end
-        parts.append(ContentPart(type="text", text=piece, cache=bool(piece.strip())))
+        parts.append(ContentPart(type="text", text=piece, cache=True if piece.strip() else None))
         start = offset
     if not parts:
         return message

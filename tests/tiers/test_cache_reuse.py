@@ -188,7 +188,7 @@ def test_the_prompt_is_cut_at_each_tier_present(context: str, memory: str) -> No
     request = tiered_request(opts)
     assert not isinstance(request, str)
     assert "".join(p.text or "" for p in request) == tiers.prompt
-    assert [p.cache for p in request] == [True] * (len(request) - (1 if memory else 0)) + (
+    assert [bool(p.cache) for p in request] == [True] * (len(request) - (1 if memory else 0)) + (
         [False] if memory else []
     )
     # a context block before the message shifts every cut
