@@ -13,6 +13,7 @@ MODULES = (
     "bench.p_sessions",
     "bench.p_first_event",
     "bench.p_live",
+    "bench.p_ray_head",
     "bench.p_prefix",
 )
 

@@ -35,8 +35,11 @@ from .errors import AdapterError as AdapterError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import CapabilityError as CapabilityError
 from .errors import ConfigError as ConfigError
+from .errors import HostError as HostError
 from .errors import LineTooLongError as LineTooLongError
 from .errors import MailboxClosedError as MailboxClosedError
+from .errors import NodeLostError as NodeLostError
+from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
 from .errors import ProtocolError as ProtocolError
 from .errors import RingleaderError as RingleaderError
 from .errors import RuntimeExitedError as RuntimeExitedError
@@ -174,6 +177,7 @@ __all__ = [
     "Feed",
     "FeedSubscription",
     "HealthResult",
+    "HostError",
     "IdleGuard",
     "Installed",
     "IntegrationHome",
@@ -184,6 +188,8 @@ __all__ = [
     "ModelPrice",
     "ModelServerHook",
     "NativeHomeClaim",
+    "NoNodeForRuntimeError",
+    "NodeLostError",
     "NullSink",
     "ParticipantKind",
     "PersistentHome",

@@ -23,9 +23,9 @@ from ._live import PlainView, format_cost, make_view
 from ._sidebyside import Job, JobResult, new_task_id, prepare_workspaces, run_jobs
 from .errors import ConfigError, exception_leaves
 from .eventlog import EventLog, RunRow
-from .hosts import LocalHost
+from .hosts import Host, LocalHost
 from .registry import RuntimeRegistry
-from .runner import ResumeFrom, TaskSpec, default_state_dir
+from .runner import ResumeFrom, Runner, TaskSpec, default_state_dir
 from .supervisor import RetryListener
 
 __all__ = [
@@ -137,8 +137,9 @@ async def run_side_by_side(
     out: TextIO,
     cwd: str | None = None,
     resume: ResumeFrom | None = None,
-    on_host: Callable[[LocalHost], None] | None = None,
+    on_host: Callable[[Host], None] | None = None,
     on_retry: RetryListener | None = None,
+    make_host: Callable[[Runner], Host] = LocalHost,
     rotation: Mapping[str, tuple[str | None, float | None]] | None = None,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
@@ -170,7 +171,13 @@ async def run_side_by_side(
     if len(jobs) > 1:
         jobs = await prepare_workspaces(jobs, state_dir=state)
     results = await run_jobs(
-        registry, jobs, view, state_dir=state, on_host=on_host, on_retry=on_retry
+        registry,
+        jobs,
+        view,
+        state_dir=state,
+        on_host=on_host,
+        on_retry=on_retry,
+        make_host=make_host,
     )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
@@ -188,7 +195,13 @@ def _labels(runtime_ids: Sequence[str]) -> list[str]:
 
 
 async def batch(
-    registry: RuntimeRegistry, file: str, *, jobs: int | None, as_json: bool, out: TextIO
+    registry: RuntimeRegistry,
+    file: str,
+    *,
+    jobs: int | None,
+    as_json: bool,
+    out: TextIO,
+    make_host: Callable[[Runner], Host] = LocalHost,
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
     spec = load_batch(file)
@@ -219,7 +232,9 @@ async def batch(
     by_label = {j.label: j for j in isolated}
     ready = [by_label.get(j.label, j) for j in planned]
     view = make_view(out, as_json=as_json)
-    results = await run_jobs(registry, ready, view, state_dir=state, limit=jobs or spec.jobs)
+    results = await run_jobs(
+        registry, ready, view, state_dir=state, limit=jobs or spec.jobs, make_host=make_host
+    )
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -16,7 +16,7 @@ import trio
 from ._live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from .eventlog import EventLog
 from .feed import RecordingSink
-from .hosts import LocalHost
+from .hosts import Host, LocalHost
 from .registry import RuntimeRegistry
 from .runner import Runner, TaskOutcome, TaskSpec
 from .supervisor import RetryListener
@@ -97,12 +97,14 @@ async def run_jobs(
     state_dir: Path,
     limit: int | None = None,
     estimates: bool = False,
-    on_host: Callable[[LocalHost], None] | None = None,
+    on_host: Callable[[Host], None] | None = None,
     on_retry: RetryListener | None = None,
+    make_host: Callable[[Runner], Host] = LocalHost,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
-    ``estimates``: every dollar figure is a list-price estimate (the demo: nothing is billed)."""
+    ``estimates``: every dollar figure is a list-price estimate (the demo: nothing is billed).
+    ``make_host``: where the runs live (:class:`LocalHost`, or a ``RayHost`` for ``--ray``)."""
     lanes: list[Lane] = []
     for job in jobs:
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
@@ -124,7 +126,7 @@ async def run_jobs(
             on_retry=on_retry,
             record_rotation=view.rotated,
         )
-        async with view.active(), LocalHost(runner) as host, trio.open_nursery() as nursery:
+        async with view.active(), make_host(runner) as host, trio.open_nursery() as nursery:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
                 on_host(host)
 

@@ -17,6 +17,8 @@ from typing import Any, TextIO, TypeVar
 
 import attrs
 import trio
+from rich.console import Console
+from rich.table import Table
 
 from ._commands import (
     batch,
@@ -38,10 +40,10 @@ from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
 from .feed import Feed, serve_feed
-from .hosts import LocalHost
+from .hosts import Host, LocalHost, RayHost, ray_nodes
 from .integration import resolve_runtime_integration
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
-from .runner import ResumeFrom, TaskSpec, resumable_task
+from .runner import ResumeFrom, Runner, TaskSpec, resumable_task
 from .supervisor import RetryNotice
 
 __all__ = ["main"]
@@ -377,11 +379,11 @@ class _Interrupt:
     """Ctrl-C during runs: the first aborts them cleanly (``done{aborted}`` in the log, children
     gone, exit 130), a second within :data:`FORCE_WINDOW_S` forces."""
 
-    hosts: list[LocalHost] = attrs.field(factory=list[LocalHost])
+    hosts: list[Host] = attrs.field(factory=list[Host])
     requested: bool = False
     forced: bool = False
 
-    def attach(self, host: LocalHost) -> None:
+    def attach(self, host: Host) -> None:
         self.hosts.append(host)
         if self.requested:
             self.abort()
@@ -488,11 +490,59 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
                 rotation=rotation,
+                make_host=_host_maker(
+                    args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
+                ),
             )
         )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
+
+
+def _ray_option(
+    parser: argparse.ArgumentParser,
+    what: str = "run the tasks on a Ray cluster (pip install 'ringleader[ray]')",
+) -> None:
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help=f"{what}: auto (the running cluster), local (start one here for this command), or "
+        "the cluster's address; e.g. --ray auto",
+    )
+
+
+def _host_maker(
+    address: str | None, config: LoadedConfig, forward_env: Sequence[str]
+) -> Callable[[Runner], Host]:
+    """``LocalHost``, or with ``--ray`` a ``RayHost`` that ships the runtimes' configuration (key
+    variable names only) and the model server's placeholder key variable to the nodes."""
+    if address is None:
+        return LocalHost
+    target = None if address == "local" else address
+    return lambda runner: RayHost(
+        runner, address=target, configs=config.runtime, forward_env=forward_env
+    )
+
+
+def _ray_runtimes(address: str, as_json: bool, out: TextIO) -> int:
+    """``runtimes --ray``: each node of the cluster and what it can run."""
+    nodes = ray_nodes(None if address == "local" else address)
+    if as_json:
+        out.write(json.dumps(nodes) + "\n")
+        return 0
+    table = Table(title="Ray nodes")
+    for column in ("node", "address", "runtimes (version)", "declared slots"):
+        table.add_column(column)
+    for node in nodes:
+        runtimes = ", ".join(
+            f"{rid} ({version})" if version else rid for rid, version in node["runtimes"].items()
+        )
+        slots = ", ".join(f"{rid}: {amount:g}" for rid, amount in node["slots"].items())
+        table.add_row(node["node"], node["address"], runtimes or "none", slots or "-")
+    Console(file=out).print(table)
+    return 0
 
 
 def _rotation(
@@ -670,6 +720,7 @@ def _parser() -> argparse.ArgumentParser:
         "runtime's `rotate_to` in the config); e.g. --rotate-to codex",
     )
     _config_option(run)
+    _ray_option(run)
     run.add_argument(
         "prompt", nargs="?", default=None, help="the instruction; e.g. 'add a test for parse()'"
     )
@@ -693,6 +744,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _json_option(batch)
     _config_option(batch)
+    _ray_option(batch)
 
     runtimes = _sub(
         sub,
@@ -703,6 +755,8 @@ def _parser() -> argparse.ArgumentParser:
         ["ringleader runtimes", "ringleader runtimes --config team.toml"],
     )
     _config_option(runtimes)
+    _ray_option(runtimes, "list what each node of the Ray cluster can run")
+    _json_option(runtimes, "the nodes (with --ray)")
 
     config = _sub(
         sub,
@@ -821,6 +875,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "demo":
         return trio.run(_demo, args.runtime, bool(args.json), out)
     if args.command == "runtimes":
+        if args.ray:
+            return _ray_runtimes(args.ray, bool(args.json), out)
         return trio.run(_runtimes, args.config_file, out)
     if args.command == "config":
         return _config(args.config_file, bool(args.json), out)
@@ -834,9 +890,17 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
     if args.command == "batch":
         specs = discover_runtimes()
-        registry = _registry(specs, _load_config(args.config_file, specs))
+        config = _load_config(args.config_file, specs)
+        registry = _registry(specs, config)
         return trio.run(
-            lambda: batch(registry, args.file, jobs=args.jobs, as_json=bool(args.json), out=out)
+            lambda: batch(
+                registry,
+                args.file,
+                jobs=args.jobs,
+                as_json=bool(args.json),
+                out=out,
+                make_host=_host_maker(args.ray, config, []),
+            )
         )
     if args.command == "run":
         prompt, script = _prompt_and_script(args)

@@ -15,7 +15,10 @@
     │   ├── ActorCrashedError                        an actor's task tree raised
     │   ├── MailboxClosedError                       a message was sent to a finished actor
     │   └── CapabilityError                          the runtime does not support what was asked
-    └── BudgetExceededError                          a cost, turn or time limit was reached
+    ├── BudgetExceededError                          a cost, turn or time limit was reached
+    └── HostError                                    a host could not place or keep a task
+        ├── NoNodeForRuntimeError                    no node of the cluster can run the runtime
+        └── NodeLostError                            the node running the task died
 
 trio's own ``Cancelled``, ``ClosedResourceError`` and ``BrokenResourceError`` are used as they are.
 
@@ -41,8 +44,11 @@ __all__ = [
     "BudgetExceededError",
     "CapabilityError",
     "ConfigError",
+    "HostError",
     "LineTooLongError",
     "MailboxClosedError",
+    "NoNodeForRuntimeError",
+    "NodeLostError",
     "ProtocolError",
     "RingleaderError",
     "RuntimeExitedError",
@@ -264,6 +270,24 @@ class BudgetExceededError(RingleaderError):
     """A cost, turn, rotation or time budget was exhausted."""
 
     event_code = "budget_exceeded"
+
+
+class HostError(RingleaderError):
+    """A host (e.g. :class:`~orchestrator.hosts.ray.RayHost`) could not place or keep a task."""
+
+    event_code = "host_error"
+
+
+class NoNodeForRuntimeError(HostError):
+    """No node of the cluster has the runtime installed (or declares its resource)."""
+
+    event_code = "no_node_for_runtime"
+
+
+class NodeLostError(HostError):
+    """The node running the task died; its runs were marked ``interrupted`` on the head."""
+
+    event_code = "node_lost"
 
 
 def exception_leaves(error: BaseException) -> list[BaseException]:

@@ -78,7 +78,7 @@ from .errors import single_exception
 from .events import EventFactory, RuntimeEvent, event_from_json, event_to_json, now_ms
 from .lifetime import ProcessIdentity, ensure_private_dir
 
-__all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRow", "SessionRow"]
+__all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRecorder", "RunRow", "SessionRow"]
 
 T = TypeVar("T")
 
@@ -196,6 +196,30 @@ class SessionRow:
     updated_ms: int
     run_key: str | None = None
     """The run that recorded it (each run has its own row)."""
+
+
+class RunRecorder(Protocol):
+    """What a :class:`~orchestrator.runner.Runner` records a task's runs and sessions in: the
+    :class:`EventLog`, or a remote node's relay to the head's log."""
+
+    async def start_run(self, run_key: str, *, runtime_id: str, session_key: str) -> None: ...
+
+    async def finish_run(self, run_key: str, *, status: str, outcome: dict[str, Any]) -> None: ...
+
+    async def record_session(
+        self,
+        session_key: str,
+        *,
+        runtime_id: str,
+        native_session_id: str | None,
+        codec_blob: str | None,
+        origin_cwd: str | None,
+        run_key: str | None = None,
+    ) -> None: ...
+
+    async def runs(self) -> list[RunRow]: ...
+
+    async def get_session(self, key: str) -> SessionRow | None: ...
 
 
 class CommitListener(Protocol):

@@ -43,7 +43,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
-from .eventlog import EventLog
+from .eventlog import RunRecorder
 from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
@@ -185,7 +185,7 @@ class Runner:
     """Called with each new actor (to abort, steer or watch it from outside)."""
     on_retry: RetryListener | None = None
     """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
-    event_log: EventLog | None = None
+    event_log: RunRecorder | None = None
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
     """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
@@ -357,7 +357,7 @@ class Runner:
 
     async def _record(
         self,
-        log: EventLog,
+        log: RunRecorder,
         adapter: RuntimeAdapter,
         run: RunHandle,
         outcome: RunOutcome,
@@ -383,7 +383,12 @@ class Runner:
         )
 
     async def _record_session(
-        self, log: EventLog, adapter: RuntimeAdapter, run: RunHandle, task: TaskSpec, run_key: str
+        self,
+        log: RunRecorder,
+        adapter: RuntimeAdapter,
+        run: RunHandle,
+        task: TaskSpec,
+        run_key: str,
     ) -> None:
         codec = adapter.session_codec
         blob: str | None = None
@@ -592,7 +597,7 @@ class Runner:
 
 
 async def resumable_task(
-    log: EventLog,
+    log: RunRecorder,
     run_key: str,
     prompt: str,
     *,

@@ -1,6 +1,15 @@
-"""Where runs live. ``LocalHost`` runs tasks side by side in one trio nursery."""
+"""Where runs live. ``LocalHost`` runs tasks side by side in one trio nursery; ``RayHost`` runs
+the same tasks on the nodes of a Ray cluster (optional extra ``ringleader[ray]``)."""
+
+from typing import TypeAlias as _TypeAlias
 
 from .local import LocalHost as LocalHost
 from .local import TaskRef as TaskRef
+from .ray import RayHost as RayHost
+from .ray import RayTaskRef as RayTaskRef
+from .ray import ray_nodes as ray_nodes
 
-__all__ = ["LocalHost", "TaskRef"]
+Host: _TypeAlias = LocalHost | RayHost
+"""Either host: ``submit``, ``tasks``, and refs with ``outcome`` and ``abort``."""
+
+__all__ = ["Host", "LocalHost", "RayHost", "RayTaskRef", "TaskRef", "ray_nodes"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 from contextlib import AsyncExitStack
-from functools import partial
 from types import TracebackType
 from typing import Self
 
@@ -62,6 +61,12 @@ class TaskRef:
         if self.actor is not None:
             with contextlib.suppress(MailboxClosedError):
                 self.actor.abort()
+
+    def attach(self, actor: RunActor) -> None:
+        """The task's run has a (new) live actor: abort it at once if the task was aborted."""
+        self.actor = actor
+        if self._aborted:
+            actor.abort()
 
     def steer(self, text: str) -> None:
         """Steer the live run (steerable runtimes only; else ``CapabilityError``)."""
@@ -108,16 +113,10 @@ class LocalHost:
         return ref
 
     async def _run(self, ref: TaskRef) -> None:
-        runner = attrs.evolve(self.runner, on_actor=partial(_attach, ref))
+        runner = attrs.evolve(self.runner, on_actor=ref.attach)
         try:
             ref._outcome = await runner.run_task(ref.runtime_id, ref.task)  # pyright: ignore[reportPrivateUsage]
         except Exception as exc:
             ref._error = exc  # pyright: ignore[reportPrivateUsage]
         finally:
             ref._done.set()  # pyright: ignore[reportPrivateUsage]
-
-
-def _attach(ref: TaskRef, actor: RunActor) -> None:
-    ref.actor = actor
-    if ref._aborted:  # pyright: ignore[reportPrivateUsage]
-        actor.abort()

@@ -118,26 +118,37 @@ def test_model_server_port_0_prints_its_url(tmp_path: Path) -> None:
     script = tmp_path / "s.json"
     script.write_text('{"conversations": []}')
     env = dict(os.environ, RINGLEADER_STATE_DIR=str(tmp_path))
-    with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli",
-            "model-server",
-            "--script",
-            str(script),
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    ) as server:
+    # stderr goes to a file (a full, undrained pipe would block the server before it prints its
+    # URL) and the URL is awaited with a deadline: a server that never prints fails, not hangs
+    with (
+        (tmp_path / "stderr.txt").open("w+") as errors,
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator.cli",
+                "model-server",
+                "--script",
+                str(script),
+                "--port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            env=env,
+        ) as server,
+    ):
         assert server.stdout is not None
+        ready, _, _ = select.select([server.stdout], [], [], 120)
+        if not ready:
+            server.kill()
+            pytest.fail(f"the model server printed no URL within 120 s: {errors.read()}")
         url = server.stdout.readline().strip()
         server.send_signal(signal.SIGINT)
-        _, err = server.communicate(timeout=30)
+        server.wait(timeout=30)
+        errors.seek(0)
+        err = errors.read()
     assert url.startswith("http://127.0.0.1:")
     assert int(url.rsplit(":", 1)[1]) > 0
     assert server.returncode == 0, err

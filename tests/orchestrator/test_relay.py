@@ -1,0 +1,118 @@
+"""The relay between a node's runs and the head's log (``orchestrator.hosts.relay``), without Ray:
+batching by count and by time, acknowledgement and re-delivery, backpressure, exactly-once
+application in order, and closing the open runs of a lost node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from orchestrator.eventlog import EventLog
+from orchestrator.events import ErrorEvent, EventFactory, RuntimeEvent
+from orchestrator.feed import RecordingSink
+from orchestrator.hosts.relay import (
+    EventsOp,
+    HeadApplier,
+    Op,
+    Outbox,
+    OutboxRecorder,
+    OutboxSink,
+    TaskEndedOp,
+)
+
+
+def deltas(make: EventFactory, n: int) -> list[RuntimeEvent]:
+    return [make.text_delta(f"d{i} ") for i in range(n)]
+
+
+async def test_take_returns_a_full_batch_at_once_and_a_partial_one_after_the_wait(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    outbox = Outbox()
+    sink = OutboxSink(outbox)
+    make = EventFactory(run_id="r", session_id="s")
+    for event in deltas(make, 5):
+        await sink.deliver("k", [event])
+    start = trio.current_time()
+    batch = await outbox.take(0, max_items=5, max_wait_s=1.0)
+    assert [seq for seq, _ in batch] == [1, 2, 3, 4, 5]
+    assert trio.current_time() == start  # full: no waiting
+    await sink.deliver("k", deltas(make, 1))
+    batch = await outbox.take(5, max_items=5, max_wait_s=1.0)
+    assert [seq for seq, _ in batch] == [6]
+    assert trio.current_time() - start == pytest.approx(1.0)  # partial: after max_wait_s
+    assert outbox.pending() == 1  # not acknowledged yet
+
+
+async def test_an_unacknowledged_batch_is_answered_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    outbox = Outbox()
+    make = EventFactory(run_id="r", session_id="s")
+    await OutboxSink(outbox).deliver("k", deltas(make, 3))
+    first = await outbox.take(0, max_items=10, max_wait_s=0)
+    again = await outbox.take(0, max_items=10, max_wait_s=0)  # the first answer was lost
+    assert first == again
+    assert await outbox.take(1, max_items=10, max_wait_s=0, poll_s=0.5) == []
+
+
+async def test_a_full_outbox_makes_the_run_wait_until_the_head_acknowledges(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    outbox = Outbox(capacity=2)
+    sink = OutboxSink(outbox)
+    make = EventFactory(run_id="r", session_id="s")
+    delivered = 0
+
+    async def run() -> None:
+        nonlocal delivered
+        for event in deltas(make, 4):
+            await sink.deliver("k", [event])
+            delivered += 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        await trio.sleep(10)
+        assert delivered == 2 and outbox.pending() == 2
+        outbox.ack(2)
+        await trio.sleep(10)
+        assert delivered == 4
+
+
+async def test_the_head_applies_each_op_once_in_order_and_closes_a_lost_nodes_runs(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    outbox = Outbox()
+    recorder = OutboxRecorder(outbox, "task-1")
+    make = EventFactory(run_id="r1", session_id="s1")
+    await recorder.start_run("run-a", runtime_id="scripted", session_key="s1")
+    await OutboxSink(outbox).deliver("run-a", [make.status("running"), *deltas(make, 3)])
+    await recorder.start_run("run-b", runtime_id="scripted", session_key="s2")
+    other = EventFactory(run_id="r2", session_id="s2")
+    await OutboxSink(outbox).deliver("run-b", [other.status("running")])
+    await OutboxSink(outbox).deliver("run-b", other.finish("success", "ok"))
+    await recorder.finish_run("run-b", status="success", outcome={"reason": "success"})
+    ended: list[TaskEndedOp] = []
+    outbox.put_nowait(TaskEndedOp("task-2"))
+
+    async with EventLog.open(tmp_path / "e.db") as log:
+        applier = HeadApplier(RecordingSink(log), log, on_task_ended=ended.append)
+        batch: list[tuple[int, Op]] = await outbox.take(0, max_items=100, max_wait_s=0)
+        await applier.apply(batch[:3])
+        await applier.apply(batch)  # overlaps what was applied: applied once
+        assert [op.task_key for op in ended] == ["task-2"]
+        assert set(applier.open_runs) == {"run-a"}
+        assert await applier.interrupt_open("node lost") == ["run-a"]
+        await log.flush()
+        events = list(await log.read("run-a"))
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        assert [e.kind for e in events][-2:] == ["error", "done"]
+        error = events[-2]
+        assert isinstance(error, ErrorEvent) and error.code == "interrupted"
+        rows = {row.run_key: row.status for row in await log.runs()}
+        assert rows == {"run-a": "interrupted", "run-b": "success"}
+        assert len(list(await log.read("run-b"))) == 2
+        assert not any(isinstance(op, EventsOp) and not op.events for _, op in batch)
