@@ -181,15 +181,19 @@ def spread(values: list[float]) -> float | None:
 
 
 def timed_passes(run: Callable[[], object], cfg: Config) -> list[float]:
-    """Seconds per pass of ``run`` after the warm-up; the result of each pass is dropped."""
+    """CPU seconds per pass of ``run`` after the warm-up; the result of each pass is dropped.
+
+    CPU time of this process (``time.process_time``), not the wall clock: on a shared machine the
+    wall clock charges a pass with the time the OS gave other processes, which made the ratios
+    of figures measured one after another swing by ±50% under load; CPU time does not."""
     for _ in range(cfg.warmup):
         run()
     out: list[float] = []
     for _ in range(cfg.min_passes):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         run()
-        out.append(time.perf_counter() - t0)
+        out.append(time.process_time() - t0)
     return out
 
 

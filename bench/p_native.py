@@ -37,9 +37,9 @@ def _passes_sync(run_many: Callable[[], None], cfg: Config) -> list[float]:
     out = []
     for _ in range(cfg.min_passes):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         run_many()
-        out.append(time.perf_counter() - t0)
+        out.append(time.process_time() - t0)
     return out
 
 
@@ -51,10 +51,10 @@ async def _passes_async(
     out = []
     for _ in range(cfg.min_passes):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for _ in range(runs):
             await one_run()
-        out.append(time.perf_counter() - t0)
+        out.append(time.process_time() - t0)
     return out
 
 

@@ -18,7 +18,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NoReturn, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, Literal, NamedTuple, NoReturn, TypeAlias, TypeVar, cast
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -45,6 +45,7 @@ __all__ = [
     "event_from_json",
     "event_to_json",
     "now_ms",
+    "usage_of",
     "with_seq",
 ]
 
@@ -65,6 +66,16 @@ WIRE_CONFIG = ConfigDict(
 """The config of every wire model: frozen, camelCase JSON, unknown input fields ignored."""
 
 
+_new = object.__new__
+_setattr = object.__setattr__
+# BaseModel's slots, set through their descriptors (15% cheaper than object.__setattr__ by name)
+_set_fields_set: Callable[[object, set[str]], None] = vars(BaseModel)[
+    "__pydantic_fields_set__"
+].__set__
+_set_extra: Callable[[object, object], None] = vars(BaseModel)["__pydantic_extra__"].__set__
+_set_private: Callable[[object, object], None] = vars(BaseModel)["__pydantic_private__"].__set__
+
+
 class Usage(BaseModel):
     """Token usage. On ``cost`` events it is cumulative for the run."""
 
@@ -80,16 +91,59 @@ class Usage(BaseModel):
     """Prompt tokens written to the provider's cache (Anthropic cache creation), if reported."""
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_input_tokens=_add_opt(self.cached_input_tokens, other.cached_input_tokens),
-            cache_write_tokens=_add_opt(self.cache_write_tokens, other.cache_write_tokens),
+        return usage_of(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            _add_opt(self.cached_input_tokens, other.cached_input_tokens),
+            _add_opt(self.cache_write_tokens, other.cache_write_tokens),
         )
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+
+_USAGE_SET = frozenset(
+    ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
+)
+
+
+def usage_of(
+    input_tokens: int,
+    output_tokens: int,
+    cached_input_tokens: int | None = None,
+    cache_write_tokens: int | None = None,
+) -> Usage:
+    """``Usage(...)`` with every field given: built without validation when the counts are
+    exact ``int`` (or ``None`` for the optional two), the same object validation gives (a
+    normalizer builds one per usage report)."""
+    if (
+        type(input_tokens) is int
+        and type(output_tokens) is int
+        and (cached_input_tokens is None or type(cached_input_tokens) is int)
+        and (cache_write_tokens is None or type(cache_write_tokens) is int)
+    ):
+        usage = _new(Usage)
+        _setattr(
+            usage,
+            "__dict__",
+            {
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cached_input_tokens": cached_input_tokens,
+                "cache_write_tokens": cache_write_tokens,
+            },
+        )
+        _set_fields_set(usage, set(_USAGE_SET))
+        _set_extra(usage, None)
+        _set_private(usage, None)
+        return usage
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_input_tokens=cached_input_tokens,
+        cache_write_tokens=cache_write_tokens,
+    )
 
 
 def _add_opt(a: int | None, b: int | None) -> int | None:
@@ -198,9 +252,14 @@ def event_to_json(event: RuntimeEvent) -> str:
     A string may hold lone surrogates (a JavaScript runtime that cut a string inside a surrogate
     pair escapes the half as ``\\udXXX`` and ``json.loads`` gives it back as is). UTF-8 cannot
     encode them, so they go on the wire as U+FFFD, as JavaScript's UTF-8 encoder writes them.
+
+    It calls the model's serializer directly (what ``model_dump_json`` does, without its
+    keyword handling: the config already serializes by alias); pydantic's Rust serializer beats
+    any Python-level encoder measured here (a direct ``json`` string encoder per field was 1.5×
+    slower).
     """
     try:
-        return event.model_dump_json(by_alias=True)
+        return event.__pydantic_serializer__.to_json(event).decode()
     except PydanticSerializationError:
         data = event.model_dump(by_alias=True)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -222,30 +281,8 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-_setattr = object.__setattr__
-_CHANNELS = frozenset(("assistant", "reasoning"))
-_PHASES = frozenset(("init", "thinking", "running", "turn-complete"))
-_ENVELOPE = ("run_id", "session_id", "ts", "seq")
-_TEXT_SET = frozenset((*_ENVELOPE, "text", "channel"))
-_RESULT_SET = frozenset((*_ENVELOPE, "tool_call_id", "name", "output", "is_error"))
-_STATUS_SET = frozenset((*_ENVELOPE, "phase", "model", "detail"))
-_CALL_SET = frozenset((*_ENVELOPE, "tool_call_id", "name", "input", "partial"))
-
-
-def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) -> _E:
-    """An instance exactly as validation would build it from ``values`` (already checked to
-    be of the field types; ``values`` in field order, defaults included), without running
-    the validator. :class:`EventFactory` checks the types and falls back to validation."""
-    event = object.__new__(cls)
-    _setattr(event, "__dict__", values)
-    _setattr(event, "__pydantic_fields_set__", set(fields_set))
-    _setattr(event, "__pydantic_extra__", None)
-    _setattr(event, "__pydantic_private__", None)
-    return event
-
-
 class _NotPlain(Exception):
-    """A value :func:`_json_copy` leaves to validation."""
+    """A value the fast construction leaves to validation."""
 
 
 def _json_copy(value: object, depth: int = 0) -> Any:
@@ -269,6 +306,155 @@ def _json_copy(value: object, depth: int = 0) -> Any:
     raise _NotPlain
 
 
+# -- one fast construction for every kind ----------------------------------------------------------
+#
+# Validation (~5 µs an event) is the floor of the slow path. The factory builds the same object
+# without it when every value already has exactly its field's type. One table says, per kind,
+# what "exactly" means: a predicate over the payload (identity type checks and the literal sets,
+# inlined: a check function per field cost 25% more per delta) and the one field, if any, that
+# holds plain JSON (copied, as validation copies it). Anything else goes through validation.
+
+_CHANNELS = frozenset(("assistant", "reasoning"))
+_PHASES = frozenset(("init", "thinking", "running", "turn-complete"))
+_REASONS = frozenset(("success", "max_turns", "aborted", "error"))
+_ENVELOPE = ("run_id", "session_id", "ts", "seq")
+
+
+def _opt_str(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _opt_float(value: object) -> bool:
+    return value is None or type(value) is float
+
+
+class _Fast(NamedTuple):
+    """How one kind is built without validation."""
+
+    kind: str
+    fields_set: frozenset[str]
+    """What validation records as set: every field the factory passes (all but ``kind``)."""
+    accepts: Callable[[dict[str, Any]], bool]
+    """Whether every payload value has exactly its field's type."""
+    json_field: str | None = None
+    """A ``JsonValue`` field: accepted when :func:`_json_copy` can copy it."""
+
+
+def _fast(
+    cls: type[EventBase],
+    payload: tuple[str, ...],
+    accepts: Callable[[dict[str, Any]], bool],
+    json_field: str | None = None,
+) -> _Fast:
+    # the table must name every payload field of the model, in its order (checked at import)
+    if list(cls.model_fields) != [*_ENVELOPE, "kind", *payload]:
+        raise AssertionError(f"fast construction table of {cls.__name__} is out of date")
+    kind = cls.model_fields["kind"].default
+    return _Fast(kind, frozenset((*_ENVELOPE, *payload)), accepts, json_field)
+
+
+_FAST: dict[type[EventBase], _Fast] = {
+    TextDelta: _fast(
+        TextDelta,
+        ("text", "channel"),
+        lambda v: type(v["text"]) is str and type(c := v["channel"]) is str and c in _CHANNELS,
+    ),
+    ToolCall: _fast(
+        ToolCall,
+        ("tool_call_id", "name", "input", "partial"),
+        lambda v: (
+            type(v["tool_call_id"]) is str and type(v["name"]) is str and type(v["partial"]) is bool
+        ),
+        json_field="input",
+    ),
+    ToolResult: _fast(
+        ToolResult,
+        ("tool_call_id", "name", "output", "is_error"),
+        lambda v: (
+            type(v["tool_call_id"]) is str
+            and type(v["name"]) is str
+            and type(v["output"]) is str
+            and type(v["is_error"]) is bool
+        ),
+    ),
+    Status: _fast(
+        Status,
+        ("phase", "model", "detail"),
+        lambda v: (
+            type(p := v["phase"]) is str
+            and p in _PHASES
+            and _opt_str(v["model"])
+            and _opt_str(v["detail"])
+        ),
+    ),
+    Cost: _fast(
+        Cost,
+        ("cost_usd", "usage", "model", "estimated"),
+        # a model instance is kept as it is by validation (revalidate_instances='never')
+        lambda v: (
+            _opt_float(v["cost_usd"])
+            and type(v["usage"]) is Usage
+            and _opt_str(v["model"])
+            and type(v["estimated"]) is bool
+        ),
+    ),
+    Done: _fast(
+        Done,
+        ("reason", "summary", "usage", "cost_usd"),
+        lambda v: (
+            type(r := v["reason"]) is str
+            and r in _REASONS
+            and type(v["summary"]) is str
+            and (v["usage"] is None or type(v["usage"]) is Usage)
+            and _opt_float(v["cost_usd"])
+        ),
+    ),
+    ErrorEvent: _fast(
+        ErrorEvent,
+        ("code", "message", "fatal"),
+        lambda v: _opt_str(v["code"]) and type(v["message"]) is str and type(v["fatal"]) is bool,
+    ),
+}
+
+
+def _build(cls: type[_E], values: dict[str, Any]) -> _E:
+    """The event of kind ``cls`` from ``values`` (every field in order, ``kind`` included):
+    built directly when the envelope and the kind's row of ``_FAST`` accept every value,
+    otherwise validated."""
+    ts, seq, run_id, sid = values["ts"], values["seq"], values["run_id"], values["session_id"]
+    kind, fields_set, accepts, json_field = _FAST[cls]
+    if (
+        type(ts) is int
+        and type(seq) is int
+        and type(run_id) is str
+        and (sid is None or type(sid) is str)
+        and values["kind"] == kind
+        and accepts(values)
+    ):
+        if json_field is None:
+            return _trusted(cls, fields_set, values)
+        try:
+            values[json_field] = _json_copy(values[json_field])
+        except _NotPlain:
+            pass
+        else:
+            return _trusted(cls, fields_set, values)
+    del values["kind"]
+    return cls(**values)
+
+
+def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) -> _E:
+    """An instance exactly as validation would build it from ``values`` (already checked to
+    be of the field types; ``values`` in field order, defaults included), without running
+    the validator."""
+    event = _new(cls)
+    _setattr(event, "__dict__", values)
+    _set_fields_set(event, set(fields_set))
+    _set_extra(event, None)
+    _set_private(event, None)
+    return event
+
+
 def with_seq(event: _E, seq: int) -> _E:
     """A copy of ``event`` with another ``seq`` (what ``model_copy(update={"seq": seq})`` gives,
     without its generic copying)."""
@@ -276,11 +462,11 @@ def with_seq(event: _E, seq: int) -> _E:
         return event.model_copy(update={"seq": seq})
     values = dict(event.__dict__)
     values["seq"] = seq
-    copy = object.__new__(type(event))
+    copy = _new(type(event))
     _setattr(copy, "__dict__", values)
-    _setattr(copy, "__pydantic_fields_set__", {*event.__pydantic_fields_set__, "seq"})
-    _setattr(copy, "__pydantic_extra__", event.__pydantic_extra__)
-    _setattr(copy, "__pydantic_private__", event.__pydantic_private__)
+    _set_fields_set(copy, {*event.__pydantic_fields_set__, "seq"})
+    _set_extra(copy, event.__pydantic_extra__)
+    _set_private(copy, event.__pydantic_private__)
     return copy
 
 
@@ -297,12 +483,10 @@ class EventFactory:
     * ``finished`` — set by :meth:`finish`; a second terminal is refused (empty list).
 
     ``run_id`` is mutable because runtimes tell us their id late; events built afterwards carry
-    it. The hot kinds (text deltas, tool calls with plain JSON input, tool results, statuses)
-    are built without re-running
-    validation when every value already has its field's type (checked: exact ``str``/``int``/
-    ``bool`` and the literal sets) — 1.6 µs instead of 5 µs a delta, the same object validation
-    would give; anything else goes through validation (``model_construct`` is slower still:
-    13.5 µs).
+    it. Every kind is built by one mechanism (:meth:`_emit` and the per-kind table ``_FAST``):
+    without re-running validation when every value already has exactly its field's type
+    (``str``/``bool``/``float``, the literal sets, plain JSON, a ``Usage``), the same object
+    validation would give; otherwise through validation (``model_construct`` is slower still).
     """
 
     run_id: str = ""
@@ -314,79 +498,43 @@ class EventFactory:
     cost_usd: float | None = None
     finished: bool = False
 
-    def _base(self) -> dict[str, Any]:
+    def _emit(self, cls: type[_E], payload: dict[str, Any]) -> _E:
+        """The next event of kind ``cls``: the envelope stamped, then ``payload`` (every payload
+        field, in field order)."""
         self.seq += 1
-        return {
-            "run_id": self.run_id,
-            "session_id": self.session_id,
-            "ts": self.clock(),
-            "seq": self.seq,
-        }
-
-    def _envelope_ok(self, ts: object) -> bool:
-        sid = self.session_id
-        return type(ts) is int and type(self.run_id) is str and (sid is None or type(sid) is str)
+        return _build(
+            cls,
+            {
+                "run_id": self.run_id,
+                "session_id": self.session_id,
+                "ts": self.clock(),
+                "seq": self.seq,
+                "kind": _FAST[cls].kind,
+                **payload,
+            },
+        )
 
     def text_delta(self, text: str, channel: TextChannel = "assistant") -> TextDelta:
+        # the hot kind writes its values in place (what _emit does, without the payload merge:
+        # a fifth of the cost of a delta)
         self.seq += 1
-        ts = self.clock()
-        if type(text) is str and channel in _CHANNELS and self._envelope_ok(ts):
-            return _trusted(
-                TextDelta,
-                _TEXT_SET,
-                {
-                    "run_id": self.run_id,
-                    "session_id": self.session_id,
-                    "ts": ts,
-                    "seq": self.seq,
-                    "kind": "text-delta",
-                    "text": text,
-                    "channel": channel,
-                },
-            )
-        return TextDelta(
-            run_id=self.run_id,
-            session_id=self.session_id,
-            ts=ts,
-            seq=self.seq,
-            text=text,
-            channel=channel,
+        return _build(
+            TextDelta,
+            {
+                "run_id": self.run_id,
+                "session_id": self.session_id,
+                "ts": self.clock(),
+                "seq": self.seq,
+                "kind": "text-delta",
+                "text": text,
+                "channel": channel,
+            },
         )
 
     def tool_call(self, tool_call_id: str, name: str, input: JsonValue) -> ToolCall:
         self.open_tool_calls[tool_call_id] = name
-        self.seq += 1
-        ts = self.clock()
-        if type(tool_call_id) is str and type(name) is str and self._envelope_ok(ts):
-            try:
-                plain = _json_copy(input)
-            except _NotPlain:
-                pass
-            else:
-                return _trusted(
-                    ToolCall,
-                    _CALL_SET,
-                    {
-                        "run_id": self.run_id,
-                        "session_id": self.session_id,
-                        "ts": ts,
-                        "seq": self.seq,
-                        "kind": "tool-call",
-                        "tool_call_id": tool_call_id,
-                        "name": name,
-                        "input": plain,
-                        "partial": False,
-                    },
-                )
-        return ToolCall(
-            run_id=self.run_id,
-            session_id=self.session_id,
-            ts=ts,
-            seq=self.seq,
-            tool_call_id=tool_call_id,
-            name=name,
-            input=input,
-            partial=False,
+        return self._emit(
+            ToolCall, {"tool_call_id": tool_call_id, "name": name, "input": input, "partial": False}
         )
 
     def tool_result(
@@ -394,76 +542,20 @@ class EventFactory:
     ) -> ToolResult:
         """A tool's result; ``name`` defaults to the name of the matching open call."""
         call_name = self.open_tool_calls.pop(tool_call_id, None)
-        name = name or call_name or ""
-        self.seq += 1
-        ts = self.clock()
-        if (
-            type(tool_call_id) is str
-            and type(name) is str
-            and type(output) is str
-            and type(is_error) is bool
-            and self._envelope_ok(ts)
-        ):
-            return _trusted(
-                ToolResult,
-                _RESULT_SET,
-                {
-                    "run_id": self.run_id,
-                    "session_id": self.session_id,
-                    "ts": ts,
-                    "seq": self.seq,
-                    "kind": "tool-result",
-                    "tool_call_id": tool_call_id,
-                    "name": name,
-                    "output": output,
-                    "is_error": is_error,
-                },
-            )
-        return ToolResult(
-            run_id=self.run_id,
-            session_id=self.session_id,
-            ts=ts,
-            seq=self.seq,
-            tool_call_id=tool_call_id,
-            name=name,
-            output=output,
-            is_error=is_error,
+        return self._emit(
+            ToolResult,
+            {
+                "tool_call_id": tool_call_id,
+                "name": name or call_name or "",
+                "output": output,
+                "is_error": is_error,
+            },
         )
 
     def status(
         self, phase: StatusPhase, *, model: str | None = None, detail: str | None = None
     ) -> Status:
-        self.seq += 1
-        ts = self.clock()
-        if (
-            phase in _PHASES
-            and (model is None or type(model) is str)
-            and (detail is None or type(detail) is str)
-            and self._envelope_ok(ts)
-        ):
-            return _trusted(
-                Status,
-                _STATUS_SET,
-                {
-                    "run_id": self.run_id,
-                    "session_id": self.session_id,
-                    "ts": ts,
-                    "seq": self.seq,
-                    "kind": "status",
-                    "phase": phase,
-                    "model": model,
-                    "detail": detail,
-                },
-            )
-        return Status(
-            run_id=self.run_id,
-            session_id=self.session_id,
-            ts=ts,
-            seq=self.seq,
-            phase=phase,
-            model=model,
-            detail=detail,
-        )
+        return self._emit(Status, {"phase": phase, "model": model, "detail": detail})
 
     def cost(
         self,
@@ -476,19 +568,19 @@ class EventFactory:
         """A cumulative ``cost`` event; values below the previous cumulative ones are raised to them."""
         prev = self.usage
         if prev is not None:
-            usage = Usage(
-                input_tokens=max(prev.input_tokens, usage.input_tokens),
-                output_tokens=max(prev.output_tokens, usage.output_tokens),
-                cached_input_tokens=_max_opt(prev.cached_input_tokens, usage.cached_input_tokens),
-                cache_write_tokens=_max_opt(prev.cache_write_tokens, usage.cache_write_tokens),
+            usage = usage_of(
+                max(prev.input_tokens, usage.input_tokens),
+                max(prev.output_tokens, usage.output_tokens),
+                _max_opt(prev.cached_input_tokens, usage.cached_input_tokens),
+                _max_opt(prev.cache_write_tokens, usage.cache_write_tokens),
             )
         if cost_usd is not None and self.cost_usd is not None:
             cost_usd = max(cost_usd, self.cost_usd)
         self.usage = usage
         if cost_usd is not None:
             self.cost_usd = cost_usd
-        return Cost(
-            **self._base(), cost_usd=cost_usd, usage=usage, model=model, estimated=estimated
+        return self._emit(
+            Cost, {"cost_usd": cost_usd, "usage": usage, "model": model, "estimated": estimated}
         )
 
     def add_cost(
@@ -510,8 +602,8 @@ class EventFactory:
             cost_usd = (self.cost_usd or 0.0) + cost_usd_delta
         self.usage = total
         self.cost_usd = cost_usd
-        return Cost(
-            **self._base(), cost_usd=cost_usd, usage=total, model=model, estimated=estimated
+        return self._emit(
+            Cost, {"cost_usd": cost_usd, "usage": total, "model": model, "estimated": estimated}
         )
 
     def finish(
@@ -540,12 +632,14 @@ class EventFactory:
             for call_id, name in list(self.open_tool_calls.items())
         ]
         out.append(
-            Done(
-                **self._base(),
-                reason=reason,
-                summary=summary,
-                usage=usage if usage is not None else self.usage,
-                cost_usd=cost_usd if cost_usd is not None else self.cost_usd,
+            self._emit(
+                Done,
+                {
+                    "reason": reason,
+                    "summary": summary,
+                    "usage": usage if usage is not None else self.usage,
+                    "cost_usd": cost_usd if cost_usd is not None else self.cost_usd,
+                },
             )
         )
         return out
@@ -561,7 +655,7 @@ class EventFactory:
 
     def error(self, message: str, *, code: str | None = None, fatal: bool = True) -> ErrorEvent:
         """A bare error event; prefer :meth:`fail` for fatal failures (it adds the ``done``)."""
-        return ErrorEvent(**self._base(), code=code, message=message, fatal=fatal)
+        return self._emit(ErrorEvent, {"code": code, "message": message, "fatal": fatal})
 
 
 def _max_opt(a: int | None, b: int | None) -> int | None:

@@ -227,6 +227,12 @@ class FeedSubscription:
 
     async def _offer(self, items: Sequence[LoggedEvent]) -> None:
         """Queue ``items`` (already filtered to this subscriber) with the slow policy."""
+        buf = self._buffer
+        if not self.closed and self._merging is None and len(buf) + len(items) <= self.max_items:
+            buf.extend(items)  # room for all: what one _try_put per item does, in one call
+            if self._data:
+                self._data.unpark_all()
+            return
         try:
             for item in items:
                 if self.closed:

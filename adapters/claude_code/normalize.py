@@ -43,7 +43,7 @@ from typing import Any, Final
 import attrs
 
 from orchestrator.errors import redact_secrets
-from orchestrator.events import EventFactory, RuntimeEvent, TextChannel, Usage
+from orchestrator.events import EventFactory, RuntimeEvent, TextChannel, Usage, usage_of
 
 from .dialect import (
     ApiRetryLine,
@@ -189,7 +189,7 @@ def _usage(raw: dict[str, Any]) -> Usage:
     """Anthropic usage (``input_tokens`` without the cache) as ours (with it)."""
     read = as_int(raw.get("cache_read_input_tokens")) or 0
     write = as_int(raw.get("cache_creation_input_tokens")) or 0
-    return Usage(
+    return usage_of(
         input_tokens=(as_int(raw.get("input_tokens")) or 0) + read + write,
         output_tokens=as_int(raw.get("output_tokens")) or 0,
         cached_input_tokens=read,
@@ -244,12 +244,7 @@ def _stream_cost(make: EventFactory, state: ClaudeState, delta_usage: object) ->
     totals[1] += field("output_tokens")
     totals[2] += read
     totals[3] += write
-    usage = Usage(
-        input_tokens=totals[0],
-        output_tokens=totals[1],
-        cached_input_tokens=totals[2],
-        cache_write_tokens=totals[3],
-    )
+    usage = usage_of(totals[0], totals[1], totals[2], totals[3])
     out = flush_text(make, state)
     out.append(make.cost(usage, cost_usd=None, model=state.model))
     return out

@@ -53,7 +53,7 @@ from typing import Any, Final, cast
 
 import attrs
 
-from orchestrator.events import EventFactory, RuntimeEvent, Usage
+from orchestrator.events import EventFactory, RuntimeEvent, Usage, usage_of
 
 from .dialect import (
     AppItem,
@@ -165,7 +165,7 @@ def _minus(total: Usage, base: Usage | None) -> Usage:
     def sub(a: int | None, b: int | None) -> int | None:
         return None if a is None else max(0, a - (b or 0))
 
-    return Usage(
+    return usage_of(
         input_tokens=max(0, total.input_tokens - base.input_tokens),
         output_tokens=max(0, total.output_tokens - base.output_tokens),
         cached_input_tokens=sub(total.cached_input_tokens, base.cached_input_tokens),
@@ -281,7 +281,7 @@ def _exec_item(
 
 def _exec_usage(raw: ExecUsage | None) -> Usage:
     usage = as_dict(raw)
-    return Usage(
+    return usage_of(
         input_tokens=as_int(usage.get("input_tokens")) or 0,
         output_tokens=as_int(usage.get("output_tokens")) or 0,
         cached_input_tokens=as_int(usage.get("cached_input_tokens")),
@@ -464,7 +464,7 @@ def _app_item(
 
 
 def _app_usage(total: dict[str, Any]) -> Usage:
-    return Usage(
+    return usage_of(
         input_tokens=as_int(total.get("inputTokens")) or 0,
         output_tokens=as_int(total.get("outputTokens")) or 0,
         cached_input_tokens=as_int(total.get("cachedInputTokens")),

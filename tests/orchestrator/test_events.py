@@ -26,7 +26,7 @@ from orchestrator import (
     event_to_json,
     now_ms,
 )
-from orchestrator.events import StatusPhase, TextChannel, with_seq
+from orchestrator.events import StatusPhase, TextChannel, usage_of, with_seq
 
 
 def factory(**kw: Any) -> EventFactory:
@@ -553,6 +553,81 @@ def test_fast_constructed_events_equal_validated_ones(
     _same(with_seq(delta, 99), delta.model_copy(update={"seq": 99}))
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    usage=st.builds(
+        Usage,
+        input_tokens=st.integers(0, 10**9),
+        output_tokens=st.integers(0, 10**9),
+        cached_input_tokens=st.none() | st.integers(0, 10**6),
+        cache_write_tokens=st.none() | st.integers(0, 10**6),
+    ),
+    usd=st.none() | st.floats(0, 1e6, allow_nan=False),
+    model=st.none() | st.text(max_size=8),
+    estimated=st.booleans(),
+    reason=st.sampled_from(["success", "max_turns", "aborted", "error"]),
+    summary=st.text(max_size=20),
+    code=st.none() | st.text(max_size=8),
+    message=st.text(max_size=20),
+    fatal=st.booleans(),
+)
+def test_fast_constructed_cost_done_and_error_equal_validated_ones(
+    usage: Usage,
+    usd: float | None,
+    model: str | None,
+    estimated: bool,
+    reason: Any,
+    summary: str,
+    code: str | None,
+    message: str,
+    fatal: bool,
+) -> None:
+    make = EventFactory(run_id="r", session_id="s", clock=lambda: 7)
+    env: dict[str, Any] = {"run_id": "r", "session_id": "s", "ts": 7}
+    _same(
+        make.cost(usage, cost_usd=usd, model=model, estimated=estimated),
+        Cost(**env, seq=1, cost_usd=usd, usage=usage, model=model, estimated=estimated),
+    )
+    _same(
+        make.error(message, code=code, fatal=fatal),
+        ErrorEvent(**env, seq=2, code=code, message=message, fatal=fatal),
+    )
+    (done,) = make.finish(reason, summary)
+    _same(done, Done(**env, seq=3, reason=reason, summary=summary, usage=usage, cost_usd=usd))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    a=st.integers(-(2**70), 2**70),
+    b=st.integers(0, 2**40),
+    c=st.none() | st.integers(0, 2**40),
+    d=st.none() | st.integers(0, 2**40),
+)
+def test_usage_of_equals_validated_usage(a: int, b: int, c: int | None, d: int | None) -> None:
+    fast = usage_of(a, b, c, d)
+    slow = Usage(input_tokens=a, output_tokens=b, cached_input_tokens=c, cache_write_tokens=d)
+    assert fast == slow
+    assert fast.model_dump_json() == slow.model_dump_json()
+    assert fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
+    assert list(fast.__dict__) == list(slow.__dict__)
+    assert fast + slow == Usage(
+        input_tokens=2 * a,
+        output_tokens=2 * b,
+        cached_input_tokens=None if c is None else 2 * c,
+        cache_write_tokens=None if d is None else 2 * d,
+    )
+    with pytest.raises(pydantic.ValidationError):
+        usage_of("x", 1)  # type: ignore[arg-type]  # not an int: validated (and refused)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_event_to_json_writes_what_model_dump_json_writes(kind: str, data: st.DataObject) -> None:
+    event = data.draw(KINDS[kind])
+    assert event_to_json(event) == event.model_dump_json(by_alias=True)
+
+
 def test_values_of_other_types_still_go_through_validation() -> None:
     class Sub(str):
         pass
@@ -565,3 +640,7 @@ def test_values_of_other_types_still_go_through_validation() -> None:
         make.status("nonsense")  # type: ignore[arg-type]
     with pytest.raises(pydantic.ValidationError):
         EventFactory(run_id="r", clock=lambda: 1.5).text_delta("x")  # type: ignore[arg-type, return-value]
+    cost = make.cost(Usage(), cost_usd=1)  # an int where a float goes: validated (coerced)
+    assert type(cost.cost_usd) is float
+    with pytest.raises(pydantic.ValidationError):
+        make.finish("nonsense")  # type: ignore[arg-type]
