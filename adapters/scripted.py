@@ -203,6 +203,7 @@ class ScriptedAdapter(AdapterBase):
             models=("scripted-model",),
             steerable=False,
             runtime_class="wrapped-oneshot",
+            reports_cost_usd=True,
         )
         self.calls: list[RecordedCall] = []
         self._live: dict[str, _Run] = {}

@@ -142,6 +142,7 @@ async def _one_run(
                 nursery.start_soon(consume, 1)
                 t0 = time.perf_counter()
                 c0 = time.process_time()
+                s0 = _schedstat()
                 run = await adapter.start(
                     TaskHandle(), StartOpts(agent_id="a", session_key="bench", message="go")
                 )
@@ -149,11 +150,14 @@ async def _one_run(
                 outcome = await actor.run()
             elapsed = time.perf_counter() - t0
             cpu = time.process_time() - c0
+            s1 = _schedstat()
         coalesced = [s.coalesced for s in subs]
         transactions = log.transactions
     return {
         "elapsed": elapsed,
         "cpu": cpu,
+        "on_cpu_s": (s1[0] - s0[0]) / 1e9,
+        "waiting_s": (s1[1] - s0[1]) / 1e9,
         "events": outcome.events,
         "received": received,
         "latencies_us": latencies[0] + latencies[1],
@@ -216,6 +220,16 @@ async def _paced_reference(frames: list[dict[str, Any]]) -> list[int]:
                     continue
                 send.send_nowait(time.perf_counter_ns() // 1000)
     return lat
+
+
+def _schedstat() -> tuple[int, int]:
+    """(ns on a CPU, ns runnable but waiting for a CPU) of this thread so far; (0, 0) where
+    the kernel does not say (``/proc/thread-self/schedstat`` is Linux's)."""
+    try:
+        fields = Path("/proc/thread-self/schedstat").read_text().split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return 0, 0
 
 
 def _pct(values: list[int], q: float) -> float:
@@ -371,6 +385,16 @@ def event_path(cfg: Config) -> list[Row]:
         f"{statistics.median(p50s):.2f} ms, p99 {statistics.median(p99s):.2f} ms "
         "(normalization → receipt, both subscribers)"
     )
+    waits = [r["waiting_s"] / r["elapsed"] for r in paced_runs]
+    on_cpu = [r["on_cpu_s"] / r["elapsed"] for r in paced_runs]
+    if any(waits):
+        lat.notes.append(
+            f"while paced, the event path's thread ran {statistics.median(on_cpu):.0%} of the "
+            f"wall time and waited for a CPU {statistics.median(waits):.0%} of it (runnable, "
+            f"not running: the machine's load; /proc schedstat); load average "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        )
+    lat.extra["waiting_for_cpu_fraction"] = waits
     lat.extra["achieved_rate"] = statistics.median(achieved)
     lat.extra["p50_ms"] = figure("p50", p50s, "ms", "lower").to_json()
     return [thr, lat]

@@ -32,6 +32,7 @@ from .config import load_config as load_config
 from .errors import ActorCrashedError as ActorCrashedError
 from .errors import ActorError as ActorError
 from .errors import AdapterError as AdapterError
+from .errors import BreakerOpenError as BreakerOpenError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import CapabilityError as CapabilityError
 from .errors import ConfigError as ConfigError
@@ -82,6 +83,8 @@ from .feed import feed_app as feed_app
 from .feed import jsonl_line as jsonl_line
 from .feed import serve_feed as serve_feed
 from .feed import write_jsonl as write_jsonl
+from .governance import Budget as Budget
+from .governance import Governance as Governance
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S as DEFAULT_RUN_SILENT_TIMEOUT_S
 from .idle import IDLE_ABORT_GRACE_S as IDLE_ABORT_GRACE_S
 from .idle import IdleGuard as IdleGuard
@@ -94,6 +97,7 @@ from .integration import RuntimeIntegrationPlan as RuntimeIntegrationPlan
 from .integration import resolve_runtime_integration as resolve_runtime_integration
 from .lifetime import ProcessIdentity as ProcessIdentity
 from .lifetime import ProcessRegistry as ProcessRegistry
+from .otel import OtelSink as OtelSink
 from .queue import DEFAULT_QUEUE_MAX as DEFAULT_QUEUE_MAX
 from .queue import AsyncQueue as AsyncQueue
 from .queue import EventQueue as EventQueue
@@ -155,6 +159,8 @@ __all__ = [
     "AdapterError",
     "AdapterFactory",
     "AsyncQueue",
+    "BreakerOpenError",
+    "Budget",
     "BudgetExceededError",
     "Capabilities",
     "CapabilityError",
@@ -176,6 +182,7 @@ __all__ = [
     "FailureClass",
     "Feed",
     "FeedSubscription",
+    "Governance",
     "HealthResult",
     "HostError",
     "IdleGuard",
@@ -191,6 +198,7 @@ __all__ = [
     "NoNodeForRuntimeError",
     "NodeLostError",
     "NullSink",
+    "OtelSink",
     "ParticipantKind",
     "PersistentHome",
     "ProcessIdentity",

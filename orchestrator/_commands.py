@@ -21,8 +21,10 @@ from rich.table import Table
 from ._batch import load_batch
 from ._live import PlainView, format_cost, make_view
 from ._sidebyside import Job, JobResult, new_task_id, prepare_workspaces, run_jobs
+from .actor import EventSink
 from .errors import ConfigError, exception_leaves
 from .eventlog import EventLog, RunRow
+from .governance import Governance
 from .hosts import Host, LocalHost
 from .registry import RuntimeRegistry
 from .runner import ResumeFrom, Runner, TaskSpec, default_state_dir
@@ -141,6 +143,8 @@ async def run_side_by_side(
     on_retry: RetryListener | None = None,
     make_host: Callable[[Runner], Host] = LocalHost,
     rotation: Mapping[str, tuple[str | None, float | None]] | None = None,
+    governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
@@ -178,6 +182,8 @@ async def run_side_by_side(
         on_host=on_host,
         on_retry=on_retry,
         make_host=make_host,
+        governance=governance,
+        sinks=sinks,
     )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
@@ -202,6 +208,8 @@ async def batch(
     as_json: bool,
     out: TextIO,
     make_host: Callable[[Runner], Host] = LocalHost,
+    governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
     spec = load_batch(file)
@@ -233,7 +241,14 @@ async def batch(
     ready = [by_label.get(j.label, j) for j in planned]
     view = make_view(out, as_json=as_json)
     results = await run_jobs(
-        registry, ready, view, state_dir=state, limit=jobs or spec.jobs, make_host=make_host
+        registry,
+        ready,
+        view,
+        state_dir=state,
+        limit=jobs or spec.jobs,
+        make_host=make_host,
+        governance=governance,
+        sinks=sinks,
     )
     return 0 if all(r.ok for r in results) else 1
 

@@ -14,8 +14,10 @@ import attrs
 import trio
 
 from ._live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
+from .actor import EventSink
 from .eventlog import EventLog
 from .feed import RecordingSink
+from .governance import Governance
 from .hosts import Host, LocalHost
 from .registry import RuntimeRegistry
 from .runner import Runner, TaskOutcome, TaskSpec
@@ -100,6 +102,8 @@ async def run_jobs(
     on_host: Callable[[Host], None] | None = None,
     on_retry: RetryListener | None = None,
     make_host: Callable[[Runner], Host] = LocalHost,
+    governance: Governance | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -120,11 +124,12 @@ async def run_jobs(
     async with EventLog.open(state_dir / "events.db") as log:
         runner = Runner(
             registry,
-            sink=RecordingSink(log, extra=[view]),
+            sink=RecordingSink(log, extra=[view, *sinks]),
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,
             record_rotation=view.rotated,
+            governance=governance,
         )
         async with view.active(), make_host(runner) as host, trio.open_nursery() as nursery:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs

@@ -31,12 +31,15 @@ from .events import (
     ErrorEvent,
     EventFactory,
     RuntimeEvent,
+    Status,
     TextDelta,
     ToolCall,
     Usage,
     now_ms,
 )
-from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, with_idle_timeout
+from .governance.budget import RunGuard
+from .governance.drift import unknown_frame_type
+from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, IdleGuard, with_idle_timeout
 from .redact import StreamRedactor
 
 __all__ = [
@@ -78,6 +81,9 @@ class RunOutcome:
     """The assistant text the run streamed (the handoff's "last progress" prefers it)."""
     produced_output: bool = False
     """True once the run streamed text or called a tool (a retry would redo visible work)."""
+    unknown_frames: tuple[str, ...] = ()
+    """Frame types the runtime sent that its adapter does not know (drift; see
+    ``orchestrator.governance.drift``)."""
 
 
 @attrs.frozen
@@ -102,6 +108,9 @@ class RunActor:
     on_event: Callable[[RuntimeEvent], Awaitable[None] | None] | None = None
     """Called for each event before its batch goes to the sink (the runner records the session
     as soon as the runtime has told its id, so a crash right after still leaves it resumable)."""
+    guard: RunGuard | None = None
+    """Budgets: it sees every batch before the sink and may cut the run short (the run then
+    ends ``error{budget_exceeded}`` + ``done{error}``; see :mod:`orchestrator.governance`)."""
     fenced: bool = attrs.field(init=False, default=False)
     finished: trio.Event = attrs.field(init=False, factory=trio.Event)
     _abort_requested: bool = attrs.field(init=False, default=False)
@@ -177,13 +186,17 @@ class RunActor:
         text: list[str] = []
         idled = False
         produced = False
+        unknown: list[str] = []
         stream = self.adapter.events(self.run_handle)
 
         async def on_idle() -> None:
             await self.adapter.abort(self.run_handle)
 
+        guard = self.guard
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._serve_mailbox)
+            if guard is not None and guard.wall_s is not None:
+                nursery.start_soon(self._wall_clock, guard, guard.wall_s)
             # the one choke point: every event is redacted here, before the sink (the event log,
             # then subscribers) and before the outcome, runs table and handoff notes see it
             redactor = StreamRedactor()
@@ -204,6 +217,8 @@ class RunActor:
                         batch += redactor.push(event)
                         if isinstance(event, Done):
                             break  # nothing after the terminal
+                    if guard is not None:
+                        batch = guard.screen(batch)
                     for event in batch:
                         if isinstance(event, TextDelta):
                             if event.channel == "assistant":
@@ -218,7 +233,14 @@ class RunActor:
                                 fatal = event
                         elif isinstance(event, Done):
                             done = event
+                        elif type(event) is Status and event.detail is not None:
+                            frame_type = unknown_frame_type(event.detail)  # drift: O(1)
+                            if frame_type is not None:
+                                unknown.append(frame_type)
                     await self._deliver(batch)
+                    if guard is not None and guard.tripped is not None and done is None:
+                        await self._stop(guarded)
+                        break
                 idled = guarded.idled
             held = redactor.flush()  # a delta held back at a stream that ended without done
             for event in held:
@@ -227,6 +249,8 @@ class RunActor:
                     produced = True
             await self._deliver(held)
             if done is None:
+                if guard is not None and guard.tripped is not None:
+                    last_seq = max([guard.last_seq, *(e.seq for e in held)])
                 done, fatal = await self._synthesize_terminal(last_seq, text, idled, fatal)
             self.finished.set()
             self._send.close()
@@ -246,7 +270,29 @@ class RunActor:
             idled=idled,
             produced_output=produced,
             text="".join(text),
+            unknown_frames=tuple(dict.fromkeys(unknown)),
         )
+
+    async def _wall_clock(self, guard: RunGuard, wall_s: float) -> None:
+        await trio.sleep(wall_s)
+        guard.trip_wall()
+        await self.adapter.abort(self.run_handle)
+
+    async def _stop(self, guarded: IdleGuard[RuntimeEvent]) -> None:
+        """A budget tripped: abort the run, and drain what the runtime still sends (dropped)
+        for at most the abort grace, so its process is gone before the run's terminal."""
+        try:
+            await self.adapter.abort(self.run_handle)
+        except Exception:
+            _log.warning("%s: abort after a budget trip failed", self.run_key, exc_info=True)
+        with trio.move_on_after(self.grace_s):
+            while True:
+                try:
+                    rest = await guarded.next_batch(_BATCH)
+                except StopAsyncIteration:
+                    break
+                if any(isinstance(e, Done) for e in rest):
+                    break
 
     async def _deliver(self, batch: list[RuntimeEvent]) -> None:
         if self.fenced or not batch:
@@ -268,7 +314,19 @@ class RunActor:
             seq=last_seq,
         )
         summary = "".join(text)
-        if self._abort_requested:
+        trip = self.guard.tripped if self.guard is not None else None
+        if trip is not None:
+            assert self.guard is not None
+            make.open_tool_calls = dict(self.guard.open_tool_calls)
+            events: list[RuntimeEvent] = []
+            if trip.resets_at_ms is not None:  # a rate limit that says when it resets
+                parked = make.status(
+                    "rate_limited", detail=f"resets at {trip.resets_at_ms // 1000}"
+                )
+                events.append(parked.model_copy(update={"resets_at": trip.resets_at_ms}))
+            events += make.fail(trip.message, code=trip.code, summary=summary or trip.message)
+            fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
+        elif self._abort_requested:
             events = make.finish("aborted", summary)
         else:
             if idled:

@@ -79,6 +79,9 @@ class Capabilities(BaseModel):
     context_window_tokens: int | None = None
     """Context window in tokens; drives the rotation watermark (None or 0: watermark inert)."""
     runtime_class: RuntimeClass | None = None
+    reports_cost_usd: bool | None = None
+    """The runtime reports its spend in USD (perhaps only at the end of a run); None or False:
+    only tokens, so a USD budget needs list-price estimates (see ``orchestrator.governance``)."""
     native_home: NativeHomeClaim | None = None
     native_skills: Literal["preserve", "none"] | None = None
     native_memory: Literal["preserve", "none"] | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import json
@@ -33,6 +34,7 @@ from ._commands import (
     usable_state_dir,
     write_sample_project,
 )
+from ._doctor import doctor
 from ._live import make_view
 from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
 from .acp_server import serve_acp_stdio
@@ -40,8 +42,10 @@ from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
 from .eventlog import EventLog
 from .feed import Feed, serve_feed
+from .governance import Governance
 from .hosts import Host, LocalHost, RayHost, ray_nodes
 from .integration import resolve_runtime_integration
+from .otel import OtelSink
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
 from .runner import RESUME_PROMPT, ResumeFrom, Runner, TaskSpec, recoverable_tasks, resumable_task
 from .supervisor import RetryNotice
@@ -492,6 +496,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 make_host=_host_maker(
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
                 ),
+                governance=_governance(args, config),
+                sinks=_trace_sinks(args, stack),
             )
         )
     if interrupt.requested:
@@ -533,6 +539,92 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
+
+
+def _governance(args: argparse.Namespace, config: LoadedConfig) -> Governance:
+    """Budgets and breakers from ``[budget]``/``[breaker]``, the flags winning."""
+    return Governance.from_config(
+        config.config,
+        usd=args.budget_usd,
+        tokens=args.budget_tokens,
+        wall_s=args.max_wall,
+        allow_estimates=True if args.allow_estimates else None,
+    )
+
+
+def _trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
+    """``--trace-file FILE``: every run's spans (OpenTelemetry, GenAI conventions) as JSON Lines
+    in FILE; flushed when the command ends (``stack``: an exit stack it registers with)."""
+    path: Path | None = args.trace_file
+    if path is None:
+        return []
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    except ImportError:
+        raise ConfigError(
+            "--trace-file needs the otel extra: pip install 'ringleader[otel]'"
+        ) from None
+    try:
+        handle = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--trace-file {path}: {exc.strerror or exc}") from None
+    stack.callback(handle.close)
+    provider = TracerProvider()
+    exporter = ConsoleSpanExporter(
+        out=handle, formatter=lambda span: span.to_json(indent=None) + "\n"
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    stack.callback(provider.shutdown)
+    return [OtelSink(tracer_provider=provider, record_content=bool(args.trace_content))]
+
+
+def _budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget-usd",
+        type=_positive_float,
+        default=None,
+        metavar="USD",
+        help="stop a task once it has spent this much (runtime-reported USD, or list-price "
+        "estimates with --allow-estimates); the run ends error{budget_exceeded}; "
+        "e.g. --budget-usd 0.50",
+    )
+    parser.add_argument(
+        "--budget-tokens",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="stop a task once it has used N tokens (input + output); e.g. --budget-tokens 200000",
+    )
+    parser.add_argument(
+        "--max-wall",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a run after this much wall time; e.g. --max-wall 600",
+    )
+    parser.add_argument(
+        "--trace-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write every run's OpenTelemetry spans (run, model turn, tool call; usage and cost; "
+        "no prompts or outputs) to FILE as JSON Lines; needs ringleader[otel]; "
+        "e.g. --trace-file trace.jsonl",
+    )
+    parser.add_argument(
+        "--trace-content",
+        action="store_true",
+        help="with --trace-file: also record prompts, outputs and tool arguments in the spans; "
+        "e.g. --trace-file t.jsonl --trace-content",
+    )
+    parser.add_argument(
+        "--allow-estimates",
+        action="store_true",
+        help="estimate USD from list prices for runtimes that report only tokens (shown as "
+        "'est.'; your config's prices first, then ringleader's dated table); "
+        "e.g. --budget-usd 1 --allow-estimates",
+    )
 
 
 def _ray_option(
@@ -754,6 +846,7 @@ def _parser() -> argparse.ArgumentParser:
         help="start a rotation's fresh session on RUNTIME (default: the same runtime, or the "
         "runtime's `rotate_to` in the config); e.g. --rotate-to codex",
     )
+    _budget_options(run)
     _config_option(run)
     _ray_option(run)
     run.add_argument(
@@ -778,8 +871,21 @@ def _parser() -> argparse.ArgumentParser:
         help="how many tasks run at once (default: the file's `jobs`, else all); e.g. --jobs 2",
     )
     _json_option(batch)
+    _budget_options(batch)
     _config_option(batch)
     _ray_option(batch)
+
+    doctor_cmd = _sub(
+        sub,
+        "doctor",
+        "report runtime drift: unknown frame types the runtimes sent",
+        "Read the event log and report, per runtime, the frame types its adapter did not know "
+        "(a runtime upgrade that changed its output), with the installed version, how many runs "
+        "saw them and since when. Exit status 1 when there is drift.",
+        ["ringleader doctor", "ringleader doctor --json"],
+    )
+    _json_option(doctor_cmd, "findings")
+    _config_option(doctor_cmd)
 
     runtimes = _sub(
         sub,
@@ -913,6 +1019,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number")
+    return value
+
+
 def _model_server_command(args_list: list[str]) -> int:
     # contract.model_server needs no test dependencies (contract/__init__ imports its suite lazily)
     model_server = importlib.import_module("contract.model_server")
@@ -938,20 +1054,29 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return trio.run(_serve, args.host, args.port, _feed_token(args), out)
     if args.command == "acp":
         return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
+    if args.command == "doctor":
+        specs = discover_runtimes()
+        loaded = _load_config(args.config_file, specs)
+        return trio.run(lambda: doctor(specs, loaded, as_json=bool(args.json), out=out))
     if args.command == "batch":
         specs = discover_runtimes()
-        config = _load_config(args.config_file, specs)
-        registry = _registry(specs, config)
-        return trio.run(
-            lambda: batch(
-                registry,
-                args.file,
-                jobs=args.jobs,
-                as_json=bool(args.json),
-                out=out,
-                make_host=_host_maker(args.ray, config, []),
+        loaded = _load_config(args.config_file, specs)
+        registry = _registry(specs, loaded)
+        governance = _governance(args, loaded)
+        with contextlib.ExitStack() as stack:
+            sinks = _trace_sinks(args, stack)
+            return trio.run(
+                lambda: batch(
+                    registry,
+                    args.file,
+                    jobs=args.jobs,
+                    as_json=bool(args.json),
+                    out=out,
+                    make_host=_host_maker(args.ray, loaded, []),
+                    governance=governance,
+                    sinks=sinks,
+                )
             )
-        )
     if args.command == "run":
         prompt, script = _prompt_and_script(args)
         return trio.run(_cmd_run, args, check_prompt(prompt), script, out)

@@ -26,6 +26,18 @@ The file format::
     output = 10.0
     cached_input = 0.125
 
+    [budget]                            # governance (see orchestrator.governance)
+    usd = 2.0                           # per task; run --budget-usd wins
+    tokens = 500000                     # per task; run --budget-tokens wins
+    wall_s = 900                        # per run; run --max-wall wins
+    host_usd = 20.0                     # over every task of one `run`/`batch`
+    allow_estimates = true              # list-price USD for runtimes that report only tokens
+
+    [breaker]                           # opt-in circuit breakers
+    failures = 3
+    cooldown_s = 60
+    fallback = { codex = "claude-code" }
+
 A key itself is never accepted in a file (a field named like one, or a value shaped like one):
 the file names the environment variable that holds it (``api_key_env``). Every problem is one
 :class:`~orchestrator.errors.ConfigError` line naming the file, the key and what is wrong.
@@ -51,6 +63,8 @@ from .errors import ConfigError, redact_secrets
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "BreakerConfig",
+    "BudgetConfig",
     "Config",
     "LoadedConfig",
     "ModelPrice",
@@ -152,11 +166,38 @@ class RuntimeConfig(BaseModel):
         return env.get(self.api_key_env) or None
 
 
+class BudgetConfig(BaseModel):
+    """``[budget]``: limits per task (``usd``, ``tokens``), per run (``wall_s``) and over every
+    task of one invocation (``host_usd``, ``host_tokens``)."""
+
+    model_config = _STRICT
+    usd: float | None = Field(default=None, gt=0)
+    tokens: int | None = Field(default=None, gt=0)
+    wall_s: float | None = Field(default=None, gt=0)
+    host_usd: float | None = Field(default=None, gt=0)
+    host_tokens: int | None = Field(default=None, gt=0)
+    allow_estimates: bool = False
+
+
+class BreakerConfig(BaseModel):
+    """``[breaker]``: circuit breakers per runtime (per provider for native); off unless set."""
+
+    model_config = _STRICT
+    failures: int = Field(default=3, ge=1)
+    cooldown_s: float = Field(default=60.0, gt=0)
+    fallback: dict[str, str] = Field(default_factory=dict[str, str])
+
+
+_SECTIONS: Final = ("budget", "breaker")
+
+
 class Config(BaseModel):
-    """The whole configuration: settings per runtime id."""
+    """The whole configuration: settings per runtime id, and governance."""
 
     model_config = _STRICT
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    breaker: BreakerConfig | None = None
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
@@ -203,7 +244,8 @@ class LoadedConfig:
         updated = RuntimeConfig.model_validate(current.model_dump() | values)
         runtimes = dict(self.config.runtimes) | {runtime_id: updated}
         sources = dict(self.sources) | {f"runtimes.{runtime_id}.{k}": source for k in values}
-        return LoadedConfig(Config(runtimes=runtimes), sources, self.files)
+        config = self.config.model_copy(update={"runtimes": runtimes})
+        return LoadedConfig(config, sources, self.files)
 
     def describe(self, runtime_ids: Iterable[str] = ()) -> list[tuple[str, str, str]]:
         """``(key, value, source)`` rows for every runtime named in the configuration or in
@@ -265,10 +307,14 @@ def load_config(
         else:  # named explicitly: it wins even over a later default file
             paths = [p for p in paths if p.resolve() != explicit.resolve()] + [explicit]
     merged: dict[str, dict[str, Any]] = {}
+    sections: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
     for path in paths:
-        data = _read_file(path)
+        data, tables = _read_file(path)
         _merge(merged, sources, data, str(path))
+        for name, table in tables.items():  # key by key, a later file wins
+            sections.setdefault(name, {}).update(table)
+            sources.update({f"{name}.{key}": str(path) for key in table})
     ids = list(dict.fromkeys([*merged, *runtime_ids]))
     for runtime_id in ids:
         for field in _ENV_FIELDS:
@@ -280,14 +326,14 @@ def load_config(
             _validate_one(f"env {name}", runtime_id, {field: value})
             merged.setdefault(runtime_id, {})[field] = value
             sources[f"runtimes.{runtime_id}.{field}"] = f"env {name}"
-    config = _validate(Config, {"runtimes": merged}, "the merged configuration")
+    config = _validate(Config, {"runtimes": merged, **sections}, "the merged configuration")
     return LoadedConfig(config, sources, tuple(paths))
 
 
 # -- internals -------------------------------------------------------------------------------
 
 
-def _read_file(path: Path) -> dict[str, dict[str, Any]]:
+def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -308,7 +354,8 @@ def _read_file(path: Path) -> dict[str, dict[str, Any]]:
         runtimes[runtime_id] = {
             field: getattr(parsed, field) for field in _FIELDS if field in table
         }
-    return runtimes
+    tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    return runtimes, tables
 
 
 def _refuse_secrets(path: Path, data: Any, where: tuple[str, ...]) -> None:

@@ -14,7 +14,8 @@
     ├── ActorError                                   supervision (.actor_id)
     │   ├── ActorCrashedError                        an actor's task tree raised
     │   ├── MailboxClosedError                       a message was sent to a finished actor
-    │   └── CapabilityError                          the runtime does not support what was asked
+    │   ├── CapabilityError                          the runtime does not support what was asked
+    │   └── BreakerOpenError                         the runtime's circuit breaker is open (fail fast)
     ├── BudgetExceededError                          a cost, turn or time limit was reached
     └── HostError                                    a host could not place or keep a task
         ├── NoNodeForRuntimeError                    no node of the cluster can run the runtime
@@ -41,6 +42,7 @@ __all__ = [
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
+    "BreakerOpenError",
     "BudgetExceededError",
     "CapabilityError",
     "ConfigError",
@@ -264,6 +266,12 @@ class CapabilityError(ActorError):
     """The runtime's capabilities do not allow what was asked (e.g. steering a non-steerable run)."""
 
     event_code = "capability_error"
+
+
+class BreakerOpenError(ActorError):
+    """The runtime (or native provider) failed too often; its breaker is open for a cool-down."""
+
+    event_code = "breaker_open"
 
 
 class BudgetExceededError(RingleaderError):

@@ -53,7 +53,7 @@ RuntimeEventKind: TypeAlias = Literal[
     "text-delta", "tool-call", "tool-result", "status", "cost", "done", "error"
 ]
 TextChannel: TypeAlias = Literal["assistant", "reasoning"]
-StatusPhase: TypeAlias = Literal["init", "thinking", "running", "turn-complete"]
+StatusPhase: TypeAlias = Literal["init", "thinking", "running", "turn-complete", "rate_limited"]
 DoneReason: TypeAlias = Literal["success", "max_turns", "aborted", "error"]
 
 WIRE_CONFIG = ConfigDict(
@@ -196,12 +196,14 @@ class ToolResult(EventBase):
 
 
 class Status(EventBase):
-    """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries etc."""
+    """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries
+    etc.; ``rate_limited`` with ``resets_at`` (epoch ms) when a task is parked until a reset."""
 
     kind: Literal["status"] = "status"
     phase: StatusPhase
     model: str | None = None
     detail: str | None = None
+    resets_at: int | None = None
 
 
 class Cost(EventBase):
@@ -315,7 +317,7 @@ def _json_copy(value: object, depth: int = 0) -> Any:
 # holds plain JSON (copied, as validation copies it). Anything else goes through validation.
 
 _CHANNELS = frozenset(("assistant", "reasoning"))
-_PHASES = frozenset(("init", "thinking", "running", "turn-complete"))
+_PHASES = frozenset(("init", "thinking", "running", "turn-complete", "rate_limited"))
 _REASONS = frozenset(("success", "max_turns", "aborted", "error"))
 _ENVELOPE = ("run_id", "session_id", "ts", "seq")
 
@@ -379,12 +381,13 @@ _FAST: dict[type[EventBase], _Fast] = {
     ),
     Status: _fast(
         Status,
-        ("phase", "model", "detail"),
+        ("phase", "model", "detail", "resets_at"),
         lambda v: (
             type(p := v["phase"]) is str
             and p in _PHASES
             and _opt_str(v["model"])
             and _opt_str(v["detail"])
+            and (v["resets_at"] is None or type(v["resets_at"]) is int)
         ),
     ),
     Cost: _fast(
@@ -415,6 +418,11 @@ _FAST: dict[type[EventBase], _Fast] = {
         lambda v: _opt_str(v["code"]) and type(v["message"]) is str and type(v["fatal"]) is bool,
     ),
 }
+
+
+# ``status()`` never sets ``resets_at`` (the actor adds it to a rate-limit park): unset, as
+# validation of the same call would record it
+_FAST[Status] = _FAST[Status]._replace(fields_set=_FAST[Status].fields_set - {"resets_at"})
 
 
 def _build(cls: type[_E], values: dict[str, Any]) -> _E:
@@ -555,7 +563,9 @@ class EventFactory:
     def status(
         self, phase: StatusPhase, *, model: str | None = None, detail: str | None = None
     ) -> Status:
-        return self._emit(Status, {"phase": phase, "model": model, "detail": detail})
+        return self._emit(
+            Status, {"phase": phase, "model": model, "detail": detail, "resets_at": None}
+        )
 
     def cost(
         self,

@@ -45,6 +45,7 @@ from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHan
 from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
 from .eventlog import RunRecorder
 from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
+from .governance import Governance, RunGuard, SpendLedger
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from .integration import RuntimeIntegrationPlan, resolve_runtime_integration
 from .lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
@@ -60,7 +61,7 @@ from .rotation import (
     rotate_session,
     should_rotate,
 )
-from .supervisor import RestartPolicy, RetryListener, Supervisor
+from .supervisor import RestartPolicy, RetryListener, Supervisor, failure_reason
 
 __all__ = [
     "RESUME_PROMPT",
@@ -79,6 +80,8 @@ RESUME_PROMPT = "Continue where you left off."
 """The prompt a resumed session gets when the user gives none (``--resume``, recovery)."""
 
 LAST_SUMMARY_CHARS = 400
+CONTINUE_PROMPT = "Continue where you left off."
+"""The message that continues a session parked at a rate limit."""
 
 
 def default_state_dir() -> Path:
@@ -192,6 +195,8 @@ class Runner:
     """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
     event_log: RunRecorder | None = None
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
+    governance: Governance | None = None
+    """Budgets, estimates and breakers (shared by this runner's copies: one host ledger)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
     """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
     (``attrs.evolve``, as :class:`~orchestrator.hosts.local.LocalHost` makes per task) share
@@ -270,15 +275,43 @@ class Runner:
         home: str | None,
         resume_id: str | None = None,
         lineage: Mapping[str, Any] | None = None,
+        ledger: SpendLedger | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
-        supervisor = Supervisor(self.restart, on_retry=self.on_retry)
         current = first
+        gov = self.governance
+        guards: list[RunGuard | None] = []
+        continue_from: list[str] = []  # the session a parked run continues from
+
+        def park(outcome: RunOutcome) -> float | None:
+            guard = guards[-1] if guards else None
+            trip = guard.tripped if guard is not None else None
+            if gov is None or trip is None or trip.resets_at_ms is None:
+                return None
+            if supervisor.parks >= gov.park.max_parks:
+                return None
+            session = current.run_id if caps.resume else None
+            if outcome.produced_output and session is None:
+                return None  # starting over would redo visible work
+            wait = max(0.0, (trip.resets_at_ms - self.clock()) / 1000)
+            if wait > gov.park.max_wait_s:
+                return None
+            continue_from[:] = [session] if session else []
+            return wait
+
+        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park)
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
             if n > 0:
-                opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                if continue_from:  # parked at a rate limit: continue its session
+                    resumed = attrs.evolve(task, title=CONTINUE_PROMPT, description="")
+                    opts = self._opts(resumed, f"{session_key}:a{n}", note, home, continue_from[0])
+                    continue_from.clear()
+                else:
+                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
                 try:
+                    if gov is not None and ledger is not None:  # spent while backing off?
+                        gov.check_start(adapter.id, caps, task.model, ledger)
                     current = await adapter.start(
                         TaskHandle(task_id=task.task_id, team_id=task.team_id), opts
                     )
@@ -310,7 +343,9 @@ class Runner:
                 grace_s=self.grace_s,
                 clock=self.clock,
                 on_event=record_session_once if log is not None else None,
+                guard=_guard(gov, adapter.id, caps, ledger, self.clock),
             )
+            guards.append(actor.guard)
             if self.on_actor is not None:
                 self.on_actor(actor)
             if log is not None:
@@ -327,17 +362,23 @@ class Runner:
         return outcome, supervisor.attempts, current
 
     async def _start_failed(
-        self, adapter: RuntimeAdapter, run_session_key: str, session_key: str, exc: Exception
+        self,
+        adapter: RuntimeAdapter | str,
+        run_session_key: str,
+        session_key: str,
+        exc: Exception,
     ) -> RunOutcome:
-        """Record a run that could not start (binary missing, argv too long, spawn refused, …) as
-        a logged run: ``error{fatal}`` + ``done{error}`` through the sink, and its runs row."""
+        """Record a run that could not start (binary missing, argv too long, spawn refused, a
+        budget spent, a breaker open, …) as a logged run: ``error{fatal}`` + ``done{error}``
+        through the sink, and its runs row. ``adapter``: the adapter, or the runtime id."""
+        adapter_id = adapter if isinstance(adapter, str) else adapter.id
         run_key = f"{run_session_key}:run-{uuid.uuid4().hex[:8]}"
         code = exc.event_code if isinstance(exc, RingleaderError) else "runtime_start_failed"
-        message = redact_secrets(f"{adapter.id} could not start: {exc}")
+        message = redact_secrets(f"{adapter_id} could not start: {exc}")
         make = EventFactory(run_id="", session_id=run_session_key, clock=self.clock)
         log = self.event_log
         if log is not None:
-            await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
+            await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
         events = make.fail(message, code=code)
         await self.sink.deliver(run_key, events)
         outcome = RunOutcome(
@@ -383,6 +424,11 @@ class Runner:
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
                 **(lineage or {}),
+                **(
+                    {"drift": {"unknownFrameTypes": dict.fromkeys(outcome.unknown_frames, 1)}}
+                    if outcome.unknown_frames
+                    else {}
+                ),
             },
         )
 
@@ -457,6 +503,15 @@ class Runner:
         lineage: dict[str, Any] | None = None
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
         runtime = runtime_id
+        gov = self.governance
+        ledger = gov.task_ledger() if gov is not None else None
+        if gov is not None:
+            try:
+                runtime = gov.admit(runtime_id, task.model)
+            except RingleaderError as exc:  # its breaker is open and no fallback may start
+                failed = await self._start_failed(runtime_id, base_key, base_key, exc)
+                state.runs.append(RunRecord(runtime_id, base_key, failed, 1))
+                return _final(state)
         async with AsyncExitStack() as stack:
             adapters: dict[str, RuntimeAdapter] = {}
 
@@ -473,6 +528,8 @@ class Runner:
             home = await stack.enter_async_context(home_cm)
             resume_id = await _restore(adapter, task.resume) if task.resume else None
             try:
+                if gov is not None and ledger is not None:
+                    gov.check_start(runtime, caps, task.model, ledger)
                 handle = await adapter.start(
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
                     self._opts(task, session_key, "", home, resume_id),
@@ -480,19 +537,36 @@ class Runner:
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
                 failed = await self._start_failed(adapter, session_key, session_key, exc)
+                if gov is not None:
+                    gov.record(runtime, task.model, ok=False, code=failed.error_code, reason="")
                 if isinstance(exc, ConfigError):
                     raise  # the caller's own bad input: a typed error (and now in the log too)
                 state.runs.append(RunRecord(runtime, session_key, failed, 1))
                 return _final(state)
             while True:
                 outcome, attempts, handle = await self._supervised_run(
-                    adapter, caps, task, session_key, handle, state.note, home, resume_id, lineage
+                    adapter,
+                    caps,
+                    task,
+                    session_key,
+                    handle,
+                    state.note,
+                    home,
+                    resume_id,
+                    lineage,
+                    ledger,
                 )
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
+                if gov is not None and outcome.reason != "aborted":
+                    ok = outcome.reason != "error"
+                    why = "" if ok else failure_reason(outcome)
+                    gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
                 if reason is None or state.rotations >= limit:
+                    break
+                if _spent(gov, ledger):  # no rotation past a budget
                     break
                 state.rotations += 1
                 next_runtime = rotate_to or runtime
@@ -591,6 +665,8 @@ class Runner:
             return "max_turns"
         if outcome.reason in ("success", "aborted"):
             return None
+        if outcome.error_code in _GOVERNED:  # a budget ended it: rotating would spend more
+            return None
         usage = outcome.usage or Usage()
         trigger = RotationTrigger(
             tokens_used=usage.input_tokens + usage.output_tokens,
@@ -677,6 +753,27 @@ async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
     if resume.native_session_id:
         return resume.native_session_id
     raise ConfigError(f"run {resume.run_key!r} recorded no session id to resume")
+
+
+_GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
+
+
+def _guard(
+    gov: Governance | None,
+    runtime_id: str,
+    caps: Capabilities,
+    ledger: SpendLedger | None,
+    clock: Callable[[], int],
+) -> RunGuard | None:
+    if gov is None or ledger is None:
+        return None
+    return gov.guard(runtime_id, caps, ledger, clock)
+
+
+def _spent(gov: Governance | None, ledger: SpendLedger | None) -> bool:
+    if gov is None or ledger is None:
+        return False
+    return ledger.exhausted() is not None or gov.host_ledger.exhausted() is not None
 
 
 def _final(state: _TaskState) -> TaskOutcome:

@@ -242,6 +242,11 @@ class Supervisor:
     attempts: int = attrs.field(init=False, default=0)
     history: list[str] = attrs.field(init=False, factory=list[str])
     """One line per failed attempt: what failed and how it was classified."""
+    park: Callable[[RunOutcome], float | None] | None = None
+    """Seconds to wait before continuing a failed run instead of handling it as a failure (a
+    rate limit that says when it resets; see ``orchestrator.governance.ratelimit``); parks do
+    not count against ``max_restarts``."""
+    parks: int = attrs.field(init=False, default=0)
 
     async def supervise(self, attempt: Callable[[int], Awaitable[RunOutcome]]) -> RunOutcome:
         """Call ``attempt(n)`` until it succeeds, fails permanently or the cap is reached.
@@ -258,18 +263,36 @@ class Supervisor:
                 kind = classify_exception(exc)
                 reason = failure_reason(error=exc)
                 self.history.append(f"attempt {n + 1}: {reason} ({kind})")
-                if kind == "permanent" or n >= self.policy.max_restarts:
+                if kind == "permanent" or n - self.parks >= self.policy.max_restarts:
                     raise
             else:
                 kind = classify_outcome(outcome)
                 if kind is None:
                     return outcome
                 reason = failure_reason(outcome)
+                wait = self.park(outcome) if self.park is not None else None
+                if wait is not None:
+                    self.parks += 1
+                    self.history.append(f"attempt {n + 1}: {reason} (parked {wait:.0f}s)")
+                    notice = RetryNotice(
+                        n + 2,
+                        self.policy.max_restarts + self.parks + 1,
+                        f"rate limited; parked {wait:.0f}s until the limit resets, then continuing",
+                        wait,
+                    )
+                    _log.info("rate limited; %s", notice)
+                    if self.on_retry is not None:
+                        result = self.on_retry(notice)
+                        if result is not None:
+                            await result
+                    await trio.sleep(wait)
+                    n += 1
+                    continue
                 self.history.append(f"attempt {n + 1}: {reason} ({kind})")
-                if kind == "permanent" or n >= self.policy.max_restarts:
+                if kind == "permanent" or n - self.parks >= self.policy.max_restarts:
                     return outcome
-            delay = self.policy.backoff(n)
-            notice = RetryNotice(n + 2, self.policy.max_restarts + 1, reason, delay)
+            delay = self.policy.backoff(n - self.parks)
+            notice = RetryNotice(n + 2, self.policy.max_restarts + self.parks + 1, reason, delay)
             _log.info("transient failure; %s (retry in %.1fs)", notice, delay)
             if self.on_retry is not None:
                 result = self.on_retry(notice)

@@ -20,6 +20,7 @@ APP_SAFE = ["orchestrator", "adapters", "tiers"]
 # fresh interpreter below, which imports everything anyway
 SUBPACKAGES = [
     "orchestrator.hosts",
+    "orchestrator.governance",
     "contract.model_server",
     "adapters.acp",
     "adapters.hermes",

@@ -187,6 +187,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig]):
             steerable=config.mode == "long-lived",
             context_window_tokens=config.context_window_tokens,
             runtime_class="wrapped-oneshot",
+            reports_cost_usd=True,
             native_home=NativeHomeClaim(scope="per-identity", persist=True),
             native_scheduler=False,
             native_channels="none",

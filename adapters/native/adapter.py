@@ -248,6 +248,7 @@ class NativeAdapter(AdapterBase):
             steerable=True,
             context_window_tokens=self._window,
             runtime_class="native",
+            reports_cost_usd=True,
             native_home=NativeHomeClaim(scope="per-identity", persist=True),
             native_skills="none",
             native_memory="preserve",
@@ -345,7 +346,8 @@ class NativeAdapter(AdapterBase):
             await self._finish(run, result)
         except ModelError as exc:
             run.closing = True
-            await emitter.fail(str(exc), code=f"model_{exc.code}")
+            after = "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
+            await emitter.fail(f"{exc}{after}", code=f"model_{exc.code}")
         except Exception as exc:
             run.closing = True
             _log.warning("native run %s failed", session_id, exc_info=True)

@@ -20,7 +20,8 @@ from adapters._runtimes import install_hint, runtime_binary
 from contract import check_stream, collect_run
 from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 from orchestrator.errors import RuntimeNotFoundError
-from orchestrator.events import Done, RuntimeEvent, TextDelta, event_to_json
+from orchestrator.events import Done, RuntimeEvent, Status, TextDelta, event_to_json
+from orchestrator.governance.drift import unknown_frame_type
 from orchestrator.queue import QueueEventStream
 
 
@@ -113,7 +114,19 @@ async def run_turn(
     check_stream(events)
     assert run.run_id and all(e.run_id == run.run_id for e in events)
     assert secret not in "".join(event_to_json(e) for e in events)
+    assert_no_drift(adapter.id, events)
     return events, run, child.pid
+
+
+def assert_no_drift(runtime_id: str, events: list[RuntimeEvent]) -> None:
+    """A pinned runtime sends only frame types its adapter knows (else: drift, see
+    ``ringleader doctor``; teach the adapter's dialect the new type)."""
+    unknown = [
+        name
+        for e in events
+        if isinstance(e, Status) and (name := unknown_frame_type(e.detail)) is not None
+    ]
+    assert not unknown, f"{runtime_id} sent frame types its adapter does not know: {unknown}"
 
 
 async def read_until(
