@@ -13,6 +13,7 @@ The app layer: the display manager (slots, renderers, strategies), hooks / skill
 ``load_content_skills_from_fs``) and the task and inbox tools.
 """
 
+from .adapter import DISPLAY_KEY_PREFIX as DISPLAY_KEY_PREFIX
 from .adapter import STEER_KEY as STEER_KEY
 from .adapter import NativeAdapter as NativeAdapter
 from .adapter import NativeCodec as NativeCodec
@@ -98,6 +99,7 @@ from .workspace import workspace_tools as workspace_tools
 __all__ = [
     "DEFAULT_COMPACTION_INSTRUCTIONS",
     "DEFAULT_LISTING_BUDGET_TOKENS",
+    "DISPLAY_KEY_PREFIX",
     "INBOX_TOOL_NAME",
     "PROVIDERS",
     "READ_SKILL_TOOL_NAME",

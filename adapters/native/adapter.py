@@ -27,6 +27,11 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   ``glove_update_tasks`` / ``glove_post_to_inbox`` tools ship too. Their calls are ordinary
   ``tool-call``/``tool-result`` events, hooks, skills and sub-agent brackets are ``status``
   details, and a sub-agent's usage is rolled into the run's cumulative ``cost``.
+* display slots (``display=True``): each run gets a :class:`~.display.DisplayManager`; every
+  change of its stack is a ``status`` detail (``display: slot_1 pending confirm (tool
+  checkout)``), and ``write_context(".ringleader/display/<slot id>", value)`` answers a waiting
+  slot (``value`` as JSON when it parses, else the string; ``.../<slot id>/reject`` rejects it).
+  A permission ``ask`` with no ``permission_handler`` then becomes a ``permission_request`` slot.
 * the session codec is the store: a run id *is* its session id; with a ``home_dir`` sessions live
   in ``<home>/native/sessions.db`` and ``resume_session_id`` continues one.
 """
@@ -34,6 +39,7 @@ one ``done``, open tool calls closed, streams closed after ``done``).
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import os
 import uuid
@@ -66,6 +72,7 @@ from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
 from .content_skills import load_content_skills_from_fs, use_read_skill
+from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
 from .glove import Glove
 from .loop import AskResult
@@ -84,12 +91,21 @@ from .tools import Tool
 from .workspace import WorkspaceLimits
 from .workspace import workspace_tools as workspace_tools_for
 
-__all__ = ["STEER_KEY", "NativeAdapter", "NativeCodec", "RecordedCall", "default_model_factory"]
+__all__ = [
+    "DISPLAY_KEY_PREFIX",
+    "STEER_KEY",
+    "NativeAdapter",
+    "NativeCodec",
+    "RecordedCall",
+    "default_model_factory",
+]
 
 _log = logging.getLogger(__name__)
 
 STEER_KEY = ".ringleader/signal"
 """The ``write_context`` key whose value is steered in verbatim (``orchestrator.actor`` uses it)."""
+DISPLAY_KEY_PREFIX = ".ringleader/display/"
+"""``write_context`` keys under this prefix answer display slots (``display=True``)."""
 
 ModelFactory: TypeAlias = Callable[[StartOpts], ModelAdapter]
 ToolsSpec: TypeAlias = Sequence[Tool[Any]] | Callable[[StartOpts], Iterable[Tool[Any]]]
@@ -144,6 +160,28 @@ class _Bridge:
             await emitter.publish(events)
 
 
+class _DisplayBridge:
+    """Display stack changes → ``status`` details (only what changed since the last one)."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._last: dict[str, str] = {}
+
+    async def changed(self, stack: list[Slot]) -> None:
+        emitter = self._run.emitter
+        now = {s.id: _describe(s) for s in stack}
+        lines = [text for sid, text in now.items() if self._last.get(sid) != text]
+        lines += [f"display: {sid} removed" for sid in self._last if sid not in now]
+        self._last = now
+        if lines and not emitter.done:
+            await emitter.publish([emitter.factory.status("running", detail=t) for t in lines])
+
+
+def _describe(slot: Slot) -> str:
+    tool = f" (tool {slot.tool_name})" if slot.tool_name else ""
+    return f"display: {slot.id} {slot.status} {slot.renderer}{tool}"
+
+
 class NativeCodec(JsonSessionCodec):
     """``{"sessionKey", "sessionId"}``: the session id is the run id and the store's key."""
 
@@ -176,6 +214,7 @@ class NativeAdapter(AdapterBase):
         app: AppSetup | None = None,
         skills_dir: str | None = ".claude/skills",
         builtin_tools: bool = True,
+        display: bool = False,
     ) -> None:
         """See the README's native section; the tool options:
 
@@ -201,6 +240,8 @@ class NativeAdapter(AdapterBase):
                 ``cwd`` (Claude Code's ``.claude/skills`` layout); ``None`` loads none.
             builtin_tools: ship ``glove_update_tasks`` and ``glove_post_to_inbox`` (the
                 store supports both); ``False`` leaves them out.
+            display: give each run a display manager whose slots are ``status`` details and
+                are answered through ``write_context`` (see the module docstring).
         """
         super().__init__(clock=clock)
         self._model_factory = model_factory
@@ -228,6 +269,7 @@ class NativeAdapter(AdapterBase):
         self._app = app
         self._skills_dir = skills_dir
         self._builtin_tools = builtin_tools
+        self._display = display
         if self._workspace_tools:
             workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
         self._live: dict[str, _Run] = {}
@@ -308,9 +350,11 @@ class NativeAdapter(AdapterBase):
         except ConfigError as exc:
             self.spawn(self._fail_early, emitter, session_id, exc)
             return emitter.handle
+        display = DisplayManager() if self._display else None
         glove = Glove(
             model=model,
             store=self._store(opts, session_id),
+            display_manager=display,
             system_prompt=self._system_prompt,
             compaction_config=self._compaction
             or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
@@ -321,6 +365,8 @@ class NativeAdapter(AdapterBase):
             glove.add_tool(tool)
         run = _Run(emitter=emitter, opts=opts, glove=glove, token=token)
         glove.add_subscriber(_Bridge(run, self.prices)).build()
+        if display is not None:
+            display.subscribe(_DisplayBridge(run).changed)
         self._live[opts.session_key] = run
         self.spawn(self._drive, run, session_id)
         return emitter.handle
@@ -423,6 +469,10 @@ class NativeAdapter(AdapterBase):
     async def write_context(self, run: RunHandle, key: str, value: str) -> None:
         validate_context_key(key)
         live = self._live.get(run.session_key)
+        if key.startswith(DISPLAY_KEY_PREFIX):
+            await self._answer_slot(live, key[len(DISPLAY_KEY_PREFIX) :], value)
+            self.calls.append(RecordedCall("writeContext", {"key": key, "value": value}))
+            return
         steered = False
         path = (
             confined_path(live.opts.cwd, key)
@@ -439,6 +489,29 @@ class NativeAdapter(AdapterBase):
             RecordedCall("writeContext", {"key": key, "value": value, "steered": steered})
         )
         await trio.lowlevel.checkpoint()
+
+    async def _answer_slot(self, live: _Run | None, target: str, value: str) -> None:
+        display = live.glove.display_manager if live is not None else None
+        if display is None:
+            raise ConfigError("this run has no display slots (NativeAdapter(display=True))")
+        slot_id, _, action = target.partition("/")
+        if action == "reject":
+            answered = await display.reject(slot_id, value)
+        elif not action:
+            try:
+                answer: Any = json.loads(value)
+            except ValueError:
+                answer = value
+            try:
+                answered = await display.resolve(slot_id, answer)
+            except SlotValueError as exc:
+                raise ConfigError(str(exc)) from None
+        else:
+            raise ConfigError(
+                f"unknown display action {action!r} (use <slot id> or <slot id>/reject)"
+            )
+        if not answered:
+            raise ConfigError(f"display slot {slot_id!r} is not waiting for an answer")
 
     def glove_for(self, run: RunHandle) -> Glove | None:
         """The live run's Glove (tests and hosts that want the store or the display)."""

@@ -4,24 +4,34 @@ details, built-in tools as ordinary tool events, sub-agent cost rolled into the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
+import trio.testing
 
-from adapters.native import NativeAdapter
+from adapters.native import DISPLAY_KEY_PREFIX, NativeAdapter
 from adapters.native.extensions import (
     SUBAGENT_DISPATCH_TOOL_NAME,
     HookContext,
+    HookResult,
+    ShortCircuit,
     SkillContext,
     SubAgentFactoryContext,
 )
 from adapters.native.glove import Glove
+from adapters.native.messages import Message
 from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.tasks_inbox import TASK_TOOL_NAME
+from adapters.native.tools import Tool, ToolContext
 from contract import check_stream, collect_run
 from orchestrator.adapter import StartOpts, TaskHandle
+from orchestrator.errors import ConfigError
 from orchestrator.events import Cost, Done, RuntimeEvent, Status, TextDelta, ToolCall, ToolResult
+
+from .conftest import CityInput
 
 
 def start_opts(cwd: Path, message: str) -> StartOpts:
@@ -105,9 +115,6 @@ async def test_app_setup_hooks_skills_and_subagents_reach_the_event_stream(tmp_p
 
 
 async def test_a_short_circuit_hook_ends_the_run_with_its_message(tmp_path: Path) -> None:
-    from adapters.native.extensions import HookResult, ShortCircuit
-    from adapters.native.messages import Message
-
     async def stop(ctx: HookContext) -> HookResult:
         await trio.lowlevel.checkpoint()
         return HookResult(short_circuit=ShortCircuit(message=Message(sender="agent", text="No.")))
@@ -151,3 +158,82 @@ async def test_claude_skills_in_the_workspace_are_loaded_as_content_skills(tmp_p
         model.push(Reply(text="plain"))
         await run(adapter, start_opts(tmp_path, "hi"))
     assert "glove_read_skill" not in [t.name for t in model.requests[-1].tools]
+
+
+async def test_readme_app_layer_example_runs() -> None:
+    """The README's example (a tool with a display slot, a hook, a skill, a sub-agent) works."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme[readme.index("## The native runtime's app layer") :]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match is not None
+    namespace: dict[str, Any] = {}
+    exec(compile(match.group(1), "README.md", "exec"), namespace)
+    agent: Glove = namespace["agent"]
+    display = namespace["display"]
+    agent.set_model(
+        ScriptedModel(
+            [
+                Reply(
+                    tool_calls=[
+                        ("checkout", {"item": "coffee"}),
+                        (SUBAGENT_DISPATCH_TOOL_NAME, {"name": "reviewer", "prompt": "PR #123"}),
+                    ]
+                ),
+                Reply(text="Ordered, and reviewed."),
+            ]
+        )
+    )
+    async with trio.open_nursery() as nursery:
+        outcome: list[str] = []
+
+        async def request() -> None:
+            outcome.append((await agent.process_request("/concise @reviewer buy + review")).text)
+
+        nursery.start_soon(request)
+        await trio.testing.wait_all_tasks_blocked()
+        [slot] = display.pending()
+        assert (slot.renderer, slot.input) == ("confirm", {"item": "coffee"})
+        await display.resolve(slot.id, True)
+    assert outcome == ["Ordered, and reviewed."]
+    messages = await agent.store.get_messages()
+    assert messages[0].text == "[Skill: concise]\nBe terse."
+    outputs = [r.result.data for m in messages if m.tool_results for r in m.tool_results]
+    assert outputs[0] == "ordered"
+    assert outputs[1] == {"subagent": "reviewer", "content": "done"}  # the child's scripted default
+
+
+async def test_display_slots_are_status_details_answered_through_write_context(
+    tmp_path: Path,
+) -> None:
+    async def confirm(value: CityInput, ctx: ToolContext) -> str:
+        answer = await ctx.push_and_wait({"city": value.city}, "confirm")
+        return f"answer={answer}"
+
+    tool = Tool(name="confirm", description="Ask.", do=confirm, input_model=CityInput)
+    model = ScriptedModel(
+        [Reply(tool_calls=[("confirm", {"city": "Oslo"})]), Reply(text="ok")], model="m"
+    )
+    async with NativeAdapter(
+        model_factory=lambda o: model, tools=[tool], display=True, workspace_tools=False
+    ) as adapter:
+        handle = await adapter.start(TaskHandle(), start_opts(tmp_path, "go"))
+        stream = adapter.events(handle)
+        events: list[RuntimeEvent] = []
+        with trio.fail_after(30):
+            async for event in stream:
+                events.append(event)
+                if isinstance(event, Status) and (event.detail or "").startswith(
+                    "display: slot_1 pending"
+                ):
+                    break
+            with pytest.raises(ConfigError, match="not waiting"):
+                await adapter.write_context(handle, DISPLAY_KEY_PREFIX + "slot_9", "1")
+            await adapter.write_context(handle, DISPLAY_KEY_PREFIX + "slot_1", '{"yes": true}')
+            events += await collect_run(stream, deadline_s=30)
+    check_stream(events)
+    seen = details(events)
+    assert "display: slot_1 pending confirm (tool confirm)" in seen
+    assert "display: slot_1 removed" in seen
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert result.output == "answer={'yes': True}"
+    assert isinstance(events[-1], Done) and events[-1].reason == "success"
