@@ -14,6 +14,7 @@ MODULES = (
     "bench.p_first_event",
     "bench.p_live",
     "bench.p_ray_head",
+    "bench.p_prefix",
 )
 
 

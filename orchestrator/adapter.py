@@ -130,6 +130,10 @@ class StartOpts(BaseModel):
     home_dir: str | None = None
     resume_session_id: str | None = None
     max_turns: int | None = None
+    cache_breakpoints: tuple[int, ...] = ()
+    """UTF-8 byte offsets into ``message`` where a prompt-cache tier ends (from
+    :func:`tiers.assemble_tiers`); a runtime that places its own cache markers (the native
+    runtime on Anthropic Messages) cuts the first user message there. Others ignore it."""
     env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
 
     def full_message(self) -> str:

@@ -47,7 +47,7 @@ from .hosts import Host, LocalHost, RayHost, ray_nodes
 from .integration import resolve_runtime_integration
 from .otel import OtelSink
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
-from .runner import ResumeFrom, Runner, TaskSpec, resumable_task
+from .runner import RESUME_PROMPT, ResumeFrom, Runner, TaskSpec, recoverable_tasks, resumable_task
 from .supervisor import RetryNotice
 
 __all__ = ["main"]
@@ -354,7 +354,6 @@ def _table(rows: Sequence[tuple[str, ...]], out: TextIO) -> None:
 FORCE_WINDOW_S = 2.0
 """A second Ctrl-C within this many seconds of the first forces the exit."""
 
-RESUME_PROMPT = "Continue where you left off."
 
 T = TypeVar("T")
 
@@ -485,6 +484,42 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 sinks=_trace_sinks(args, stack),
             )
         )
+    if interrupt.requested:
+        return 130
+    return 0 if all(r.ok for r in results) else 1
+
+
+async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
+    """``recover``: resume every interrupted run that recorded a session (see its --help)."""
+    async with EventLog.open(usable_state_dir() / "events.db") as log:
+        found = await recoverable_tasks(log)
+    if not found:
+        print("ringleader: nothing to recover (no interrupted run with a recorded session)")
+        return 0
+    specs = discover_runtimes()
+    registry = _registry(specs, _load_config(config_file, specs))
+    jobs = [
+        Job(label=f"{runtime_id}#{index}", runtime_id=runtime_id, task=task)
+        for index, (runtime_id, task) in enumerate(found, 1)
+    ]
+    for job in jobs:
+        assert job.task.resume is not None
+        print(
+            f"ringleader: recovering {job.task.resume.run_key} on {job.runtime_id}",
+            file=sys.stderr,
+            flush=True,
+        )
+    interrupt = _Interrupt()
+    results = await interrupt.run(
+        lambda: run_jobs(
+            registry,
+            jobs,
+            make_view(out, as_json=as_json),
+            state_dir=usable_state_dir(),
+            on_host=interrupt.attach,
+            on_retry=_print_retry,
+        )
+    )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
@@ -889,6 +924,19 @@ def _parser() -> argparse.ArgumentParser:
         "--list", action="store_true", help="list the runs in the log; e.g. replay --list --json"
     )
 
+    recover = _sub(
+        sub,
+        "recover",
+        "resume the runs a killed orchestrator left interrupted",
+        "Find every run left 'interrupted' by an orchestrator that died (killed, crashed, the "
+        "machine rebooted) whose session was recorded, and continue each on its runtime from its "
+        "session and working directory, logged as a new run linked to the old one. A run that "
+        "was already resumed, or recorded no session, is left alone.",
+        ["ringleader recover", "ringleader recover --json"],
+    )
+    _json_option(recover)
+    _config_option(recover)
+
     serve = _sub(
         sub,
         "serve",
@@ -994,6 +1042,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         if args.list:
             return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
         return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
+    if args.command == "recover":
+        return trio.run(_recover, args.config_file, bool(args.json), out)
     if args.command == "serve":
         return trio.run(_serve, args, out)
     if args.command == "acp":

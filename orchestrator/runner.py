@@ -64,6 +64,7 @@ from .rotation import (
 from .supervisor import RestartPolicy, RetryListener, Supervisor, failure_reason
 
 __all__ = [
+    "RESUME_PROMPT",
     "NullSink",
     "ResumeFrom",
     "RunRecord",
@@ -71,8 +72,12 @@ __all__ = [
     "TaskOutcome",
     "TaskSpec",
     "default_state_dir",
+    "recoverable_tasks",
     "resumable_task",
 ]
+
+RESUME_PROMPT = "Continue where you left off."
+"""The prompt a resumed session gets when the user gives none (``--resume``, recovery)."""
 
 LAST_SUMMARY_CHARS = 400
 CONTINUE_PROMPT = "Continue where you left off."
@@ -255,6 +260,7 @@ class Runner:
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
             resume_session_id=resume_id,
+            cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -710,6 +716,25 @@ async def resumable_task(
         **task_fields,
     )
     return session.runtime_id, task
+
+
+async def recoverable_tasks(
+    log: RunRecorder, prompt: str = RESUME_PROMPT
+) -> list[tuple[str, TaskSpec]]:
+    """``(runtime id, task)`` for every run left ``interrupted`` (its orchestrator died) that
+    recorded a resumable session and that no later run resumed yet, oldest first: what
+    :meth:`~orchestrator.hosts.local.LocalHost.recover` and ``ringleader recover`` continue."""
+    rows = await log.runs()
+    resumed = {row.outcome.get("resumedFrom") for row in rows if row.outcome}
+    found: list[tuple[str, TaskSpec]] = []
+    for row in rows:
+        if row.status != "interrupted" or row.run_key in resumed:
+            continue
+        session = await log.get_session(row.run_key)
+        if session is None or not (session.codec_blob or session.native_session_id):
+            continue
+        found.append(await resumable_task(log, row.run_key, prompt))
+    return found
 
 
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:

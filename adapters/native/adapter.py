@@ -81,6 +81,7 @@ from .models.providers import create_adapter
 from .normalize import normalize_event
 from .policy import WORKSPACE_WRITE, PermissionPolicy
 from .pricing import PriceTable
+from .prompt_cache import tiered_request
 from .shell import BashOptions
 from .stores.base import Store
 from .stores.memory import MemoryStore
@@ -390,7 +391,7 @@ class NativeAdapter(AdapterBase):
         try:
             await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
             await self._setup_app(run)
-            result = await glove.process_request(run.opts.full_message(), run.token)
+            result = await glove.process_request(tiered_request(run.opts), run.token)
             while (
                 result.stop == "completed"
                 and glove.agent.pending_steers

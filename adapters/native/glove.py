@@ -356,6 +356,9 @@ def _user_message(request: str | Sequence[ContentPart]) -> Message:
     if isinstance(request, str):
         return Message(sender="user", text=request)
     parts = tuple(request)
+    if any(p.cache for p in parts):  # cache tiers: kept apart, each with its own separators
+        text = "".join(p.text or "" for p in parts if p.type == "text")
+        return Message(sender="user", text=text, content=parts)
     text = "\n".join(p.text or "" for p in parts if p.type == "text")
     media = tuple(p for p in parts if p.type != "text")
     content = ((ContentPart(type="text", text=text),) if text else ()) + media

@@ -70,6 +70,10 @@ class ContentPart(BaseModel):
     type: Literal["text", "image", "video", "document"]
     text: str | None = None
     source: ContentSource | None = None
+    cache: bool | None = None
+    """True: a prompt-cache breakpoint after this part (Anthropic ``cache_control``; providers
+    that cache by prefix on their own ignore it). None when not set, so dumps without ``None``
+    fields stay as they were."""
 
 
 class ToolCall(BaseModel):

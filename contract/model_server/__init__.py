@@ -10,6 +10,7 @@ injects; the request log and prefix-reuse figures let tests assert on what the r
         ...
     s.requests          # LoggedRequest per request (headers redacted), with outcome and status
     s.prefix_reuse("c") # leading bytes each request shares with the previous one of "c"
+    prefix_reuse_report(s.requests_for("c"))  # per request: reused and cache-served shares
 
 How a request finds its conversation (markers, session keys, side requests) is described in
 :mod:`contract.model_server.state`; the script format in :mod:`contract.model_server.script`.
@@ -17,6 +18,8 @@ How a request finds its conversation (markers, session keys, side requests) is d
 
 from .app import StreamCut as StreamCut
 from .app import build_app as build_app
+from .reuse import PrefixReuse as PrefixReuse
+from .reuse import prefix_reuse_report as prefix_reuse_report
 from .script import Conversation as Conversation
 from .script import Fault as Fault
 from .script import FaultKind as FaultKind
@@ -39,6 +42,7 @@ __all__ = [
     "LoggedRequest",
     "ModelServer",
     "Outcome",
+    "PrefixReuse",
     "Script",
     "ServerState",
     "StreamCut",
@@ -48,5 +52,6 @@ __all__ = [
     "build_app",
     "load_script",
     "main",
+    "prefix_reuse_report",
     "serve_model_server",
 ]

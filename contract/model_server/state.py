@@ -47,6 +47,8 @@ __all__ = [
     "ParsedRequest",
     "Selection",
     "ServerState",
+    "common_prefix",
+    "prompt_in_cache_order",
     "redact_headers",
 ]
 
@@ -104,6 +106,14 @@ class LoggedRequest:
     session: str = ""
     status: int = 200
     outcome: Outcome = "pending"
+    prompt: bytes = attrs.field(default=b"", repr=False, eq=False)
+    """The prompt in the order providers cache it — tools, then the system prompt
+    (``system`` / ``instructions``), then the conversation (``messages`` / ``input``) — as
+    compact JSON. Prompt-prefix reuse is measured on these bytes (:mod:`.reuse`): the body's own
+    key order (the SDKs put ``tools`` last) is not the cache's."""
+    cache_marks: tuple[int, ...] = ()
+    """Byte offsets in :attr:`prompt` of each ``"cache_control"`` key: where a prompt-cache
+    breakpoint (Anthropic) ends the prefix it caches."""
 
     @property
     def body_keys(self) -> list[str]:
@@ -294,6 +304,8 @@ class ServerState:
             body_bytes=len(raw_body),
             side=bool(selection and selection.side),
             session=session_of(headers),
+            prompt=(prompt := prompt_in_cache_order(api, body)),
+            cache_marks=_cache_marks(prompt),
         )
         self.requests.append(entry)
         return entry
@@ -322,6 +334,37 @@ class ServerState:
             for r in self.requests
             if r.conversation == conversation and r.prefix_reuse_bytes is not None
         ]
+
+
+_CACHE_KEY = re.compile(rb'"cache_control"\s*:')
+
+
+def prompt_in_cache_order(api: str, body: Any) -> bytes:
+    """Tools, system prompt, conversation of a request body, as compact JSON (see
+    :attr:`LoggedRequest.prompt`)."""
+    fields = {
+        "anthropic": ("tools", "system", "messages"),
+        "responses": ("tools", "instructions", "input"),
+        "chat": ("tools", "messages"),
+    }.get(api)
+    data = as_dict(body)
+    if fields is None or data is None:
+        return b""
+    parts = [data.get(name) for name in fields]
+    return json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def _cache_marks(raw: bytes) -> tuple[int, ...]:
+    if b'"cache_control"' not in raw:
+        return ()
+    return tuple(m.start() for m in _CACHE_KEY.finditer(raw))
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of two byte strings."""
+    return _common_prefix(a, b)
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:

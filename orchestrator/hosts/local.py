@@ -24,8 +24,8 @@ import attrs
 import trio
 
 from orchestrator.actor import RunActor
-from orchestrator.errors import MailboxClosedError
-from orchestrator.runner import Runner, TaskOutcome, TaskSpec
+from orchestrator.errors import ConfigError, MailboxClosedError
+from orchestrator.runner import RESUME_PROMPT, Runner, TaskOutcome, TaskSpec, recoverable_tasks
 
 __all__ = ["LocalHost", "TaskRef"]
 
@@ -111,6 +111,20 @@ class LocalHost:
         self.tasks.append(ref)
         self._nursery.start_soon(self._run, ref)
         return ref
+
+    async def recover(self, prompt: str = RESUME_PROMPT) -> list[TaskRef]:
+        """Resume, on this host, every task whose run was left ``interrupted`` by a dead
+        orchestrator and recorded a resumable session (not yet resumed): each continues its
+        session with ``prompt`` from its origin directory, logged as a new run linked to the
+        interrupted one (``resumedFrom``). Returns their refs (empty: nothing to recover).
+
+        Raises:
+            ConfigError: the host's runner has no event log.
+        """
+        log = self.runner.event_log
+        if log is None:
+            raise ConfigError("recovering interrupted runs needs the runner's event log")
+        return [self.submit(rid, task) for rid, task in await recoverable_tasks(log, prompt)]
 
     async def _run(self, ref: TaskRef) -> None:
         runner = attrs.evolve(self.runner, on_actor=ref.attach)

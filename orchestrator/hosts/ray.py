@@ -51,7 +51,7 @@ from orchestrator.errors import (
     NodeLostError,
     NoNodeForRuntimeError,
 )
-from orchestrator.runner import ResumeFrom, Runner, TaskOutcome, TaskSpec
+from orchestrator.runner import RESUME_PROMPT, ResumeFrom, Runner, TaskOutcome, TaskSpec
 
 from .relay import HeadApplier, SessionOp, StartRunOp, TaskEndedOp
 
@@ -60,7 +60,6 @@ __all__ = ["RayHost", "RayTaskRef", "ray_nodes"]
 _log = logging.getLogger(__name__)
 
 RESOURCE_PREFIX = "runtime:"
-RESUME_PROMPT = "Continue the task where the previous session stopped."
 
 
 def _on_loopback(address: str | None) -> bool:

@@ -23,7 +23,10 @@ If Claude Code or Codex is not installed these tests FAIL with the install comma
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import subprocess
+import sys
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -32,7 +35,7 @@ from typing import Any
 import attrs
 import pytest
 
-from contract.model_server import ModelServer, serve_model_server
+from contract.model_server import ModelServer, prefix_reuse_report, serve_model_server
 from orchestrator import EventLog, RotationRecord, Runner, TaskOutcome, TaskSpec
 from orchestrator.config import load_config
 from orchestrator.eventlog import RunRow, SessionRow
@@ -256,6 +259,14 @@ def check_rotation(first: str, second: str, outcome: TaskOutcome, setup: Setup) 
 async def test_claude_code_rotates_into_a_fresh_claude_code_session(tmp_path: Path) -> None:
     outcome, setup = await rotate("claude-code", "claude-code", tmp_path)
     check_rotation("claude-code", "claude-code", outcome, setup)
+    # Claude Code's own cache markers: its system prompt is the same in the fresh session, so
+    # a prompt cache keeps serving it across the rotation (the conversation starts over)
+    server = setup.servers["claude-code"]
+    first, fresh = server.requests_for("before")[0], server.requests_for("after")[0]
+    across = prefix_reuse_report([first, fresh])[1]
+    assert len(fresh.cache_marks) >= 2
+    assert across.cached_bytes >= fresh.cache_marks[1]  # tools + system prompt, both markers
+    print(f"claude-code across the rotation: {across.reused_bytes}/{across.prompt_bytes} bytes")
 
 
 async def test_codex_rotates_into_a_fresh_codex_thread(tmp_path: Path) -> None:
@@ -277,3 +288,62 @@ async def test_native_rotates_onto_claude_code(tmp_path: Path) -> None:
     check_rotation("native", "claude-code", outcome, setup)
     (received,) = setup.servers["claude-code"].requests_for("after")
     assert received.user_agent.startswith("claude-cli/")
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def test_the_cli_shows_the_rotation_and_replay_shows_the_chain(tmp_path: Path) -> None:
+    installed("claude-code")
+    installed("codex")
+    script_file = tmp_path / "rotate.json"
+    data = script("claude-code", first=True, second=True)
+    data["conversations"][1].pop("marker")  # the CLI's prompt carries no marker
+    script_file.write_text(json.dumps(data))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+    }
+    env |= {
+        "RINGLEADER_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "NO_COLOR": "1",
+    }
+
+    def ringleader(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+
+    result = ringleader(
+        "run", "--runtime", "claude-code", "--rotate-to", "codex", "--watermark", "80",
+        "--model-server", str(script_file), TITLE,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    rotation = [line for line in lines if "↻ rotation #1" in line]
+    assert rotation == [
+        "[claude-code] ↻ rotation #1 (context_watermark at 90% of 200,000 tokens) → new codex "
+        f"session {rotation[0].split('session ')[1].split(',')[0]}, handoff note "
+        f"{len(expected_note('Working on it.').encode())} bytes"
+    ]
+    assert "[claude-code] ■ done: error" in lines
+    assert f"[claude-code] {AFTER_TEXT}" in lines
+    assert "[claude-code] ■ done: success after 1 rotation" in lines
+    assert "success after 1 rotation" in result.stdout.split("comparison")[1]
+    replay = ringleader("replay", "last")
+    assert replay.returncode == 0, replay.stderr
+    shown = replay.stdout.splitlines()
+    assert rotation[0] in shown
+    assert shown.index("[claude-code] ■ done: error") < shown.index(rotation[0])
+    assert shown[-1] == "[claude-code] ■ done: success after 1 rotation"

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import trio
 
+from adapters import ScriptedAdapter
+from orchestrator import RuntimeRegistry
 from orchestrator.eventlog import EventLog
+from orchestrator.feed import RecordingSink
+from orchestrator.hosts import LocalHost
+from orchestrator.runner import Runner
 
 ORCHESTRATOR = textwrap.dedent(
     """
@@ -112,3 +117,71 @@ async def test_a_run_owned_by_a_live_process_is_not_interrupted(tmp_path: Path) 
         async with EventLog.open(tmp_path / "events.db") as other:
             (run,) = await other.runs()
             assert run.status == "running"
+
+
+def _crash(tmp_path: Path) -> str:
+    """An orchestrator killed mid-run: the key of the run it left behind (``interrupted``)."""
+    with _orchestrator(tmp_path, "crash") as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "mid-run"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    async def key() -> str:
+        async with EventLog.open(tmp_path / "events.db") as log:
+            (run,) = await log.runs()
+            assert run.status == "interrupted"
+            return run.run_key
+
+    return trio.run(key)
+
+
+def test_local_host_recovers_the_interrupted_task_from_its_session(tmp_path: Path) -> None:
+    crashed = _crash(tmp_path)
+    resumed_script = [
+        {"type": "text", "text": "picking up where I stopped"},
+        {"type": "result", "ok": True, "summary": "recovered"},
+    ]
+
+    async def recover() -> None:
+        registry = RuntimeRegistry()
+        registry.register_factory("scripted", lambda: ScriptedAdapter(resumed_script))
+        async with EventLog.open(tmp_path / "events.db") as log:
+            runner = Runner(
+                registry, sink=RecordingSink(log), state_dir=tmp_path / "state", event_log=log
+            )
+            async with LocalHost(runner) as host:
+                refs = await host.recover()
+                assert len(refs) == 1
+                outcome = await refs[0].outcome()
+            assert outcome.status == "success" and outcome.summary == "recovered"
+            first, second = await log.runs()
+            assert (first.run_key, first.status) == (crashed, "interrupted")
+            assert second.outcome is not None and second.outcome["resumedFrom"] == crashed
+            session = await log.get_session(second.run_key)
+            assert session is not None and session.native_session_id == "native-crash"
+            assert (await log.read(second.run_key))[-1].kind == "done"
+            async with LocalHost(runner) as host:
+                assert await host.recover() == []  # already resumed: left alone
+
+    trio.run(recover)
+
+
+def test_ringleader_recover_resumes_it_from_the_command_line(tmp_path: Path) -> None:
+    crashed = _crash(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    env |= {"RINGLEADER_STATE_DIR": str(tmp_path), "NO_COLOR": "1"}
+    cli = [sys.executable, "-m", "orchestrator.cli", "recover"]
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"recovering {crashed} on scripted" in done.stderr
+    again = subprocess.run(cli, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0 and "nothing to recover" in again.stdout
+
+    async def check() -> None:
+        async with EventLog.open(tmp_path / "events.db") as log:
+            first, second = await log.runs()
+            assert first.run_key == crashed and second.status == "success"
+            assert second.outcome is not None and second.outcome["resumedFrom"] == crashed
+
+    trio.run(check)

@@ -211,7 +211,12 @@ async def test_a_killed_node_host_resumes_the_task_elsewhere_with_shared_state(
     # the resumed session's request carries the resume prompt (and maybe the first prompt):
     # matched first, answered at once
     script["conversations"].insert(
-        0, {"name": "resumed", "marker": "Continue the task", "turns": [{"text": "resumed here"}]}
+        0,
+        {
+            "name": "resumed",
+            "marker": "Continue where you left off",
+            "turns": [{"text": "resumed here"}],
+        },
     )
     async with serve_model_server(script) as server, EventLog.open(tmp_path / "e.db") as log:
         registry = RuntimeRegistry.from_specs(discover_runtimes())

@@ -224,7 +224,10 @@ def _content_blocks(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
         src = part.source
         if part.type == "text":
             if part.text:
-                out.append({"type": "text", "text": part.text})
+                block: dict[str, Any] = {"type": "text", "text": part.text}
+                if part.cache and part.text.strip():
+                    block["cache_control"] = dict(_EPHEMERAL)
+                out.append(block)
         elif part.type in ("image", "document") and src is not None:
             source: dict[str, Any] = (
                 {"type": "url", "url": src.url}
