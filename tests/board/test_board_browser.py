@@ -121,6 +121,7 @@ def test_cards_stream_and_move_to_their_final_column(
     assert tool.query_selector("details.long-output") is not None  # 40 lines: collapsed
     assert "$0.01 after" in page.inner_text("#cost-label")
     page.click("#raw summary")
+    page.wait_for_function("() => document.querySelector('#raw-events').textContent.length > 0")
     raw = page.inner_text("#raw-events").strip().splitlines()
     kinds = [json.loads(line)["kind"] for line in raw]
     assert kinds[-1] == "done" and kinds.count("done") == 1
@@ -395,6 +396,9 @@ def test_a_killed_and_restarted_server_resumes_the_page_without_duplicates(
         assert text == "".join(chunks)  # every chunk once, in order
         logged = httpx2.get(f"{server.url}/runs/{key}").text.strip().splitlines()
         run_page.click("#raw summary")
+        run_page.wait_for_function(
+            "() => document.querySelector('#raw-events').textContent.length > 0"
+        )
         raw = run_page.inner_text("#raw-events").strip().splitlines()
         assert [json.loads(x)["seq"] for x in raw] == [json.loads(x)["seq"] for x in logged]
         snapshot = {c["runKey"]: c for c in httpx2.get(server.url + "/board").json()["cards"]}
