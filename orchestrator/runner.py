@@ -594,10 +594,16 @@ class Runner:
 
                 async def restart(note: str) -> RunHandle:
                     state.note = note
-                    return await next_adapter.start(  # noqa: B023 - awaited within this iteration
-                        TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                        self._opts(task, next_key, note, next_home),  # noqa: B023
-                    )
+                    opts = self._opts(task, next_key, note, next_home)  # noqa: B023
+                    try:
+                        return await next_adapter.start(  # noqa: B023 - awaited in this iteration
+                            TaskHandle(task_id=task.task_id, team_id=task.team_id), opts
+                        )
+                    except Exception as exc:
+                        # the successor could not start: a logged run (error + done{error}),
+                        # then the error goes up as a first start failure does
+                        await self._start_failed(next_adapter, next_key, next_key, exc)  # noqa: B023
+                        raise
 
                 serialized: list[str | None] = []
 

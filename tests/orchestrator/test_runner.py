@@ -29,6 +29,7 @@ from orchestrator import (
     TaskHandle,
     TaskSpec,
 )
+from orchestrator.eventlog import EventLog
 from orchestrator.queue import QueueEventStream
 
 Frames = list[dict[str, Any]]
@@ -182,8 +183,16 @@ async def test_restart_failure_during_rotation_propagates(tmp_path: Path) -> Non
     registry.register_factory(
         "x", lambda: FailingSecondStart([result(False, maxTurns=True)], capabilities=caps())
     )
-    with pytest.raises(ConfigError, match="model not allowed"):
-        await make_runner(registry, tmp_path).run_task("x", TASK)
+    sink = ListSink()
+    async with EventLog.open(tmp_path / "events.db") as log:
+        runner = make_runner(registry, tmp_path, sink=sink, event_log=log)
+        with pytest.raises(ConfigError, match="model not allowed"):
+            await runner.run_task("x", TASK)
+        first, failed = await log.runs()
+    # the successor that could not start is a logged run, not only an exception
+    assert first.status == "max_turns" and failed.status == "error"
+    assert failed.outcome is not None and failed.outcome["errorCode"] == "config_error"
+    assert failed.run_key.startswith(f"{failed.session_key}:run-")
 
 
 async def test_transient_failure_is_retried_with_backoff(
