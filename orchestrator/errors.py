@@ -17,6 +17,7 @@
     │   ├── CapabilityError                          the runtime does not support what was asked
     │   └── BreakerOpenError                         the runtime's circuit breaker is open (fail fast)
     ├── BudgetExceededError                          a cost, turn or time limit was reached
+    ├── ToolApprovalRequiredError                    a tool call needs approval, no handler (.request)
     └── HostError                                    a host could not place or keep a task
         ├── NoNodeForRuntimeError                    no node of the cluster can run the runtime
         └── NodeLostError                            the node running the task died
@@ -278,6 +279,20 @@ class BudgetExceededError(RingleaderError):
     """A cost, turn, rotation or time budget was exhausted."""
 
     event_code = "budget_exceeded"
+
+
+class ToolApprovalRequiredError(RingleaderError):
+    """A tool call needs approval and the run has no approval handler (Anvia's error); ``request``
+    is the :class:`~adapters.native.approvals.ApprovalRequest`."""
+
+    event_code = "tool_approval_required"
+
+    def __init__(self, message: str, *, request: Any = None) -> None:
+        super().__init__(message)
+        self.request = request
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_actor, (type(self), self.args, {"request": self.request}))
 
 
 class HostError(RingleaderError):

@@ -370,6 +370,7 @@ class NativeAdapter(AdapterBase):
             or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
             permission_handler=self._permission_handler,
             builtin_tools=self._builtin_tools,
+            unhandled_approval="deny",
         )
         for tool in self._tool_list(opts):
             glove.add_tool(tool)

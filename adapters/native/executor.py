@@ -8,8 +8,11 @@ Per call, in order (Glove's steps, with the Part C decisions):
 3. validation against the pydantic input model; a compact error naming each field (C#10);
 4. permission, on the *validated* input, fail-closed (C#21): the tool's policy verdict
    (:mod:`.policy`) ``deny`` denies, ``allow`` runs, ``ask`` consults the store and the approval
-   handler; a store without the permissions capability, or an ``unset`` decision with no
-   approval handler, denies;
+   handler (the request's, else the executor's; :mod:`.approvals`), which may approve (with an
+   edited input, validated again), or reject with a message the model sees; a store without the
+   permissions capability denies; an ``unset`` decision with no handler raises
+   :class:`~orchestrator.errors.ToolApprovalRequiredError` (``unhandled="raise"``, the library
+   default) or denies (``unhandled="deny"``, the adapter's);
 5. run, with a per-tool timeout (C#16), retries for ``idempotent`` tools with backoff (C#15), and
    ``un_abortable`` tools shielded from a cancel for a grace period (C#42).
 
@@ -25,33 +28,32 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import trio
 from pydantic import BaseModel, ValidationError
 
+from orchestrator.errors import ToolApprovalRequiredError
+
+from .approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest, as_decision
 from .cancel import CancelToken
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store
-from .subscriber import NotifyFn, ToolUseResult
+from .subscriber import ApprovalRequested, NotifyFn, ToolUseResult
 from .tools import Tool, ToolContext, format_validation_error, normalize_result
 
-__all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch"]
+__all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch", "Unhandled"]
 
 _log = logging.getLogger(__name__)
 
-
-@attrs.frozen
-class PermissionRequest:
-    tool_name: str
-    tool_input: Any
-    call_id: str
-
-
-PermissionHandler = Callable[[PermissionRequest], Awaitable[bool]]
+PermissionRequest = ApprovalRequest
+"""The request an approval handler gets (the older name of :class:`.approvals.ApprovalRequest`)."""
+PermissionHandler: TypeAlias = ApprovalHandler
+Unhandled: TypeAlias = Literal["raise", "deny"]
+"""What an ``ask`` with no approval handler does (see the module docstring)."""
 
 
 @attrs.define
@@ -98,12 +100,14 @@ class Executor:
         max_concurrency: int = 8,
         permission_handler: PermissionHandler | None = None,
         retry_backoff_s: float = 0.2,
+        unhandled: Unhandled = "raise",
     ) -> None:
         self.store = store
         self.notify = notify
         self.max_retries = max_retries
         self.limiter = trio.CapacityLimiter(max_concurrency)
         self.permission_handler = permission_handler
+        self.unhandled: Unhandled = unhandled
         self.retry_backoff_s = retry_backoff_s
         self._tools: dict[str, Tool[Any]] = {}
         self._by_lower: dict[str, Tool[Any]] = {}
@@ -139,8 +143,17 @@ class Executor:
 
     # -- execution -------------------------------------------------------------------------------
 
-    async def execute(self, batch: ToolBatch, token: CancelToken, session: str = "") -> None:
-        """Fill ``batch.results`` (call order). Raises ``Cancelled`` on a cancel, batch partial."""
+    async def execute(
+        self,
+        batch: ToolBatch,
+        token: CancelToken,
+        session: str = "",
+        approvals: ApprovalHandler | None = None,
+    ) -> None:
+        """Fill ``batch.results`` (call order); ``approvals`` overrides the executor's handler for
+        this batch. Raises ``Cancelled`` on a cancel (batch partial), and
+        ``ToolApprovalRequiredError`` (see the module docstring)."""
+        run = _Run(token, session, approvals or self.permission_handler)
         calls = batch.calls
         i = 0
         while i < len(calls):
@@ -152,27 +165,36 @@ class Executor:
                     if nxt is None or not nxt.parallel_safe:
                         break
                     j += 1
-            if j - i == 1:
-                await self._run_and_record(batch, i, token, session)
+            if batch.results[i] is not None and j - i == 1:
+                pass  # already done (a batch resumed after an approval)
+            elif j - i == 1:
+                await self._run_and_record(batch, i, run)
             else:
-                await self._run_group(batch, range(i, j), token, session)
+                await self._run_group(batch, range(i, j), run)
             i = j
 
-    async def _run_group(
-        self, batch: ToolBatch, indices: range, token: CancelToken, session: str
-    ) -> None:
+    async def _run_group(self, batch: ToolBatch, indices: range, run: _Run) -> None:
         failed: list[int] = []
+        unapproved: list[ToolApprovalRequiredError] = []
 
         async def one(index: int) -> None:
             async with self.limiter:
-                result = await self._run_and_record(batch, index, token, session)
+                try:
+                    result = await self._run_and_record(batch, index, run)
+                except ToolApprovalRequiredError as exc:
+                    unapproved.append(exc)
+                    nursery.cancel_scope.cancel()
+                    return
             if result.result.error_kind == "failed":
                 failed.append(index)
                 nursery.cancel_scope.cancel()
 
         async with trio.open_nursery() as nursery:
             for index in indices:
-                nursery.start_soon(one, index)
+                if batch.results[index] is None:
+                    nursery.start_soon(one, index)
+        if unapproved:
+            raise unapproved[0]
         if failed:
             culprit = batch.calls[failed[0]]
             for index in indices:
@@ -189,12 +211,10 @@ class Executor:
                     batch.notified[index] = True
                     await self._notify(res)
 
-    async def _run_and_record(
-        self, batch: ToolBatch, index: int, token: CancelToken, session: str
-    ) -> ToolResult:
+    async def _run_and_record(self, batch: ToolBatch, index: int, run: _Run) -> ToolResult:
         call = batch.calls[index]
         began = trio.current_time()
-        data = await self._run_one(call, token, session)
+        data = await self._run_one(call, run)
         result = ToolResult(
             tool_name=call.tool_name,
             call_id=call.id,
@@ -213,7 +233,7 @@ class Executor:
             )
         )
 
-    async def _run_one(self, call: ToolCall, token: CancelToken, session: str) -> ToolResultData:
+    async def _run_one(self, call: ToolCall, run: _Run) -> ToolResultData:
         tool = self.lookup(call.tool_name)
         if tool is None:
             return _error(self.unknown_tool_message(call.tool_name), "not_found")
@@ -235,14 +255,20 @@ class Executor:
                 "denied",
             )
         if decision == "ask":
-            denial = await self._check_permission(tool, value, call)
-            if denial is not None:
-                return denial
-        return await self._run_with_retries(tool, value, call, token, session)
+            verdict = await self._check_permission(tool, value, call, run)
+            if isinstance(verdict, ToolResultData):
+                return verdict
+            if verdict is not None:  # approved with an edited input: validated like the model's
+                try:
+                    value = tool.validate(dict(verdict))
+                except (ValidationError, TypeError) as exc:
+                    return _error(format_validation_error(tool.name, exc), "invalid_input")
+        return await self._run_with_retries(tool, value, call, run.token, run.session)
 
     async def _check_permission(
-        self, tool: Tool[Any], value: Any, call: ToolCall
-    ) -> ToolResultData | None:
+        self, tool: Tool[Any], value: Any, call: ToolCall, run: _Run
+    ) -> ToolResultData | Mapping[str, Any] | None:
+        """``None`` to run as is, an edited input to run with, or the result that denies."""
         store = self.store
         if not store.capabilities.permissions:
             return _error(
@@ -252,17 +278,24 @@ class Executor:
         key_input = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         status = await store.get_permission(tool.name, key_input)
         if status == "unset":
-            if self.permission_handler is None:
+            request = ApprovalRequest(tool.name, key_input, call.id, run.session)
+            if run.handler is None:
+                if self.unhandled == "raise":
+                    raise ToolApprovalRequiredError(
+                        f'tool "{tool.name}" needs approval and no approval handler is configured',
+                        request=request,
+                    )
                 return _error(
                     f'Permission denied for tool "{tool.name}": it needs approval and no '
                     "approval handler is configured.",
                     "denied",
                 )
-            granted = bool(
-                await self.permission_handler(PermissionRequest(tool.name, key_input, call.id))
-            )
-            status = "granted" if granted else "denied"
-            await store.set_permission(tool.name, status, key_input)
+            await self.notify(ApprovalRequested(request))
+            decision = as_decision(await run.handler(request))
+            if decision.input is None:  # only a plain decision is remembered for this input
+                status = "granted" if decision.approved else "denied"
+                await store.set_permission(tool.name, status, key_input)
+            return _apply(decision)
         if status == "granted":
             return None
         return _error(
@@ -321,6 +354,21 @@ class Executor:
 
 
 _NOTHING: Any = object()
+
+
+@attrs.frozen
+class _Run:
+    """What every call of one ``execute`` shares."""
+
+    token: CancelToken
+    session: str
+    handler: ApprovalHandler | None
+
+
+def _apply(decision: ApprovalDecision) -> ToolResultData | Mapping[str, Any] | None:
+    if not decision.approved:
+        return _error(decision.rejection_text(), "denied")
+    return decision.input
 
 
 def _error(message: str, kind: ToolErrorKind) -> ToolResultData:

@@ -31,6 +31,7 @@ from typing import Literal, TypeAlias
 import attrs
 import trio
 
+from .approvals import ApprovalHandler
 from .cancel import CancelToken
 from .compaction import CompactionConfig, build_summary_message, should_compact
 from .executor import Executor, ToolBatch
@@ -126,13 +127,20 @@ class Agent:
 
     # -- the loop ------------------------------------------------------------------------------
 
-    async def ask(self, message: Message | None, token: CancelToken | None = None) -> AskResult:
-        """Run one request (``message=None`` continues with queued steers only)."""
+    async def ask(
+        self,
+        message: Message | None,
+        token: CancelToken | None = None,
+        approvals: ApprovalHandler | None = None,
+    ) -> AskResult:
+        """Run one request (``message=None`` continues with queued steers only); ``approvals``
+        overrides the executor's approval handler for this request."""
         token = token or CancelToken()
         store = self.store
-        state = _AskState()
+        state = _AskState(approvals=approvals)
         with token.scope() as scope:
             try:
+                await self._finish_pending_calls(token, state)
                 reminder = await self._inbox_prelude()
                 await self._maybe_compact(token, state)
                 if message is not None:
@@ -203,7 +211,7 @@ class Agent:
                 return
             batch = state.open_batch
             assert batch is not None
-            await executor.execute(batch, token, store.identifier)
+            await executor.execute(batch, token, store.identifier, state.approvals)
             await store.append_messages(
                 (Message(sender="user", text="tool results", tool_results=tuple(batch.done())),)
             )
@@ -250,6 +258,25 @@ class Agent:
                     delay = random.uniform(0, min(cfg.retry_max_s, cfg.retry_base_s * 2**attempt))
                 await self.notify(RetryEvent(attempt, delay, f"{err.code}: {err}"))
                 await trio.sleep(delay)
+
+    async def _finish_pending_calls(self, token: CancelToken, state: _AskState) -> None:
+        """A session that ended while its last reply's tool calls ran (its process exited while
+        one waited for an approval) gets them run now — a durable approval handler answers from
+        its record — and their results stored, before anything is appended after them."""
+        history = await self.store.get_context_messages()
+        last = history[-1] if history else None
+        if last is None or last.sender != "agent" or not last.tool_calls:
+            return
+        state.open_batch = ToolBatch(last.tool_calls)
+        await self.executor.execute(state.open_batch, token, self.store.identifier, state.approvals)
+        await self.store.append_messages(
+            (
+                Message(
+                    sender="user", text="tool results", tool_results=tuple(state.open_batch.done())
+                ),
+            )
+        )
+        state.open_batch = None
 
     # -- repair, inbox, compaction -----------------------------------------------------------
 
@@ -340,6 +367,7 @@ class _AskState:
     usage: TokenCounter = attrs.field(factory=TokenCounter)
     turns: int = 0
     open_batch: ToolBatch | None = None
+    approvals: ApprovalHandler | None = None
 
 
 def _blocking_reminder(items: Sequence[InboxItem]) -> Message:

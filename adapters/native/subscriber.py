@@ -17,9 +17,11 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
+from .approvals import ApprovalRequest
 from .messages import Message, TokenCounter, ToolCall, ToolResultData
 
 __all__ = [
+    "ApprovalRequested",
     "CompactionEnd",
     "CompactionStart",
     "HookInvoked",
@@ -171,6 +173,14 @@ class SubagentCompleted:
 
 
 @attrs.frozen
+class ApprovalRequested:
+    """A tool call now waits for an approval handler's decision."""
+
+    request: ApprovalRequest
+    type: Literal["approval_requested"] = "approval_requested"
+
+
+@attrs.frozen
 class UnknownEvent:
     """Anything else a model adapter or extension emits (tolerated, counted, surfaced)."""
 
@@ -193,6 +203,7 @@ SubscriberEvent: TypeAlias = (
     | SkillInvoked
     | SubagentInvoked
     | SubagentCompleted
+    | ApprovalRequested
     | UnknownEvent
 )
 
