@@ -24,10 +24,15 @@ from .adapter import RuntimeId as RuntimeId
 from .adapter import SessionCodec as SessionCodec
 from .adapter import StartOpts as StartOpts
 from .adapter import TaskHandle as TaskHandle
+from .approvals import ApprovalBook as ApprovalBook
+from .approvals import ApprovalDecision as ApprovalDecision
+from .approvals import ApprovalEntry as ApprovalEntry
+from .approvals import ApprovalRequest as ApprovalRequest
+from .approvals import approve as approve
+from .approvals import reject as reject
 from .board import Board as Board
 from .board import BoardColumn as BoardColumn
 from .board import Card as Card
-from .board_server import Approvals as Approvals
 from .board_server import BoardHost as BoardHost
 from .board_server import board_app as board_app
 from .config import Config as Config
@@ -53,6 +58,7 @@ from .errors import RuntimeExitedError as RuntimeExitedError
 from .errors import RuntimeNotFoundError as RuntimeNotFoundError
 from .errors import RuntimeReportedError as RuntimeReportedError
 from .errors import RuntimeStartError as RuntimeStartError
+from .errors import ToolApprovalRequiredError as ToolApprovalRequiredError
 from .errors import exception_leaves as exception_leaves
 from .errors import redact_secrets as redact_secrets
 from .errors import single_exception as single_exception
@@ -61,6 +67,7 @@ from .eventlog import EventLog as EventLog
 from .eventlog import LoggedEvent as LoggedEvent
 from .eventlog import RunRow as RunRow
 from .eventlog import SessionRow as SessionRow
+from .events import ApprovalCall as ApprovalCall
 from .events import Cost as Cost
 from .events import Done as Done
 from .events import DoneReason as DoneReason
@@ -164,7 +171,11 @@ __all__ = [
     "ActorError",
     "AdapterError",
     "AdapterFactory",
-    "Approvals",
+    "ApprovalBook",
+    "ApprovalCall",
+    "ApprovalDecision",
+    "ApprovalEntry",
+    "ApprovalRequest",
     "AsyncQueue",
     "Board",
     "BoardColumn",
@@ -260,10 +271,12 @@ __all__ = [
     "TaskSpec",
     "TextChannel",
     "TextDelta",
+    "ToolApprovalRequiredError",
     "ToolCall",
     "ToolResult",
     "Usage",
     "Workspace",
+    "approve",
     "assert_exhaustive",
     "board_app",
     "build_rotation_handoff_note",
@@ -288,6 +301,7 @@ __all__ = [
     "redact_text",
     "register_env_secrets",
     "register_secret",
+    "reject",
     "resolve_runtime_integration",
     "resumable_task",
     "rotate_session",

@@ -283,7 +283,7 @@ class BudgetExceededError(RingleaderError):
 
 class ToolApprovalRequiredError(RingleaderError):
     """A tool call needs approval and the run has no approval handler (Anvia's error); ``request``
-    is the :class:`~adapters.native.approvals.ApprovalRequest`."""
+    is the :class:`~orchestrator.approvals.ApprovalRequest`."""
 
     event_code = "tool_approval_required"
 

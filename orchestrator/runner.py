@@ -42,6 +42,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from .approvals import APPROVALS_DB
 from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
 from .eventlog import RunRecorder
 from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
@@ -197,6 +198,9 @@ class Runner:
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     governance: Governance | None = None
     """Budgets, estimates and breakers (shared by this runner's copies: one host ledger)."""
+    approvals: bool = False
+    """Tool calls that need approval wait for a person in the state directory's
+    :class:`~orchestrator.approvals.ApprovalBook` (else they are denied)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
     """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
     (``attrs.evolve``, as :class:`~orchestrator.hosts.local.LocalHost` makes per task) share
@@ -261,6 +265,7 @@ class Runner:
             env=task.env,
             resume_session_id=resume_id,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
+            approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
         )
 
     # -- one run under supervision -----------------------------------------------------------

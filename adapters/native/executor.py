@@ -36,9 +36,9 @@ import attrs
 import trio
 from pydantic import BaseModel, ValidationError
 
+from orchestrator.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest, as_decision
 from orchestrator.errors import ToolApprovalRequiredError
 
-from .approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest, as_decision
 from .cancel import CancelToken
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store

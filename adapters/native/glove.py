@@ -29,9 +29,9 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel
 
+from orchestrator.approvals import ApprovalHandler
 from tiers import AssembledPrompt, PromptTiers, assemble_tiers
 
-from .approvals import ApprovalHandler
 from .cancel import CancelToken
 from .compaction import CompactionConfig
 from .display import DisplayManager

@@ -31,7 +31,8 @@ from typing import Literal, TypeAlias
 import attrs
 import trio
 
-from .approvals import ApprovalHandler
+from orchestrator.approvals import ApprovalHandler
+
 from .cancel import CancelToken
 from .compaction import CompactionConfig, build_summary_message, should_compact
 from .executor import Executor, ToolBatch

@@ -17,7 +17,8 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
-from .approvals import ApprovalRequest
+from orchestrator.approvals import ApprovalRequest
+
 from .messages import Message, TokenCounter, ToolCall, ToolResultData
 
 __all__ = [

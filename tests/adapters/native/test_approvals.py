@@ -10,7 +10,13 @@ import pytest
 import trio
 
 from adapters.native import NativeAdapter
-from adapters.native.approvals import (
+from adapters.native.glove import Glove
+from adapters.native.messages import ToolResultData
+from adapters.native.models.scripted import Reply, ScriptedModel
+from adapters.native.tools import ToolContext
+from contract import check_stream, collect_run
+from orchestrator.adapter import StartOpts, TaskHandle
+from orchestrator.approvals import (
     DEFAULT_REJECT_MESSAGE,
     ApprovalDecision,
     ApprovalRequest,
@@ -18,12 +24,6 @@ from adapters.native.approvals import (
     approve,
     reject,
 )
-from adapters.native.glove import Glove
-from adapters.native.messages import ToolResultData
-from adapters.native.models.scripted import Reply, ScriptedModel
-from adapters.native.tools import ToolContext
-from contract import check_stream, collect_run
-from orchestrator.adapter import StartOpts, TaskHandle
 from orchestrator.errors import ToolApprovalRequiredError
 from orchestrator.events import Status, ToolResult
 
