@@ -94,9 +94,9 @@ async def _task(state: Path, entry: ApprovalEntry) -> tuple[str, TaskSpec]:
     if not entry.session_key:
         raise ConfigError(f"approval {entry.id}: its run recorded no session to resume")
     async with EventLog.open(state / "events.db") as log:
-        return await resumable_task(
-            log, entry.session_key, RESUME_PROMPT, agent_id=entry.agent_id or "agent"
-        )
+        session = await log.get_session(entry.session_key)  # its latest run
+        key = session.run_key if session is not None and session.run_key else entry.session_key
+        return await resumable_task(log, key, RESUME_PROMPT, agent_id=entry.agent_id or "agent")
 
 
 def _short(text: str, limit: int = 60) -> str:

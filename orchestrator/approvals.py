@@ -41,7 +41,7 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
+from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 import attrs
 import trio
@@ -58,7 +58,9 @@ __all__ = [
     "ApprovalHandler",
     "ApprovalRequest",
     "ApprovalStatus",
+    "BookHandler",
     "DecisionLike",
+    "RecordingHandler",
     "approve",
     "as_decision",
     "reject",
@@ -112,6 +114,17 @@ class ApprovalDecision:
 
 DecisionLike: TypeAlias = bool | ApprovalDecision | Mapping[str, Any]
 ApprovalHandler: TypeAlias = Callable[[ApprovalRequest], Awaitable[DecisionLike]]
+
+
+@runtime_checkable
+class RecordingHandler(Protocol):
+    """A handler that records the request somewhere others can decide it (the book): the loop
+    calls :meth:`record` before it announces ``status{waiting_approval}``, so the approval the
+    event names can always be decided."""
+
+    async def record(self, request: ApprovalRequest) -> None: ...
+
+    def __call__(self, request: ApprovalRequest) -> Awaitable[DecisionLike]: ...
 
 
 def approve(
@@ -279,15 +292,9 @@ class ApprovalBook:
 
     def handler(
         self, *, runtime_id: str = "", agent_id: str = "", session_key: str = ""
-    ) -> Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]:
+    ) -> BookHandler:
         """An approval handler for one run: its calls wait in the book."""
-
-        async def ask(request: ApprovalRequest) -> ApprovalDecision:
-            return await self.wait(
-                request, runtime_id=runtime_id, agent_id=agent_id, session_key=session_key
-            )
-
-        return ask
+        return BookHandler(self, runtime_id, agent_id, session_key)
 
     async def wait(
         self,
@@ -300,6 +307,32 @@ class ApprovalBook:
         """Record ``request`` as pending (or take over its pending entry) and wait for its
         decision; an entry already decided (a resumed run) answers at once. A cancel while
         waiting marks it ``cancelled``."""
+        entry = await self.record(
+            request, runtime_id=runtime_id, agent_id=agent_id, session_key=session_key
+        )
+        try:
+            while entry.decision is None:
+                await trio.sleep(self.poll_s)
+                found = await self.get(request.id)
+                if found is None:  # the book was cleared under us: fail closed
+                    return reject("The approval request was withdrawn.")
+                entry = found
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self._set_status(request.id, "cancelled", only_pending=True)
+            raise
+        return entry.decision
+
+    async def record(
+        self,
+        request: ApprovalRequest,
+        *,
+        runtime_id: str = "",
+        agent_id: str = "",
+        session_key: str = "",
+    ) -> ApprovalEntry:
+        """``request`` as a pending entry owned by this process (an entry already there is
+        taken over, and a cancelled one is pending again; a decided one stays decided)."""
         me = ProcessIdentity.current()
         values = (
             request.id,
@@ -336,19 +369,7 @@ class ApprovalBook:
                 raise
             return _entry(row)
 
-        entry = await self._db(register)
-        try:
-            while entry.decision is None:
-                await trio.sleep(self.poll_s)
-                found = await self.get(request.id)
-                if found is None:  # the book was cleared under us: fail closed
-                    return reject("The approval request was withdrawn.")
-                entry = found
-        except trio.Cancelled:
-            with trio.CancelScope(shield=True):
-                await self._set_status(request.id, "cancelled", only_pending=True)
-            raise
-        return entry.decision
+        return await self._db(register)
 
     # -- reading and deciding -------------------------------------------------------------------
 
@@ -410,6 +431,33 @@ class ApprovalBook:
             )
 
         await self._db(update)
+
+
+@attrs.frozen
+class BookHandler:
+    """One run's approval handler on an :class:`ApprovalBook` (a :class:`RecordingHandler`:
+    the entry is in the book before the run says it waits)."""
+
+    book: ApprovalBook
+    runtime_id: str = ""
+    agent_id: str = ""
+    session_key: str = ""
+
+    async def record(self, request: ApprovalRequest) -> None:
+        await self.book.record(
+            request,
+            runtime_id=self.runtime_id,
+            agent_id=self.agent_id,
+            session_key=self.session_key,
+        )
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        return await self.book.wait(
+            request,
+            runtime_id=self.runtime_id,
+            agent_id=self.agent_id,
+            session_key=self.session_key,
+        )
 
 
 def _create_private(path: Path) -> None:

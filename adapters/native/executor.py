@@ -36,7 +36,13 @@ import attrs
 import trio
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest, as_decision
+from orchestrator.approvals import (
+    ApprovalDecision,
+    ApprovalHandler,
+    ApprovalRequest,
+    RecordingHandler,
+    as_decision,
+)
 from orchestrator.errors import ToolApprovalRequiredError
 
 from .cancel import CancelToken
@@ -290,6 +296,8 @@ class Executor:
                     "approval handler is configured.",
                     "denied",
                 )
+            if isinstance(run.handler, RecordingHandler):  # decidable before it is announced
+                await run.handler.record(request)
             await self.notify(ApprovalRequested(request))
             decision = as_decision(await run.handler(request))
             if decision.input is None:  # only a plain decision is remembered for this input
