@@ -237,6 +237,9 @@ class RunActor:
                             frame_type = unknown_frame_type(event.detail)  # drift: O(1)
                             if frame_type is not None:
                                 unknown.append(frame_type)
+                    # a run waiting for a person's approval is not silent
+                    last = raw[-1] if raw else None
+                    guarded.paused = isinstance(last, Status) and last.phase == "waiting_approval"
                     await self._deliver(batch)
                     if guard is not None and guard.tripped is not None and done is None:
                         await self._stop(guarded)

@@ -48,6 +48,7 @@ import trio
 
 from .errors import ConfigError
 from .lifetime import ProcessIdentity
+from .redact import redact_text
 
 __all__ = [
     "APPROVALS_DB",
@@ -242,7 +243,7 @@ def _entry(row: tuple[Any, ...]) -> ApprovalEntry:
         sid,
         cid,
         tool,
-        json.loads(inp),
+        _loads(inp),
         reason,
         rt,
         agent,
@@ -252,6 +253,14 @@ def _entry(row: tuple[Any, ...]) -> ApprovalEntry:
         cms,
         dms,
     )
+
+
+def _loads(text: str) -> Any:
+    """A stored input (redacted: a pattern that ate a quote leaves the text as it is)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _now_ms() -> int:
@@ -339,7 +348,7 @@ class ApprovalBook:
             request.session_id,
             request.call_id,
             request.tool_name,
-            json.dumps(request.tool_input, default=str),
+            redact_text(json.dumps(request.tool_input, default=str)),
             request.reason,
             runtime_id or None,
             agent_id or None,

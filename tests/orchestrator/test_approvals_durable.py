@@ -17,9 +17,12 @@ from typing import IO, Any
 import pytest
 import trio
 
+from orchestrator.acp_server import event_to_update
 from orchestrator.approvals import ApprovalBook, ApprovalRequest, approve, reject
 from orchestrator.errors import ConfigError
 from orchestrator.eventlog import EventLog
+from orchestrator.events import ApprovalCall, EventFactory, Status
+from orchestrator.redact import redact_event
 
 DEADLINE_S = 60.0
 
@@ -225,3 +228,30 @@ async def test_an_abort_while_waiting_cancels_the_entry(tmp_path: Path) -> None:
     assert entry is not None and entry.status == "cancelled"
     assert await book.pending() == []
     assert oct((tmp_path / "approvals.db").stat().st_mode & 0o777) == "0o600"
+
+
+async def test_secrets_in_a_waiting_call_are_redacted_in_the_book_and_the_event(
+    tmp_path: Path,
+) -> None:
+    secret = "sk-" + "a1B2c3D4e5F6g7H8"
+    book = ApprovalBook(tmp_path / "approvals.db")
+    request = ApprovalRequest("bash", {"command": f"curl -H 'x: {secret}' x"}, "c1", "s1")
+    entry = await book.record(request)
+    assert secret not in json.dumps(entry.input) and "[REDACTED]" in entry.input["command"]
+    call = ApprovalCall(id=request.id, tool_call_id="c1", name="bash", input=request.tool_input)
+    status = redact_event(EventFactory(run_id="r").waiting_approval(call))
+    assert isinstance(status, Status) and status.approval is not None
+    assert secret not in status.model_dump_json() and status.approval.id == request.id
+
+
+def test_acp_shows_a_waiting_call_as_pending_with_the_command_that_decides_it() -> None:
+    call = ApprovalCall(id="ap-123", tool_call_id="toolu_1", name="bash", input={"command": "ls"})
+    update = event_to_update(EventFactory(run_id="r").waiting_approval(call), None)
+    assert update is not None
+    assert (update["sessionUpdate"], update["toolCallId"], update["status"]) == (
+        "tool_call_update",
+        "toolu_1",
+        "pending",
+    )
+    assert "ringleader approve ap-123 --allow" in update["content"][0]["content"]["text"]
+    assert event_to_update(EventFactory(run_id="r").status("running"), None) is None

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from adapters.native import NativeAdapter
 from adapters.native.glove import Glove
 from adapters.native.messages import ToolResultData
 from adapters.native.models.scripted import Reply, ScriptedModel
+from adapters.native.stores.memory import MemoryStore
 from adapters.native.tools import ToolContext
 from contract import check_stream, collect_run
 from orchestrator.adapter import StartOpts, TaskHandle
@@ -25,7 +27,9 @@ from orchestrator.approvals import (
     reject,
 )
 from orchestrator.errors import ToolApprovalRequiredError
-from orchestrator.events import Status, ToolResult
+from orchestrator.events import RuntimeEvent, Status, ToolResult
+from orchestrator.registry import RuntimeRegistry
+from orchestrator.runner import Runner, TaskSpec
 
 from .conftest import EchoInput
 
@@ -203,3 +207,35 @@ async def test_a_waiting_call_is_a_status_waiting_approval_event_carrying_the_ca
     [tool_call] = [e for e in seen if e.kind == "tool-call"]
     assert call.tool_call_id == tool_call.tool_call_id
     assert (tmp_path / "hi.txt").read_text() == "hi\n"
+
+
+async def test_a_run_waiting_for_a_person_is_not_ended_by_the_idle_guard(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The actor's idle guard ends a silent run; one that waits for an approval is not silent."""
+
+    async def slow_person(request: ApprovalRequest) -> bool:
+        await trio.sleep(3_600)  # an hour: far past the idle window
+        return True
+
+    registry = RuntimeRegistry()
+    registry.register_factory(
+        "native",
+        lambda: NativeAdapter(
+            model_factory=lambda o: _scripted_bash(),
+            permission_handler=slow_person,
+            store_factory=lambda o, sid: MemoryStore(sid),  # no worker thread: autojump-safe
+        ),
+    )
+    seen: list[RuntimeEvent] = []
+
+    class Sink:
+        async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
+            seen.extend(events)
+            await trio.lowlevel.checkpoint()
+
+    runner = Runner(registry, sink=Sink(), state_dir=tmp_path / "state", idle_s=60.0)
+    outcome = await runner.run_task("native", TaskSpec(task_id="t", title="x", cwd=str(tmp_path)))
+    assert outcome.status == "success"
+    assert (tmp_path / "hi.txt").read_text() == "hi\n"
+    assert any(isinstance(e, Status) and e.phase == "waiting_approval" for e in seen)
