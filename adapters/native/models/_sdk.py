@@ -19,9 +19,10 @@ import httpx2
 import openai
 
 from adapters.native.subscriber import NotifyFn
+from orchestrator.errors import ConfigError
 
 from ._common import convert_error, shared_http_client
-from .base import ModelResponse, PromptRequest, SystemPrompt
+from .base import ModelOptions, ModelResponse, PromptRequest, SpecificTool, SystemPrompt, ToolChoice
 
 __all__ = ["OpenAISdkModel", "SdkModel", "anthropic_client", "openai_client"]
 
@@ -91,9 +92,47 @@ class SdkModel(Generic[ClientT]):
         clone._model = model
         return clone
 
+    max_temperature = 2.0
+    """The provider's upper bound for ``temperature``."""
+
+    def check_options(self, options: ModelOptions) -> None:
+        """Raise :class:`ConfigError` for request options this provider cannot send."""
+        t = options.temperature
+        if t is not None and not 0.0 <= t <= self.max_temperature:
+            raise ConfigError(
+                f"{self.name}: temperature {t} is outside 0..{self.max_temperature:g}"
+            )
+        reserved = sorted(set(options.additional_params or ()) & self.reserved_params)
+        if reserved:
+            raise ConfigError(
+                f"{self.name}: additional_params may not set {', '.join(reserved)} "
+                "(the agent sets them)"
+            )
+
+    reserved_params: frozenset[str] = frozenset(
+        {"model", "messages", "input", "tools", "tool_choice", "stream", "system", "instructions"}
+    )
+    """Request fields the adapter owns; ``additional_params`` may not set them."""
+
+    def apply_options(self, params: dict[str, Any], options: ModelOptions) -> None:
+        """Put the request options into the SDK call's parameters."""
+        if options.temperature is not None:
+            params["temperature"] = options.temperature
+        if options.tool_choice is not None and params.get("tools"):
+            params["tool_choice"] = self.tool_choice_param(options.tool_choice)
+        if options.additional_params:
+            params["extra_body"] = dict(options.additional_params)
+
+    def tool_choice_param(self, choice: ToolChoice) -> Any:
+        """``tool_choice`` in the provider's shape (OpenAI Chat Completions by default)."""
+        if isinstance(choice, SpecificTool):
+            return {"type": "function", "function": {"name": choice.name}}
+        return choice
+
     async def prompt(self, request: PromptRequest, notify: NotifyFn) -> ModelResponse:
         """One model call: streamed (notifying deltas and tool uses) or not."""
         params = self.build_params(request)
+        self.apply_options(params, request.options)
         try:
             if self.stream:
                 return await self.streamed(params, notify)

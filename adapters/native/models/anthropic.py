@@ -34,7 +34,7 @@ from tiers import AssembledPrompt
 
 from ._common import parse_arguments
 from ._sdk import SdkModel, anthropic_client
-from .base import ModelResponse, PromptRequest, SystemPrompt
+from .base import ModelResponse, PromptRequest, SpecificTool, SystemPrompt, ToolChoice
 
 __all__ = ["AnthropicModel", "format_anthropic_messages", "system_blocks"]
 
@@ -58,6 +58,13 @@ class AnthropicModel(SdkModel[anthropic.AsyncAnthropic]):
         client = client or anthropic_client(api_key, base_url, http_client)
         super().__init__(model, client, provider=provider, max_tokens=max_tokens, stream=stream)
         self.cache = cache
+
+    max_temperature = 1.0
+
+    def tool_choice_param(self, choice: ToolChoice) -> Any:
+        if isinstance(choice, SpecificTool):
+            return {"type": "tool", "name": choice.name}
+        return {"type": "any" if choice == "required" else choice}
 
     def build_params(self, request: PromptRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
