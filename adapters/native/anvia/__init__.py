@@ -1,6 +1,11 @@
 """The Anvia agent surface on the native loop: ``AnviaAgent``, its requests, stream events,
 sessions and memories, agents as tools, dynamic context and tools, skill sets."""
 
+from orchestrator.errors import AgentOptionsError as AgentOptionsError
+from orchestrator.errors import MaxTurnsError as MaxTurnsError
+from orchestrator.errors import PromptCancelledError as PromptCancelledError
+from orchestrator.errors import ToolCallError as ToolCallError
+
 from .agent import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS
 from .agent import AgentSession as AgentSession
 from .agent import AgentToolInput as AgentToolInput
@@ -39,6 +44,7 @@ __all__ = [
     "AgentError",
     "AgentFinal",
     "AgentMemory",
+    "AgentOptionsError",
     "AgentReasoningDelta",
     "AgentRequest",
     "AgentSession",
@@ -56,13 +62,16 @@ __all__ = [
     "DynamicTools",
     "InMemoryAgentMemory",
     "KeywordIndex",
+    "MaxTurnsError",
     "MemoryContext",
+    "PromptCancelledError",
     "PromptResponse",
     "SavePolicy",
     "SearchIndex",
     "SearchResult",
     "SkillSet",
     "SqliteAgentMemory",
+    "ToolCallError",
     "skill_set",
     "tool_index",
 ]

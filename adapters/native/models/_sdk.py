@@ -12,6 +12,7 @@ A provider adapter keeps only its wire format: :meth:`SdkModel.build_params`,
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any, Generic, Self, TypeVar
 
 import anthropic
@@ -95,8 +96,18 @@ class SdkModel(Generic[ClientT]):
     max_temperature = 2.0
     """The provider's upper bound for ``temperature``."""
 
+    def sdk_create(self) -> Any:
+        """The SDK method a request goes through (its signature says what it accepts)."""
+        raise NotImplementedError
+
     def check_options(self, options: ModelOptions) -> None:
         """Raise :class:`ConfigError` for request options this provider cannot send."""
+        accepted = _parameters(self.sdk_create())
+        for name in ("temperature", "tool_choice"):
+            if getattr(options, name) is not None and name not in accepted:
+                raise ConfigError(
+                    f"{self.name}: this API (as the installed SDK exposes it) takes no {name}"
+                )
         t = options.temperature
         if t is not None and not 0.0 <= t <= self.max_temperature:
             raise ConfigError(
@@ -159,6 +170,18 @@ class SdkModel(Generic[ClientT]):
     async def streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
         """One streamed request, notifying text deltas and completed tool uses."""
         raise NotImplementedError
+
+
+_PARAMETERS: dict[Any, frozenset[str]] = {}
+
+
+def _parameters(method: Any) -> frozenset[str]:
+    """The keyword parameters of an SDK method (cached per function)."""
+    key = getattr(method, "__func__", method)
+    known = _PARAMETERS.get(key)
+    if known is None:
+        known = _PARAMETERS[key] = frozenset(inspect.signature(method).parameters)
+    return known
 
 
 class OpenAISdkModel(SdkModel[openai.AsyncOpenAI]):

@@ -79,6 +79,9 @@ class AnthropicModel(SdkModel[anthropic.AsyncAnthropic]):
             params["tools"] = [_tool(t) for t in request.tools]
         return params
 
+    def sdk_create(self) -> Any:
+        return self._client.messages.create
+
     async def call(self, params: dict[str, Any]) -> Any:
         return cast(Any, await self._client.messages.create(**params))
 

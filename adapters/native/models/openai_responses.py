@@ -52,6 +52,9 @@ class OpenAIResponsesModel(OpenAISdkModel):
             params["tools"] = [_tool(t) for t in request.tools]
         return params
 
+    def sdk_create(self) -> Any:
+        return self._client.responses.create
+
     async def call(self, params: dict[str, Any]) -> Any:
         return cast(Any, await self._client.responses.create(**params))
 
