@@ -10,12 +10,12 @@ import pytest
 import trio
 import trio.testing
 
-from adapters.native import NativeAdapter
+from adapters.native import NativeAdapter, PermissionPolicy
 from adapters.native.glove import Glove
 from adapters.native.messages import ToolResultData
 from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.stores.memory import MemoryStore
-from adapters.native.tools import ToolContext
+from adapters.native.tools import Tool, ToolContext
 from contract import check_stream, collect_run
 from orchestrator.adapter import StartOpts, TaskHandle
 from orchestrator.approvals import (
@@ -212,21 +212,32 @@ async def test_a_waiting_call_is_a_status_waiting_approval_event_carrying_the_ca
 async def test_a_run_waiting_for_a_person_is_not_ended_by_the_idle_guard(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """The actor's idle guard ends a silent run; one that waits for an approval is not silent."""
+    """The actor's idle guard ends a silent run; one that waits for an approval is not silent.
+    (In-process tool and store: nothing real-time for the autojump clock to skip over.)"""
+    deployed: list[str] = []
+
+    async def deploy(inp: EchoInput, ctx: ToolContext) -> str:
+        await trio.lowlevel.checkpoint()
+        deployed.append(inp.text)
+        return "deployed"
 
     async def slow_person(request: ApprovalRequest) -> bool:
         await trio.sleep(3_600)  # an hour: far past the idle window
         return True
 
-    registry = RuntimeRegistry()
-    registry.register_factory(
-        "native",
-        lambda: NativeAdapter(
-            model_factory=lambda o: _scripted_bash(),
+    def adapter() -> NativeAdapter:
+        model = ScriptedModel([Reply(tool_calls=[("deploy", {"text": "v2"})]), Reply(text="ok")])
+        return NativeAdapter(
+            model_factory=lambda o: model,
+            tools=[Tool(name="deploy", description="", do=deploy, input_model=EchoInput)],
+            permissions=PermissionPolicy(tools={"deploy": "ask"}),
+            workspace_tools=False,
             permission_handler=slow_person,
-            store_factory=lambda o, sid: MemoryStore(sid),  # no worker thread: autojump-safe
-        ),
-    )
+            store_factory=lambda o, sid: MemoryStore(sid),
+        )
+
+    registry = RuntimeRegistry()
+    registry.register_factory("native", adapter)
     seen: list[RuntimeEvent] = []
 
     class Sink:
@@ -236,6 +247,5 @@ async def test_a_run_waiting_for_a_person_is_not_ended_by_the_idle_guard(
 
     runner = Runner(registry, sink=Sink(), state_dir=tmp_path / "state", idle_s=60.0)
     outcome = await runner.run_task("native", TaskSpec(task_id="t", title="x", cwd=str(tmp_path)))
-    assert outcome.status == "success"
-    assert (tmp_path / "hi.txt").read_text() == "hi\n"
+    assert outcome.status == "success" and deployed == ["v2"]
     assert any(isinstance(e, Status) and e.phase == "waiting_approval" for e in seen)
