@@ -42,6 +42,7 @@ from adapters.native.models.base import ModelAdapter, ModelOptions, ToolChoice
 from adapters.native.stores.memory import MemoryStore
 from adapters.native.subscriber import discard
 from adapters.native.tools import Tool, ToolContext, ToolDefinition
+from orchestrator.approvals import ApprovalHandler
 from orchestrator.errors import AgentOptionsError, ConfigError, ToolCallError
 
 from .events import AgentDone, AgentError, AgentFinal, AgentToolEvent
@@ -122,6 +123,10 @@ class AnviaAgent:
     skills: SkillSet | None = None
     memory: AgentMemory | None = None
     save_policy: SavePolicy = attrs.field(default="message", validator=_save_policy)
+    approvals: ApprovalHandler | None = None
+    """Decides tool calls that need approval (``AgentBuilder.approvals``); a request's
+    ``approvals(...)`` overrides it; with neither such a call raises
+    :class:`~orchestrator.errors.ToolApprovalRequiredError` (:mod:`orchestrator.approvals`)."""
     _bound: ModelAdapter = attrs.field(init=False, repr=False, eq=False)
     _active: set[str] = attrs.field(init=False, repr=False, eq=False, factory=set[str])
 
@@ -252,7 +257,7 @@ class AnviaAgent:
         except json.JSONDecodeError as exc:
             value, parse_error = args, str(exc)
         call_id = context.call_id if context is not None else "call_tool"
-        executor = Executor(MemoryStore(), discard)
+        executor = Executor(MemoryStore(), discard, permission_handler=self.approvals)
         executor.register(tool)
         if context is not None:
             executor.context_extras = {"run": context.run}

@@ -45,6 +45,7 @@ from adapters.native.subscriber import (
     ToolUseResult,
     TurnStart,
 )
+from orchestrator.approvals import ApprovalHandler
 from orchestrator.errors import AgentOptionsError, MaxTurnsError, PromptCancelledError
 
 from .events import (
@@ -109,6 +110,7 @@ class AgentRequest:
         self._token = CancelToken()
         self._cancel_reason: str | None = None
         self._steers: list[str] = []
+        self._approvals: ApprovalHandler | None = None
         self._loop: Loop | None = None
         self._run_id = ""
         self._usage = TokenCounter()
@@ -126,6 +128,11 @@ class AgentRequest:
     def max_turns(self, max_turns: int) -> Self:
         """At most ``max_turns`` model calls (exact; Anvia allows ``max_turns + 2``)."""
         self._max_turns = validate_max_turns(max_turns)
+        return self
+
+    def approvals(self, handler: ApprovalHandler) -> Self:
+        """Decide this request's tool approvals with ``handler`` (overrides the agent's)."""
+        self._approvals = handler
         return self
 
     def cancel(self, reason: str = "cancelled") -> None:
@@ -271,7 +278,8 @@ class _Run:
                 agent.memory, session.context, self.run_id, agent.save_policy
             )
         self.store = _RunStore(self, history)
-        executor = Executor(self.store, self.notify)
+        handler = request._approvals or agent.approvals  # pyright: ignore[reportPrivateUsage]
+        executor = Executor(self.store, self.notify, permission_handler=handler)
         for tool in agent.run_tools():
             executor.register(tool)
         executor.context_extras = {"run": self}

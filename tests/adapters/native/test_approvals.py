@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from adapters.native import NativeAdapter, PermissionPolicy
+from adapters.native.anvia import AnviaAgent
 from adapters.native.glove import Glove
 from adapters.native.messages import ToolResultData
 from adapters.native.models.scripted import Reply, ScriptedModel
@@ -249,3 +250,35 @@ async def test_a_run_waiting_for_a_person_is_not_ended_by_the_idle_guard(
     outcome = await runner.run_task("native", TaskSpec(task_id="t", title="x", cwd=str(tmp_path)))
     assert outcome.status == "success" and deployed == ["v2"]
     assert any(isinstance(e, Status) and e.phase == "waiting_approval" for e in seen)
+
+
+# -- the Anvia agent surface -----------------------------------------------------------------
+
+
+def _anvia(ran: list[str], **options: Any) -> AnviaAgent:
+    async def shell(inp: EchoInput, ctx: ToolContext) -> str:
+        await trio.lowlevel.checkpoint()
+        ran.append(inp.text)
+        return "ok"
+
+    model = ScriptedModel([Reply(tool_calls=[("shell", {"text": "ls"})]), Reply(text="done")])
+    tool = Tool(name="shell", description="", do=shell, input_model=EchoInput, permission="ask")
+    return AnviaAgent(id="ops", model=model, tools=[tool], **options)
+
+
+async def test_anvia_request_level_approvals_override_the_agents() -> None:
+    ran: list[str] = []
+    agent = _anvia(ran, approvals=_answer(reject("not today")))
+    response = await agent.prompt("list").send()
+    assert ran == [] and response.output == "done"
+    ran2: list[str] = []
+    agent2 = _anvia(ran2, approvals=_answer(False))
+    await agent2.prompt("list").approvals(_answer(True)).send()
+    assert ran2 == ["ls"]
+
+
+async def test_anvia_a_protected_call_with_no_handler_raises_tool_approval_required_error() -> None:
+    ran: list[str] = []
+    with pytest.raises(ToolApprovalRequiredError) as caught:
+        await _anvia(ran).prompt("list").send()
+    assert ran == [] and caught.value.request.tool_name == "shell"
