@@ -62,6 +62,7 @@ __all__ = [
     "BookHandler",
     "DecisionLike",
     "RecordingHandler",
+    "RunInfo",
     "approve",
     "as_decision",
     "reject",
@@ -303,22 +304,13 @@ class ApprovalBook:
         self, *, runtime_id: str = "", agent_id: str = "", session_key: str = ""
     ) -> BookHandler:
         """An approval handler for one run: its calls wait in the book."""
-        return BookHandler(self, runtime_id, agent_id, session_key)
+        return BookHandler(self, RunInfo(runtime_id, agent_id, session_key))
 
-    async def wait(
-        self,
-        request: ApprovalRequest,
-        *,
-        runtime_id: str = "",
-        agent_id: str = "",
-        session_key: str = "",
-    ) -> ApprovalDecision:
+    async def wait(self, request: ApprovalRequest, run: RunInfo | None = None) -> ApprovalDecision:
         """Record ``request`` as pending (or take over its pending entry) and wait for its
         decision; an entry already decided (a resumed run) answers at once. A cancel while
         waiting marks it ``cancelled``."""
-        entry = await self.record(
-            request, runtime_id=runtime_id, agent_id=agent_id, session_key=session_key
-        )
+        entry = await self.record(request, run)
         try:
             while entry.decision is None:
                 await trio.sleep(self.poll_s)
@@ -332,17 +324,11 @@ class ApprovalBook:
             raise
         return entry.decision
 
-    async def record(
-        self,
-        request: ApprovalRequest,
-        *,
-        runtime_id: str = "",
-        agent_id: str = "",
-        session_key: str = "",
-    ) -> ApprovalEntry:
+    async def record(self, request: ApprovalRequest, run: RunInfo | None = None) -> ApprovalEntry:
         """``request`` as a pending entry owned by this process (an entry already there is
         taken over, and a cancelled one is pending again; a decided one stays decided)."""
         me = ProcessIdentity.current()
+        run = run or RunInfo()
         values = (
             request.id,
             request.session_id,
@@ -350,9 +336,9 @@ class ApprovalBook:
             request.tool_name,
             redact_text(json.dumps(request.tool_input, default=str)),
             request.reason,
-            runtime_id or None,
-            agent_id or None,
-            session_key or None,
+            run.runtime_id or None,
+            run.agent_id or None,
+            run.session_key or None,
             me.pid,
             me.start,
             _now_ms(),
@@ -443,30 +429,28 @@ class ApprovalBook:
 
 
 @attrs.frozen
+class RunInfo:
+    """Where a run that waits in the book runs: enough for ``ringleader approve`` to resume it."""
+
+    runtime_id: str = ""
+    agent_id: str = ""
+    session_key: str = ""
+    """The orchestrator's session key (``runtime:native:task:…``)."""
+
+
+@attrs.frozen
 class BookHandler:
     """One run's approval handler on an :class:`ApprovalBook` (a :class:`RecordingHandler`:
     the entry is in the book before the run says it waits)."""
 
     book: ApprovalBook
-    runtime_id: str = ""
-    agent_id: str = ""
-    session_key: str = ""
+    run: RunInfo = attrs.field(factory=RunInfo)
 
     async def record(self, request: ApprovalRequest) -> None:
-        await self.book.record(
-            request,
-            runtime_id=self.runtime_id,
-            agent_id=self.agent_id,
-            session_key=self.session_key,
-        )
+        await self.book.record(request, self.run)
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await self.book.wait(
-            request,
-            runtime_id=self.runtime_id,
-            agent_id=self.agent_id,
-            session_key=self.session_key,
-        )
+        return await self.book.wait(request, self.run)
 
 
 def _create_private(path: Path) -> None:

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import httpx2
 
-from .conftest import Served, first_line, scripted_frames, stop, write_script
+from .conftest import (
+    Served,
+    native_turns,
+    scripted_frames,
+    start_native_model,
+    stop,
+    write_script,
+)
 
 
 def test_run_board_prints_its_url_and_aborts_from_it(
@@ -156,61 +163,34 @@ def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
     """One approval mechanism: the native run hosted by ``serve`` waits in the approval book;
     ``ringleader approvals`` (another process) lists what ``GET /approvals`` lists, and
     ``POST /approve`` decides it (a denial's message is what the model sees)."""
-    model_script = tmp_path / "model.json"
-    model_script.write_text(
-        json.dumps(
+    model, config = start_native_model(
+        tmp_path,
+        board_env,
+        native_turns(
             {
-                "conversations": [
-                    {
-                        "name": "deny",
-                        "turns": [
-                            {
-                                "text": "I need to run a command.",
-                                "tool_calls": [
-                                    {"name": "bash", "input": {"command": "touch nope.txt"}}
-                                ],
-                            },
-                            {"text": "Understood, not running it."},
-                        ],
-                    }
-                ]
-            }
-        )
-    )
-    model = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "orchestrator.cli", "model-server"),
-            *("--script", str(model_script), "--port", "0"),
-        ],
-        env=board_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+                "text": "I need to run a command.",
+                "tool_calls": [{"name": "bash", "input": {"command": "touch nope.txt"}}],
+            },
+            {"text": "Understood, not running it."},
+        ),
     )
     try:
-        config = tmp_path / "ringleader.toml"
-        config.write_text(
-            "[runtimes.native]\n"
-            f'base_url = "{first_line(model)}"\n'
-            'api_key_env = "RINGLEADER_MODEL_SERVER_KEY"\n'
-            'provider = "anthropic"\n'
-            'model = "claude-haiku-4-5"\n'
-        )
         server = Served(tmp_path, board_env, config)
         server.start()
         try:
-            page = httpx2.get(server.url + "/").text
+            page = httpx2.get(server.url + "/", timeout=60).text
             token = page.split('ringleader-action-token" content="')[1].split('"')[0]
             bearer = {"authorization": f"Bearer {token}"}
             answer = httpx2.post(
                 server.url + "/tasks",
                 json={"prompt": "touch it", "runtime": "native"},
                 headers=bearer,
+                timeout=60,
             )
             assert answer.status_code == 201, answer.text
             pending: list[dict[str, object]] = []
             for _ in range(600):
-                pending = httpx2.get(server.url + "/approvals").json()
+                pending = httpx2.get(server.url + "/approvals", timeout=60).json()
                 if pending:
                     break
                 threading.Event().wait(0.1)
@@ -224,23 +204,27 @@ def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
                 timeout=60,
             )
             assert [json.loads(line)["id"] for line in listed.stdout.splitlines()] == [item["id"]]
-            cards = httpx2.get(server.url + "/board").json()["cards"]
+            cards = httpx2.get(server.url + "/board", timeout=60).json()["cards"]
             assert [c["phase"] for c in cards] == ["waiting_approval"]
             decided = httpx2.post(
                 server.url + "/approve",
                 json={"id": item["id"], "allow": False, "message": "not in this repo"},
                 headers=bearer,
+                timeout=60,
             )
             assert decided.status_code == 202, decided.text
             for _ in range(600):
-                cards = httpx2.get(server.url + "/board").json()["cards"]
+                cards = httpx2.get(server.url + "/board", timeout=60).json()["cards"]
                 if cards[0]["column"] == "done":
                     break
                 threading.Event().wait(0.1)
             assert cards[0]["column"] == "done"
-            assert httpx2.get(server.url + "/approvals").json() == []
+            assert httpx2.get(server.url + "/approvals", timeout=60).json() == []
             again = httpx2.post(
-                server.url + "/approve", json={"id": item["id"], "allow": True}, headers=bearer
+                server.url + "/approve",
+                json={"id": item["id"], "allow": True},
+                headers=bearer,
+                timeout=60,
             )
             assert again.status_code == 404 and "not pending" in again.json()["error"]
         finally:

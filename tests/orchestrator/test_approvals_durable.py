@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from orchestrator.acp_server import event_to_update
-from orchestrator.approvals import ApprovalBook, ApprovalRequest, approve, reject
+from orchestrator.approvals import ApprovalBook, ApprovalRequest, RunInfo, approve, reject
 from orchestrator.errors import ConfigError
 from orchestrator.eventlog import EventLog
 from orchestrator.events import ApprovalCall, EventFactory, Status
@@ -197,7 +197,7 @@ async def test_a_waiting_run_takes_a_decision_made_through_another_book(tmp_path
     got: list[Any] = []
 
     async def wait() -> None:
-        got.append(await waiter.wait(request, agent_id="cli", session_key="runtime:native:t"))
+        got.append(await waiter.wait(request, RunInfo("native", "cli", "runtime:native:t")))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(wait)
