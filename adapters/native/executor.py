@@ -5,7 +5,8 @@ Per call, in order (Glove's steps, with the Part C decisions):
 1. lookup by name (case-insensitive); an unknown tool gets Glove's helpful error with near
    matches and the list of tools (C#11);
 2. arguments that were not valid JSON get an ``invalid_input`` error the model can correct (C#12);
-3. validation against the pydantic input model; a compact error naming each field (C#10);
+3. validation against the pydantic input model (or the raw JSON Schema of a bridged tool,
+   with ``jsonschema``); a compact error naming each field (C#10);
 4. permission, on the *validated* input, fail-closed (C#21): the tool's policy verdict
    (:mod:`.policy`) ``deny`` denies, ``allow`` runs, ``ask`` consults the store and the approval
    handler; a store without the permissions capability, or an ``unset`` decision with no
@@ -37,7 +38,7 @@ from .cancel import CancelToken
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store
 from .subscriber import NotifyFn, ToolUseResult
-from .tools import Tool, ToolContext, format_validation_error, normalize_result
+from .tools import Tool, ToolContext, ToolInputError, format_validation_error, normalize_result
 
 __all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch"]
 
@@ -225,7 +226,7 @@ class Executor:
             )
         try:
             value = tool.validate(call.input_args)
-        except (ValidationError, TypeError) as exc:
+        except (ValidationError, ToolInputError, TypeError) as exc:
             return _error(format_validation_error(tool.name, exc), "invalid_input")
         decision = tool.permission_decision(value)
         if decision == "deny":
