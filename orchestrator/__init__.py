@@ -47,6 +47,7 @@ from .errors import LineTooLongError as LineTooLongError
 from .errors import MailboxClosedError as MailboxClosedError
 from .errors import NodeLostError as NodeLostError
 from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
+from .errors import OutputValidationError as OutputValidationError
 from .errors import ProtocolError as ProtocolError
 from .errors import RingleaderError as RingleaderError
 from .errors import RuntimeExitedError as RuntimeExitedError
@@ -210,6 +211,7 @@ __all__ = [
     "NodeLostError",
     "NullSink",
     "OtelSink",
+    "OutputValidationError",
     "ParticipantKind",
     "PersistentHome",
     "ProcessIdentity",

@@ -58,7 +58,7 @@ from orchestrator.adapter import (
     StartOpts,
     TaskHandle,
 )
-from orchestrator.errors import ConfigError, redact_secrets
+from orchestrator.errors import ConfigError, RingleaderError, redact_secrets
 from orchestrator.events import now_ms
 
 from .._base import (
@@ -75,7 +75,8 @@ from .content_skills import load_content_skills_from_fs, use_read_skill
 from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
 from .glove import Glove
-from .loop import AskResult
+from .lifecycle import LifecycleHooks, ModelMiddleware
+from .loop import AskResult, LoopConfig
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
@@ -86,6 +87,7 @@ from .shell import BashOptions
 from .stores.base import Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import SqliteStore
+from .structured import OutputSpec, as_output_schema
 from .subscriber import SubscriberEvent
 from .tools import Tool
 from .workspace import WorkspaceLimits
@@ -215,6 +217,10 @@ class NativeAdapter(AdapterBase):
         skills_dir: str | None = ".claude/skills",
         builtin_tools: bool = True,
         display: bool = False,
+        hooks: Sequence[LifecycleHooks] = (),
+        middlewares: Sequence[ModelMiddleware] = (),
+        output_schema: OutputSpec | None = None,
+        output_retries: int = 2,
     ) -> None:
         """See the README's native section; the tool options:
 
@@ -242,6 +248,14 @@ class NativeAdapter(AdapterBase):
                 store supports both); ``False`` leaves them out.
             display: give each run a display manager whose slots are ``status`` details and
                 are answered through ``write_context`` (see the module docstring).
+            hooks: lifecycle hooks (:class:`~.lifecycle.LifecycleHooks`), in order, for every
+                run: they may skip a tool call, rewrite its input, replace its result or stop
+                the run (``done{aborted}``).
+            middlewares: wrap each turn's model call, the first outermost
+                (:class:`~.lifecycle.ModelMiddleware`).
+            output_schema: the final answer must be JSON matching this pydantic model class or
+                JSON Schema (:mod:`.structured`); a mismatch is sent back to the model up to
+                ``output_retries`` times, then the run fails (``error{output_invalid}``).
         """
         super().__init__(clock=clock)
         self._model_factory = model_factory
@@ -270,6 +284,12 @@ class NativeAdapter(AdapterBase):
         self._skills_dir = skills_dir
         self._builtin_tools = builtin_tools
         self._display = display
+        self._loop_config = LoopConfig(
+            hooks=tuple(hooks),
+            middlewares=tuple(middlewares),
+            output_schema=as_output_schema(output_schema),
+            output_retries=output_retries,
+        )
         if self._workspace_tools:
             workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
         self._live: dict[str, _Run] = {}
@@ -370,6 +390,7 @@ class NativeAdapter(AdapterBase):
             or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
             permission_handler=self._permission_handler,
             builtin_tools=self._builtin_tools,
+            loop_config=self._loop_config,
         )
         for tool in self._tool_list(opts):
             glove.add_tool(tool)
@@ -405,6 +426,9 @@ class NativeAdapter(AdapterBase):
             run.closing = True
             after = "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
             await emitter.fail(f"{exc}{after}", code=f"model_{exc.code}")
+        except RingleaderError as exc:  # e.g. OutputValidationError (output_invalid)
+            run.closing = True
+            await emitter.fail_with(exc)
         except Exception as exc:
             run.closing = True
             _log.warning("native run %s failed", session_id, exc_info=True)
@@ -449,7 +473,7 @@ class NativeAdapter(AdapterBase):
         elif result.stop == "max_turns":
             await emitter.finish("max_turns", result.text)
         else:
-            await emitter.finish("aborted", result.text)
+            await emitter.finish("aborted", result.cancel_reason or result.text)
 
     # -- control -------------------------------------------------------------------------------
 

@@ -43,7 +43,10 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolInputError",
+    "describe_schema_error",
+    "field_problems",
     "format_validation_error",
+    "json_schema_validator",
     "normalize_result",
     "tool",
 ]
@@ -149,7 +152,7 @@ class Tool(Generic[InputT]):
         if self.input_model is None and self.json_schema is None:
             raise ValueError(f"tool {self.name!r} needs an input_model or a json_schema")
         if self.input_model is None and self.json_schema is not None:
-            self._validator = _schema_validator(self.name, self.json_schema)
+            self._validator = json_schema_validator(self.name, self.json_schema)
 
     @property
     def definition(self) -> ToolDefinition:
@@ -173,7 +176,7 @@ class Tool(Generic[InputT]):
                 self._validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))
             )
             if errors:
-                raise ToolInputError([_describe_schema_error(e) for e in errors])
+                raise ToolInputError([describe_schema_error(e) for e in errors])
             return value
         if isinstance(raw, self.input_model):
             return raw
@@ -207,7 +210,7 @@ def _schema_of(model: type[BaseModel]) -> Mapping[str, Any]:
     return schema
 
 
-def _schema_validator(tool_name: str, schema: Mapping[str, Any]) -> Any:
+def json_schema_validator(tool_name: str, schema: Mapping[str, Any]) -> Any:
     """A ``jsonschema`` validator for the draft ``$schema`` names (2020-12 when absent)."""
     cls: Any = validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
@@ -224,8 +227,9 @@ def _path_of(path: Iterable[Any], root: str) -> str:
     return ".".join(str(p) for p in path) or root
 
 
-def _describe_schema_error(error: Any) -> str:
-    return f"{_path_of(error.absolute_path, '(input)')}: {error.message}"
+def describe_schema_error(error: Any, root: str = "(input)") -> str:
+    """``"<field path>: <what is wrong>"`` for a ``jsonschema`` error (``root`` for the whole)."""
+    return f"{_path_of(error.absolute_path, root)}: {error.message}"
 
 
 def tool(
@@ -250,11 +254,15 @@ def format_validation_error(
         return f"Invalid input for tool {tool_name!r}: " + "; ".join(problems)
     if isinstance(error, TypeError):
         return f"Invalid input for tool {tool_name!r}: {error}"
-    parts: list[str] = []
-    for item in error.errors(include_url=False, include_context=False):
-        loc = ".".join(str(p) for p in item["loc"]) or "(input)"
-        parts.append(f"{loc}: {item['msg']}")
-    return f"Invalid input for tool {tool_name!r}: " + "; ".join(parts)
+    return f"Invalid input for tool {tool_name!r}: " + "; ".join(field_problems(error, "(input)"))
+
+
+def field_problems(error: ValidationError, root: str) -> list[str]:
+    """One ``"<field path>: <what is wrong>"`` line per pydantic error (``root`` for the whole)."""
+    return [
+        f"{'.'.join(str(p) for p in item['loc']) or root}: {item['msg']}"
+        for item in error.errors(include_url=False, include_context=False)
+    ]
 
 
 def normalize_result(value: Any) -> ToolResultData:
