@@ -32,6 +32,11 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   checkout)``), and ``write_context(".ringleader/display/<slot id>", value)`` answers a waiting
   slot (``value`` as JSON when it parses, else the string; ``.../<slot id>/reject`` rejects it).
   A permission ``ask`` with no ``permission_handler`` then becomes a ``permission_request`` slot.
+* lifecycle hooks and middlewares (``hooks=``, ``middlewares=``; :mod:`.lifecycle`) run in
+  every run: a hook's action is a ``status`` detail (``hook on_tool_call: skip (...)``) and a
+  hook's stop ends the run with ``done{aborted}`` (the summary says which hook and why). With
+  ``output_schema=`` (:mod:`.structured`) the final answer is validated JSON; a retry is a
+  ``status`` detail (``output_retry 1: ...``) and spent retries end in ``error{output_invalid}``.
 * the session codec is the store: a run id *is* its session id; with a ``home_dir`` sessions live
   in ``<home>/native/sessions.db`` and ``resume_session_id`` continues one.
 """

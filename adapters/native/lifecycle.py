@@ -38,7 +38,8 @@ Returning ``None`` continues. Hooks run in the order given; at a point the first
 ``ReplaceResult`` after a call are chained: the next hook sees the rewritten input or the
 replaced result.
 
-* ``StopRun(reason)`` stops the run there, as a cancel does: every open tool call gets a
+* ``StopRun(reason)`` stops the run there, as a cancel does (a reply stopped at
+  ``on_model_response`` is dropped: not stored, its tools not run, its usage counted): every open tool call gets a
   result stored (a call that already ran keeps its real one), the request ends with
   ``stop="aborted"`` and ``AskResult.cancel_reason`` says which hook stopped it and why (the
   adapter ends the run with ``done{aborted}``; Anvia raises ``PromptCancelledError``). From
@@ -53,7 +54,8 @@ replaced result.
 ``on_tool_result`` / ``on_tool_error`` also run for skipped and answered calls, so the result
 hooks see every result. A hook that raises fails the run with its exception. Observers stay
 separate: hooks are controllers, subscribers only watch; every action a hook takes is reported
-to the subscribers as a :class:`HookActionEvent` (a ``status`` detail on the adapter's stream).
+to the subscribers as a :class:`~.subscriber.HookActionEvent` (a ``status`` detail on the
+adapter's stream).
 
 A **middleware** wraps each turn's model call (not the compaction call), outermost first::
 
@@ -302,6 +304,8 @@ class RunStopped(Exception):
         self.point: HookPoint = point
         self.reason = reason
         self.result = result
+        self.response: ModelResponse | None = None
+        """The reply ``on_model_response`` stopped on (not stored; its usage is counted)."""
 
 
 # -- the runner ---------------------------------------------------------------------------------
@@ -357,7 +361,13 @@ class Lifecycle:
         except Exception as exc:
             await self.run("on_model_error", ModelErrorInfo(call.turn, call.request, exc))
             raise
-        await self.run("on_model_response", ModelResponseInfo(call.turn, call.request, response))
+        try:
+            await self.run(
+                "on_model_response", ModelResponseInfo(call.turn, call.request, response)
+            )
+        except RunStopped as stop:
+            stop.response = response  # dropped, but its usage still counts
+            raise
         return response
 
     async def before_tool(self, call: ToolCall) -> Any | ToolResultData:

@@ -179,6 +179,8 @@ class Agent:
                     await life.run("on_run_end", info)
             except RunStopped as stop:
                 state.stopped(stop)
+                if stop.response is not None:
+                    await self._count_dropped(stop.response, state)
             except Exception as exc:
                 if not life.has("on_run_error"):
                     raise
@@ -328,6 +330,13 @@ class Agent:
                     delay = random.uniform(0, min(cfg.retry_max_s, cfg.retry_base_s * 2**attempt))
                 await self.notify(RetryEvent(attempt, delay, f"{err.code}: {err}"))
                 await trio.sleep(delay)
+
+    async def _count_dropped(self, response: ModelResponse, state: _AskState) -> None:
+        """Count the usage of a reply a hook stopped on (it is not stored)."""
+        state.usage = state.usage + response.tokens
+        await self.store.add_tokens(response.tokens)
+        model = response.model or self.get_model().model
+        await self.notify(TokenConsumption(response.tokens, state.usage, model, "turn"))
 
     async def _accept_output(self, response: ModelResponse, state: _AskState) -> bool:
         """Validate the final answer against the output schema; on a mismatch tell the model

@@ -258,6 +258,7 @@ async def test_on_model_response_stop_drops_the_reply_before_its_tools_run() -> 
     )
     assert tally.ran == []
     assert [m.text for m in await glove.store.get_messages()] == ["go"]
+    assert result.usage.tokens_in == 10  # the dropped reply's usage still counts
 
 
 async def test_on_turn_end_stop_closes_the_turns_tool_calls_without_running_them(
@@ -675,3 +676,53 @@ async def test_the_adapter_runs_its_hooks_and_a_stop_ends_in_done_aborted() -> N
     assert "hook on_tool_call: stop (no weather via the adapter)" in details
     assert all(e.is_error for e in events if isinstance(e, ToolResult))
     assert tally.ran == []
+
+
+async def test_readme_hook_and_output_schema_examples_run() -> None:
+    """The README's lifecycle section: the hook skips a force push, the middleware times the
+    call, and the output-schema Glove answers a validated ``Forecast``."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme[readme.index("## The native runtime's lifecycle hooks") :]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
+    hook_ns: dict[str, Any] = {}
+    exec(compile(blocks[0], "README.md", "exec"), hook_ns)
+    schema_ns: dict[str, Any] = {}
+    exec(compile(blocks[1], "README.md", "exec"), schema_ns)
+
+    ran: list[str] = []
+
+    class Command(EchoInput):
+        command: str = ""
+
+    async def bash(inp: Command, ctx: ToolContext) -> str:
+        ran.append(inp.command)
+        return "ok"
+
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[("bash", {"command": "git push --force"})]),
+            Reply(tool_calls=[("bash", {"command": "git push"})]),
+            Reply(text="pushed"),
+        ]
+    )
+    glove = Glove(
+        model=model,
+        builtin_tools=False,
+        loop_config=LoopConfig(hooks=[hook_ns["NoForcePush"]()], middlewares=[hook_ns["timed"]]),
+    )
+    glove.fold("bash", "Run a command.", Command, bash).build()
+    await glove.process_request("push it")
+    assert ran == ["git push"]
+    first = model.requests[1].messages[-1].tool_results
+    assert first is not None
+    assert first[0].result.message == "force-pushing is not allowed; push normally"
+    assert len(hook_ns["timings"]) == 3
+    assert hook_ns["adapter"].id == "native"
+
+    forecast = schema_ns["glove"]
+    forecast.set_model(ScriptedModel([Reply(text='{"city": "Oslo", "temp_c": -2}')]))
+    result = await forecast.process_request("Weather in Oslo?")
+    assert result.output == schema_ns["Forecast"](city="Oslo", temp_c=-2)
