@@ -14,7 +14,10 @@ One request, in order:
 4. model calls that fail with a transient error (429, 5xx, network) are retried with full-jitter
    backoff (``Retry-After`` honoured) unless the call already streamed something (C#43);
 5. a reply truncated by the output limit (``max_tokens``) with no tool calls is continued, not
-   taken as the answer (C#2); truncated tool calls fail validation and the model corrects them.
+   taken as the answer (C#2); truncated tool calls fail validation and the model corrects them;
+6. lifecycle hooks run at the run, turn, model-call and tool boundaries and middlewares wrap each
+   turn's model call (:mod:`.lifecycle`); with an ``output_schema`` the final answer is validated
+   and a mismatch is sent back to the model a bounded number of times (:mod:`.structured`).
 
 A cancel (``CancelToken``) ends the request with ``stop="aborted"``: any tool call already stored
 gets its results (real or synthetic ``aborted``) stored *at abort time* (C#41), in a shielded
@@ -26,7 +29,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 import trio
@@ -49,7 +52,7 @@ from .lifecycle import (
     TurnStartInfo,
 )
 from .messages import InboxItem, Message, TokenCounter
-from .models.base import ModelAdapter, ModelError, ModelResponse, PromptRequest
+from .models.base import ModelAdapter, ModelError, ModelOptions, ModelResponse, PromptRequest
 from .stores.base import Store
 from .structured import OutputMismatch, OutputSchema, as_output_schema, retry_message
 from .subscriber import (
@@ -70,7 +73,7 @@ from .subscriber import (
 )
 from .tools import ToolDefinition
 
-__all__ = ["Agent", "AskResult", "LoopConfig", "StopReason"]
+__all__ = ["Agent", "AskResult", "LoopConfig", "PrepareTurn", "StopReason"]
 
 StopReason: TypeAlias = Literal["completed", "max_turns", "aborted"]
 
@@ -95,6 +98,17 @@ class LoopConfig:
     """The final answer must match it (a pydantic model class or a JSON Schema; :mod:`.structured`)."""
     output_retries: int = 2
     """How many times a non-matching answer is sent back to the model before the request fails."""
+    model_options: ModelOptions = attrs.field(factory=ModelOptions)
+    """Temperature, tool choice and additional parameters sent with every turn's model call."""
+
+
+class PrepareTurn(Protocol):
+    """Called before each turn's model call with the turn number, the messages and the tool
+    definitions; returns what the model gets (dynamic context and tools are evaluated here)."""
+
+    async def __call__(
+        self, turn: int, messages: Sequence[Message], tools: Sequence[ToolDefinition]
+    ) -> tuple[Sequence[Message], Sequence[ToolDefinition]]: ...
 
 
 @attrs.frozen
@@ -135,6 +149,7 @@ class Agent:
         self._tool_defs: tuple[ToolDefinition, ...] | None = None
         self.lifecycle = Lifecycle(self.config.hooks, self.config.middlewares)
         self.lifecycle.notify = notify
+        self.prepare_turn: PrepareTurn | None = None
 
     # -- steering ------------------------------------------------------------------------------
 
@@ -224,7 +239,12 @@ class Agent:
             await notify(TurnStart(turn, model.name))
             if life.has("on_turn_start"):
                 await life.run("on_turn_start", TurnStartInfo(turn, messages))
-            response = await self._call_model(model, messages, self.tool_definitions(), turn=turn)
+            tools: Sequence[ToolDefinition] = self.tool_definitions()
+            if self.prepare_turn is not None:
+                messages, tools = await self.prepare_turn(turn, messages, tools)
+            response = await self._call_model(
+                model, messages, tools, options=cfg.model_options, turn=turn
+            )
             state.turns += 1
             state.last = response
             tokens = response.tokens
@@ -293,12 +313,18 @@ class Agent:
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
         notify: NotifyFn | None = None,
+        options: ModelOptions | None = None,
         turn: int | None = None,
     ) -> ModelResponse:
         """One model call with retries; a turn's call (``turn`` set) runs through the hooks
         and middlewares around it (:meth:`.Lifecycle.model_call`)."""
         target = notify or self.notify
-        request = PromptRequest(messages=messages, tools=tools, max_tokens=self.config.max_tokens)
+        request = PromptRequest(
+            messages=messages,
+            tools=tools,
+            max_tokens=self.config.max_tokens,
+            options=options or ModelOptions(),
+        )
         if turn is not None and self.lifecycle.wraps_model:
             call = ModelCall(turn, request, model.name)
             return await self.lifecycle.model_call(call, lambda r: self._send(model, r, target))
