@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from adapters.native.anvia import (
     DEFAULT_MAX_TURNS,
+    AgentBuilder,
     AgentDone,
     AgentError,
     AgentFinal,
@@ -108,6 +109,34 @@ async def test_the_constructor_throws_type_error_when_id_is_not_a_non_empty_stri
     with pytest.raises(RingleaderError):
         AnviaAgent(id="", model=model)
     assert AnviaAgent(id="  support ", model=model).id == "support"
+
+
+async def test_agent_builder_mutators_return_the_builder_and_build_returns_an_agent() -> None:
+    model = ScriptedModel([Reply(text="ok")])
+    builder = AgentBuilder("support", model)
+    same = (
+        builder.name("Support")
+        .description("Answers questions.")
+        .instructions("Be brief.")
+        .instructions("Be kind.")
+        .context("Opening hours: 9-17.", "hours")
+        .tool(WEATHER)
+        .tools([WEATHER])
+        .temperature(0.1)
+        .max_tokens(50)
+        .additional_params({"top_p": 0.9})
+        .tool_choice("auto")
+        .default_max_turns(3)
+        .memory(InMemoryAgentMemory(), save_policy="turn")
+    )
+    assert same is builder
+    agent = builder.build()
+    assert (agent.id, agent.name, agent.description) == ("support", "Support", "Answers questions.")
+    assert agent.instructions == "Be brief.\n\nBe kind."
+    assert [d.id for d in agent.static_context] == ["hours"]
+    assert len(agent.tools) == 1 and agent.default_max_turns == 3 and agent.save_policy == "turn"
+    with pytest.raises(TypeError):
+        AgentBuilder(" ", model).build()
 
 
 async def test_the_agent_is_an_immutable_configuration_around_one_completion_model() -> None:
