@@ -98,7 +98,9 @@ _MAX_LINE_BYTES: Final = 32 * 1024 * 1024
 _STDERR_LINES: Final = 3
 _STDERR_CHARS: Final = 500
 _DEATH_REPORT_WAIT_S: Final = 5.0
-_CLOSE_GRACE_S: Final = 2.0
+_CLOSE_GRACE_S: Final = 1.0
+"""After closing a stdio server's stdin: how long it has to exit before SIGINT, then SIGTERM,
+then SIGKILL (each after the same grace)."""
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 
 
@@ -414,6 +416,7 @@ async def _stdio_transport(
         stdin=True,
         max_line_bytes=_MAX_LINE_BYTES,
         sigint_grace=_CLOSE_GRACE_S,
+        sigterm_grace=_CLOSE_GRACE_S,
         adapter="native",
         session_key=conn.session_key,
     ) as child:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ImageContent, TextContent
@@ -41,6 +42,13 @@ def picture() -> list[TextContent | ImageContent]:
         TextContent(text="a red pixel"),
         ImageContent(data="iVBORw0KGgo=", mime_type="image/png"),
     ]
+
+
+@app.tool()
+async def wait(seconds: float) -> str:
+    """Sleep, then say so."""
+    await anyio.sleep(seconds)
+    return "woke"
 
 
 @app.tool()

@@ -110,6 +110,7 @@ async def test_stdio_server_tool_round_trip_through_the_native_loop(tmp_path: Pa
         "mcp__calc__die",
         "mcp__calc__picture",
         "mcp__calc__shout",
+        "mcp__calc__wait",
     ]
     # the server's own JSON Schema reaches the model as it gave it
     assert tools["mcp__calc__add"]["input_schema"]["required"] == ["a", "b"]
@@ -208,6 +209,40 @@ async def test_streamable_http_server_that_dies_mid_run(tmp_path: Path) -> None:
     for result in (second, third):
         assert result.status == "error"
         assert "MCP server 'web' died" in (result.message or "")
+
+
+async def test_abort_during_an_mcp_call_ends_the_run_and_the_server(tmp_path: Path) -> None:
+    pid_file = tmp_path / "server.pid"
+    turns = script({"tool_calls": [call("mcp__calc__wait", seconds=600)]}, {"text": "late"})
+    async with serve_model_server(turns) as model:
+
+        def factory(opts: StartOpts) -> Any:
+            return create_adapter(
+                provider="anthropic", model="m", api_key="sk-test-0", base_url=model.url
+            )
+
+        async with NativeAdapter(
+            model_factory=factory,
+            workspace_tools=False,
+            builtin_tools=False,
+            mcp_servers=[stdio(MCP_TEST_PID_FILE=str(pid_file))],
+        ) as adapter:
+            opts = StartOpts(agent_id="a", session_key="k", message="work", cwd=str(tmp_path))
+            handle = await adapter.start(TaskHandle(), opts)
+            events: list[RuntimeEvent] = []
+            with trio.fail_after(60):
+                async with adapter.events(handle) as stream:
+                    async for event in stream:
+                        events.append(event)
+                        if isinstance(event, ToolCall):
+                            await adapter.abort(handle)
+    check_stream(events)
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "aborted"
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.is_error
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
 
 
 async def test_server_that_cannot_start_fails_the_run_clearly(tmp_path: Path) -> None:
