@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +175,21 @@ def test_ringleader_run_reaches_an_mcp_server_from_ringleader_toml(tmp_path: Pat
     assert [(r.output, r.is_error) for r in outputs] == [("42", False)]
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "success"
+
+
+def test_readme_mcp_examples_are_valid(tmp_path: Path) -> None:
+    """The README's MCP section: its TOML loads, its Python builds the adapter it describes."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme[readme.index("## The native runtime's MCP servers") :]
+    toml_block = re.search(r"```toml\n(.*?)```", section, re.S)
+    python_block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert toml_block is not None and python_block is not None
+    (tmp_path / "ringleader.toml").write_text(toml_block.group(1), encoding="utf-8")
+    servers = load_config(cwd=tmp_path, environ={}).runtime("native").mcp_servers
+    assert servers["files"].command == "npx"
+    assert servers["search"].headers_env == {"Authorization": "SEARCH_AUTH"}
+    namespace: dict[str, Any] = {"token": "Bearer t"}
+    exec(compile(python_block.group(1), "README.md", "exec"), namespace)
+    adapter: NativeAdapter = namespace["adapter"]
+    names = [s.name for s in adapter._mcp_servers]  # pyright: ignore[reportPrivateUsage]
+    assert names == ["files", "search"]
