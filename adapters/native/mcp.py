@@ -101,6 +101,7 @@ _DEATH_REPORT_WAIT_S: Final = 5.0
 _CLOSE_GRACE_S: Final = 1.0
 """After closing a stdio server's stdin: how long it has to exit before SIGINT, then SIGTERM,
 then SIGKILL (each after the same grace)."""
+_CLOSE_LIMIT_S: Final = 10.0
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 
 
@@ -309,8 +310,11 @@ async def _hold(
                 started = True
                 task_status.started()
                 await conn.stop.wait()
+                # closing is bounded too (an HTTP session's DELETE to a host that went away)
+                deadline.deadline = trio.current_time() + _CLOSE_LIMIT_S
     except trio.TooSlowError:
-        raise _start_error(conn, None) from None
+        if not started:
+            raise _start_error(conn, None) from None
     except Exception as exc:
         if not started:
             raise _start_error(conn, exc) from None
