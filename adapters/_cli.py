@@ -365,12 +365,8 @@ class CliRun:
                 self.spawn_error = exc
                 self.spawned.set()
                 await emitter.fail_with(exc)
-        except RingleaderError as exc:
-            await emitter.fail_with(exc)
         except Exception as exc:
-            await emitter.fail(
-                f"{adapter} adapter failed: {type(exc).__name__}: {exc}", code="adapter_error"
-            )
+            await emitter.fail_from(exc, adapter)
         finally:
             self.spawned.set()
             self.ready.set()
