@@ -17,6 +17,9 @@ from orchestrator import (
     ConfigError,
     LineTooLongError,
     MailboxClosedError,
+    McpServerDiedError,
+    McpServerError,
+    McpStartError,
     ProtocolError,
     RingleaderError,
     RuntimeExitedError,
@@ -26,6 +29,12 @@ from orchestrator import (
     exception_leaves,
     redact_secrets,
     single_exception,
+)
+from orchestrator.errors import (
+    AgentOptionsError,
+    MaxTurnsError,
+    PromptCancelledError,
+    ToolCallError,
 )
 
 PARENTS: list[tuple[type[BaseException], type[BaseException]]] = [
@@ -39,11 +48,19 @@ PARENTS: list[tuple[type[BaseException], type[BaseException]]] = [
     (ProtocolError, AdapterError),
     (LineTooLongError, ProtocolError),
     (RuntimeReportedError, AdapterError),
+    (McpServerError, AdapterError),
+    (McpStartError, McpServerError),
+    (McpServerDiedError, McpServerError),
     (ActorError, RingleaderError),
     (ActorCrashedError, ActorError),
     (MailboxClosedError, ActorError),
     (CapabilityError, ActorError),
     (BudgetExceededError, RingleaderError),
+    (AgentOptionsError, ConfigError),
+    (AgentOptionsError, TypeError),
+    (MaxTurnsError, BudgetExceededError),
+    (PromptCancelledError, RingleaderError),
+    (ToolCallError, RingleaderError),
 ]
 
 
@@ -106,10 +123,26 @@ ERRORS: list[tuple[RingleaderError, dict[str, Any]]] = [
         RuntimeReportedError("rate limited", code="429", adapter="native"),
         {"code": "429", "adapter": "native"},
     ),
+    (McpServerError("MCP server 'db' failed", server="db"), {"server": "db"}),
+    (
+        McpStartError("MCP server 'db' could not start", server="db", adapter="native"),
+        {"server": "db", "adapter": "native", "session_key": None},
+    ),
+    (
+        McpServerDiedError("MCP server 'db' died", server="db", session_key="k"),
+        {"server": "db", "session_key": "k"},
+    ),
     (ActorError("actor failed", actor_id="a1"), {"actor_id": "a1"}),
     (ActorCrashedError("crashed", actor_id="a2"), {"actor_id": "a2"}),
     (MailboxClosedError("closed", actor_id="a3"), {"actor_id": "a3"}),
     (CapabilityError("not steerable", actor_id=None), {"actor_id": None}),
+    (AgentOptionsError("bad id"), {}),
+    (
+        MaxTurnsError(3, ["history"], "prompt"),
+        {"max_turns": 3, "chat_history": ["history"], "prompt": "prompt"},
+    ),
+    (PromptCancelledError("stop", ["h"]), {"reason": "stop", "chat_history": ["h"]}),
+    (ToolCallError("Tool not found: x", "x", "not_found"), {"tool_name": "x", "kind": "not_found"}),
 ]
 
 
