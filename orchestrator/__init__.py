@@ -50,8 +50,12 @@ from .errors import ConfigError as ConfigError
 from .errors import HostError as HostError
 from .errors import LineTooLongError as LineTooLongError
 from .errors import MailboxClosedError as MailboxClosedError
+from .errors import McpServerDiedError as McpServerDiedError
+from .errors import McpServerError as McpServerError
+from .errors import McpStartError as McpStartError
 from .errors import NodeLostError as NodeLostError
 from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
+from .errors import OutputValidationError as OutputValidationError
 from .errors import ProtocolError as ProtocolError
 from .errors import RingleaderError as RingleaderError
 from .errors import RuntimeExitedError as RuntimeExitedError
@@ -214,6 +218,9 @@ __all__ = [
     "LoadedConfig",
     "LoggedEvent",
     "MailboxClosedError",
+    "McpServerDiedError",
+    "McpServerError",
+    "McpStartError",
     "ModelPrice",
     "ModelServerHook",
     "NativeHomeClaim",
@@ -221,6 +228,7 @@ __all__ = [
     "NodeLostError",
     "NullSink",
     "OtelSink",
+    "OutputValidationError",
     "ParticipantKind",
     "PersistentHome",
     "ProcessIdentity",

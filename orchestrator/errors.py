@@ -5,13 +5,17 @@
     RingleaderError(Exception)                       root of everything ringleader raises
     ├── ConfigError(RingleaderError, ValueError)     bad user configuration or CLI arguments
     │   └── AgentOptionsError(.., TypeError)         a native agent's options or call arguments
+    ├── OutputValidationError                        a native run's answer never matched its output schema
     ├── AdapterError                                 anything from one runtime adapter (.adapter, .session_key)
     │   ├── RuntimeNotFoundError                     runtime binary missing (.path, .install_hint)
     │   ├── RuntimeStartError                        spawn or handshake failed
     │   ├── RuntimeExitedError                       the runtime exited badly (.exit_code, .stderr_tail)
     │   ├── ProtocolError                            a line or frame we cannot read (.line, truncated)
     │   │   └── LineTooLongError                     the line framer's cap tripped (.limit)
-    │   └── RuntimeReportedError                     the runtime itself said it failed (.code)
+    │   ├── RuntimeReportedError                     the runtime itself said it failed (.code)
+    │   └── McpServerError                           an MCP server of the native runtime (.server)
+    │       ├── McpStartError                        it could not start, connect or list its tools
+    │       └── McpServerDiedError                   it exited or its connection broke mid-run
     ├── ActorError                                   supervision (.actor_id)
     │   ├── ActorCrashedError                        an actor's task tree raised
     │   ├── MailboxClosedError                       a message was sent to a finished actor
@@ -57,8 +61,12 @@ __all__ = [
     "LineTooLongError",
     "MailboxClosedError",
     "MaxTurnsError",
+    "McpServerDiedError",
+    "McpServerError",
+    "McpStartError",
     "NoNodeForRuntimeError",
     "NodeLostError",
+    "OutputValidationError",
     "PromptCancelledError",
     "ProtocolError",
     "RingleaderError",
@@ -102,6 +110,27 @@ class AgentOptionsError(ConfigError, TypeError):
     an invalid id: this is both a :class:`ConfigError` and a ``TypeError``)."""
 
     event_code = "agent_options_error"
+
+
+class OutputValidationError(RingleaderError):
+    """The native loop's final answer still did not match the output schema after the
+    bounded retries: ``problems`` (one ``"<field>: <what>"`` line each) of the last answer,
+    ``attempts`` (answers checked) and ``text`` (the last answer)."""
+
+    event_code = "output_invalid"
+
+    def __init__(self, problems: tuple[str, ...] | list[str], attempts: int, text: str = ""):
+        self.problems = tuple(problems)
+        self.attempts = attempts
+        self.text = text
+        shown = "; ".join(self.problems[:3]) + ("; …" if len(self.problems) > 3 else "")
+        super().__init__(
+            f"the answer did not match the output schema after {attempts} attempt"
+            f"{'s' if attempts != 1 else ''}: {shown}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.problems, self.attempts, self.text))
 
 
 class AdapterError(RingleaderError):
@@ -245,6 +274,38 @@ class RuntimeReportedError(AdapterError):
 
     def _extra(self) -> dict[str, Any]:
         return {**super()._extra(), "code": self.code}
+
+
+class McpServerError(AdapterError):
+    """An MCP server the native runtime connected to failed (``server`` is its name)."""
+
+    event_code = "mcp_server_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str = "",
+        adapter: str | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        super().__init__(message, adapter=adapter, session_key=session_key)
+        self.server = server
+
+    def _extra(self) -> dict[str, Any]:
+        return {**super()._extra(), "server": self.server}
+
+
+class McpStartError(McpServerError):
+    """An MCP server could not be started, connected to, initialized or asked for its tools."""
+
+    event_code = "mcp_start_failed"
+
+
+class McpServerDiedError(McpServerError):
+    """An MCP server exited, or its connection broke, while its run was still using it."""
+
+    event_code = "mcp_server_died"
 
 
 class ActorError(RingleaderError):

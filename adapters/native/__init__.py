@@ -14,7 +14,8 @@ tools, skill sets (the rest of its names are in ``adapters.native.anvia``).
 
 The app layer: the display manager (slots, renderers, strategies), hooks / skills / sub-agents
 (``define_hook``, ``define_skill``, ``define_sub_agent``), content skills (``use_read_skill``,
-``load_content_skills_from_fs``) and the task and inbox tools.
+``load_content_skills_from_fs``) and the task and inbox tools; MCP servers (``McpStdioServer``,
+``McpHttpServer``, ``open_mcp_servers``) whose tools are ``mcp__<server>__<tool>``.
 """
 
 from .adapter import DISPLAY_KEY_PREFIX as DISPLAY_KEY_PREFIX
@@ -65,9 +66,35 @@ from .extensions import SubAgentFactoryContext as SubAgentFactoryContext
 from .extensions import parse_tokens as parse_tokens
 from .glove import Glove as Glove
 from .glove import SessionBusyError as SessionBusyError
+from .lifecycle import CallNext as CallNext
+from .lifecycle import LifecycleHooks as LifecycleHooks
+from .lifecycle import ModelCall as ModelCall
+from .lifecycle import ModelErrorInfo as ModelErrorInfo
+from .lifecycle import ModelMiddleware as ModelMiddleware
+from .lifecycle import ModelResponseInfo as ModelResponseInfo
+from .lifecycle import ReplaceResult as ReplaceResult
+from .lifecycle import RewriteInput as RewriteInput
+from .lifecycle import RunAction as RunAction
+from .lifecycle import RunEndInfo as RunEndInfo
+from .lifecycle import RunErrorInfo as RunErrorInfo
+from .lifecycle import RunStartInfo as RunStartInfo
+from .lifecycle import SkipTool as SkipTool
+from .lifecycle import StopRun as StopRun
+from .lifecycle import ToolCallAction as ToolCallAction
+from .lifecycle import ToolCallInfo as ToolCallInfo
+from .lifecycle import ToolResultAction as ToolResultAction
+from .lifecycle import ToolResultInfo as ToolResultInfo
+from .lifecycle import TurnEndInfo as TurnEndInfo
+from .lifecycle import TurnStartInfo as TurnStartInfo
 from .loop import Agent as Agent
 from .loop import AskResult as AskResult
 from .loop import LoopConfig as LoopConfig
+from .mcp import McpHttpServer as McpHttpServer
+from .mcp import McpHub as McpHub
+from .mcp import McpServer as McpServer
+from .mcp import McpStdioServer as McpStdioServer
+from .mcp import mcp_tool_name as mcp_tool_name
+from .mcp import open_mcp_servers as open_mcp_servers
 from .messages import ContentPart as ContentPart
 from .messages import InboxItem as InboxItem
 from .messages import Message as Message
@@ -98,6 +125,7 @@ from .stores.base import StoreCapabilities as StoreCapabilities
 from .stores.memory import MemoryStore as MemoryStore
 from .stores.sqlite import SqliteStore as SqliteStore
 from .stores.sqlite import resolve_inbox_item as resolve_inbox_item
+from .structured import OutputSchema as OutputSchema
 from .subscriber import Subscriber as Subscriber
 from .subscriber import SubscriberEvent as SubscriberEvent
 from .tasks_inbox import INBOX_TOOL_NAME as INBOX_TOOL_NAME
@@ -106,6 +134,7 @@ from .tasks_inbox import create_inbox_tool as create_inbox_tool
 from .tasks_inbox import create_task_tool as create_task_tool
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
+from .tools import ToolInputError as ToolInputError
 from .workspace import WORKSPACE_TOOL_NAMES as WORKSPACE_TOOL_NAMES
 from .workspace import Workspace as Workspace
 from .workspace import WorkspaceLimits as WorkspaceLimits
@@ -132,6 +161,7 @@ __all__ = [
     "AnviaAgent",
     "AskResult",
     "BashOptions",
+    "CallNext",
     "CancelToken",
     "CompactionConfig",
     "ContentPart",
@@ -145,17 +175,27 @@ __all__ = [
     "HookResult",
     "InMemoryAgentMemory",
     "InboxItem",
+    "LifecycleHooks",
     "LoopConfig",
+    "McpHttpServer",
+    "McpHub",
+    "McpServer",
+    "McpStdioServer",
     "MemoryContext",
     "MemorySkillReader",
     "MemoryStore",
     "Message",
     "ModelAdapter",
+    "ModelCall",
     "ModelError",
+    "ModelErrorInfo",
+    "ModelMiddleware",
     "ModelOptions",
     "ModelResponse",
+    "ModelResponseInfo",
     "NativeAdapter",
     "NativeCodec",
+    "OutputSchema",
     "PermissionPolicy",
     "PermissionRequest",
     "Price",
@@ -163,6 +203,12 @@ __all__ = [
     "PromptRequest",
     "PromptResponse",
     "Renderer",
+    "ReplaceResult",
+    "RewriteInput",
+    "RunAction",
+    "RunEndInfo",
+    "RunErrorInfo",
+    "RunStartInfo",
     "ScriptedModel",
     "SessionBusyError",
     "ShortCircuit",
@@ -170,12 +216,14 @@ __all__ = [
     "SkillReadResult",
     "SkillReader",
     "SkillSummary",
+    "SkipTool",
     "Slot",
     "SlotRejectedError",
     "SlotValueError",
     "SpecificTool",
     "SqliteAgentMemory",
     "SqliteStore",
+    "StopRun",
     "Store",
     "StoreCapabilities",
     "SubAgentFactoryContext",
@@ -185,9 +233,16 @@ __all__ = [
     "TokenCounter",
     "Tool",
     "ToolCall",
+    "ToolCallAction",
+    "ToolCallInfo",
     "ToolContext",
+    "ToolInputError",
     "ToolResult",
+    "ToolResultAction",
     "ToolResultData",
+    "ToolResultInfo",
+    "TurnEndInfo",
+    "TurnStartInfo",
     "Workspace",
     "WorkspaceLimits",
     "cap_text",
@@ -198,6 +253,8 @@ __all__ = [
     "default_model_factory",
     "get_available_providers",
     "load_content_skills_from_fs",
+    "mcp_tool_name",
+    "open_mcp_servers",
     "parse_tokens",
     "render_skill_listing",
     "render_skill_read_result_xml",

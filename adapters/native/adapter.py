@@ -29,11 +29,21 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   ``glove_update_tasks`` / ``glove_post_to_inbox`` tools ship too. Their calls are ordinary
   ``tool-call``/``tool-result`` events, hooks, skills and sub-agent brackets are ``status``
   details, and a sub-agent's usage is rolled into the run's cumulative ``cost``.
+* MCP servers (``mcp_servers``): each run starts its own (stdio children, streamable-HTTP
+  sessions) before its first turn and stops them when it ends (:mod:`.mcp`); their tools are
+  ``mcp__<server>__<tool>``. A server that cannot start fails the run (``error{fatal,
+  mcp_start_failed}``); one that dies mid-run is a non-fatal ``error{mcp_server_died}`` and its
+  tools answer with an error result saying so.
 * display slots (``display=True``): each run gets a :class:`~.display.DisplayManager`; every
   change of its stack is a ``status`` detail (``display: slot_1 pending confirm (tool
   checkout)``), and ``write_context(".ringleader/display/<slot id>", value)`` answers a waiting
   slot (``value`` as JSON when it parses, else the string; ``.../<slot id>/reject`` rejects it).
   A permission ``ask`` with no ``permission_handler`` then becomes a ``permission_request`` slot.
+* lifecycle hooks and middlewares (``hooks=``, ``middlewares=``; :mod:`.lifecycle`) run in
+  every run: a hook's action is a ``status`` detail (``hook on_tool_call: skip (...)``) and a
+  hook's stop ends the run with ``done{aborted}`` (the summary says which hook and why). With
+  ``output_schema=`` (:mod:`.structured`) the final answer is validated JSON; a retry is a
+  ``status`` detail (``output_retry 1: ...``) and spent retries end in ``error{output_invalid}``.
 * the session codec is the store: a run id *is* its session id; with a ``home_dir`` sessions live
   in ``<home>/native/sessions.db`` and ``resume_session_id`` continues one.
 """
@@ -45,7 +55,8 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -61,7 +72,12 @@ from orchestrator.adapter import (
     TaskHandle,
 )
 from orchestrator.approvals import ApprovalBook
-from orchestrator.errors import ConfigError, redact_secrets
+from orchestrator.errors import (
+    ConfigError,
+    McpServerDiedError,
+    RingleaderError,
+    redact_secrets,
+)
 from orchestrator.events import now_ms
 
 from .._base import (
@@ -78,7 +94,9 @@ from .content_skills import load_content_skills_from_fs, use_read_skill
 from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
 from .glove import Glove
-from .loop import AskResult
+from .lifecycle import LifecycleHooks, ModelMiddleware
+from .loop import AskResult, LoopConfig
+from .mcp import McpServer, open_mcp_servers
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
@@ -89,6 +107,7 @@ from .shell import BashOptions
 from .stores.base import Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import SqliteStore
+from .structured import OutputSpec, as_output_schema
 from .subscriber import SubscriberEvent
 from .tools import Tool
 from .workspace import WorkspaceLimits
@@ -218,6 +237,11 @@ class NativeAdapter(AdapterBase):
         skills_dir: str | None = ".claude/skills",
         builtin_tools: bool = True,
         display: bool = False,
+        hooks: Sequence[LifecycleHooks] = (),
+        middlewares: Sequence[ModelMiddleware] = (),
+        output_schema: OutputSpec | None = None,
+        output_retries: int = 2,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         """See the README's native section; the tool options:
 
@@ -245,6 +269,17 @@ class NativeAdapter(AdapterBase):
                 store supports both); ``False`` leaves them out.
             display: give each run a display manager whose slots are ``status`` details and
                 are answered through ``write_context`` (see the module docstring).
+            hooks: lifecycle hooks (:class:`~.lifecycle.LifecycleHooks`), in order, for every
+                run: they may skip a tool call, rewrite its input, replace its result or stop
+                the run (``done{aborted}``).
+            middlewares: wrap each turn's model call, the first outermost
+                (:class:`~.lifecycle.ModelMiddleware`).
+            output_schema: the final answer must be JSON matching this pydantic model class or
+                JSON Schema (:mod:`.structured`); a mismatch is sent back to the model up to
+                ``output_retries`` times, then the run fails (``error{output_invalid}``).
+            mcp_servers: MCP servers (:class:`~.mcp.McpStdioServer`,
+                :class:`~.mcp.McpHttpServer`) each run connects to; their tools are
+                ``mcp__<server>__<tool>`` (the policy's ``tools`` overrides apply by that name).
         """
         super().__init__(clock=clock)
         self._model_factory = model_factory
@@ -273,6 +308,13 @@ class NativeAdapter(AdapterBase):
         self._skills_dir = skills_dir
         self._builtin_tools = builtin_tools
         self._display = display
+        self._loop_config = LoopConfig(
+            hooks=tuple(hooks),
+            middlewares=tuple(middlewares),
+            output_schema=as_output_schema(output_schema),
+            output_retries=output_retries,
+        )
+        self._mcp_servers = tuple(mcp_servers)
         if self._workspace_tools:
             workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
         self._live: dict[str, _Run] = {}
@@ -296,7 +338,7 @@ class NativeAdapter(AdapterBase):
     def capabilities(self) -> Capabilities:
         return Capabilities(
             streaming=True,
-            mcp=False,
+            mcp=True,
             worktrees=False,
             resume=True,
             tool_approval=True,
@@ -343,14 +385,19 @@ class NativeAdapter(AdapterBase):
                 bash=self._bash,
                 names=self._workspace_tools,
             )
-        overrides = self.permissions.tools
-        for i, t in enumerate(extra):
-            if t.name in overrides:
-                extra[i] = attrs.evolve(t, permission=overrides[t.name])
         names = {t.name for t in extra}
-        tools = [t for t in builtin if t.name not in names] + extra
+        return self._allowed(opts, [t for t in builtin if t.name not in names] + extra)
+
+    def _allowed(self, opts: StartOpts, tools: Iterable[Tool[Any]]) -> list[Tool[Any]]:
+        """The policy's per-tool overrides applied, the run's blocklist (case-insensitive)
+        removed."""
+        overrides = self.permissions.tools
         blocked = {n.lower() for n in opts.child_tool_blocklist}
-        return [t for t in tools if t.name.lower() not in blocked]
+        return [
+            attrs.evolve(t, permission=overrides[t.name]) if t.name in overrides else t
+            for t in tools
+            if t.name.lower() not in blocked
+        ]
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
         # checkpoint first: the run task must not bind the run id before start() returns
@@ -379,6 +426,7 @@ class NativeAdapter(AdapterBase):
             permission_handler=handler,
             builtin_tools=self._builtin_tools,
             unhandled_approval="deny",
+            loop_config=self._loop_config,
         )
         for tool in self._tool_list(opts):
             glove.add_tool(tool)
@@ -399,21 +447,25 @@ class NativeAdapter(AdapterBase):
         emitter.bind_run_id(session_id)
         try:
             await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
-            await self._setup_app(run)
-            result = await glove.process_request(tiered_request(run.opts), run.token)
-            while (
-                result.stop == "completed"
-                and glove.agent.pending_steers
-                and not run.token.cancelled
-            ):
-                # a steer arrived after the loop's last check: keep the conversation going
-                result = await glove.continue_request(run.token)
+            async with self._mcp(run):
+                await self._setup_app(run)
+                result = await glove.process_request(tiered_request(run.opts), run.token)
+                while (
+                    result.stop == "completed"
+                    and glove.agent.pending_steers
+                    and not run.token.cancelled
+                ):
+                    # a steer arrived after the loop's last check: keep the conversation going
+                    result = await glove.continue_request(run.token)
             run.closing = True
             await self._finish(run, result)
         except ModelError as exc:
             run.closing = True
             after = "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
             await emitter.fail(f"{exc}{after}", code=f"model_{exc.code}")
+        except RingleaderError as exc:  # McpStartError, OutputValidationError (output_invalid) …
+            run.closing = True
+            await emitter.fail_with(exc)
         except Exception as exc:
             run.closing = True
             _log.warning("native run %s failed", session_id, exc_info=True)
@@ -425,6 +477,29 @@ class NativeAdapter(AdapterBase):
             if isinstance(store, SqliteStore):
                 with trio.CancelScope(shield=True):
                     await store.aclose()
+
+    @asynccontextmanager
+    async def _mcp(self, run: _Run) -> AsyncGenerator[None]:
+        """The run's MCP servers, their tools on its Glove, for the block (none: a no-op)."""
+        if not self._mcp_servers:
+            yield
+            return
+        emitter, opts = run.emitter, run.opts
+
+        async def died(exc: McpServerDiedError) -> None:
+            if not emitter.done:
+                error = emitter.factory.error(str(exc), code=exc.event_code, fatal=False)
+                await emitter.publish([error])
+
+        async with open_mcp_servers(
+            self._mcp_servers,
+            cwd=opts.cwd or self._workspace,
+            session_key=opts.session_key,
+            on_died=died,
+        ) as hub:
+            for tool in self._allowed(opts, hub.tools):
+                run.glove.add_tool(tool)
+            yield
 
     def _skills_root(self, opts: StartOpts) -> Path | None:
         """The run's skills directory if it exists (one ``stat``; no thread when absent)."""
@@ -458,7 +533,7 @@ class NativeAdapter(AdapterBase):
         elif result.stop == "max_turns":
             await emitter.finish("max_turns", result.text)
         else:
-            await emitter.finish("aborted", result.text)
+            await emitter.finish("aborted", result.cancel_reason or result.text)
 
     # -- control -------------------------------------------------------------------------------
 

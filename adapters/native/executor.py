@@ -5,12 +5,13 @@ Per call, in order (Glove's steps, with the Part C decisions):
 1. lookup by name (case-insensitive); an unknown tool gets Glove's helpful error with near
    matches and the list of tools (C#11);
 2. arguments that were not valid JSON get an ``invalid_input`` error the model can correct (C#12);
-3. validation against the pydantic input model; a compact error naming each field (C#10);
+3. validation against the pydantic input model (or the raw JSON Schema of a bridged tool,
+   with ``jsonschema``); a compact error naming each field (C#10);
 4. permission, on the *validated* input, fail-closed (C#21): the tool's policy verdict
    (:mod:`.policy`) ``deny`` denies, ``allow`` runs, ``ask`` consults the store and the approval
-   handler (the request's, else the executor's; :mod:`.approvals`), which may approve (with an
-   edited input, validated again), or reject with a message the model sees; a store without the
-   permissions capability denies; an ``unset`` decision with no handler raises
+   handler (the request's, else the executor's; :mod:`orchestrator.approvals`), which may
+   approve (with an edited input, validated again), or reject with a message the model sees; a
+   store without the permissions capability denies; an ``unset`` decision with no handler raises
    :class:`~orchestrator.errors.ToolApprovalRequiredError` (``unhandled="raise"``, the library
    default) or denies (``unhandled="deny"``, the adapter's);
 5. run, with a per-tool timeout (C#16), retries for ``idempotent`` tools with backoff (C#15), and
@@ -46,17 +47,20 @@ from orchestrator.approvals import (
 from orchestrator.errors import ToolApprovalRequiredError
 
 from .cancel import CancelToken
+from .lifecycle import Lifecycle, RunStopped
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store
 from .subscriber import ApprovalRequested, NotifyFn, ToolUseResult
-from .tools import Tool, ToolContext, format_validation_error, normalize_result
+from .tools import Tool, ToolContext, ToolInputError, format_validation_error, normalize_result
 
 __all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch", "Unhandled"]
 
 _log = logging.getLogger(__name__)
 
+
 PermissionRequest = ApprovalRequest
-"""The request an approval handler gets (the older name of :class:`.approvals.ApprovalRequest`)."""
+"""The request an approval handler gets (the older name of
+:class:`orchestrator.approvals.ApprovalRequest`)."""
 PermissionHandler: TypeAlias = ApprovalHandler
 Unhandled: TypeAlias = Literal["raise", "deny"]
 """What an ``ask`` with no approval handler does (see the module docstring)."""
@@ -69,6 +73,8 @@ class ToolBatch:
     calls: Sequence[ToolCall]
     results: list[ToolResult | None] = attrs.field(init=False)
     notified: list[bool] = attrs.field(init=False)
+    stop: RunStopped | None = attrs.field(default=None, init=False)
+    """Set when a lifecycle hook stopped the run during this batch."""
 
     def __attrs_post_init__(self) -> None:
         self.results = [None] * len(self.calls)
@@ -154,15 +160,20 @@ class Executor:
         batch: ToolBatch,
         token: CancelToken,
         session: str = "",
+        hooks: Lifecycle | None = None,
+        *,
         approvals: ApprovalHandler | None = None,
     ) -> None:
-        """Fill ``batch.results`` (call order); ``approvals`` overrides the executor's handler for
-        this batch. Raises ``Cancelled`` on a cancel (batch partial), and
-        ``ToolApprovalRequiredError`` (see the module docstring)."""
-        run = _Run(token, session, approvals or self.permission_handler)
+        """Fill ``batch.results`` (call order); ``approvals`` overrides the executor's approval
+        handler for this batch. Raises ``Cancelled`` on a cancel, batch partial,
+        :class:`~.lifecycle.RunStopped` when a tool hook stops the run (the calls not started
+        are left open for the loop to close), and ``ToolApprovalRequiredError``."""
+        run = _Run(token, session, hooks, approvals or self.permission_handler)
         calls = batch.calls
         i = 0
         while i < len(calls):
+            if batch.stop is not None:
+                raise batch.stop
             j = i + 1
             tool = self.lookup(calls[i].tool_name)
             if tool is not None and tool.parallel_safe:
@@ -171,13 +182,13 @@ class Executor:
                     if nxt is None or not nxt.parallel_safe:
                         break
                     j += 1
-            if batch.results[i] is not None and j - i == 1:
-                pass  # already done (a batch resumed after an approval)
-            elif j - i == 1:
+            if j - i == 1:
                 await self._run_and_record(batch, i, run)
             else:
                 await self._run_group(batch, range(i, j), run)
             i = j
+        if batch.stop is not None:
+            raise batch.stop
 
     async def _run_group(self, batch: ToolBatch, indices: range, run: _Run) -> None:
         failed: list[int] = []
@@ -191,17 +202,18 @@ class Executor:
                     unapproved.append(exc)
                     nursery.cancel_scope.cancel()
                     return
-            if result.result.error_kind == "failed":
+            if batch.stop is not None:
+                nursery.cancel_scope.cancel()  # siblings stay open: the loop closes them
+            elif result.result.error_kind == "failed":
                 failed.append(index)
                 nursery.cancel_scope.cancel()
 
         async with trio.open_nursery() as nursery:
             for index in indices:
-                if batch.results[index] is None:
-                    nursery.start_soon(one, index)
+                nursery.start_soon(one, index)
         if unapproved:
             raise unapproved[0]
-        if failed:
+        if failed and batch.stop is None:
             culprit = batch.calls[failed[0]]
             for index in indices:
                 if batch.results[index] is None:
@@ -220,7 +232,16 @@ class Executor:
     async def _run_and_record(self, batch: ToolBatch, index: int, run: _Run) -> ToolResult:
         call = batch.calls[index]
         began = trio.current_time()
-        data = await self._run_one(call, run)
+        if run.hooks is None:
+            data = await self._run_one(call, run)
+        else:
+            try:
+                data = await self._run_hooked(call, run, run.hooks)
+            except RunStopped as stop:
+                batch.stop = stop
+                data = stop.result or _aborted(
+                    f"Not run: the run was stopped ({stop.point}: {stop.reason})."
+                )
         result = ToolResult(
             tool_name=call.tool_name,
             call_id=call.id,
@@ -239,6 +260,20 @@ class Executor:
             )
         )
 
+    async def _run_hooked(self, call: ToolCall, run: _Run, hooks: Lifecycle) -> ToolResultData:
+        """``on_tool_call`` (rewrite, skip, answer, stop), the call, then ``on_tool_result`` /
+        ``on_tool_error`` (replace, stop) — :mod:`.lifecycle`."""
+        args = await hooks.before_tool(call)
+        if isinstance(args, ToolResultData):
+            data = args
+            args = call.input_args
+        elif args is call.input_args:
+            data = await self._run_one(call, run)
+        else:
+            rewritten = call.model_copy(update={"input_args": args, "parse_error": None})
+            data = await self._run_one(rewritten, run)
+        return await hooks.after_tool(call, args, data)
+
     async def _run_one(self, call: ToolCall, run: _Run) -> ToolResultData:
         tool = self.lookup(call.tool_name)
         if tool is None:
@@ -251,7 +286,7 @@ class Executor:
             )
         try:
             value = tool.validate(call.input_args)
-        except (ValidationError, TypeError) as exc:
+        except (ValidationError, ToolInputError, TypeError) as exc:
             return _error(format_validation_error(tool.name, exc), "invalid_input")
         decision = tool.permission_decision(value)
         if decision == "deny":
@@ -267,7 +302,7 @@ class Executor:
             if verdict is not None:  # approved with an edited input: validated like the model's
                 try:
                     value = tool.validate(dict(verdict))
-                except (ValidationError, TypeError) as exc:
+                except (ValidationError, ToolInputError, TypeError) as exc:
                     return _error(format_validation_error(tool.name, exc), "invalid_input")
         return await self._run_with_retries(tool, value, call, run.token, run.session)
 
@@ -371,6 +406,7 @@ class _Run:
 
     token: CancelToken
     session: str
+    hooks: Lifecycle | None
     handler: ApprovalHandler | None
 
 

@@ -4,7 +4,8 @@ Part E's mapping: ``text_delta`` → ``text-delta`` (reasoning on its channel); 
 ``tool-call``; ``tool_use_result`` → ``tool-result`` with ``is_error`` and the text the model saw
 (never ``render_data``); ``token_consumption`` → a *cumulative* ``cost`` (USD from the price
 table, ``None`` when unknown; compaction calls counted too); turn starts, retries, compaction
-and applied steers → ``status``; the app layer's ``hook_invoked``, ``skill_invoked`` and the
+and applied steers → ``status``; a lifecycle hook's action (``hook_action``) and a structured-output
+retry (``output_retry``) → ``status`` details; the app layer's ``hook_invoked``, ``skill_invoked`` and the
 ``subagent_invoked`` / ``subagent_completed`` brackets → ``status`` details (a sub-agent's own
 events travel in the parent's stream between its brackets, and its usage adds to the parent's
 cumulative ``cost``); ``approval_requested`` → ``status{waiting_approval}`` carrying the call.
@@ -22,8 +23,10 @@ from .subscriber import (
     ApprovalRequested,
     CompactionEnd,
     CompactionStart,
+    HookActionEvent,
     HookInvoked,
     ModelResponseEvent,
+    OutputRetryEvent,
     RetryEvent,
     SkillInvoked,
     SteerApplied,
@@ -121,5 +124,18 @@ def normalize_event(
                 reason=r.reason,
             )
             return [make.waiting_approval(call, detail=f"approval {r.id}: {r.tool_name}")]
+        case HookActionEvent():
+            return [
+                make.status(
+                    "running", detail=f"hook {event.point}: {event.action} ({event.detail})"
+                )
+            ]
+        case OutputRetryEvent():
+            return [
+                make.status(
+                    "thinking",
+                    detail=f"output_retry {event.attempt}: " + "; ".join(event.problems),
+                )
+            ]
         case _:
             return None

@@ -25,10 +25,12 @@ __all__ = [
     "ApprovalRequested",
     "CompactionEnd",
     "CompactionStart",
+    "HookActionEvent",
     "HookInvoked",
     "ModelResponseEvent",
     "Notifier",
     "NotifyFn",
+    "OutputRetryEvent",
     "RetryEvent",
     "SkillInvoked",
     "SteerApplied",
@@ -182,6 +184,26 @@ class ApprovalRequested:
 
 
 @attrs.frozen
+class HookActionEvent:
+    """A lifecycle hook changed the run's course (:mod:`.lifecycle`): ``point`` is the hook
+    point, ``action`` one of ``stop``, ``skip``, ``rewrite_input``, ``replace_result``."""
+
+    point: str
+    action: str
+    detail: str
+    type: Literal["hook_action"] = "hook_action"
+
+
+@attrs.frozen
+class OutputRetryEvent:
+    """The final answer did not match the output schema; the model is asked again."""
+
+    attempt: int
+    problems: tuple[str, ...]
+    type: Literal["output_retry"] = "output_retry"
+
+
+@attrs.frozen
 class UnknownEvent:
     """Anything else a model adapter or extension emits (tolerated, counted, surfaced)."""
 
@@ -205,6 +227,8 @@ SubscriberEvent: TypeAlias = (
     | SubagentInvoked
     | SubagentCompleted
     | ApprovalRequested
+    | HookActionEvent
+    | OutputRetryEvent
     | UnknownEvent
 )
 

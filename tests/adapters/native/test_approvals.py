@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from adapters.native import NativeAdapter, PermissionPolicy
-from adapters.native.anvia import AnviaAgent
+from adapters.native.anvia import AgentBuilder, AnviaAgent
 from adapters.native.glove import Glove
 from adapters.native.messages import ToolResultData
 from adapters.native.models.scripted import Reply, ScriptedModel
@@ -275,6 +275,11 @@ async def test_anvia_request_level_approvals_override_the_agents() -> None:
     agent2 = _anvia(ran2, approvals=_answer(False))
     await agent2.prompt("list").approvals(_answer(True)).send()
     assert ran2 == ["ls"]
+    ran3: list[str] = []
+    source = _anvia(ran3)  # its model and tool, through the builder
+    built = AgentBuilder("ops", source.model).tools(source.tools).approvals(_answer(True)).build()
+    await built.prompt("list").send()
+    assert ran3 == ["ls"]
 
 
 async def test_anvia_a_protected_call_with_no_handler_raises_tool_approval_required_error() -> None:
