@@ -387,6 +387,11 @@ class _Interrupt:
                 nursery.start_soon(self._watch, signals, nursery.cancel_scope)
                 results.append(await work())
                 nursery.cancel_scope.cancel()
+        if self.requested:
+            # the exit is 130 from here on: a later Ctrl-C (the second one arriving after the
+            # clean abort already ended the runs) must not kill the process on its way out
+            # (Python resets a Python-level handler to the default at shutdown; SIG_IGN stays)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not results:  # forced: the runs were cancelled where they stood
             raise KeyboardInterrupt
         return results[0]
