@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,7 +26,15 @@ import trio
 from adapters._runtimes import install_hint, runtime_binary
 from orchestrator.errors import RuntimeNotFoundError
 from orchestrator.eventlog import EventLog, RunRow
-from orchestrator.events import Done, RuntimeEvent, TextDelta, ToolCall, ToolResult, event_from_json
+from orchestrator.events import (
+    Done,
+    ErrorEvent,
+    RuntimeEvent,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    event_from_json,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -415,16 +424,34 @@ def test_retries_are_visible(workspace: Path, tmp_path: Path) -> None:
     assert "third time lucky" in result.stdout
 
 
-def test_connection_refused_on_loopback_is_not_retried(workspace: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("runtime", ["native", "claude-code", "codex"])
+def test_connection_refused_on_loopback_fails_fast_naming_the_url(
+    runtime: str, workspace: Path, tmp_path: Path
+) -> None:
+    """Every runtime alike (the check is the runner's, not an adapter's): a base URL on loopback
+    where nothing listens fails the run at once — no retry, no runtime's own reconnect loop
+    (Codex spends minutes in one) — and the error names the URL."""
+    installed(runtime)
+    prefix = "RINGLEADER_" + runtime.upper().replace("-", "_")
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     env = cli_env(tmp_path) | {
-        "RINGLEADER_NATIVE_BASE_URL": "http://127.0.0.1:9",
-        "RINGLEADER_NATIVE_API_KEY_ENV": "H12_PLACEHOLDER_KEY",
-        "H12_PLACEHOLDER_KEY": "placeholder",
+        f"{prefix}_BASE_URL": url,
+        f"{prefix}_API_KEY_ENV": "F12_PLACEHOLDER_KEY",
+        "F12_PLACEHOLDER_KEY": "placeholder",
     }
+    started = time.monotonic()
     result = ringleader(
-        "run", "--runtime", "native", "--json", "hi", cwd=workspace, env=env, timeout=60
-    )
+        "run", "--runtime", runtime, "--json", "hi", cwd=workspace, env=env, timeout=60
+    )  # fmt: skip
     assert result.returncode == 1, result.stderr
+    assert time.monotonic() - started < 30  # the CLI's start-up, not a retry schedule
     assert "attempt 2/" not in result.stderr
-    assert "http://127.0.0.1:9" in result.stdout  # the error names the URL
-    assert '"code":"model_unreachable"' in result.stdout.replace(" ", "")
+    events = events_of(result.stdout)
+    assert [e.kind for e in events] == ["error", "done"]
+    error = events[0]
+    assert isinstance(error, ErrorEvent)
+    assert f"cannot reach {url}: connection refused" in error.message  # the error names the URL
+    (run,) = runs_in_log(tmp_path / "state")
+    assert run.status == "error"
