@@ -53,6 +53,9 @@ if typing.TYPE_CHECKING:
     from .errors import HostError as HostError
     from .errors import LineTooLongError as LineTooLongError
     from .errors import MailboxClosedError as MailboxClosedError
+    from .errors import McpServerDiedError as McpServerDiedError
+    from .errors import McpServerError as McpServerError
+    from .errors import McpStartError as McpStartError
     from .errors import NodeLostError as NodeLostError
     from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
     from .errors import ProtocolError as ProtocolError
@@ -211,6 +214,9 @@ __all__ = [
     "LoadedConfig",
     "LoggedEvent",
     "MailboxClosedError",
+    "McpServerDiedError",
+    "McpServerError",
+    "McpStartError",
     "ModelPrice",
     "ModelServerHook",
     "NativeHomeClaim",
@@ -359,6 +365,9 @@ _HOME: dict[str, str] = {
     "LoadedConfig": "config",
     "LoggedEvent": "eventlog",
     "MailboxClosedError": "errors",
+    "McpServerDiedError": "errors",
+    "McpServerError": "errors",
+    "McpStartError": "errors",
     "ModelPrice": "config",
     "ModelServerHook": "registry",
     "NativeHomeClaim": "adapter",
