@@ -58,6 +58,7 @@ if typing.TYPE_CHECKING:
     from .errors import McpStartError as McpStartError
     from .errors import NodeLostError as NodeLostError
     from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
+    from .errors import OutputValidationError as OutputValidationError
     from .errors import ProtocolError as ProtocolError
     from .errors import RingleaderError as RingleaderError
     from .errors import RuntimeExitedError as RuntimeExitedError
@@ -224,6 +225,7 @@ __all__ = [
     "NodeLostError",
     "NullSink",
     "OtelSink",
+    "OutputValidationError",
     "ParticipantKind",
     "PersistentHome",
     "ProcessIdentity",
@@ -375,6 +377,7 @@ _HOME: dict[str, str] = {
     "NodeLostError": "errors",
     "NullSink": "runner",
     "OtelSink": "otel",
+    "OutputValidationError": "errors",
     "ParticipantKind": "adapter",
     "PersistentHome": "integration",
     "ProcessIdentity": "lifetime",
