@@ -148,6 +148,7 @@ class RuntimeRegistry:
         self._adapters: dict[str, RuntimeAdapter] = {}
         self._factories: dict[str, AdapterFactory] = {}
         self._order: dict[str, None] = {}
+        self._endpoints: dict[str, str] = {}
 
     @classmethod
     def from_specs(
@@ -161,6 +162,8 @@ class RuntimeRegistry:
         for spec in specs:
             config = configs(spec.id) if configs is not None else RuntimeConfig()
             registry.register_factory(spec.id, _bind(spec, config))
+            if config.base_url:
+                registry._endpoints[spec.id] = config.base_url
         return registry
 
     def register(self, adapter: RuntimeAdapter) -> None:
@@ -182,6 +185,12 @@ class RuntimeRegistry:
         self._adapters.pop(runtime_id, None)
         self._factories.pop(runtime_id, None)
         self._order.pop(runtime_id, None)
+        self._endpoints.pop(runtime_id, None)
+
+    def endpoint(self, runtime_id: str) -> str | None:
+        """The model endpoint ``runtime_id`` is configured with (its ``base_url``), if any: a
+        connection failure names it, and one on loopback is checked before a run starts."""
+        return self._endpoints.get(runtime_id)
 
     def get(self, runtime_id: str) -> RuntimeAdapter | None:
         """The registered adapter instance, or ``None``."""
