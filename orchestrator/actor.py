@@ -320,10 +320,8 @@ class RunActor:
             make.open_tool_calls = dict(self.guard.open_tool_calls)
             events: list[RuntimeEvent] = []
             if trip.resets_at_ms is not None:  # a rate limit that says when it resets
-                parked = make.status(
-                    "rate_limited", detail=f"resets at {trip.resets_at_ms // 1000}"
-                )
-                events.append(parked.model_copy(update={"resets_at": trip.resets_at_ms}))
+                detail = f"resets at {trip.resets_at_ms // 1000}"
+                events.append(make.rate_limited(detail, trip.resets_at_ms))
             events += make.fail(trip.message, code=trip.code, summary=summary or trip.message)
             fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
         elif self._abort_requested:

@@ -11,8 +11,11 @@ joined (never lost or reordered), and a delta that arrives alone goes out alone.
 =============================  =====================================================================
 ``system/init``                ``status{init, model}`` (the adapter binds the session id as run id)
 ``system/status`` requesting   ``status{thinking}`` (a model request is under way)
-``system/api_retry``           ``status{running, detail: "api_retry 1/2: server_error (HTTP 500) …"}``
-``rate_limit_event``           ``status{running, detail}`` unless the status is ``allowed``
+``system/api_retry``           ``status{running, detail: "api_retry 1/2: server_error (HTTP 500) …"}``;
+                               a 429 is ``status{rate_limited, resets_at}`` (now + the CLI's
+                               ``retry_delay_ms``: it honours ``retry-after`` and waits itself)
+``rate_limit_event``           ``rejected``: ``status{rate_limited, resets_at}``; another status
+                               but ``allowed`` (a warning): ``status{running, detail}``
 ``system/permission_denied``   the tool's ``tool-result{is_error}`` with the CLI's message
 ``system/compact_boundary``    ``status{running, detail: "context compacted"}``
 stream ``text_delta``          ``text-delta{assistant}``; ``thinking_delta`` → ``text-delta{reasoning}``
@@ -409,10 +412,17 @@ def _system(
         out.append(make.status("init", model=state.model))
         return out
     if subtype == "api_retry":
-        detail = _retry_detail(ApiRetryLine.model_validate(frame))
+        retry = ApiRetryLine.model_validate(frame)
+        detail = _retry_detail(retry)
         state.last_retry = detail
         out = flush_text(make, state)
-        out.append(make.status("running", detail=detail))
+        if retry.error_status == 429 or retry.error == "rate_limit":
+            # the CLI waits out the limit itself (it honours retry-after), then retries
+            delay = retry.retry_delay_ms
+            resets_at = make.clock() + round(delay) if delay is not None else None
+            out.append(make.rate_limited(detail, resets_at))
+        else:
+            out.append(make.status("running", detail=detail))
         return out
     if subtype == "permission_denied":
         denied = PermissionDeniedLine.model_validate(frame)
@@ -444,7 +454,11 @@ def _rate_limit(
     if info.resets_at is not None:
         parts.append(f"resets at {info.resets_at:.0f}")
     out = flush_text(make, state)
-    out.append(make.status("running", detail=" ".join(parts)))
+    if info.status == "rejected":  # the account is held until the reset
+        resets_at = round(info.resets_at * 1000) if info.resets_at is not None else None
+        out.append(make.rate_limited(" ".join(parts), resets_at))
+    else:  # a warning (``allowed_warning``): the run goes on
+        out.append(make.status("running", detail=" ".join(parts)))
     return out
 
 

@@ -120,6 +120,12 @@ class Fault(BaseModel):
     after_chunks: int = Field(default=2, ge=0)
     """For ``cut`` and ``stream_error``: how many stream frames go out first."""
     message: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    """Extra response headers sent with the fault (a provider's rate-limit headers:
+    ``anthropic-ratelimit-unified-reset``, ``x-codex-primary-reset-at`` …)."""
+    error: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Fields merged into the error object of the fault's body (``{"type":
+    "usage_limit_reached", "resets_at": …}``: an OpenAI usage limit as Codex reads it)."""
 
 
 class Turn(BaseModel):

@@ -472,3 +472,37 @@ def test_reset_times_are_read_from_the_runtimes_words() -> None:
     assert reset_from_text("Try again in 5 minutes.", now) == now + 300_000
     assert reset_from_text("retry after 150ms", now) == now + 150
     assert reset_from_text("rate limited", now) is None
+
+
+def test_a_status_with_a_structured_reset_parks_the_rate_limit_that_follows() -> None:
+    """An adapter that knows the reset (Codex's ``account/rateLimits/updated``, Claude Code's
+    429 retry delay) puts it in ``status.resets_at``; the failure after it carries no time."""
+    from orchestrator.events import EventFactory
+    from orchestrator.governance import RunGuard
+
+    make = EventFactory(run_id="r", session_id="s", clock=lambda: 1_000)
+    guard = RunGuard(ledgers=(), clock=lambda: 2_000)
+    batch: list[RuntimeEvent] = [
+        make.rate_limited("rate limit reached (primary window 100%)", 1_795_680_000_000),
+        make.text_delta("partial"),
+        *make.fail("You've hit your usage limit. Try again at 6:14 AM.", code="rate_limited"),
+    ]
+    kept = guard.screen(batch)
+    assert [e.kind for e in kept] == ["status", "text-delta"]  # error and done: the actor's
+    assert guard.tripped is not None
+    assert guard.tripped.code == "rate_limited"
+    assert guard.tripped.resets_at_ms == 1_795_680_000_000
+
+
+def test_a_rate_limit_with_no_known_reset_does_not_park() -> None:
+    from orchestrator.events import EventFactory
+    from orchestrator.governance import RunGuard
+
+    make = EventFactory(run_id="r", session_id="s", clock=lambda: 1_000)
+    guard = RunGuard(ledgers=(), clock=lambda: 2_000)
+    batch: list[RuntimeEvent] = [
+        make.rate_limited("Reconnecting... 1/1 (429 Too Many Requests)"),
+        *make.fail("exceeded retry limit, last status: 429", code="rate_limited"),
+    ]
+    assert guard.screen(batch) == batch  # the supervisor's ordinary retries handle it
+    assert guard.tripped is None

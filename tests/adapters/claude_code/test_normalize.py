@@ -138,6 +138,43 @@ def test_api_errors_retry_then_fail_despite_subtype_success(
     assert text(events) == ""  # the synthetic "API Error" assistant message is not model text
 
 
+def test_a_429_retry_is_a_rate_limited_status_until_the_cli_retries() -> None:
+    lines = fixture_lines("error-429")
+    retry = json.loads(next(x for x in lines if b"api_retry" in x))
+    events = run(lines)
+    (parked,) = [e for e in events if isinstance(e, Status) and e.phase == "rate_limited"]
+    # the factory's clock says 0: the reset is the CLI's own retry delay from now
+    assert parked.resets_at == round(retry["retry_delay_ms"])
+    assert parked.detail is not None and "(HTTP 429)" in parked.detail
+
+
+def test_a_500_retry_is_not_a_rate_limit() -> None:
+    events = run(fixture_lines("error-500"))
+    assert not [e for e in events if isinstance(e, Status) and e.phase == "rate_limited"]
+
+
+@pytest.mark.parametrize(
+    ("info", "phase", "resets_at"),
+    [
+        (
+            {"status": "rejected", "resetsAt": 1795680000, "rateLimitType": "five_hour"},
+            "rate_limited",
+            1795680000000,
+        ),
+        ({"status": "rejected"}, "rate_limited", None),
+        ({"status": "allowed_warning", "resetsAt": 1795680000}, "running", None),
+    ],
+)
+def test_rate_limit_event(info: dict[str, Any], phase: str, resets_at: int | None) -> None:
+    make = EventFactory(run_id="run-1", session_id="key", clock=lambda: 0)
+    line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info}).encode()
+    events = normalize_line(decode_line(line), make, ClaudeState())
+    assert events is not None
+    (status,) = events
+    assert isinstance(status, Status) and status.phase == phase
+    assert status.resets_at == resets_at
+
+
 def test_flaky_500_then_success() -> None:
     events = run(fixture_lines("flaky"))
     check_stream(events)

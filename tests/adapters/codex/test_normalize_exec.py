@@ -109,6 +109,10 @@ def test_failed_turns(name: str, code: str, text: str) -> None:
     check_stream(events)
     retries = [e for e in events if isinstance(e, Status) and e.detail]
     assert retries and retries[0].detail is not None and "Reconnecting" in retries[0].detail
+    # a 429 retry holds the run at a rate limit (exec says no reset time); a 500's does not
+    phases = {e.phase for e in retries}
+    assert phases == ({"rate_limited"} if code == "rate_limited" else {"running"})
+    assert all(e.resets_at is None for e in retries)
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.fatal and error.code == code and text in error.message
     assert isinstance(events[-1], Done) and events[-1].reason == "error"
@@ -248,6 +252,7 @@ def test_decode_rejects_non_objects() -> None:
     ("message", "code"),
     [
         ("exceeded retry limit, last status: 429 Too Many Requests", "rate_limited"),
+        ("You’ve hit your usage limit. Upgrade to Pro … or try again at 6:14 AM.", "rate_limited"),
         (
             "We’re currently experiencing high demand, which may cause temporary errors.",
             "server_error",
