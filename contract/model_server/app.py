@@ -75,7 +75,9 @@ def _fault_response(api: str, fault: Fault) -> JSONResponse:
     if fault.error:
         body = json.loads(bytes(response.body))
         body["error"] = {**body["error"], **fault.error}
-        kept = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
+        kept = {
+            k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")
+        }
         response = JSONResponse(body, status_code=response.status_code, headers=kept)
     response.headers.update(fault.headers)
     return response

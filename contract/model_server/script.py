@@ -22,7 +22,9 @@ Completions have no such thing and send a plain tool call with input ``{"input":
 A ``fault`` fires ``times`` times for that turn before the turn is answered normally (N failures,
 then success):
 
-* ``rate_limit`` — 429 with ``retry-after``; ``server_error`` — 500; ``overloaded`` — 529
+* ``rate_limit`` — 429 with ``retry-after`` (plus any ``headers``, and ``error`` fields merged
+  into the body's error object: a provider's own rate-limit signals); ``server_error`` — 500;
+  ``overloaded`` — 529
   (Anthropic) / 503 ``server_is_overloaded`` (OpenAI); ``bad_request`` — 400
   ``invalid_request_error``; ``authentication`` — 401;
 * ``cut`` — the stream stops after ``after_chunks`` frames without its terminal events (the
