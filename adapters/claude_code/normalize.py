@@ -47,6 +47,7 @@ import attrs
 
 from orchestrator.errors import redact_secrets
 from orchestrator.events import EventFactory, RuntimeEvent, TextChannel, Usage, usage_of
+from orchestrator.governance.drift import note_missing_fields
 
 from .dialect import (
     ApiRetryLine,
@@ -151,6 +152,8 @@ class ClaudeState:
     """The CLI's synthetic "API Error: …" assistant message (reported by the result)."""
     result: ResultLine | None = None
     """The terminal ``result`` line, once seen."""
+    drift_noted: set[str] = attrs.field(factory=set[str])
+    """Frames already reported for missing expected fields (drift)."""
 
     @property
     def summary(self) -> str:
@@ -410,6 +413,7 @@ def _system(
         state.model = init.model or state.model
         out = flush_text(make, state)
         out.append(make.status("init", model=state.model))
+        out += note_missing_fields(make, state.drift_noted, "system/init", frame, _INIT_FIELDS)
         return out
     if subtype == "api_retry":
         retry = ApiRetryLine.model_validate(frame)
@@ -497,6 +501,11 @@ def _failure_message(result: ResultLine, state: ClaudeState) -> str:
     return f"claude reported {reason}"
 
 
+_INIT_FIELDS: Final = ("session_id", "model", "tools")
+_RESULT_FIELDS: Final = ("subtype", "is_error", "session_id", "usage", "total_cost_usd")
+"""What the adapter reads from these frames (drift: a frame without them is reported)."""
+
+
 def _result(frame: dict[str, Any], make: EventFactory, state: ClaudeState) -> list[RuntimeEvent]:
     result = ResultLine.model_validate(frame)
     state.results += 1
@@ -509,6 +518,7 @@ def _result(frame: dict[str, Any], make: EventFactory, state: ClaudeState) -> li
     if result.total_cost_usd is not None:
         state.base_cost_usd = result.total_cost_usd
     out = flush_text(make, state)
+    out += note_missing_fields(make, state.drift_noted, "result", frame, _RESULT_FIELDS)
     out.append(make.cost(usage, cost_usd=usd, model=state.model))
     reason = result.terminal_reason or ""
     aborted = state.aborting or reason.startswith("aborted")

@@ -61,6 +61,7 @@ from typing import Any, Final, cast
 import attrs
 
 from orchestrator.events import EventFactory, RuntimeEvent, Usage, usage_of
+from orchestrator.governance.drift import note_missing_fields
 
 from .._jsonrpc import as_float
 from .dialect import (
@@ -199,6 +200,8 @@ class ExecState:
     base_usage: Usage | None = None
     """The thread's total before this run: Codex reports the thread's cumulative usage, which for
     a resumed thread includes every earlier run."""
+    drift_noted: set[str] = attrs.field(factory=set[str])
+    """Frames already reported for missing expected fields (drift)."""
 
 
 def _exec_call(item: ExecItem, kind: str, make: EventFactory) -> RuntimeEvent:
@@ -317,7 +320,7 @@ def normalize_exec(
         thread_id = as_str(event.get("thread_id"))
         if thread_id:
             state.thread_id = thread_id
-        return [make.status("init", model=state.model)]
+        return [make.status("init", model=state.model), *_gaps(kind, event, make, state)]
     if kind == "turn.started":
         return [make.status("thinking", model=state.model)]
     if kind == "error":
@@ -328,12 +331,33 @@ def normalize_exec(
         return [make.status("running", detail=message)]
     if kind == "turn.completed":
         state.turn_completed = True
-        return [_run_cost(_exec_usage(event.get("usage")), make, state)]
+        gaps = _gaps(kind, event, make, state)
+        return [*gaps, _run_cost(_exec_usage(event.get("usage")), make, state)]
     if kind == "turn.failed":
         state.turn_failed = True
         message = as_str(as_dict(event.get("error")).get("message")) or state.last_error or "error"
-        return make.fail(message, code=classify_failure(message), summary=state.summary or message)
+        gaps = _gaps(kind, event, make, state)
+        fail = make.fail(message, code=classify_failure(message), summary=state.summary or message)
+        return [*gaps, *fail]
     return None
+
+
+_EXPECTED: Final[dict[str, tuple[str, ...]]] = {
+    # exec lines
+    "thread.started": ("thread_id",),
+    "turn.completed": ("usage.input_tokens", "usage.output_tokens", "usage.cached_input_tokens"),
+    "turn.failed": ("error.message",),
+    # app-server notifications (their params)
+    "turn/completed": ("turn.id", "turn.status"),
+    "thread/tokenUsage/updated": ("tokenUsage.total",),
+}
+"""What the adapter reads from these frames (drift: a frame without them is reported)."""
+
+
+def _gaps(
+    label: str, frame: Mapping[str, Any], make: EventFactory, state: ExecState | AppState
+) -> list[RuntimeEvent]:
+    return note_missing_fields(make, state.drift_noted, label, frame, _EXPECTED[label])
 
 
 def exec_frame_label(event: ExecEvent) -> str:
@@ -364,6 +388,8 @@ class AppState:
     base_usage: Usage | None = None
     """The thread's total before this run (a resumed thread reports its whole history)."""
     finished: bool = False
+    drift_noted: set[str] = attrs.field(factory=set[str])
+    """Frames already reported for missing expected fields (drift)."""
 
 
 _APP_TOOL_ITEMS: Final = frozenset(
@@ -500,6 +526,13 @@ def _app_delta(
 def _app_turn_completed(
     params: dict[str, Any], make: EventFactory, state: AppState
 ) -> list[RuntimeEvent]:
+    gaps = _gaps("turn/completed", params, make, state)
+    return [*gaps, *_app_turn_end(params, make, state)]
+
+
+def _app_turn_end(
+    params: dict[str, Any], make: EventFactory, state: AppState
+) -> list[RuntimeEvent]:
     turn = as_dict(params.get("turn"))
     status = as_str(turn.get("status"))
     summary = "".join(state.text)
@@ -590,7 +623,8 @@ def _app_cost(params: dict[str, Any], make: EventFactory, state: AppState) -> li
     if turn and turn != state.turn_id:
         return []  # a resumed thread's replayed usage of an earlier turn
     total = _app_usage(as_dict(as_dict(params.get("tokenUsage")).get("total")))
-    return [_run_cost(total, make, state)]
+    gaps = _gaps("thread/tokenUsage/updated", params, make, state)
+    return [*gaps, _run_cost(total, make, state)]
 
 
 def _app_message_delta(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:

@@ -317,6 +317,77 @@ async def test_budget_failures_do_not_trip_the_breaker(tmp_path: Path) -> None:
     assert board.state("scripted") == "closed"
 
 
+def test_breakers_persist_and_are_shared_through_their_file(tmp_path: Path) -> None:
+    """Two boards on one file (two ``ringleader`` commands, or two at once) see one breaker."""
+    from orchestrator.errors import BreakerOpenError
+
+    now = [1_000.0]
+    policy = BreakerPolicy(failures=2, cooldown_s=60)
+    path = tmp_path / "state" / "breakers.json"
+
+    def board() -> BreakerBoard:
+        return BreakerBoard(policy, path=path, clock=lambda: now[0])
+
+    first, second = board(), board()
+    first.record("codex", ok=False, reason="exit 1")
+    assert second.state("codex") == "closed"
+    second.record("codex", ok=False, reason="exit 2")  # the count is shared: 2 in a row
+    assert first.state("codex") == "open"
+    with pytest.raises(BreakerOpenError, match=r"after 2 failed tasks.*exit 2.*retry in 60s"):
+        board().admit("codex")
+    assert board().open_breakers() == {
+        "codex": "codex: circuit breaker open after 2 failed tasks in a row (last: exit 2); "
+        "retry in 60s"
+    }
+    now[0] += 61
+    first.admit("codex")  # the trial
+    with pytest.raises(BreakerOpenError, match="a trial run is in progress"):
+        second.admit("codex")
+    now[0] += 61  # a trial whose process died is given up after a cool-down
+    second.admit("codex")
+    second.record("codex", ok=True)
+    assert first.state("codex") == "closed" and board().open_breakers() == {}
+    assert (path.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_damaged_breaker_file_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "breakers.json"
+    for junk in ("{", "[]", '{"schema": 99, "breakers": {}}', '{"schema": 1, "breakers": 3}'):
+        path.write_text(junk, encoding="utf-8")
+        board = BreakerBoard(BreakerPolicy(failures=1), path=path, clock=lambda: 0.0)
+        assert board.state("codex") == "closed"
+        board.record("codex", ok=False)
+        assert board.state("codex") == "open"  # and the file is whole again
+
+
+def test_cli_breakers_outlive_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import json
+
+    from orchestrator.cli import main
+
+    failing = tmp_path / "failing.json"
+    failing.write_text(json.dumps(FAIL), encoding="utf-8")
+    monkeypatch.setenv("RINGLEADER_SCRIPTED_SCRIPT", str(failing))
+    monkeypatch.setenv("RINGLEADER_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    (tmp_path / "ringleader.toml").write_text(
+        "[breaker]\nfailures = 1\ncooldown_s = 600\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+
+    def run() -> list[str]:
+        out = io.StringIO()
+        monkeypatch.setattr("sys.stdout", out)
+        assert main(["run", "--runtime", "scripted", "--json", "say hi"]) == 1
+        return [line for line in out.getvalue().splitlines() if line.startswith("{")]
+
+    assert '"code":"invalid_request"' in run()[-2]
+    refused = run()  # a new command: the breaker opened by the first one holds
+    assert '"code":"breaker_open"' in refused[-2]
+    assert "circuit breaker open after 1 failed tasks" in refused[-2]
+
+
 def test_native_breakers_are_per_provider() -> None:
     from orchestrator.governance import breaker_key
 

@@ -103,7 +103,11 @@ def test_unknown_and_malformed_notifications() -> None:
     )
     assert normalize_app("item/agentMessage/delta", "junk", make, state) == []
     out = normalize_app("thread/tokenUsage/updated", {"tokenUsage": None}, make, state)
-    assert out is not None and isinstance(out[0], Cost) and out[0].usage == Usage()
+    assert out is not None and isinstance(out[-1], Cost) and out[-1].usage == Usage()
+    assert isinstance(out[0], Status)  # drift: the totals it expects are missing
+    assert out[0].detail == (
+        "frame lacks expected fields: 'thread/tokenUsage/updated' without tokenUsage.total"
+    )
     item: dict[str, Any] = {"type": "commandExecution", "id": "c", "exitCode": "x"}
     out = normalize_app("item/completed", {"item": item}, make, state)
     assert out is not None and [e.kind for e in out] == ["tool-call", "tool-result"]
