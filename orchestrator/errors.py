@@ -4,6 +4,7 @@
 
     RingleaderError(Exception)                       root of everything ringleader raises
     ├── ConfigError(RingleaderError, ValueError)     bad user configuration or CLI arguments
+    │   └── AgentOptionsError(.., TypeError)         a native agent's options or call arguments
     ├── AdapterError                                 anything from one runtime adapter (.adapter, .session_key)
     │   ├── RuntimeNotFoundError                     runtime binary missing (.path, .install_hint)
     │   ├── RuntimeStartError                        spawn or handshake failed
@@ -17,6 +18,9 @@
     │   ├── CapabilityError                          the runtime does not support what was asked
     │   └── BreakerOpenError                         the runtime's circuit breaker is open (fail fast)
     ├── BudgetExceededError                          a cost, turn or time limit was reached
+    │   └── MaxTurnsError                            a native agent run hit its turn limit (.max_turns)
+    ├── PromptCancelledError                         a native agent run was cancelled (.reason)
+    ├── ToolCallError                                a native agent's call_tool failed (.tool_name, .kind)
     └── HostError                                    a host could not place or keep a task
         ├── NoNodeForRuntimeError                    no node of the cluster can run the runtime
         └── NodeLostError                            the node running the task died
@@ -32,6 +36,7 @@ again at the run's actor (:mod:`orchestrator.redact`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 import trio
@@ -42,6 +47,7 @@ __all__ = [
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
+    "AgentOptionsError",
     "BreakerOpenError",
     "BudgetExceededError",
     "CapabilityError",
@@ -49,14 +55,17 @@ __all__ = [
     "HostError",
     "LineTooLongError",
     "MailboxClosedError",
+    "MaxTurnsError",
     "NoNodeForRuntimeError",
     "NodeLostError",
+    "PromptCancelledError",
     "ProtocolError",
     "RingleaderError",
     "RuntimeExitedError",
     "RuntimeNotFoundError",
     "RuntimeReportedError",
     "RuntimeStartError",
+    "ToolCallError",
     "exception_leaves",
     "redact_secrets",
     "single_exception",
@@ -85,6 +94,13 @@ class ConfigError(RingleaderError, ValueError):
     """Bad user configuration, options or command-line arguments."""
 
     event_code = "config_error"
+
+
+class AgentOptionsError(ConfigError, TypeError):
+    """A native agent's options or call arguments are invalid (Anvia raises ``TypeError`` for
+    an invalid id: this is both a :class:`ConfigError` and a ``TypeError``)."""
+
+    event_code = "agent_options_error"
 
 
 class AdapterError(RingleaderError):
@@ -278,6 +294,52 @@ class BudgetExceededError(RingleaderError):
     """A cost, turn, rotation or time budget was exhausted."""
 
     event_code = "budget_exceeded"
+
+
+class MaxTurnsError(BudgetExceededError):
+    """A native agent run reached its turn limit (Anvia's ``MaxTurnsError``): ``max_turns``,
+    the run's ``chat_history`` and the ``prompt`` it was answering."""
+
+    event_code = "max_turns"
+
+    def __init__(self, max_turns: int, chat_history: Sequence[Any] = (), prompt: Any = None):
+        super().__init__(f"Reached max turn limit: {max_turns}")
+        self.max_turns = max_turns
+        self.chat_history = list(chat_history)
+        self.prompt = prompt
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.max_turns, self.chat_history, self.prompt))
+
+
+class PromptCancelledError(RingleaderError):
+    """A native agent run was cancelled (Anvia's ``PromptCancelledError``): the ``reason`` and
+    the run's ``chat_history`` up to the cancel (every tool call closed by a result)."""
+
+    event_code = "prompt_cancelled"
+
+    def __init__(self, reason: str, chat_history: Sequence[Any] = ()):
+        super().__init__(f"Prompt cancelled: {reason}")
+        self.reason = reason
+        self.chat_history = list(chat_history)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.chat_history))
+
+
+class ToolCallError(RingleaderError):
+    """A native agent's ``call_tool`` ended in an error result (``kind``: not_found,
+    invalid_input, denied, timeout, aborted, failed); the message is the model-visible text."""
+
+    event_code = "tool_call_error"
+
+    def __init__(self, message: str, tool_name: str = "", kind: str = "failed") -> None:
+        super().__init__(message, tool_name, kind)
+        self.tool_name = tool_name
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class HostError(RingleaderError):

@@ -22,6 +22,7 @@ SUBPACKAGES = [
     "orchestrator.hosts",
     "orchestrator.governance",
     "contract.model_server",
+    "adapters.native.anvia",
     "adapters.acp",
     "adapters.hermes",
     "adapters.openclaw",

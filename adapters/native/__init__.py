@@ -8,6 +8,10 @@ stores keep sessions; model adapters speak Anthropic Messages, OpenAI Responses 
 Completions through the official SDKs; ``NativeAdapter`` puts it all behind the
 ``RuntimeAdapter`` trait (``id = "native"``).
 
+The Anvia agent surface (:mod:`.anvia`): ``AnviaAgent`` with ``prompt`` / ``send`` / ``stream``,
+sessions on ``InMemoryAgentMemory`` or ``SqliteAgentMemory``, agents as tools, dynamic context and
+tools, skill sets (the rest of its names are in ``adapters.native.anvia``).
+
 The app layer: the display manager (slots, renderers, strategies), hooks / skills / sub-agents
 (``define_hook``, ``define_skill``, ``define_sub_agent``), content skills (``use_read_skill``,
 ``load_content_skills_from_fs``) and the task and inbox tools.
@@ -18,6 +22,15 @@ from .adapter import STEER_KEY as STEER_KEY
 from .adapter import NativeAdapter as NativeAdapter
 from .adapter import NativeCodec as NativeCodec
 from .adapter import default_model_factory as default_model_factory
+from .anvia import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS
+from .anvia import AgentRequest as AgentRequest
+from .anvia import AgentSession as AgentSession
+from .anvia import AgentStreamEvent as AgentStreamEvent
+from .anvia import AnviaAgent as AnviaAgent
+from .anvia import InMemoryAgentMemory as InMemoryAgentMemory
+from .anvia import MemoryContext as MemoryContext
+from .anvia import PromptResponse as PromptResponse
+from .anvia import SqliteAgentMemory as SqliteAgentMemory
 from .cancel import CancelToken as CancelToken
 from .compaction import DEFAULT_COMPACTION_INSTRUCTIONS as DEFAULT_COMPACTION_INSTRUCTIONS
 from .compaction import CompactionConfig as CompactionConfig
@@ -66,8 +79,10 @@ from .messages import ToolResultData as ToolResultData
 from .messages import repair_history as repair_history
 from .models.base import ModelAdapter as ModelAdapter
 from .models.base import ModelError as ModelError
+from .models.base import ModelOptions as ModelOptions
 from .models.base import ModelResponse as ModelResponse
 from .models.base import PromptRequest as PromptRequest
+from .models.base import SpecificTool as SpecificTool
 from .models.providers import PROVIDERS as PROVIDERS
 from .models.providers import create_adapter as create_adapter
 from .models.providers import get_available_providers as get_available_providers
@@ -99,6 +114,7 @@ from .workspace import workspace_tools as workspace_tools
 __all__ = [
     "DEFAULT_COMPACTION_INSTRUCTIONS",
     "DEFAULT_LISTING_BUDGET_TOKENS",
+    "DEFAULT_MAX_TURNS",
     "DISPLAY_KEY_PREFIX",
     "INBOX_TOOL_NAME",
     "PROVIDERS",
@@ -110,6 +126,10 @@ __all__ = [
     "WORKSPACE_TOOL_NAMES",
     "Agent",
     "AgentControls",
+    "AgentRequest",
+    "AgentSession",
+    "AgentStreamEvent",
+    "AnviaAgent",
     "AskResult",
     "BashOptions",
     "CancelToken",
@@ -123,13 +143,16 @@ __all__ = [
     "HeadTail",
     "HookContext",
     "HookResult",
+    "InMemoryAgentMemory",
     "InboxItem",
     "LoopConfig",
+    "MemoryContext",
     "MemorySkillReader",
     "MemoryStore",
     "Message",
     "ModelAdapter",
     "ModelError",
+    "ModelOptions",
     "ModelResponse",
     "NativeAdapter",
     "NativeCodec",
@@ -138,6 +161,7 @@ __all__ = [
     "Price",
     "PriceTable",
     "PromptRequest",
+    "PromptResponse",
     "Renderer",
     "ScriptedModel",
     "SessionBusyError",
@@ -149,6 +173,8 @@ __all__ = [
     "Slot",
     "SlotRejectedError",
     "SlotValueError",
+    "SpecificTool",
+    "SqliteAgentMemory",
     "SqliteStore",
     "Store",
     "StoreCapabilities",

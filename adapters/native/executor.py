@@ -284,6 +284,7 @@ class Executor:
             display=self.context_extras.get("display"),
             glove=self.context_extras.get("glove"),
             cancel=token,
+            run=self.context_extras.get("run"),
         )
         attempt = 0
         while True:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 import attrs
 import trio
@@ -35,7 +35,7 @@ from .cancel import CancelToken
 from .compaction import CompactionConfig, build_summary_message, should_compact
 from .executor import Executor, ToolBatch
 from .messages import InboxItem, Message, TokenCounter
-from .models.base import ModelAdapter, ModelError, ModelResponse, PromptRequest
+from .models.base import ModelAdapter, ModelError, ModelOptions, ModelResponse, PromptRequest
 from .stores.base import Store
 from .subscriber import (
     CompactionEnd,
@@ -54,7 +54,7 @@ from .subscriber import (
 )
 from .tools import ToolDefinition
 
-__all__ = ["Agent", "AskResult", "LoopConfig", "StopReason"]
+__all__ = ["Agent", "AskResult", "LoopConfig", "PrepareTurn", "StopReason"]
 
 StopReason: TypeAlias = Literal["completed", "max_turns", "aborted"]
 
@@ -71,6 +71,17 @@ class LoopConfig:
     retry_max_s: float = 30.0
     max_tokens: int | None = None
     continue_on_max_tokens: bool = True
+    model_options: ModelOptions = attrs.field(factory=ModelOptions)
+    """Temperature, tool choice and additional parameters sent with every turn's model call."""
+
+
+class PrepareTurn(Protocol):
+    """Called before each turn's model call with the turn number, the messages and the tool
+    definitions; returns what the model gets (dynamic context and tools are evaluated here)."""
+
+    async def __call__(
+        self, turn: int, messages: Sequence[Message], tools: Sequence[ToolDefinition]
+    ) -> tuple[Sequence[Message], Sequence[ToolDefinition]]: ...
 
 
 @attrs.frozen
@@ -104,6 +115,7 @@ class Agent:
         self._steers: deque[str] = deque()
         self._last_context_tokens = 0
         self._tool_defs: tuple[ToolDefinition, ...] | None = None
+        self.prepare_turn: PrepareTurn | None = None
 
     # -- steering ------------------------------------------------------------------------------
 
@@ -161,7 +173,10 @@ class Agent:
             if reminder is not None and messages:
                 messages = [*messages[:-1], reminder, messages[-1]]
             await notify(TurnStart(state.turns + 1, model.name))
-            response = await self._call_model(model, messages, self.tool_definitions())
+            tools: Sequence[ToolDefinition] = self.tool_definitions()
+            if self.prepare_turn is not None:
+                messages, tools = await self.prepare_turn(state.turns + 1, messages, tools)
+            response = await self._call_model(model, messages, tools, options=cfg.model_options)
             state.turns += 1
             state.last = response
             tokens = response.tokens
@@ -224,9 +239,15 @@ class Agent:
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
         notify: NotifyFn | None = None,
+        options: ModelOptions | None = None,
     ) -> ModelResponse:
         target = notify or self.notify
-        request = PromptRequest(messages=messages, tools=tools, max_tokens=self.config.max_tokens)
+        request = PromptRequest(
+            messages=messages,
+            tools=tools,
+            max_tokens=self.config.max_tokens,
+            options=options or ModelOptions(),
+        )
         cfg = self.config
         attempt = 0
         while True:

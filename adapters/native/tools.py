@@ -54,6 +54,8 @@ class ToolContext:
     attempt: int = 1
     cancel: CancelToken | None = None
     """The request's cancel token (sub-agents run under it, so a cancel reaches them)."""
+    run: Any = None
+    """The Anvia agent run the call belongs to, if any (agents as tools stream through it)."""
 
     async def push_and_forget(
         self, input: Any, renderer: str | None = None, *, strategy: DisplayStrategy = "stay"

@@ -27,6 +27,12 @@ from orchestrator import (
     redact_secrets,
     single_exception,
 )
+from orchestrator.errors import (
+    AgentOptionsError,
+    MaxTurnsError,
+    PromptCancelledError,
+    ToolCallError,
+)
 
 PARENTS: list[tuple[type[BaseException], type[BaseException]]] = [
     (RingleaderError, Exception),
@@ -44,6 +50,11 @@ PARENTS: list[tuple[type[BaseException], type[BaseException]]] = [
     (MailboxClosedError, ActorError),
     (CapabilityError, ActorError),
     (BudgetExceededError, RingleaderError),
+    (AgentOptionsError, ConfigError),
+    (AgentOptionsError, TypeError),
+    (MaxTurnsError, BudgetExceededError),
+    (PromptCancelledError, RingleaderError),
+    (ToolCallError, RingleaderError),
 ]
 
 
@@ -110,6 +121,13 @@ ERRORS: list[tuple[RingleaderError, dict[str, Any]]] = [
     (ActorCrashedError("crashed", actor_id="a2"), {"actor_id": "a2"}),
     (MailboxClosedError("closed", actor_id="a3"), {"actor_id": "a3"}),
     (CapabilityError("not steerable", actor_id=None), {"actor_id": None}),
+    (AgentOptionsError("bad id"), {}),
+    (
+        MaxTurnsError(3, ["history"], "prompt"),
+        {"max_turns": 3, "chat_history": ["history"], "prompt": "prompt"},
+    ),
+    (PromptCancelledError("stop", ["h"]), {"reason": "stop", "chat_history": ["h"]}),
+    (ToolCallError("Tool not found: x", "x", "not_found"), {"tool_name": "x", "kind": "not_found"}),
 ]
 
 

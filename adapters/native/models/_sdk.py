@@ -12,6 +12,7 @@ A provider adapter keeps only its wire format: :meth:`SdkModel.build_params`,
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any, Generic, Self, TypeVar
 
 import anthropic
@@ -19,9 +20,10 @@ import httpx2
 import openai
 
 from adapters.native.subscriber import NotifyFn
+from orchestrator.errors import ConfigError
 
 from ._common import convert_error, shared_http_client
-from .base import ModelResponse, PromptRequest, SystemPrompt
+from .base import ModelOptions, ModelResponse, PromptRequest, SpecificTool, SystemPrompt, ToolChoice
 
 __all__ = ["OpenAISdkModel", "SdkModel", "anthropic_client", "openai_client"]
 
@@ -91,9 +93,57 @@ class SdkModel(Generic[ClientT]):
         clone._model = model
         return clone
 
+    max_temperature = 2.0
+    """The provider's upper bound for ``temperature``."""
+
+    def sdk_create(self) -> Any:
+        """The SDK method a request goes through (its signature says what it accepts)."""
+        raise NotImplementedError
+
+    def check_options(self, options: ModelOptions) -> None:
+        """Raise :class:`ConfigError` for request options this provider cannot send."""
+        accepted = _parameters(self.sdk_create())
+        for name in ("temperature", "tool_choice"):
+            if getattr(options, name) is not None and name not in accepted:
+                raise ConfigError(
+                    f"{self.name}: this API (as the installed SDK exposes it) takes no {name}"
+                )
+        t = options.temperature
+        if t is not None and not 0.0 <= t <= self.max_temperature:
+            raise ConfigError(
+                f"{self.name}: temperature {t} is outside 0..{self.max_temperature:g}"
+            )
+        reserved = sorted(set(options.additional_params or ()) & self.reserved_params)
+        if reserved:
+            raise ConfigError(
+                f"{self.name}: additional_params may not set {', '.join(reserved)} "
+                "(the agent sets them)"
+            )
+
+    reserved_params: frozenset[str] = frozenset(
+        {"model", "messages", "input", "tools", "tool_choice", "stream", "system", "instructions"}
+    )
+    """Request fields the adapter owns; ``additional_params`` may not set them."""
+
+    def apply_options(self, params: dict[str, Any], options: ModelOptions) -> None:
+        """Put the request options into the SDK call's parameters."""
+        if options.temperature is not None:
+            params["temperature"] = options.temperature
+        if options.tool_choice is not None and params.get("tools"):
+            params["tool_choice"] = self.tool_choice_param(options.tool_choice)
+        if options.additional_params:
+            params["extra_body"] = dict(options.additional_params)
+
+    def tool_choice_param(self, choice: ToolChoice) -> Any:
+        """``tool_choice`` in the provider's shape (OpenAI Chat Completions by default)."""
+        if isinstance(choice, SpecificTool):
+            return {"type": "function", "function": {"name": choice.name}}
+        return choice
+
     async def prompt(self, request: PromptRequest, notify: NotifyFn) -> ModelResponse:
         """One model call: streamed (notifying deltas and tool uses) or not."""
         params = self.build_params(request)
+        self.apply_options(params, request.options)
         try:
             if self.stream:
                 return await self.streamed(params, notify)
@@ -120,6 +170,18 @@ class SdkModel(Generic[ClientT]):
     async def streamed(self, params: dict[str, Any], notify: NotifyFn) -> ModelResponse:
         """One streamed request, notifying text deltas and completed tool uses."""
         raise NotImplementedError
+
+
+_PARAMETERS: dict[Any, frozenset[str]] = {}
+
+
+def _parameters(method: Any) -> frozenset[str]:
+    """The keyword parameters of an SDK method (cached per function)."""
+    key = getattr(method, "__func__", method)
+    known = _PARAMETERS.get(key)
+    if known is None:
+        known = _PARAMETERS[key] = frozenset(inspect.signature(method).parameters)
+    return known
 
 
 class OpenAISdkModel(SdkModel[openai.AsyncOpenAI]):

@@ -34,7 +34,7 @@ from tiers import AssembledPrompt
 
 from ._common import parse_arguments
 from ._sdk import SdkModel, anthropic_client
-from .base import ModelResponse, PromptRequest, SystemPrompt
+from .base import ModelResponse, PromptRequest, SpecificTool, SystemPrompt, ToolChoice
 
 __all__ = ["AnthropicModel", "format_anthropic_messages", "system_blocks"]
 
@@ -59,6 +59,13 @@ class AnthropicModel(SdkModel[anthropic.AsyncAnthropic]):
         super().__init__(model, client, provider=provider, max_tokens=max_tokens, stream=stream)
         self.cache = cache
 
+    max_temperature = 1.0
+
+    def tool_choice_param(self, choice: ToolChoice) -> Any:
+        if isinstance(choice, SpecificTool):
+            return {"type": "tool", "name": choice.name}
+        return {"type": "any" if choice == "required" else choice}
+
     def build_params(self, request: PromptRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self._model,
@@ -71,6 +78,9 @@ class AnthropicModel(SdkModel[anthropic.AsyncAnthropic]):
         if request.tools:
             params["tools"] = [_tool(t) for t in request.tools]
         return params
+
+    def sdk_create(self) -> Any:
+        return self._client.messages.create
 
     async def call(self, params: dict[str, Any]) -> Any:
         return cast(Any, await self._client.messages.create(**params))

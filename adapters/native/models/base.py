@@ -14,8 +14,8 @@ understand; messages are redacted and never include a key.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -29,9 +29,12 @@ __all__ = [
     "ModelAdapter",
     "ModelError",
     "ModelErrorCode",
+    "ModelOptions",
     "ModelResponse",
     "PromptRequest",
+    "SpecificTool",
     "SystemPrompt",
+    "ToolChoice",
     "classify_status",
 ]
 
@@ -98,10 +101,45 @@ def classify_status(status: int | None, message: str = "") -> ModelErrorCode:
 
 
 @attrs.frozen
+class SpecificTool:
+    """``tool_choice`` that forces one named tool."""
+
+    name: str
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | SpecificTool
+
+
+@attrs.frozen
+class ModelOptions:
+    """Per-request sampling options a model adapter may accept (the Anvia agent's
+    ``temperature``, ``tool_choice`` and ``additional_params``). An adapter that accepts them
+    has ``check_options(options)``, which raises :class:`~orchestrator.errors.ConfigError` for
+    what it cannot send; an adapter without it accepts none."""
+
+    temperature: float | None = None
+    tool_choice: ToolChoice | None = None
+    additional_params: Mapping[str, Any] | None = None
+    """Merged into the provider's request body as they are (``extra_body``)."""
+
+    def set_names(self) -> list[str]:
+        """The options that are set, by name."""
+        return [
+            name
+            for name in ("temperature", "tool_choice", "additional_params")
+            if getattr(self, name) is not None
+        ]
+
+
+_NO_OPTIONS = ModelOptions()
+
+
+@attrs.frozen
 class PromptRequest:
     messages: Sequence[Message]
     tools: Sequence[ToolDefinition] = ()
     max_tokens: int | None = None
+    options: ModelOptions = _NO_OPTIONS
 
 
 @attrs.frozen

@@ -59,6 +59,9 @@ class OpenAIChatModel(OpenAISdkModel):
             params["tools"] = [_tool(t) for t in request.tools]
         return params
 
+    def sdk_create(self) -> Any:
+        return self._client.chat.completions.create
+
     async def call(self, params: dict[str, Any]) -> Any:
         return cast(Any, await self._client.chat.completions.create(**params))
 

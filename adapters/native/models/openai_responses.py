@@ -25,13 +25,18 @@ from adapters.native.tools import ToolDefinition
 
 from ._common import data_url, parse_arguments
 from ._sdk import OpenAISdkModel
-from .base import ModelError, ModelResponse, PromptRequest
+from .base import ModelError, ModelResponse, PromptRequest, SpecificTool, ToolChoice
 
 __all__ = ["OpenAIResponsesModel", "format_responses_input"]
 
 
 class OpenAIResponsesModel(OpenAISdkModel):
     """OpenAI Responses, stateless (see the module docstring)."""
+
+    def tool_choice_param(self, choice: ToolChoice) -> Any:
+        if isinstance(choice, SpecificTool):
+            return {"type": "function", "name": choice.name}
+        return choice
 
     def build_params(self, request: PromptRequest) -> dict[str, Any]:
         system = self.system_text
@@ -46,6 +51,9 @@ class OpenAIResponsesModel(OpenAISdkModel):
         if request.tools:
             params["tools"] = [_tool(t) for t in request.tools]
         return params
+
+    def sdk_create(self) -> Any:
+        return self._client.responses.create
 
     async def call(self, params: dict[str, Any]) -> Any:
         return cast(Any, await self._client.responses.create(**params))

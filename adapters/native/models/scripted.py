@@ -28,7 +28,7 @@ import trio
 from adapters.native.messages import ReasoningBlock, TokenCounter, ToolCall
 from adapters.native.subscriber import NotifyFn, SubscriberEvent, TextDeltaEvent, ToolUseEvent
 
-from .base import ModelError, ModelResponse, PromptRequest, SystemPrompt
+from .base import ModelError, ModelOptions, ModelResponse, PromptRequest, SystemPrompt
 
 __all__ = ["Delta", "Emit", "Fail", "Reply", "ScriptedModel", "Sleep", "Step", "Usage"]
 
@@ -110,6 +110,10 @@ class ScriptedModel:
 
     def set_system_prompt(self, prompt: SystemPrompt) -> None:
         self.system_prompt = prompt
+
+    def check_options(self, options: ModelOptions) -> None:
+        """Every request option is accepted (and recorded with the request)."""
+        del options
 
     def with_model(self, model: str) -> ScriptedModel:
         """Shares the script (and its queue) with the original."""

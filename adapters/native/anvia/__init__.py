@@ -1,0 +1,77 @@
+"""The Anvia agent surface on the native loop: ``AnviaAgent``, its requests, stream events,
+sessions and memories, agents as tools, dynamic context and tools, skill sets."""
+
+from orchestrator.errors import AgentOptionsError as AgentOptionsError
+from orchestrator.errors import MaxTurnsError as MaxTurnsError
+from orchestrator.errors import PromptCancelledError as PromptCancelledError
+from orchestrator.errors import ToolCallError as ToolCallError
+
+from .agent import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS
+from .agent import AgentSession as AgentSession
+from .agent import AgentToolInput as AgentToolInput
+from .agent import AnviaAgent as AnviaAgent
+from .events import AgentDone as AgentDone
+from .events import AgentError as AgentError
+from .events import AgentFinal as AgentFinal
+from .events import AgentReasoningDelta as AgentReasoningDelta
+from .events import AgentStreamEvent as AgentStreamEvent
+from .events import AgentTextDelta as AgentTextDelta
+from .events import AgentToolCall as AgentToolCall
+from .events import AgentToolEvent as AgentToolEvent
+from .events import AgentToolResult as AgentToolResult
+from .events import AgentTurnEnd as AgentTurnEnd
+from .events import AgentTurnStart as AgentTurnStart
+from .memory import AgentMemory as AgentMemory
+from .memory import InMemoryAgentMemory as InMemoryAgentMemory
+from .memory import MemoryContext as MemoryContext
+from .memory import SavePolicy as SavePolicy
+from .memory import SqliteAgentMemory as SqliteAgentMemory
+from .request import AgentRequest as AgentRequest
+from .request import PromptResponse as PromptResponse
+from .retrieval import Document as Document
+from .retrieval import DynamicContext as DynamicContext
+from .retrieval import DynamicTools as DynamicTools
+from .retrieval import KeywordIndex as KeywordIndex
+from .retrieval import SearchIndex as SearchIndex
+from .retrieval import SearchResult as SearchResult
+from .retrieval import tool_index as tool_index
+from .skills import SkillSet as SkillSet
+from .skills import skill_set as skill_set
+
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "AgentDone",
+    "AgentError",
+    "AgentFinal",
+    "AgentMemory",
+    "AgentOptionsError",
+    "AgentReasoningDelta",
+    "AgentRequest",
+    "AgentSession",
+    "AgentStreamEvent",
+    "AgentTextDelta",
+    "AgentToolCall",
+    "AgentToolEvent",
+    "AgentToolInput",
+    "AgentToolResult",
+    "AgentTurnEnd",
+    "AgentTurnStart",
+    "AnviaAgent",
+    "Document",
+    "DynamicContext",
+    "DynamicTools",
+    "InMemoryAgentMemory",
+    "KeywordIndex",
+    "MaxTurnsError",
+    "MemoryContext",
+    "PromptCancelledError",
+    "PromptResponse",
+    "SavePolicy",
+    "SearchIndex",
+    "SearchResult",
+    "SkillSet",
+    "SqliteAgentMemory",
+    "ToolCallError",
+    "skill_set",
+    "tool_index",
+]
