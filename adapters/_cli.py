@@ -113,6 +113,7 @@ from orchestrator.events import Done, EventFactory, RuntimeEvent, TextDelta, now
 
 from ._base import AdapterBase, validate_context_key, write_context_file
 from ._jsonl import Frame
+from ._jsonrpc import METHOD_NOT_FOUND, JsonRpcClient, RpcErrorReply, answer_request, rpc_kind
 from ._process import (
     DEFAULT_SIGINT_GRACE,
     DEFAULT_SIGTERM_GRACE,
@@ -248,6 +249,36 @@ class CliDialect:
         )
 
 
+class RpcDialect(CliDialect):
+    """A JSON-RPC runtime's dialect (ACP, Codex's app-server): responses resolve the requests
+    waiting on :attr:`rpc` and the peer's requests are answered (:meth:`answer`) as they arrive;
+    notifications are normalized in order. :attr:`rpc` is set once the process is up and closed
+    when its output ends."""
+
+    routes = True
+    rpc: JsonRpcClient | None = None
+
+    async def route(self, frame: Any) -> bool:
+        kind = rpc_kind(frame)
+        if kind == "response" and self.rpc is not None:
+            self.rpc.resolve(frame)
+            return True
+        if kind == "request" and self.rpc is not None:
+            await answer_request(self.rpc, frame, self.answer)
+            return True
+        await trio.lowlevel.checkpoint()
+        return False
+
+    async def answer(self, method: str, params: dict[str, Any]) -> Any:
+        """The result (or :class:`~adapters._jsonrpc.RpcErrorReply`) for a request of the peer."""
+        await trio.lowlevel.checkpoint()
+        return RpcErrorReply(METHOD_NOT_FOUND, f"ringleader does not handle {method}")
+
+    def end(self) -> None:
+        if self.rpc is not None:
+            self.rpc.close()
+
+
 @attrs.frozen
 class ChildSpec:
     """How to start one run's child process (see :func:`adapters._process.open_child`)."""
@@ -365,12 +396,8 @@ class CliRun:
                 self.spawn_error = exc
                 self.spawned.set()
                 await emitter.fail_with(exc)
-        except RingleaderError as exc:
-            await emitter.fail_with(exc)
         except Exception as exc:
-            await emitter.fail(
-                f"{adapter} adapter failed: {type(exc).__name__}: {exc}", code="adapter_error"
-            )
+            await emitter.fail_from(exc, adapter)
         finally:
             self.spawned.set()
             self.ready.set()
@@ -709,6 +736,22 @@ class CliConfig(Protocol):
 C = TypeVar("C", bound=CliConfig)
 
 
+class LiveRun(Protocol):
+    """What the shared adapter base reads of an adapter's own per-run record."""
+
+    @property
+    def cli(self) -> CliRun: ...
+    @property
+    def cwd(self) -> Path: ...
+    @property
+    def session_id(self) -> str | None:
+        """The runtime's session (thread) id once known: what a resume continues."""
+        ...
+
+
+R = TypeVar("R", bound=LiveRun)
+
+
 @attrs.frozen
 class CliSession:
     """What resumes a CLI runtime's session: its native id and the directory it started in."""
@@ -723,7 +766,7 @@ class OriginCodec:
     session started in. ``restore`` remembers the directory, so a run resumed with
     ``resume_session_id`` works where the session started."""
 
-    def __init__(self, adapter: CliAdapterBase[Any]) -> None:
+    def __init__(self, adapter: CliAdapterBase[Any, Any]) -> None:
         self._adapter = adapter
 
     async def serialize(self, run: RunHandle) -> str:
@@ -754,10 +797,12 @@ class OriginCodec:
         )
 
 
-class CliAdapterBase(AdapterBase, Generic[C]):
+class CliAdapterBase(AdapterBase, Generic[C, R]):
     """What the child-process adapters share besides the run loop: the binary or a launcher,
-    ``--version`` health, the calls record, session origins (a resumed session runs where it
-    started) and models set for a session's next run, and confined context files."""
+    ``--version`` health, the calls record, the live runs by session key (``R``: the adapter's
+    own run record), session origins (a resumed session runs where it started) and models set
+    for a session's next run, aborts (the runtime's clean stop, then the process) and confined
+    context files."""
 
     def __init__(self, config: C, *, clock: Callable[[], int] = now_ms) -> None:
         super().__init__(clock=clock)
@@ -767,6 +812,7 @@ class CliAdapterBase(AdapterBase, Generic[C]):
         self._origins: dict[str, str] = {}
         self._next_models: dict[str, str] = {}
         self._codec = OriginCodec(self)
+        self._live: dict[str, R] = {}
 
     @property
     def session_codec(self) -> OriginCodec:
@@ -832,10 +878,37 @@ class CliAdapterBase(AdapterBase, Generic[C]):
     def origin(self, session_id: str | None) -> str | None:
         return self._origins.get(session_id) if session_id else None
 
+    def child_for(self, run: RunHandle) -> ChildProcess | None:
+        """The run's child process (``None`` before it is spawned or for an unknown run)."""
+        live = self._live.get(run.session_key)
+        return live.cli.child if live is not None else None
+
     def session_of(self, run: RunHandle) -> CliSession:
-        """The run's session: override to report the live run's id and directory."""
-        session_id = run.run_id
-        return CliSession(run.session_key, session_id, self.origin(session_id))
+        """The run's session: the live run's id and directory, else the recorded origin."""
+        live = self._live.get(run.session_key)
+        if live is None:
+            return CliSession(run.session_key, run.run_id, self.origin(run.run_id))
+        return CliSession(run.session_key, live.session_id or run.run_id, str(live.cwd))
+
+    async def abort(self, run: RunHandle) -> None:
+        """Record the abort, ask the runtime for its clean stop (:meth:`interrupt`), then end
+        the process (SIGINT, SIGTERM, SIGKILL with the configured graces)."""
+        live = self._live.get(run.session_key)
+        if live is None or not await self.begin_abort(run, live.cli):
+            return
+        await self.interrupt(run, live)
+        config = self.config
+        await live.cli.abort(config.sigint_grace + config.sigterm_grace + 6)
+
+    async def interrupt(self, run: RunHandle, live: R) -> None:
+        """The runtime's own clean stop before its process is ended (default: none)."""
+        await trio.lowlevel.checkpoint()
+
+    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
+        """Write ``value`` to ``key`` under the run's working directory (confined to it)."""
+        live = self._live.get(run.session_key)
+        await self.write_file(live.cwd if live is not None else None, key, value)
+        self.record("writeContext", sessionKey=run.session_key, key=key, value=value)
 
     async def write_file(self, cwd: Path | None, key: str, value: str) -> None:
         """Write a context file under ``cwd`` (confined to it); ``None``: only validate ``key``."""

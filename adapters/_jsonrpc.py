@@ -17,17 +17,24 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, TypeAlias, cast
+from contextlib import suppress
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import trio
 
-from orchestrator.errors import ProtocolError, RuntimeReportedError, redact_secrets
+from orchestrator.errors import RuntimeReportedError, redact_secrets
+
+from ._json import as_dict, as_float, as_int, as_list, as_str, json_object
 
 __all__ = [
+    "INVALID_PARAMS",
+    "METHOD_NOT_FOUND",
     "JsonRpcClient",
+    "RpcErrorReply",
     "RpcKind",
     "RpcMessage",
+    "answer_request",
     "as_dict",
     "as_float",
     "as_int",
@@ -40,20 +47,38 @@ __all__ = [
 RpcMessage: TypeAlias = dict[str, Any]
 RpcKind: TypeAlias = Literal["response", "request", "notification", "invalid"]
 
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+
+
+@attrs.frozen
+class RpcErrorReply:
+    """What a request handler returns to answer with a JSON-RPC error instead of a result."""
+
+    code: int
+    message: str
+
+
+async def answer_request(
+    rpc: JsonRpcClient,
+    message: Mapping[str, Any],
+    handle: Callable[[str, dict[str, Any]], Awaitable[Any]],
+) -> None:
+    """Answer one request of the peer with what ``handle(method, params)`` returns: a result,
+    or an :class:`RpcErrorReply`. A peer gone meanwhile is no error here (its run ends through
+    the reader)."""
+    reply = await handle(as_str(message.get("method")), as_dict(message.get("params")))
+    request_id = message.get("id")
+    with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        if isinstance(reply, RpcErrorReply):
+            await rpc.respond_error(request_id, reply.code, reply.message)
+        else:
+            await rpc.respond(request_id, reply)
+
 
 def decode_rpc_line(line: bytes | str, *, adapter: str) -> RpcMessage:
     """Decode one line; raises :class:`ProtocolError` unless it is a JSON object."""
-    try:
-        obj: Any = json.loads(line)
-    except ValueError:
-        raise ProtocolError(
-            f"{adapter} wrote a line that is not JSON", line=line, adapter=adapter
-        ) from None
-    if type(obj) is not dict:
-        raise ProtocolError(
-            f"{adapter} wrote a JSON line that is not an object", line=line, adapter=adapter
-        )
-    return cast(RpcMessage, obj)
+    return json_object(line, json.loads, runtime=adapter, adapter=adapter)
 
 
 def rpc_kind(message: Mapping[str, Any]) -> RpcKind:
@@ -67,33 +92,6 @@ def rpc_kind(message: Mapping[str, Any]) -> RpcKind:
             return "response"
         return "invalid"
     return "notification" if has_method else "invalid"
-
-
-def as_str(value: object, default: str = "") -> str:
-    """``value`` if it is a string, else ``default``."""
-    return value if isinstance(value, str) else default
-
-
-def as_int(value: object) -> int | None:
-    """``value`` if it is an int (not a bool), else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def as_float(value: object) -> float | None:
-    """``value`` as a float if it is a number (not a bool), else ``None``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    """``value`` if it is a dict, else an empty one."""
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
-def as_list(value: object) -> list[Any]:
-    """``value`` if it is a list, else an empty one."""
-    return cast(list[Any], value) if isinstance(value, list) else []
 
 
 class JsonRpcClient:

@@ -172,6 +172,16 @@ class RunEmitter:
             code = error.code
         await self.fail(str(error), code=code)
 
+    async def fail_from(self, exc: Exception, adapter: str) -> None:
+        """Report whatever ended a run's driver: a typed error as :meth:`fail_with`, anything
+        else as ``adapter_error`` naming the adapter and the exception's type."""
+        if isinstance(exc, RingleaderError):
+            await self.fail_with(exc)
+        else:
+            await self.fail(
+                f"{adapter} adapter failed: {type(exc).__name__}: {exc}", code="adapter_error"
+            )
+
 
 @attrs.define
 class RunTable:

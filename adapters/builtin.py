@@ -13,12 +13,15 @@ import json
 import os
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.adapter import RuntimeAdapter, StartOpts
 from orchestrator.config import RuntimeConfig
 from orchestrator.errors import ConfigError
 from orchestrator.registry import Installed, ModelServerHook, RuntimeRegistry, RuntimeSpec
+
+if TYPE_CHECKING:
+    from .native.mcp import McpServer
 
 __all__ = [
     "ACP",
@@ -75,7 +78,37 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
     # writes and bash may do (default: the native `workspace-write` policy, bash asks)
     perm = config.permission
     policy = PermissionPolicy() if perm is None else PermissionPolicy(write=perm, bash=perm)
-    return NativeAdapter(model_factory=model_factory, prices=prices, permissions=policy)
+    return NativeAdapter(
+        model_factory=model_factory,
+        prices=prices,
+        permissions=policy,
+        mcp_servers=_mcp_servers(config),
+    )
+
+
+def _mcp_servers(config: RuntimeConfig) -> list[McpServer]:
+    """``runtimes.native.mcp_servers`` as the native runtime's server specs; a variable the
+    configuration names (``env_vars``, ``headers_env``) must be set."""
+    from .native.mcp import McpHttpServer, McpStdioServer
+
+    servers: list[McpServer] = []
+    for name, server in config.mcp_servers.items():
+        where = f"runtimes.native.mcp_servers.{name}"
+        for var in (*server.env_vars, *server.headers_env.values()):
+            if var not in os.environ:
+                raise ConfigError(f"{where}: the variable {var} is not set")
+        options = server.model_dump(include={"permission", "start_timeout_s", "call_timeout_s"})
+        spec: McpServer
+        if server.url is not None:
+            spec = McpHttpServer(name, server.url, headers=server.resolved_headers(), **options)
+        else:
+            assert server.command is not None
+            env = server.resolved_env()
+            spec = McpStdioServer(
+                name, server.command, server.args, env=env, cwd=server.cwd, **options
+            )
+        servers.append(spec)
+    return servers
 
 
 def _native_keys(config: RuntimeConfig) -> tuple[str, ...]:
@@ -108,7 +141,7 @@ _CLAUDE_WRITE_TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
 def _claude_code(config: RuntimeConfig) -> RuntimeAdapter:
     from .claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, allow_all, deny_all
 
-    _refuse("claude-code", config, "prices")
+    _refuse("claude-code", config, "prices", "mcp_servers")
     if config.provider not in (None, "anthropic"):
         raise ConfigError(
             f"runtimes.claude-code.provider: {config.provider!r} is not supported (only "
@@ -176,6 +209,7 @@ CLAUDE_CODE = RuntimeSpec(
 def _codex(config: RuntimeConfig) -> RuntimeAdapter:
     from .codex import CodexAdapter, CodexConfig, CodexProvider, Price
 
+    _refuse("codex", config, "mcp_servers")
     if config.provider not in (None, "openai"):
         raise ConfigError(
             f"runtimes.codex.provider: {config.provider!r} is not supported (only 'openai'; "
@@ -257,7 +291,7 @@ _OPENCLAW_WRITE_TOOLS = ("exec", "process", "write", "edit", "apply_patch")
 def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
     from .openclaw import GatewaySettings, ModelProvider, OpenClawAdapter, OpenClawConfig
 
-    _refuse("openclaw", config, "mode", "extra_args")
+    _refuse("openclaw", config, "mode", "extra_args", "mcp_servers")
     base_url = config.base_url or ""
     if base_url.startswith(("ws://", "wss://")):
         # attach to a running gateway; api_key_env names the variable holding its token
@@ -312,7 +346,7 @@ OPENCLAW = RuntimeSpec(
 def _hermes(config: RuntimeConfig) -> RuntimeAdapter:
     from .hermes import HermesAdapter, HermesConfig
 
-    _refuse("hermes", config, "extra_args", "mode", "prices")
+    _refuse("hermes", config, "extra_args", "mode", "prices", "mcp_servers")
     if config.provider not in (None, "custom", "openai", "anthropic"):
         raise ConfigError(
             f"runtimes.hermes.provider: {config.provider!r} is not supported (point base_url at "
@@ -353,7 +387,7 @@ HERMES = RuntimeSpec(
 def _acp(config: RuntimeConfig) -> RuntimeAdapter:
     from .acp import AcpAdapter, AcpConfig
 
-    _refuse("acp", config, "mode", "prices", "base_url", "provider")
+    _refuse("acp", config, "mode", "prices", "base_url", "provider", "mcp_servers")
     command = (config.binary, *config.extra_args) if config.binary else ()
     return AcpAdapter(
         AcpConfig(

@@ -45,6 +45,9 @@ from .errors import ConfigError as ConfigError
 from .errors import HostError as HostError
 from .errors import LineTooLongError as LineTooLongError
 from .errors import MailboxClosedError as MailboxClosedError
+from .errors import McpServerDiedError as McpServerDiedError
+from .errors import McpServerError as McpServerError
+from .errors import McpStartError as McpStartError
 from .errors import NodeLostError as NodeLostError
 from .errors import NoNodeForRuntimeError as NoNodeForRuntimeError
 from .errors import ProtocolError as ProtocolError
@@ -203,6 +206,9 @@ __all__ = [
     "LoadedConfig",
     "LoggedEvent",
     "MailboxClosedError",
+    "McpServerDiedError",
+    "McpServerError",
+    "McpStartError",
     "ModelPrice",
     "ModelServerHook",
     "NativeHomeClaim",

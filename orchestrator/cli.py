@@ -8,6 +8,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -433,6 +434,24 @@ def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
     return prompt, script
 
 
+def _with_acp_command(
+    config: LoadedConfig, command: str, runtime_ids: Sequence[str]
+) -> LoadedConfig:
+    """``--acp-command "gemini --experimental-acp"``: the agent process of ``--runtime acp``
+    (its binary and extra arguments), recorded as coming from the flag."""
+    if "acp" not in runtime_ids:
+        raise ConfigError(
+            "run: --acp-command is the agent command of --runtime acp; add --runtime acp"
+        )
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise ConfigError(f"run: --acp-command: {exc}") from None
+    if not argv:
+        raise ConfigError("run: --acp-command: the command is empty")
+    return config.with_runtime("acp", "--acp-command", binary=argv[0], extra_args=argv[1:])
+
+
 async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
     specs = discover_runtimes()
     config = _load_config(args.config_file, specs)
@@ -450,6 +469,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
         runtime_ids, resume, cwd = [resumed_runtime], task.resume, task.cwd
     for runtime_id in runtime_ids:
         _spec(specs, runtime_id)  # unknown ids fail before anything starts
+    if args.acp_command is not None:
+        config = _with_acp_command(config, args.acp_command, runtime_ids)
     rotation = _rotation(args, config, runtime_ids)
     for rotate_to, _ in rotation.values():
         if rotate_to is not None:
@@ -779,6 +800,7 @@ def _parser() -> argparse.ArgumentParser:
             "ringleader run --runtime native --model anthropic:claude-haiku-4-5 'fix the typo'",
             "ringleader run --runtime native --runtime claude-code --runtime codex 'add tests'",
             "ringleader run --runtime scripted --json 'say hello' | jq .kind",
+            "ringleader run --runtime acp --acp-command 'gemini --experimental-acp' 'fix it'",
             "ringleader run --runtime claude-code --runtime codex --model-server 'list the files'",
         ],
     )
@@ -807,6 +829,14 @@ def _parser() -> argparse.ArgumentParser:
         help="start the built-in scripted model server on 127.0.0.1 (one per runtime) and point "
         "the runtime at it (no keys needed); SCRIPT is a .json/.toml script, else a built-in one "
         "(a tool turn, then a text answer); e.g. --model-server or --model-server script.json",
+    )
+    run.add_argument(
+        "--acp-command",
+        default=None,
+        metavar="COMMAND",
+        help="the command line of the ACP agent that --runtime acp drives (instead of "
+        "runtimes.acp.binary and extra_args in the config); e.g. --runtime acp --acp-command "
+        "'gemini --experimental-acp'",
     )
     run.add_argument(
         "--board",

@@ -26,6 +26,15 @@ The file format::
     output = 10.0
     cached_input = 0.125
 
+    [runtimes.native.mcp_servers.files] # an MCP server of the native runtime (stdio)
+    command = "npx"
+    args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+    env_vars = ["GITHUB_TOKEN"]         # passed through from our environment (by NAME)
+
+    [runtimes.native.mcp_servers.search]  # … or streamable HTTP
+    url = "http://127.0.0.1:8931/mcp"
+    headers_env = { Authorization = "SEARCH_AUTH" }  # header value from this variable
+
     [budget]                            # governance (see orchestrator.governance)
     usd = 2.0                           # per task; run --budget-usd wins
     tokens = 500000                     # per task; run --budget-tokens wins
@@ -57,7 +66,14 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import ConfigError, redact_secrets
 
@@ -67,6 +83,7 @@ __all__ = [
     "BudgetConfig",
     "Config",
     "LoadedConfig",
+    "McpServerConfig",
     "ModelPrice",
     "PermissionPolicyName",
     "RuntimeConfig",
@@ -110,6 +127,72 @@ class ModelPrice(BaseModel):
     """Cache reads; ``None``: the runtime's own rule."""
 
 
+class McpServerConfig(BaseModel):
+    """One MCP server (the native runtime's ``mcp_servers.<name>``): ``command`` (stdio) or
+    ``url`` (streamable HTTP). Secrets come from the environment by variable NAME."""
+
+    model_config = _STRICT
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    """Plain variables for a stdio server (no secrets: use ``env_vars``)."""
+    env_vars: tuple[str, ...] = ()
+    """Names of our environment variables passed through to a stdio server."""
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    """Plain headers for an HTTP server (no secrets: use ``headers_env``)."""
+    headers_env: dict[str, str] = Field(default_factory=dict[str, str])
+    """Header name → the NAME of the environment variable holding its value."""
+    permission: PermissionPolicyName = "allow"
+    """Calls of its tools: ``allow`` (configuring a server is consent), ``ask`` or ``deny``."""
+    start_timeout_s: float = Field(default=30.0, gt=0)
+    call_timeout_s: float | None = Field(default=None, gt=0)
+
+    @field_validator("env_vars")
+    @classmethod
+    def _env_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @field_validator("headers_env")
+    @classmethod
+    def _header_env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value.values():
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set exactly one of command (stdio) or url (streamable HTTP)")
+        stdio_only = ("args", "env", "env_vars", "cwd")
+        http_only = ("headers", "headers_env")
+        for field in http_only if self.command is not None else stdio_only:
+            if getattr(self, field):
+                transport = "a stdio" if self.command is not None else "an HTTP"
+                raise ValueError(f"{field} is not used by {transport} server")
+        return self
+
+    def resolved_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``env`` plus the ``env_vars`` that are set in ``environ`` (default: ours)."""
+        src = os.environ if environ is None else environ
+        return {**self.env, **{n: src[n] for n in self.env_vars if n in src}}
+
+    def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``headers`` plus each ``headers_env`` header whose variable is set."""
+        src = os.environ if environ is None else environ
+        return {**self.headers, **{h: src[n] for h, n in self.headers_env.items() if n in src}}
+
+    def describe(self) -> str:
+        if self.url is not None:
+            return self.url
+        return shlex.join([self.command or "", *self.args])
+
+
 class RuntimeConfig(BaseModel):
     """One runtime's settings. ``None`` everywhere means "the runtime's own default"."""
 
@@ -142,6 +225,8 @@ class RuntimeConfig(BaseModel):
     rotate_to: str | None = None
     """Rotation: the runtime the fresh session starts on (default: the same; ``run
     --rotate-to`` wins)."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
+    """MCP servers by name (native); their tools are ``mcp__<name>__<tool>``."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -205,7 +290,9 @@ class Config(BaseModel):
 
 
 _FIELDS: Final = tuple(RuntimeConfig.model_fields)
-_ENV_FIELDS: Final = tuple(f for f in _FIELDS if f != "prices")
+_TABLE_FIELDS: Final = ("prices", "mcp_servers")
+"""Fields that are tables keyed by name (a model, a server): merged entry by entry."""
+_ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
 
 
 def env_var_for(runtime_id: str, field: str) -> str:
@@ -256,6 +343,12 @@ class LoadedConfig:
             cfg = self.config.runtime(runtime_id)
             for field in _FIELDS:
                 key = f"runtimes.{runtime_id}.{field}"
+                if field == "mcp_servers":
+                    for name, server in cfg.mcp_servers.items():
+                        server_key = f"{key}.{name}"
+                        shown = redact_secrets(server.describe())
+                        rows.append((server_key, shown, self.sources.get(server_key, "default")))
+                    continue
                 if field == "prices":
                     for model, price in cfg.prices.items():
                         price_key = f"{key}.{model}"
@@ -388,12 +481,12 @@ def _merge(
     for runtime_id, fields in data.items():
         target = merged.setdefault(runtime_id, {})
         for field, value in fields.items():
-            if field == "prices":
-                prices: dict[str, Any] = dict(target.get("prices", {}))
-                for model, price in value.items():
-                    prices[model] = price
-                    sources[f"runtimes.{runtime_id}.prices.{model}"] = source
-                target["prices"] = prices
+            if field in _TABLE_FIELDS:
+                table: dict[str, Any] = dict(target.get(field, {}))
+                for name, entry in value.items():
+                    table[name] = entry
+                    sources[f"runtimes.{runtime_id}.{field}.{name}"] = source
+                target[field] = table
             else:
                 target[field] = value
                 sources[f"runtimes.{runtime_id}.{field}"] = source

@@ -11,7 +11,10 @@
     │   ├── RuntimeExitedError                       the runtime exited badly (.exit_code, .stderr_tail)
     │   ├── ProtocolError                            a line or frame we cannot read (.line, truncated)
     │   │   └── LineTooLongError                     the line framer's cap tripped (.limit)
-    │   └── RuntimeReportedError                     the runtime itself said it failed (.code)
+    │   ├── RuntimeReportedError                     the runtime itself said it failed (.code)
+    │   └── McpServerError                           an MCP server of the native runtime (.server)
+    │       ├── McpStartError                        it could not start, connect or list its tools
+    │       └── McpServerDiedError                   it exited or its connection broke mid-run
     ├── ActorError                                   supervision (.actor_id)
     │   ├── ActorCrashedError                        an actor's task tree raised
     │   ├── MailboxClosedError                       a message was sent to a finished actor
@@ -56,6 +59,9 @@ __all__ = [
     "LineTooLongError",
     "MailboxClosedError",
     "MaxTurnsError",
+    "McpServerDiedError",
+    "McpServerError",
+    "McpStartError",
     "NoNodeForRuntimeError",
     "NodeLostError",
     "PromptCancelledError",
@@ -244,6 +250,38 @@ class RuntimeReportedError(AdapterError):
 
     def _extra(self) -> dict[str, Any]:
         return {**super()._extra(), "code": self.code}
+
+
+class McpServerError(AdapterError):
+    """An MCP server the native runtime connected to failed (``server`` is its name)."""
+
+    event_code = "mcp_server_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str = "",
+        adapter: str | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        super().__init__(message, adapter=adapter, session_key=session_key)
+        self.server = server
+
+    def _extra(self) -> dict[str, Any]:
+        return {**super()._extra(), "server": self.server}
+
+
+class McpStartError(McpServerError):
+    """An MCP server could not be started, connected to, initialized or asked for its tools."""
+
+    event_code = "mcp_start_failed"
+
+
+class McpServerDiedError(McpServerError):
+    """An MCP server exited, or its connection broke, while its run was still using it."""
+
+    event_code = "mcp_server_died"
 
 
 class ActorError(RingleaderError):

@@ -894,13 +894,14 @@ class EventLog:
             raise op.error
 
     async def runs(self) -> list[RunRow]:
-        """Every run, oldest first."""
+        """Every run, oldest first (runs started in the same millisecond: in the order they
+        started)."""
         conn = self._reader
 
         def query() -> list[RunRow]:
             cur = conn.execute(
                 "SELECT run_key, runtime_id, session_key, status, started_ms, ended_ms, outcome "
-                "FROM runs ORDER BY started_ms, run_key"
+                "FROM runs ORDER BY started_ms, rowid"
             )
             return [
                 RunRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]) if r[6] else None)

@@ -42,6 +42,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, "NO_COLOR": "1", **extra}
 
 
+def fill_wheelhouse(*requirements: str) -> None:
+    """Download ``requirements`` and their dependencies into the wheelhouse. Our own wheel is
+    never kept there: pip resolves a wheel already in the wheel dir from *that* file, so a stale
+    ``ringleader-0.1.0`` would hide a dependency added since (and shadow the fresh build)."""
+    for stale in WHEELHOUSE.glob("ringleader-*.whl"):
+        stale.unlink(missing_ok=True)
+    fill = pip("wheel", "--quiet", "--wheel-dir", str(WHEELHOUSE), *requirements)
+    for ours in WHEELHOUSE.glob("ringleader-*.whl"):
+        ours.unlink(missing_ok=True)
+    assert fill.returncode == 0, fill.stderr
+
+
 def offline_install(venv: Path, dist: Path, *requirements: str) -> subprocess.CompletedProcess[str]:
     return pip(
         "--python",
@@ -63,9 +75,7 @@ def build_wheel(dist: Path) -> Path:
     built = pip("wheel", "--quiet", "--no-deps", "--no-index", "--find-links", str(WHEELHOUSE),
                 "--wheel-dir", str(dist), str(REPO))  # fmt: skip
     if built.returncode != 0:
-        fill = pip("wheel", "--quiet", "--wheel-dir", str(WHEELHOUSE), str(REPO), "hatchling",
-                   "pytest")  # fmt: skip
-        assert fill.returncode == 0, fill.stderr
+        fill_wheelhouse(str(REPO), "hatchling", "pytest")
         built = pip("wheel", "--quiet", "--no-deps", "--no-index", "--find-links",
                     str(WHEELHOUSE), "--wheel-dir", str(dist), str(REPO))  # fmt: skip
     assert built.returncode == 0, built.stderr
@@ -91,8 +101,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert made.returncode == 0, made.stderr
     installed = offline_install(venv, dist, "ringleader")
     if installed.returncode != 0:  # a dependency the wheelhouse lacks: fill it, once
-        fill = pip("wheel", "--quiet", "--wheel-dir", str(WHEELHOUSE), str(wheel), "pytest")
-        assert fill.returncode == 0, fill.stderr
+        fill_wheelhouse(str(wheel), "pytest")
         installed = offline_install(venv, dist, "ringleader")
     assert installed.returncode == 0, installed.stderr
     bin_dir = venv / "bin"

@@ -42,8 +42,17 @@ from orchestrator.errors import (
 )
 from orchestrator.events import EventFactory, RuntimeEvent, now_ms
 
-from .._cli import CliAdapterBase, CliDialect, CliRun, CliSession
-from .._jsonrpc import JsonRpcClient, RpcMessage, as_dict, as_str, decode_rpc_line, rpc_kind
+from .._cli import CliAdapterBase, CliRun, RpcDialect
+from .._jsonrpc import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    JsonRpcClient,
+    RpcErrorReply,
+    as_dict,
+    as_str,
+    decode_rpc_line,
+    rpc_kind,
+)
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
 from .driver import AcpConfig, fs_request, initialize_params, permission_outcome
@@ -73,17 +82,15 @@ class AcpRun:
     """Subclass state (e.g. a note for the opening status)."""
 
 
-class AcpDialect(CliDialect):
+class AcpDialect(RpcDialect):
     """ACP in the shared run loop: responses and the agent's requests are routed as they arrive;
     updates and the prompt's response are normalized in order."""
 
     name = "ACP agent"
-    routes = True
 
     def __init__(self, adapter: AcpAdapter, run: AcpRun) -> None:
         self.adapter = adapter
         self.run = run
-        self.rpc: JsonRpcClient | None = None
         self.live = False
         """Set when ``start()`` returns: notifications read before are replayed history."""
 
@@ -96,23 +103,18 @@ class AcpDialect(CliDialect):
 
     async def route(self, frame: Any) -> bool:
         rpc = self.rpc
-        kind = rpc_kind(frame)
-        if kind == "response" and rpc is not None:
-            if frame.get("id") in rpc.unawaited:  # the prompt's answer: normalized in order
-                frame[_JUDGED] = await self.adapter.judge_end(self.run, frame.get("result"))
-                return False
-            rpc.resolve(frame)
-            return True
-        if kind == "request":
-            await self.adapter.answer(self.run, frame)
+        if rpc is not None and rpc_kind(frame) == "response" and frame.get("id") in rpc.unawaited:
+            # the prompt's answer: normalized in order, after the updates before it
+            frame[_JUDGED] = await self.adapter.judge_end(self.run, frame.get("result"))
+            return False
+        if await super().route(frame):
             return True
         if not self.live:
             frame[_REPLAY] = True
         return False
 
-    def end(self) -> None:
-        if self.rpc is not None:
-            self.rpc.close()
+    async def answer(self, method: str, params: dict[str, Any]) -> Any:
+        return await self.adapter.answer(self.run, method, params)
 
     def opening(self, emitter: RunEmitter) -> list[RuntimeEvent]:
         session = self.run.session_id
@@ -160,17 +162,15 @@ class AcpDialect(CliDialect):
         return method
 
 
-class AcpAdapter(CliAdapterBase[AcpConfig]):
+class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
     """Any ACP agent behind the trait (see the module docstring)."""
 
     id = "acp"
-    _live: dict[str, AcpRun]
 
     def __init__(
         self, config: AcpConfig | None = None, *, clock: Callable[[], int] = now_ms
     ) -> None:
         super().__init__(config or AcpConfig(), clock=clock)
-        self._live = {}
 
     # -- hooks for subclasses ------------------------------------------------------------------
 
@@ -256,17 +256,6 @@ class AcpAdapter(CliAdapterBase[AcpConfig]):
             rpc.close()
 
     # -- runs ----------------------------------------------------------------------------------
-
-    def child_for(self, run: RunHandle) -> ChildProcess | None:
-        """The run's agent process (``None`` before it is spawned or for an unknown run)."""
-        live = self._live.get(run.session_key)
-        return live.cli.child if live is not None else None
-
-    def session_of(self, run: RunHandle) -> CliSession:
-        live = self._live.get(run.session_key)
-        if live is None:
-            return super().session_of(run)
-        return CliSession(run.session_key, live.session_id or run.run_id, str(live.cwd))
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
         self.nursery  # noqa: B018 - raises if the adapter was not entered
@@ -379,47 +368,36 @@ class AcpAdapter(CliAdapterBase[AcpConfig]):
         self.record(method, sessionKey=run.opts.session_key)
         return await rpc.request(method, params)
 
-    async def answer(self, run: AcpRun, message: RpcMessage) -> None:
-        """Answer one of the agent's requests (permissions by policy; fs only when enabled)."""
-        dialect = run.cli.dialect
-        assert isinstance(dialect, AcpDialect) and dialect.rpc is not None
-        rpc = dialect.rpc
-        method = as_str(message.get("method"))
-        params = as_dict(message.get("params"))
-        request_id = message.get("id")
-        try:
-            if method == "session/request_permission":
-                outcome = permission_outcome(self.config.permission, params)
-                self.record("permission", sessionKey=run.opts.session_key, **outcome)
-                await rpc.respond(request_id, outcome)
-            elif method in _FS_METHODS and self.config.allow_fs:
-                try:
-                    result = await trio.to_thread.run_sync(fs_request, method, params, run.cwd)
-                except (ValueError, OSError) as exc:
-                    await rpc.respond_error(request_id, -32602, redact_secrets(str(exc)))
-                else:
-                    await rpc.respond(request_id, result)
-            else:
-                await rpc.respond_error(request_id, -32601, f"ringleader does not offer {method}")
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
+    async def answer(self, run: AcpRun, method: str, params: dict[str, Any]) -> Any:
+        """The answer to one of the agent's requests (permissions by policy; fs only when
+        enabled)."""
+        if method == "session/request_permission":
+            outcome = permission_outcome(self.config.permission, params)
+            self.record("permission", sessionKey=run.opts.session_key, **outcome)
+            await trio.lowlevel.checkpoint()
+            return outcome
+        if method in _FS_METHODS and self.config.allow_fs:
+            try:
+                return await trio.to_thread.run_sync(fs_request, method, params, run.cwd)
+            except (ValueError, OSError) as exc:
+                return RpcErrorReply(INVALID_PARAMS, redact_secrets(str(exc)))
+        await trio.lowlevel.checkpoint()
+        return RpcErrorReply(METHOD_NOT_FOUND, f"ringleader does not offer {method}")
 
     # -- controls ------------------------------------------------------------------------------
 
-    async def abort(self, run: RunHandle) -> None:
-        live = self._live.get(run.session_key)
-        if live is None or not await self.begin_abort(run, live.cli):
-            return
-        cli = live.cli
-        dialect = cli.dialect
+    async def interrupt(self, run: RunHandle, live: AcpRun) -> None:
+        """``session/cancel`` first: the prompt then answers ``cancelled``."""
+        dialect = live.cli.dialect
         assert isinstance(dialect, AcpDialect)
         rpc = dialect.rpc
-        if rpc is not None and live.session_id is not None and rpc.unawaited:
-            with trio.move_on_after(self.config.cancel_grace):
-                with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    await rpc.notify("session/cancel", {"sessionId": live.session_id})
-                    await cli.ended.wait()
-        await cli.abort(self.config.sigint_grace + self.config.sigterm_grace + 6)
+        if rpc is None or live.session_id is None or not rpc.unawaited:
+            await trio.lowlevel.checkpoint()
+            return
+        with trio.move_on_after(self.config.cancel_grace):
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await rpc.notify("session/cancel", {"sessionId": live.session_id})
+                await live.cli.ended.wait()
 
     async def set_model(self, run: RunHandle, model: str) -> None:
         """Applies to the live session (``session/set_model``) when the agent accepts it, and to
@@ -441,12 +419,6 @@ class AcpAdapter(CliAdapterBase[AcpConfig]):
                     "session/set_model", {"sessionId": live.session_id, "modelId": model}
                 )
         await trio.lowlevel.checkpoint()
-
-    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
-        """Write ``value`` to ``key`` under the run's working directory (confined to it)."""
-        live = self._live.get(run.session_key)
-        await self.write_file(live.cwd if live is not None else None, key, value)
-        self.record("writeContext", sessionKey=run.session_key, key=key, value=value)
 
 
 def _current_models(session_result: object) -> set[str]:

@@ -132,6 +132,11 @@ class _Run:
     state: ClaudeState
     live: _Live | None = None
 
+    @property
+    def session_id(self) -> str | None:
+        """The Claude Code session this run continues or started."""
+        return self.state.session_id
+
 
 @attrs.define(eq=False)
 class _Live:
@@ -156,7 +161,7 @@ class _Live:
     closing: bool = False
 
 
-class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig]):
+class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
     """Claude Code behind the trait (see the module docstring).
     Use as ``async with ClaudeCodeAdapter(…)``."""
 
@@ -167,7 +172,6 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig]):
     ) -> None:
         """``config``: mode, binary, model, permissions, … (:class:`ClaudeCodeConfig`)."""
         super().__init__(config or ClaudeCodeConfig(), clock=clock)
-        self._live: dict[str, _Run] = {}
         self._lives: dict[str, _Live] = {}
         self._homes: dict[str, Path] = {}
         """Adapter-made homes by session id (a resume without ``home_dir`` reuses its home)."""
@@ -205,13 +209,6 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig]):
         if live.live is not None:
             return live.live.child
         return live.cli.child
-
-    def session_of(self, run: RunHandle) -> CliSession:
-        live = self._live.get(run.session_key)
-        if live is None:
-            return super().session_of(run)
-        session_id = live.state.session_id or run.run_id
-        return CliSession(run.session_key, session_id, str(live.cwd))
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
         config = self.config
@@ -501,28 +498,25 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig]):
 
     # -- controls ------------------------------------------------------------------------------
 
-    async def abort(self, run: RunHandle) -> None:
-        live = self._live.get(run.session_key)
-        if live is None or not await self.begin_abort(run, live.cli):
-            return
-        cli = live.cli
+    async def interrupt(self, run: RunHandle, live: _Run) -> None:
+        """Long-lived: interrupt the turn (the process and its cache survive), else terminate."""
         live.state.aborting = True
-        config = self.config
         session = live.live
-        if session is not None:
-            # Long-lived: interrupt the turn (the process and its cache survive), else terminate.
-            with trio.move_on_after(config.interrupt_grace):
-                control = session.control
-                try:
-                    if control is not None and not session.gone.is_set():
-                        await control.request("interrupt")
-                        self.record("interrupt", sessionKey=run.session_key)
-                    await cli.emitter.finished.wait()
-                except (RingleaderError, trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-            if not cli.emitter.done and session.child is not None:
-                await session.child.terminate()
-        await cli.abort(config.sigint_grace + config.sigterm_grace + 6)
+        if session is None:
+            await trio.lowlevel.checkpoint()
+            return
+        emitter = live.cli.emitter
+        with trio.move_on_after(self.config.interrupt_grace):
+            control = session.control
+            try:
+                if control is not None and not session.gone.is_set():
+                    await control.request("interrupt")
+                    self.record("interrupt", sessionKey=run.session_key)
+                await emitter.finished.wait()
+            except (RingleaderError, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        if not emitter.done and session.child is not None:
+            await session.child.terminate()
 
     async def set_model(self, run: RunHandle, model: str) -> None:
         """Long-lived: the session's process switches at its next model request (also mid-run).

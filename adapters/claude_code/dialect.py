@@ -41,12 +41,11 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.errors import ProtocolError
-
 from .._json import as_dict as as_dict
 from .._json import as_int as as_int
 from .._json import as_list as as_list
 from .._json import as_str as as_str
+from .._json import json_object
 
 __all__ = [
     "SKIP",
@@ -201,17 +200,7 @@ def decode_line(line: bytes | str) -> Line:
                 return fast
         elif line.startswith(_THINKING_TOKENS):
             return SKIP
-    try:
-        obj = _loads(line)
-    except ValueError:
-        raise ProtocolError(
-            "claude wrote a line that is not JSON", line=line, adapter="claude-code"
-        ) from None
-    if type(obj) is not dict:
-        raise ProtocolError(
-            "claude wrote a JSON line that is not an object", line=line, adapter="claude-code"
-        )
-    return cast(dict[str, Any], obj)
+    return json_object(line, _loads, runtime="claude", adapter="claude-code")
 
 
 def encode_line(message: dict[str, Any]) -> bytes:

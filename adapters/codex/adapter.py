@@ -50,10 +50,19 @@ from orchestrator.errors import (
 )
 from orchestrator.events import EventFactory, RuntimeEvent, now_ms
 
-from .._cli import CliAdapterBase, CliDialect, CliRun, CliSession, OriginCodec, prompt_input
+from .._cli import (
+    CliAdapterBase,
+    CliDialect,
+    CliRun,
+    CliSession,
+    OriginCodec,
+    RpcDialect,
+    prompt_input,
+)
+from .._jsonrpc import METHOD_NOT_FOUND, RpcErrorReply
 from .._process import ChildProcess
 from .._runs import RunEmitter
-from .dialect import RpcMessage, as_dict, as_str, decode_exec_line, decode_rpc_line, rpc_kind
+from .dialect import as_dict, as_str, decode_exec_line, decode_rpc_line
 from .driver import (
     CodexConfig,
     CodexProvider,
@@ -122,18 +131,16 @@ class ExecDialect(CliDialect):
         return self.state.summary
 
 
-class AppDialect(CliDialect):
+class AppDialect(RpcDialect):
     """``codex app-server`` JSON-RPC in the shared run loop: responses and server requests are
     routed as they arrive; notifications of the run's thread are normalized."""
 
     name = "codex app-server"
-    routes = True
 
     def __init__(self, adapter: CodexAdapter, run: _Run, state: AppState) -> None:
         self.adapter = adapter
         self.run = run
         self.state = state
-        self.rpc: JsonRpcClient | None = None
 
     @property
     def summary(self) -> str:
@@ -146,19 +153,8 @@ class AppDialect(CliDialect):
     def decode(self, line: bytes) -> Any:
         return decode_rpc_line(line)
 
-    async def route(self, frame: Any) -> bool:
-        kind = rpc_kind(frame)
-        if kind == "response" and self.rpc is not None:
-            self.rpc.resolve(frame)
-            return True
-        if kind == "request":
-            await self.adapter.answer(self.run, frame)
-            return True
-        return False
-
-    def end(self) -> None:
-        if self.rpc is not None:
-            self.rpc.close()
+    async def answer(self, method: str, params: dict[str, Any]) -> Any:
+        return await self.adapter.answer(self.run, method, params)
 
     def runtime_id(self, frame: Any) -> str | None:
         return as_str(as_dict(frame.get("params")).get("threadId")) or None
@@ -198,19 +194,21 @@ class _Run:
     thread_id: str | None = None
     turn_id: str | None = None
 
+    @property
+    def session_id(self) -> str | None:
+        """The thread this run continues or started (what a resume continues)."""
+        return self.thread_id or self.exec_state.thread_id
 
-class CodexAdapter(CliAdapterBase[CodexConfig]):
+
+class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
     """Codex behind the trait (see the module docstring). Use as ``async with CodexAdapter(…)``."""
 
     id = "codex"
-    _live: dict[str, _Run]
-    """Runs by session key (the last run of each key)."""
 
     def __init__(
         self, config: CodexConfig | None = None, *, clock: Callable[[], int] = now_ms
     ) -> None:
         super().__init__(config or CodexConfig(), clock=clock)
-        self._live = {}
 
     def capabilities(self) -> Capabilities:
         config = self.config
@@ -230,18 +228,6 @@ class CodexAdapter(CliAdapterBase[CodexConfig]):
         )
 
     # -- runs ----------------------------------------------------------------------------------
-
-    def child_for(self, run: RunHandle) -> ChildProcess | None:
-        """The run's child process (``None`` before it is spawned or for an unknown run)."""
-        live = self._live.get(run.session_key)
-        return live.cli.child if live is not None else None
-
-    def session_of(self, run: RunHandle) -> CliSession:
-        live = self._live.get(run.session_key)
-        if live is None:
-            return super().session_of(run)
-        thread = live.thread_id or live.exec_state.thread_id or run.run_id
-        return CliSession(run.session_key, thread, str(live.cwd))
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
         config = self.config
@@ -374,47 +360,35 @@ class CodexAdapter(CliAdapterBase[CodexConfig]):
             cli.failure = exc if isinstance(exc, ProtocolError) else None
             cli.ended.set()
 
-    async def answer(self, run: _Run, message: RpcMessage) -> None:
-        """Answer one of the app-server's requests (approvals, by :attr:`CodexConfig.approve`)."""
-        dialect = run.cli.dialect
-        assert isinstance(dialect, AppDialect) and dialect.rpc is not None
-        rpc = dialect.rpc
-        method = as_str(message.get("method"))
-        params = as_dict(message.get("params"))
-        request_id = message.get("id")
-        try:
-            if method in _APPROVALS:
-                decision = self.config.approve(method, params)
-                self.record(
-                    "approval", sessionKey=run.opts.session_key, method=method, decision=decision
-                )
-                await rpc.respond(request_id, {"decision": decision})
-            elif method in ("applyPatchApproval", "execCommandApproval"):
-                decision = self.config.approve(method, params)
-                await rpc.respond(request_id, {"decision": _LEGACY_APPROVALS[decision]})
-            else:
-                await rpc.respond_error(request_id, -32601, f"ringleader does not handle {method}")
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
+    async def answer(self, run: _Run, method: str, params: dict[str, Any]) -> Any:
+        """The answer to one of the app-server's requests (approvals, by
+        :attr:`CodexConfig.approve`)."""
+        await trio.lowlevel.checkpoint()
+        if method in _APPROVALS:
+            decision = self.config.approve(method, params)
+            self.record(
+                "approval", sessionKey=run.opts.session_key, method=method, decision=decision
+            )
+            return {"decision": decision}
+        if method in ("applyPatchApproval", "execCommandApproval"):
+            return {"decision": _LEGACY_APPROVALS[self.config.approve(method, params)]}
+        return RpcErrorReply(METHOD_NOT_FOUND, f"ringleader does not handle {method}")
 
     # -- controls ------------------------------------------------------------------------------
 
-    async def abort(self, run: RunHandle) -> None:
-        live = self._live.get(run.session_key)
-        if live is None or not await self.begin_abort(run, live.cli):
+    async def interrupt(self, run: RunHandle, live: _Run) -> None:
+        """App-server: a clean ``turn/interrupt`` first (``turn/completed{interrupted}``)."""
+        if live.turn_id is None or live.thread_id is None:
+            await trio.lowlevel.checkpoint()
             return
-        cli = live.cli
-        if live.turn_id is not None and live.thread_id is not None:
-            # App-server: a clean interrupt first (turn/completed{interrupted}), else terminate.
-            with trio.move_on_after(self.config.interrupt_grace):
-                try:
-                    await self._rpc(
-                        live, "turn/interrupt", {"threadId": live.thread_id, "turnId": live.turn_id}
-                    )
-                    await cli.ended.wait()
-                except (RingleaderError, trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-        await cli.abort(self.config.sigint_grace + self.config.sigterm_grace + 6)
+        with trio.move_on_after(self.config.interrupt_grace):
+            try:
+                await self._rpc(
+                    live, "turn/interrupt", {"threadId": live.thread_id, "turnId": live.turn_id}
+                )
+                await live.cli.ended.wait()
+            except (RingleaderError, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
 
     async def set_model(self, run: RunHandle, model: str) -> None:
         """Codex fixes the model per process (exec) or per turn (app-server): the model applies
@@ -427,12 +401,6 @@ class CodexAdapter(CliAdapterBase[CodexConfig]):
         if thread:
             self._next_models[thread] = model
         await trio.lowlevel.checkpoint()
-
-    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
-        """Write ``value`` to ``key`` under the run's working directory (confined to it)."""
-        live = self._live.get(run.session_key)
-        await self.write_file(live.cwd if live is not None else None, key, value)
-        self.record("writeContext", sessionKey=run.session_key, key=key, value=value)
 
 
 CodexSession = CliSession

@@ -32,6 +32,7 @@ from typing import Any, Final, TypedDict, cast
 
 from orchestrator.errors import ProtocolError
 
+from .._json import json_object
 from .._jsonrpc import RpcKind, as_dict, as_int, as_str, rpc_kind
 
 __all__ = [
@@ -182,17 +183,7 @@ def decode_exec_line(line: bytes | str) -> ExecEvent:
 
     An object without a string ``type`` is returned as is; the normalizer treats it as unknown.
     """
-    try:
-        obj = _loads(line)
-    except ValueError:
-        raise ProtocolError(
-            "codex wrote a line that is not JSON", line=line, adapter="codex"
-        ) from None
-    if type(obj) is not dict:
-        raise ProtocolError(
-            "codex wrote a JSON line that is not an object", line=line, adapter="codex"
-        )
-    return cast(ExecEvent, obj)
+    return cast(ExecEvent, json_object(line, _loads, runtime="codex", adapter="codex"))
 
 
 # ---------------------------------------------------------------------------------- app-server

@@ -14,7 +14,8 @@ tools, skill sets (the rest of its names are in ``adapters.native.anvia``).
 
 The app layer: the display manager (slots, renderers, strategies), hooks / skills / sub-agents
 (``define_hook``, ``define_skill``, ``define_sub_agent``), content skills (``use_read_skill``,
-``load_content_skills_from_fs``) and the task and inbox tools.
+``load_content_skills_from_fs``) and the task and inbox tools; MCP servers (``McpStdioServer``,
+``McpHttpServer``, ``open_mcp_servers``) whose tools are ``mcp__<server>__<tool>``.
 """
 
 from .adapter import DISPLAY_KEY_PREFIX as DISPLAY_KEY_PREFIX
@@ -68,6 +69,12 @@ from .glove import SessionBusyError as SessionBusyError
 from .loop import Agent as Agent
 from .loop import AskResult as AskResult
 from .loop import LoopConfig as LoopConfig
+from .mcp import McpHttpServer as McpHttpServer
+from .mcp import McpHub as McpHub
+from .mcp import McpServer as McpServer
+from .mcp import McpStdioServer as McpStdioServer
+from .mcp import mcp_tool_name as mcp_tool_name
+from .mcp import open_mcp_servers as open_mcp_servers
 from .messages import ContentPart as ContentPart
 from .messages import InboxItem as InboxItem
 from .messages import Message as Message
@@ -146,6 +153,10 @@ __all__ = [
     "InMemoryAgentMemory",
     "InboxItem",
     "LoopConfig",
+    "McpHttpServer",
+    "McpHub",
+    "McpServer",
+    "McpStdioServer",
     "MemoryContext",
     "MemorySkillReader",
     "MemoryStore",
@@ -198,6 +209,8 @@ __all__ = [
     "default_model_factory",
     "get_available_providers",
     "load_content_skills_from_fs",
+    "mcp_tool_name",
+    "open_mcp_servers",
     "parse_tokens",
     "render_skill_listing",
     "render_skill_read_result_xml",

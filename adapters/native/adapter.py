@@ -27,6 +27,11 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   ``glove_update_tasks`` / ``glove_post_to_inbox`` tools ship too. Their calls are ordinary
   ``tool-call``/``tool-result`` events, hooks, skills and sub-agent brackets are ``status``
   details, and a sub-agent's usage is rolled into the run's cumulative ``cost``.
+* MCP servers (``mcp_servers``): each run starts its own (stdio children, streamable-HTTP
+  sessions) before its first turn and stops them when it ends (:mod:`.mcp`); their tools are
+  ``mcp__<server>__<tool>``. A server that cannot start fails the run (``error{fatal,
+  mcp_start_failed}``); one that dies mid-run is a non-fatal ``error{mcp_server_died}`` and its
+  tools answer with an error result saying so.
 * display slots (``display=True``): each run gets a :class:`~.display.DisplayManager`; every
   change of its stack is a ``status`` detail (``display: slot_1 pending confirm (tool
   checkout)``), and ``write_context(".ringleader/display/<slot id>", value)`` answers a waiting
@@ -43,7 +48,8 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -58,7 +64,7 @@ from orchestrator.adapter import (
     StartOpts,
     TaskHandle,
 )
-from orchestrator.errors import ConfigError, redact_secrets
+from orchestrator.errors import ConfigError, McpServerDiedError, McpStartError, redact_secrets
 from orchestrator.events import now_ms
 
 from .._base import (
@@ -76,6 +82,7 @@ from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
 from .glove import Glove
 from .loop import AskResult
+from .mcp import McpServer, open_mcp_servers
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
@@ -215,6 +222,7 @@ class NativeAdapter(AdapterBase):
         skills_dir: str | None = ".claude/skills",
         builtin_tools: bool = True,
         display: bool = False,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         """See the README's native section; the tool options:
 
@@ -242,6 +250,9 @@ class NativeAdapter(AdapterBase):
                 store supports both); ``False`` leaves them out.
             display: give each run a display manager whose slots are ``status`` details and
                 are answered through ``write_context`` (see the module docstring).
+            mcp_servers: MCP servers (:class:`~.mcp.McpStdioServer`,
+                :class:`~.mcp.McpHttpServer`) each run connects to; their tools are
+                ``mcp__<server>__<tool>`` (the policy's ``tools`` overrides apply by that name).
         """
         super().__init__(clock=clock)
         self._model_factory = model_factory
@@ -270,6 +281,7 @@ class NativeAdapter(AdapterBase):
         self._skills_dir = skills_dir
         self._builtin_tools = builtin_tools
         self._display = display
+        self._mcp_servers = tuple(mcp_servers)
         if self._workspace_tools:
             workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
         self._live: dict[str, _Run] = {}
@@ -293,7 +305,7 @@ class NativeAdapter(AdapterBase):
     def capabilities(self) -> Capabilities:
         return Capabilities(
             streaming=True,
-            mcp=False,
+            mcp=True,
             worktrees=False,
             resume=True,
             tool_approval=True,
@@ -340,14 +352,19 @@ class NativeAdapter(AdapterBase):
                 bash=self._bash,
                 names=self._workspace_tools,
             )
-        overrides = self.permissions.tools
-        for i, t in enumerate(extra):
-            if t.name in overrides:
-                extra[i] = attrs.evolve(t, permission=overrides[t.name])
         names = {t.name for t in extra}
-        tools = [t for t in builtin if t.name not in names] + extra
+        return self._allowed(opts, [t for t in builtin if t.name not in names] + extra)
+
+    def _allowed(self, opts: StartOpts, tools: Iterable[Tool[Any]]) -> list[Tool[Any]]:
+        """The policy's per-tool overrides applied, the run's blocklist (case-insensitive)
+        removed."""
+        overrides = self.permissions.tools
         blocked = {n.lower() for n in opts.child_tool_blocklist}
-        return [t for t in tools if t.name.lower() not in blocked]
+        return [
+            attrs.evolve(t, permission=overrides[t.name]) if t.name in overrides else t
+            for t in tools
+            if t.name.lower() not in blocked
+        ]
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
         # checkpoint first: the run task must not bind the run id before start() returns
@@ -390,17 +407,21 @@ class NativeAdapter(AdapterBase):
         emitter.bind_run_id(session_id)
         try:
             await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
-            await self._setup_app(run)
-            result = await glove.process_request(tiered_request(run.opts), run.token)
-            while (
-                result.stop == "completed"
-                and glove.agent.pending_steers
-                and not run.token.cancelled
-            ):
-                # a steer arrived after the loop's last check: keep the conversation going
-                result = await glove.continue_request(run.token)
+            async with self._mcp(run):
+                await self._setup_app(run)
+                result = await glove.process_request(tiered_request(run.opts), run.token)
+                while (
+                    result.stop == "completed"
+                    and glove.agent.pending_steers
+                    and not run.token.cancelled
+                ):
+                    # a steer arrived after the loop's last check: keep the conversation going
+                    result = await glove.continue_request(run.token)
             run.closing = True
             await self._finish(run, result)
+        except McpStartError as exc:
+            run.closing = True
+            await emitter.fail_with(exc)
         except ModelError as exc:
             run.closing = True
             after = "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
@@ -416,6 +437,29 @@ class NativeAdapter(AdapterBase):
             if isinstance(store, SqliteStore):
                 with trio.CancelScope(shield=True):
                     await store.aclose()
+
+    @asynccontextmanager
+    async def _mcp(self, run: _Run) -> AsyncGenerator[None]:
+        """The run's MCP servers, their tools on its Glove, for the block (none: a no-op)."""
+        if not self._mcp_servers:
+            yield
+            return
+        emitter, opts = run.emitter, run.opts
+
+        async def died(exc: McpServerDiedError) -> None:
+            if not emitter.done:
+                error = emitter.factory.error(str(exc), code=exc.event_code, fatal=False)
+                await emitter.publish([error])
+
+        async with open_mcp_servers(
+            self._mcp_servers,
+            cwd=opts.cwd or self._workspace,
+            session_key=opts.session_key,
+            on_died=died,
+        ) as hub:
+            for tool in self._allowed(opts, hub.tools):
+                run.glove.add_tool(tool)
+            yield
 
     def _skills_root(self, opts: StartOpts) -> Path | None:
         """The run's skills directory if it exists (one ``stat``; no thread when absent)."""

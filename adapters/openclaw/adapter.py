@@ -334,12 +334,8 @@ class OpenClawAdapter(AdapterBase):
                         await emitter.publish(finish_from_lifecycle(run.state, emitter.factory))
                     break
                 await self._handle(run, item)
-        except RingleaderError as exc:
-            await emitter.fail_with(exc)
         except Exception as exc:
-            await emitter.fail(
-                f"openclaw adapter failed: {type(exc).__name__}: {exc}", code="adapter_error"
-            )
+            await emitter.fail_from(exc, "openclaw")
         finally:
             with trio.CancelScope(shield=True):
                 run.sub.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -11,8 +12,9 @@ import tempfile
 from pathlib import Path
 
 import httpx2
+import pytest
 
-from orchestrator import Done, event_from_json
+from orchestrator import Done, TextDelta, event_from_json
 
 
 def ringleader(*args: str, state: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -92,6 +94,34 @@ def test_each_scripted_run_has_its_own_run_id(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr
         ids |= {event_from_json(line).run_id for line in result.stdout.splitlines()}
     assert len(ids) == 2
+
+
+def test_run_acp_drives_the_agent_command_given_on_the_command_line(tmp_path: Path) -> None:
+    # the agent is ringleader itself serving the scripted runtime over ACP: both directions
+    agent = shlex.join([sys.executable, "-m", "orchestrator.cli", "acp", "--runtime", "scripted"])
+    result = ringleader(
+        "run", "--runtime", "acp", "--acp-command", agent, "--json", "hi", state=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    events = [event_from_json(line) for line in result.stdout.splitlines()]
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == "Hello from the scripted runtime."
+    assert isinstance(events[-1], Done) and events[-1].reason == "success"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--runtime", "scripted", "--acp-command", "x"], "add --runtime acp"),
+        (["--runtime", "acp", "--acp-command", "'x"], "--acp-command: No closing quotation"),
+        (["--runtime", "acp", "--acp-command", " "], "--acp-command: the command is empty"),
+    ],
+)
+def test_a_bad_acp_command_is_one_line(args: list[str], message: str) -> None:
+    result = ringleader("run", *args, "hi")
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_unknown_runtime_is_a_clear_error() -> None:

@@ -10,6 +10,7 @@ from .agent import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS
 from .agent import AgentSession as AgentSession
 from .agent import AgentToolInput as AgentToolInput
 from .agent import AnviaAgent as AnviaAgent
+from .builder import AgentBuilder as AgentBuilder
 from .events import AgentDone as AgentDone
 from .events import AgentError as AgentError
 from .events import AgentFinal as AgentFinal
@@ -40,6 +41,7 @@ from .skills import skill_set as skill_set
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
+    "AgentBuilder",
     "AgentDone",
     "AgentError",
     "AgentFinal",

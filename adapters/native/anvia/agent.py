@@ -27,7 +27,7 @@ and its tools then the dynamic tools (:mod:`.retrieval`).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -37,12 +37,19 @@ from pydantic import BaseModel, Field
 from adapters.native.cancel import CancelToken
 from adapters.native.executor import Executor, ToolBatch
 from adapters.native.glove import SessionBusyError
+from adapters.native.loop import PrepareTurn
 from adapters.native.messages import Message, ToolCall, format_tool_result_content
 from adapters.native.models.base import ModelAdapter, ModelOptions, ToolChoice
 from adapters.native.stores.memory import MemoryStore
 from adapters.native.subscriber import discard
 from adapters.native.tools import Tool, ToolContext, ToolDefinition
-from orchestrator.errors import AgentOptionsError, ConfigError, ToolCallError
+from orchestrator.errors import (
+    AgentOptionsError,
+    ConfigError,
+    MaxTurnsError,
+    PromptCancelledError,
+    ToolCallError,
+)
 
 from .events import AgentDone, AgentError, AgentFinal, AgentToolEvent
 from .memory import SAVE_POLICIES, AgentMemory, MemoryContext, SavePolicy
@@ -170,8 +177,9 @@ class AnviaAgent:
         skill_tools = self.skills.tools if self.skills is not None else ()
         return _tools([*self.tools, *skill_tools])
 
-    def turn_preparer(self, run: Any) -> Any:
-        """The per-turn step of a run: static and dynamic context, dynamic tools."""
+    def turn_preparer(self, register: Callable[[Tool[Any]], None]) -> PrepareTurn | None:
+        """The per-turn step of a run: static and dynamic context, dynamic tools (retrieved
+        tools are given to ``register`` so the run can execute them)."""
         if not (self.static_context or self.dynamic_contexts or self.dynamic_tools):
             return None
         registered: set[str] = set()
@@ -195,7 +203,7 @@ class AnviaAgent:
                     defs.append(tool.definition)
                     if tool.name not in static_names:
                         registered.add(tool.name)
-                        run.loop.executor.register(tool)
+                        register(tool)
             if documents:
                 messages = [render_documents(documents), *messages]
             return messages, defs
@@ -292,29 +300,11 @@ class AnviaAgent:
             if max_turns is not None:
                 request.max_turns(max_turns)
             request.depth = depth
-            if not (stream and getattr(parent, "streaming", False)):
-                return (await request.send()).output
-            output = ""
-            async with request.stream() as events:
-                async for event in events:
-                    await parent.emit(
-                        AgentToolEvent(
-                            parent.turn,
-                            name,
-                            ctx.call_id,
-                            parent.internal_call_id(ctx.call_id),
-                            agent.id,
-                            agent.name,
-                            event,
-                        )
-                    )
-                    if isinstance(event, AgentFinal):
-                        output = event.output
-                    elif isinstance(event, AgentError):
-                        raise event.error
-                    elif isinstance(event, AgentDone) and event.reason != "completed":
-                        raise AgentOptionsError(f"agent {agent.id!r} ended: {event.reason}")
-            return output
+            try:
+                return await self._child_output(request, name, ctx, stream)
+            finally:
+                if parent is not None:
+                    parent.child_usage += request.usage
 
         return Tool(
             name=name,
@@ -322,6 +312,40 @@ class AnviaAgent:
             do=run_child,
             input_model=AgentToolInput,
         )
+
+    async def _child_output(
+        self, request: AgentRequest, name: str, ctx: ToolContext, stream: bool
+    ) -> str:
+        parent = ctx.run
+        if not (stream and getattr(parent, "streaming", False)):
+            return (await request.send()).output
+        agent = self
+        output = ""
+        failure: BaseException | None = None
+        async with request.stream() as events:
+            async for event in events:
+                await parent.emit(
+                    AgentToolEvent(
+                        parent.turn,
+                        name,
+                        ctx.call_id,
+                        parent.internal_call_id(ctx.call_id),
+                        agent.id,
+                        agent.name,
+                        event,
+                    )
+                )
+                if isinstance(event, AgentFinal):
+                    output = event.output
+                elif isinstance(event, AgentError):
+                    failure = event.error
+                elif isinstance(event, AgentDone) and event.reason == "max_turns":
+                    failure = MaxTurnsError(event.max_turns or 0, (), request.prompt)
+                elif isinstance(event, AgentDone) and event.reason == "cancelled":
+                    failure = PromptCancelledError(event.cancel_reason or "cancelled")
+        if failure is not None:  # raised out here, not from inside the stream's nursery
+            raise failure
+        return output
 
 
 @attrs.define

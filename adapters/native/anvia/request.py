@@ -45,7 +45,12 @@ from adapters.native.subscriber import (
     ToolUseResult,
     TurnStart,
 )
-from orchestrator.errors import AgentOptionsError, MaxTurnsError, PromptCancelledError
+from orchestrator.errors import (
+    AgentOptionsError,
+    MaxTurnsError,
+    PromptCancelledError,
+    single_exception,
+)
 
 from .events import (
     AgentDone,
@@ -123,6 +128,12 @@ class AgentRequest:
     def prompt(self) -> Message:
         return self._prompt
 
+    @property
+    def usage(self) -> TokenCounter:
+        """Every model call of the run so far, agents called as tools included (set when the
+        run ends)."""
+        return self._usage
+
     def max_turns(self, max_turns: int) -> Self:
         """At most ``max_turns`` model calls (exact; Anvia allows ``max_turns + 2``)."""
         self._max_turns = validate_max_turns(max_turns)
@@ -156,14 +167,20 @@ class AgentRequest:
         Leaving the block before ``done`` cancels the run (it still closes every open tool call).
         """
         send, receive = trio.open_memory_channel[AgentStreamEvent](STREAM_BUFFER)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._stream_into, send)
-            try:
-                yield receive
-            finally:
-                if self._state in ("idle", "running"):
-                    self.cancel("stream closed")
-                await receive.aclose()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._stream_into, send)
+                try:
+                    yield receive
+                finally:
+                    if self._state in ("idle", "running"):
+                        self.cancel("stream closed")
+                    await receive.aclose()
+        except BaseExceptionGroup as group:
+            one = single_exception(group)  # the caller's own error, not wrapped in our group
+            if one is not None:
+                raise one from None
+            raise
 
     async def _stream_into(self, send: trio.MemorySendChannel[AgentStreamEvent]) -> None:
         async def emit(event: AgentStreamEvent) -> None:
@@ -211,7 +228,7 @@ class AgentRequest:
                 with trio.move_on_after(RECORD_GRACE_S, shield=True):
                     await writer.failed(exc)
             raise
-        self._usage = result.usage
+        self._usage = result.usage + run.child_usage
         error: MaxTurnsError | PromptCancelledError | None = None
         if result.stop == "max_turns":
             error = MaxTurnsError(self._max_turns, run.chat_history(), self._prompt)
@@ -227,7 +244,7 @@ class AgentRequest:
             await writer.completed()
         self._state = "completed"
         output = result.response.text if result.response is not None else ""
-        return PromptResponse(output, result.usage, tuple(run.new_messages), run.run_id)
+        return PromptResponse(output, self._usage, tuple(run.new_messages), run.run_id)
 
 
 class _Emit(Protocol):
@@ -261,6 +278,8 @@ class _Run:
         self.turn = 0
         self.depth = request.depth
         self.new_messages: list[Message] = []
+        self.child_usage = TokenCounter()
+        """Usage of agents called as tools during this run (rolled into the run's, C#28)."""
         self._internal_ids: dict[str, str] = {}
         self._args: dict[str, str] = {}
         session = request._session  # pyright: ignore[reportPrivateUsage]
@@ -284,7 +303,7 @@ class _Run:
             model_options=agent.model_options,
         )
         self.loop = Loop(self.store, executor, self.notify, agent.bound_model, config)
-        self.loop.prepare_turn = agent.turn_preparer(self)
+        self.loop.prepare_turn = agent.turn_preparer(executor.register)
         for text in request._steers:  # pyright: ignore[reportPrivateUsage]
             self.loop.steer(text)
         request._loop = self.loop  # pyright: ignore[reportPrivateUsage]

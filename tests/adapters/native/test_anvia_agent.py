@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from adapters.native.anvia import (
     DEFAULT_MAX_TURNS,
+    AgentBuilder,
     AgentDone,
     AgentError,
     AgentFinal,
@@ -108,6 +109,34 @@ async def test_the_constructor_throws_type_error_when_id_is_not_a_non_empty_stri
     with pytest.raises(RingleaderError):
         AnviaAgent(id="", model=model)
     assert AnviaAgent(id="  support ", model=model).id == "support"
+
+
+async def test_agent_builder_mutators_return_the_builder_and_build_returns_an_agent() -> None:
+    model = ScriptedModel([Reply(text="ok")])
+    builder = AgentBuilder("support", model)
+    same = (
+        builder.name("Support")
+        .description("Answers questions.")
+        .instructions("Be brief.")
+        .instructions("Be kind.")
+        .context("Opening hours: 9-17.", "hours")
+        .tool(WEATHER)
+        .tools([WEATHER])
+        .temperature(0.1)
+        .max_tokens(50)
+        .additional_params({"top_p": 0.9})
+        .tool_choice("auto")
+        .default_max_turns(3)
+        .memory(InMemoryAgentMemory(), save_policy="turn")
+    )
+    assert same is builder
+    agent = builder.build()
+    assert (agent.id, agent.name, agent.description) == ("support", "Support", "Answers questions.")
+    assert agent.instructions == "Be brief.\n\nBe kind."
+    assert [d.id for d in agent.static_context] == ["hours"]
+    assert len(agent.tools) == 1 and agent.default_max_turns == 3 and agent.save_policy == "turn"
+    with pytest.raises(TypeError):
+        AgentBuilder(" ", model).build()
 
 
 async def test_the_agent_is_an_immutable_configuration_around_one_completion_model() -> None:
@@ -460,6 +489,12 @@ async def test_closing_the_stream_early_cancels_the_run(
             break
     assert request.state == "cancelled"
     assert model.remaining == 1  # the reply was never produced
+    # an error of the caller's inside the block comes out as itself (not in a group)
+    agent, _ = make([Sleep(50), Reply(text="late")])
+    with pytest.raises(KeyError):
+        async with agent.prompt("x").stream() as events:
+            async for _event in events:
+                raise KeyError("mine")
 
 
 # -- sessions and memory --------------------------------------------------------------------------
@@ -626,6 +661,8 @@ async def test_as_tool_exposes_the_agent_as_a_tool_that_returns_the_nested_outpu
     results = response.messages[2].tool_results
     assert results is not None and results[0].result.data == "It is 21 in Oslo."
     assert [m.text for m in child_model.requests[0].messages] == ["Oslo?"]  # stateless child
+    # the child's usage is rolled into the parent's (two parent calls, one child call)
+    assert (response.usage.tokens_in, response.usage.tokens_out) == (30, 15)
     assert AnviaAgent(id="x", model=child_model).as_tool("helper").description == (
         "Prompt the helper agent."
     )
@@ -674,20 +711,31 @@ async def test_as_tool_stream_forwards_child_stream_events_when_the_parent_run_u
     assert (await quiet.prompt("x").send()).output == "21."
 
 
-async def test_as_tool_forwards_errors_from_the_nested_run_as_the_tools_error_result() -> None:
+@pytest.mark.parametrize("stream", [False, True])
+async def test_as_tool_forwards_errors_from_the_nested_run_as_the_tools_error_result(
+    stream: bool,
+) -> None:
     child, _ = make([tool_turn(), tool_turn()])
     parent = AnviaAgent(
         id="boss",
         model=ScriptedModel(
             [Reply(tool_calls=[("helper", {"prompt": "loop"})]), Reply(text="gave up")]
         ),
-        tools=[child.as_tool("helper", max_turns=1)],
+        tools=[child.as_tool("helper", max_turns=1, stream=stream)],
     )
-    response = await parent.prompt("x").send()
-    results = response.messages[2].tool_results
+    request = parent.prompt("x")
+    if stream:
+        final = (await collect(request))[-2]
+        assert isinstance(final, AgentFinal)
+        output, messages = final.output, final.messages
+    else:
+        response = await request.send()
+        output, messages = response.output, response.messages
+    results = messages[2].tool_results
     assert results is not None
-    assert results[0].result.is_error and "MaxTurnsError" in (results[0].result.message or "")
-    assert response.output == "gave up"  # the parent goes on
+    message = results[0].result.message or ""
+    assert results[0].result.is_error and "MaxTurnsError: Reached max turn limit: 1" in message
+    assert output == "gave up"  # the parent goes on
 
 
 async def test_get_tool_resolves_static_tools_first_then_dynamic_tool_sets() -> None:
@@ -839,3 +887,24 @@ async def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out.split()
     assert out[:4] == ["turn_start", "text_delta", "turn_end", "final"]
     assert out[4:] == ["done", "2", "5", "21", "°C.", "forecaster"]
+
+
+async def test_steer_queues_user_input_for_the_running_request_after_the_tool_results() -> None:
+    holder: list[Any] = []
+
+    async def steering(value: CityInput, ctx: ToolContext) -> str:
+        assert holder[0].steer("Also Rome, please.")
+        return "21"
+
+    agent, model = make(
+        [tool_turn(), Reply(text="Oslo 21, Rome 25")],
+        tools=[tool("get_weather", "W.", CityInput, steering)],
+    )
+    request = agent.prompt("Oslo?")
+    holder.append(request)
+    response = await request.send()
+    sent = model.requests[1].messages
+    assert sent[-2].tool_results is not None
+    assert (sent[-1].text, sent[-1].is_steer) == ("Also Rome, please.", True)
+    assert [m.text for m in response.messages][-2:] == ["Also Rome, please.", "Oslo 21, Rome 25"]
+    assert request.steer("too late") is False

@@ -1,0 +1,68 @@
+"""A real MCP server for the tests, on the ``mcp`` package's own server API (``MCPServer``).
+
+Run as a child (``python mcp_server.py``) it serves stdio; :data:`app` is also served over
+streamable HTTP in the test process. ``MCP_TEST_EXIT_AT_START`` makes the child fail at start.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ImageContent, TextContent
+
+app = MCPServer("test-tools", log_level="WARNING")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@app.tool()
+def shout(text: str) -> str:
+    """The text in capitals."""
+    return text.upper()
+
+
+@app.tool()
+def broken(reason: str) -> str:
+    """Always fails with the reason."""
+    raise ToolError(f"broken: {reason}")
+
+
+@app.tool()
+def picture() -> list[TextContent | ImageContent]:
+    """A caption and a one-pixel PNG."""
+    return [
+        TextContent(text="a red pixel"),
+        ImageContent(data="iVBORw0KGgo=", mime_type="image/png"),
+    ]
+
+
+@app.tool()
+async def wait(seconds: float) -> str:
+    """Sleep, then say so."""
+    await anyio.sleep(seconds)
+    return "woke"
+
+
+@app.tool()
+def die(code: int = 3) -> str:
+    """Exit the server process at once (stdio only)."""
+    print(f"dying with {code}", file=sys.stderr, flush=True)
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    if os.environ.get("MCP_TEST_EXIT_AT_START"):
+        print("cannot open the database", file=sys.stderr, flush=True)
+        sys.exit(int(os.environ["MCP_TEST_EXIT_AT_START"]))
+    if os.environ.get("MCP_TEST_PID_FILE"):
+        with open(os.environ["MCP_TEST_PID_FILE"], "w") as f:
+            f.write(str(os.getpid()))
+    app.run("stdio")
