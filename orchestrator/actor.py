@@ -10,7 +10,8 @@ Guarantees on top of the adapter's own contract:
 * ``steer`` is refused with :class:`~orchestrator.errors.CapabilityError` unless the runtime is
   ``steerable``; messages to a finished or fenced actor raise
   :class:`~orchestrator.errors.MailboxClosedError`;
-* a fenced actor (replaced by a successor) never delivers another event to the sink.
+* a fenced actor (replaced by a successor) never delivers another event to the sink;
+* a connection failure the runtime reports without saying where names the runtime's endpoint.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Literal, Protocol
 import attrs
 import trio
 
+from ._endpoints import name_endpoint
 from .adapter import Capabilities, RunHandle, RuntimeAdapter
 from .errors import CapabilityError, MailboxClosedError
 from .events import (
@@ -113,6 +115,9 @@ class RunActor:
     guard: RunGuard | None = None
     """Budgets: it sees every batch before the sink and may cut the run short (the run then
     ends ``error{budget_exceeded}`` + ``done{error}``; see :mod:`orchestrator.governance`)."""
+    endpoint: str | None = None
+    """The runtime's model endpoint: a connection failure it reports without saying where gets
+    it appended (see :mod:`orchestrator._endpoints`)."""
     fenced: bool = attrs.field(init=False, default=False)
     finished: trio.Event = attrs.field(init=False, factory=trio.Event)
     _abort_requested: bool = attrs.field(init=False, default=False)
@@ -216,6 +221,8 @@ class RunActor:
                     for event in raw:
                         seen += 1
                         last_seq = event.seq
+                        if type(event) is ErrorEvent and self.endpoint is not None:
+                            event = name_endpoint(event, self.endpoint)
                         batch += redactor.push(event)
                         if isinstance(event, Done):
                             break  # nothing after the terminal

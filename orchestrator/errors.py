@@ -5,6 +5,7 @@
     RingleaderError(Exception)                       root of everything ringleader raises
     ├── ConfigError(RingleaderError, ValueError)     bad user configuration or CLI arguments
     │   └── AgentOptionsError(.., TypeError)         a native agent's options or call arguments
+    ├── OutputValidationError                        a native run's answer never matched its output schema
     ├── AdapterError                                 anything from one runtime adapter (.adapter, .session_key)
     │   ├── RuntimeNotFoundError                     runtime binary missing (.path, .install_hint)
     │   ├── RuntimeStartError                        spawn or handshake failed
@@ -64,6 +65,7 @@ __all__ = [
     "McpStartError",
     "NoNodeForRuntimeError",
     "NodeLostError",
+    "OutputValidationError",
     "PromptCancelledError",
     "ProtocolError",
     "RingleaderError",
@@ -107,6 +109,27 @@ class AgentOptionsError(ConfigError, TypeError):
     an invalid id: this is both a :class:`ConfigError` and a ``TypeError``)."""
 
     event_code = "agent_options_error"
+
+
+class OutputValidationError(RingleaderError):
+    """The native loop's final answer still did not match the output schema after the
+    bounded retries: ``problems`` (one ``"<field>: <what>"`` line each) of the last answer,
+    ``attempts`` (answers checked) and ``text`` (the last answer)."""
+
+    event_code = "output_invalid"
+
+    def __init__(self, problems: tuple[str, ...] | list[str], attempts: int, text: str = ""):
+        self.problems = tuple(problems)
+        self.attempts = attempts
+        self.text = text
+        shown = "; ".join(self.problems[:3]) + ("; …" if len(self.problems) > 3 else "")
+        super().__init__(
+            f"the answer did not match the output schema after {attempts} attempt"
+            f"{'s' if attempts != 1 else ''}: {shown}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.problems, self.attempts, self.text))
 
 
 class AdapterError(RingleaderError):

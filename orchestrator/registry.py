@@ -150,6 +150,7 @@ class RuntimeRegistry:
         self._factories: dict[str, AdapterFactory] = {}
         self._order: dict[str, None] = {}
         self._locators: dict[str, Callable[[], Installed]] = {}
+        self._endpoints: dict[str, str] = {}
 
     @classmethod
     def from_specs(
@@ -166,6 +167,8 @@ class RuntimeRegistry:
             locate = spec.locate
             if locate is not None:
                 registry._locators[spec.id] = partial(locate, config)
+            if config.base_url:
+                registry._endpoints[spec.id] = config.base_url
         return registry
 
     def version(self, runtime_id: str) -> str | None:
@@ -199,6 +202,12 @@ class RuntimeRegistry:
         self._adapters.pop(runtime_id, None)
         self._factories.pop(runtime_id, None)
         self._order.pop(runtime_id, None)
+        self._endpoints.pop(runtime_id, None)
+
+    def endpoint(self, runtime_id: str) -> str | None:
+        """The model endpoint ``runtime_id`` is configured with (its ``base_url``), if any: a
+        connection failure names it, and one on loopback is checked before a run starts."""
+        return self._endpoints.get(runtime_id)
 
     def get(self, runtime_id: str) -> RuntimeAdapter | None:
         """The registered adapter instance, or ``None``."""

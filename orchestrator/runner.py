@@ -40,9 +40,16 @@ import trio
 
 from tiers import PromptTiers, assemble_tiers, date_stamp
 
+from ._endpoints import unreachable
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
-from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
+from .errors import (
+    ConfigError,
+    RingleaderError,
+    RuntimeStartError,
+    redact_secrets,
+    single_exception,
+)
 from .eventlog import RunRecorder
 from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from .governance import Governance, RunGuard, SpendLedger
@@ -279,6 +286,7 @@ class Runner:
         resume_id: str | None = None,
         lineage: Mapping[str, Any] | None = None,
         ledger: SpendLedger | None = None,
+        endpoint: str | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
@@ -347,6 +355,7 @@ class Runner:
                 clock=self.clock,
                 on_event=record_session_once if log is not None else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
+                endpoint=endpoint,
             )
             guards.append(actor.guard)
             if self.on_actor is not None:
@@ -538,6 +547,7 @@ class Runner:
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
+                await _check_endpoint(self.registry, runtime)
                 handle = await adapter.start(
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
                     self._opts(task, session_key, "", home, resume_id),
@@ -563,6 +573,7 @@ class Runner:
                     resume_id,
                     lineage,
                     ledger,
+                    self.registry.endpoint(runtime),
                 )
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
@@ -748,6 +759,14 @@ async def recoverable_tasks(
             continue
         found.append(await resumable_task(log, row.run_key, prompt))
     return found
+
+
+async def _check_endpoint(registry: RuntimeRegistry, runtime_id: str) -> None:
+    """Fail fast when the runtime's endpoint is on this machine and nothing listens there (a
+    logged run ending in error, never retried: see :mod:`orchestrator._endpoints`)."""
+    why = await unreachable(registry.endpoint(runtime_id))
+    if why is not None:
+        raise RuntimeStartError(why, adapter=runtime_id)
 
 
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:

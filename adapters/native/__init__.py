@@ -66,6 +66,26 @@ from .extensions import SubAgentFactoryContext as SubAgentFactoryContext
 from .extensions import parse_tokens as parse_tokens
 from .glove import Glove as Glove
 from .glove import SessionBusyError as SessionBusyError
+from .lifecycle import CallNext as CallNext
+from .lifecycle import LifecycleHooks as LifecycleHooks
+from .lifecycle import ModelCall as ModelCall
+from .lifecycle import ModelErrorInfo as ModelErrorInfo
+from .lifecycle import ModelMiddleware as ModelMiddleware
+from .lifecycle import ModelResponseInfo as ModelResponseInfo
+from .lifecycle import ReplaceResult as ReplaceResult
+from .lifecycle import RewriteInput as RewriteInput
+from .lifecycle import RunAction as RunAction
+from .lifecycle import RunEndInfo as RunEndInfo
+from .lifecycle import RunErrorInfo as RunErrorInfo
+from .lifecycle import RunStartInfo as RunStartInfo
+from .lifecycle import SkipTool as SkipTool
+from .lifecycle import StopRun as StopRun
+from .lifecycle import ToolCallAction as ToolCallAction
+from .lifecycle import ToolCallInfo as ToolCallInfo
+from .lifecycle import ToolResultAction as ToolResultAction
+from .lifecycle import ToolResultInfo as ToolResultInfo
+from .lifecycle import TurnEndInfo as TurnEndInfo
+from .lifecycle import TurnStartInfo as TurnStartInfo
 from .loop import Agent as Agent
 from .loop import AskResult as AskResult
 from .loop import LoopConfig as LoopConfig
@@ -105,6 +125,7 @@ from .stores.base import StoreCapabilities as StoreCapabilities
 from .stores.memory import MemoryStore as MemoryStore
 from .stores.sqlite import SqliteStore as SqliteStore
 from .stores.sqlite import resolve_inbox_item as resolve_inbox_item
+from .structured import OutputSchema as OutputSchema
 from .subscriber import Subscriber as Subscriber
 from .subscriber import SubscriberEvent as SubscriberEvent
 from .tasks_inbox import INBOX_TOOL_NAME as INBOX_TOOL_NAME
@@ -113,6 +134,7 @@ from .tasks_inbox import create_inbox_tool as create_inbox_tool
 from .tasks_inbox import create_task_tool as create_task_tool
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
+from .tools import ToolInputError as ToolInputError
 from .workspace import WORKSPACE_TOOL_NAMES as WORKSPACE_TOOL_NAMES
 from .workspace import Workspace as Workspace
 from .workspace import WorkspaceLimits as WorkspaceLimits
@@ -139,6 +161,7 @@ __all__ = [
     "AnviaAgent",
     "AskResult",
     "BashOptions",
+    "CallNext",
     "CancelToken",
     "CompactionConfig",
     "ContentPart",
@@ -152,6 +175,7 @@ __all__ = [
     "HookResult",
     "InMemoryAgentMemory",
     "InboxItem",
+    "LifecycleHooks",
     "LoopConfig",
     "McpHttpServer",
     "McpHub",
@@ -162,11 +186,16 @@ __all__ = [
     "MemoryStore",
     "Message",
     "ModelAdapter",
+    "ModelCall",
     "ModelError",
+    "ModelErrorInfo",
+    "ModelMiddleware",
     "ModelOptions",
     "ModelResponse",
+    "ModelResponseInfo",
     "NativeAdapter",
     "NativeCodec",
+    "OutputSchema",
     "PermissionPolicy",
     "PermissionRequest",
     "Price",
@@ -174,6 +203,12 @@ __all__ = [
     "PromptRequest",
     "PromptResponse",
     "Renderer",
+    "ReplaceResult",
+    "RewriteInput",
+    "RunAction",
+    "RunEndInfo",
+    "RunErrorInfo",
+    "RunStartInfo",
     "ScriptedModel",
     "SessionBusyError",
     "ShortCircuit",
@@ -181,12 +216,14 @@ __all__ = [
     "SkillReadResult",
     "SkillReader",
     "SkillSummary",
+    "SkipTool",
     "Slot",
     "SlotRejectedError",
     "SlotValueError",
     "SpecificTool",
     "SqliteAgentMemory",
     "SqliteStore",
+    "StopRun",
     "Store",
     "StoreCapabilities",
     "SubAgentFactoryContext",
@@ -196,9 +233,16 @@ __all__ = [
     "TokenCounter",
     "Tool",
     "ToolCall",
+    "ToolCallAction",
+    "ToolCallInfo",
     "ToolContext",
+    "ToolInputError",
     "ToolResult",
+    "ToolResultAction",
     "ToolResultData",
+    "ToolResultInfo",
+    "TurnEndInfo",
+    "TurnStartInfo",
     "Workspace",
     "WorkspaceLimits",
     "cap_text",

@@ -37,6 +37,11 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   checkout)``), and ``write_context(".ringleader/display/<slot id>", value)`` answers a waiting
   slot (``value`` as JSON when it parses, else the string; ``.../<slot id>/reject`` rejects it).
   A permission ``ask`` with no ``permission_handler`` then becomes a ``permission_request`` slot.
+* lifecycle hooks and middlewares (``hooks=``, ``middlewares=``; :mod:`.lifecycle`) run in
+  every run: a hook's action is a ``status`` detail (``hook on_tool_call: skip (...)``) and a
+  hook's stop ends the run with ``done{aborted}`` (the summary says which hook and why). With
+  ``output_schema=`` (:mod:`.structured`) the final answer is validated JSON; a retry is a
+  ``status`` detail (``output_retry 1: ...``) and spent retries end in ``error{output_invalid}``.
 * the session codec is the store: a run id *is* its session id; with a ``home_dir`` sessions live
   in ``<home>/native/sessions.db`` and ``resume_session_id`` continues one.
 """
@@ -64,7 +69,12 @@ from orchestrator.adapter import (
     StartOpts,
     TaskHandle,
 )
-from orchestrator.errors import ConfigError, McpServerDiedError, McpStartError, redact_secrets
+from orchestrator.errors import (
+    ConfigError,
+    McpServerDiedError,
+    RingleaderError,
+    redact_secrets,
+)
 from orchestrator.events import now_ms
 
 from .._base import (
@@ -81,7 +91,8 @@ from .content_skills import load_content_skills_from_fs, use_read_skill
 from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
 from .glove import Glove
-from .loop import AskResult
+from .lifecycle import LifecycleHooks, ModelMiddleware
+from .loop import AskResult, LoopConfig
 from .mcp import McpServer, open_mcp_servers
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
@@ -93,6 +104,7 @@ from .shell import BashOptions
 from .stores.base import Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import SqliteStore
+from .structured import OutputSpec, as_output_schema
 from .subscriber import SubscriberEvent
 from .tools import Tool
 from .workspace import WorkspaceLimits
@@ -222,6 +234,10 @@ class NativeAdapter(AdapterBase):
         skills_dir: str | None = ".claude/skills",
         builtin_tools: bool = True,
         display: bool = False,
+        hooks: Sequence[LifecycleHooks] = (),
+        middlewares: Sequence[ModelMiddleware] = (),
+        output_schema: OutputSpec | None = None,
+        output_retries: int = 2,
         mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         """See the README's native section; the tool options:
@@ -250,6 +266,14 @@ class NativeAdapter(AdapterBase):
                 store supports both); ``False`` leaves them out.
             display: give each run a display manager whose slots are ``status`` details and
                 are answered through ``write_context`` (see the module docstring).
+            hooks: lifecycle hooks (:class:`~.lifecycle.LifecycleHooks`), in order, for every
+                run: they may skip a tool call, rewrite its input, replace its result or stop
+                the run (``done{aborted}``).
+            middlewares: wrap each turn's model call, the first outermost
+                (:class:`~.lifecycle.ModelMiddleware`).
+            output_schema: the final answer must be JSON matching this pydantic model class or
+                JSON Schema (:mod:`.structured`); a mismatch is sent back to the model up to
+                ``output_retries`` times, then the run fails (``error{output_invalid}``).
             mcp_servers: MCP servers (:class:`~.mcp.McpStdioServer`,
                 :class:`~.mcp.McpHttpServer`) each run connects to; their tools are
                 ``mcp__<server>__<tool>`` (the policy's ``tools`` overrides apply by that name).
@@ -281,6 +305,12 @@ class NativeAdapter(AdapterBase):
         self._skills_dir = skills_dir
         self._builtin_tools = builtin_tools
         self._display = display
+        self._loop_config = LoopConfig(
+            hooks=tuple(hooks),
+            middlewares=tuple(middlewares),
+            output_schema=as_output_schema(output_schema),
+            output_retries=output_retries,
+        )
         self._mcp_servers = tuple(mcp_servers)
         if self._workspace_tools:
             workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
@@ -387,6 +417,7 @@ class NativeAdapter(AdapterBase):
             or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
             permission_handler=self._permission_handler,
             builtin_tools=self._builtin_tools,
+            loop_config=self._loop_config,
         )
         for tool in self._tool_list(opts):
             glove.add_tool(tool)
@@ -419,13 +450,13 @@ class NativeAdapter(AdapterBase):
                     result = await glove.continue_request(run.token)
             run.closing = True
             await self._finish(run, result)
-        except McpStartError as exc:
-            run.closing = True
-            await emitter.fail_with(exc)
         except ModelError as exc:
             run.closing = True
             after = "" if exc.retry_after is None else f" (retry after {exc.retry_after:g}s)"
             await emitter.fail(f"{exc}{after}", code=f"model_{exc.code}")
+        except RingleaderError as exc:  # McpStartError, OutputValidationError (output_invalid) …
+            run.closing = True
+            await emitter.fail_with(exc)
         except Exception as exc:
             run.closing = True
             _log.warning("native run %s failed", session_id, exc_info=True)
@@ -493,7 +524,7 @@ class NativeAdapter(AdapterBase):
         elif result.stop == "max_turns":
             await emitter.finish("max_turns", result.text)
         else:
-            await emitter.finish("aborted", result.text)
+            await emitter.finish("aborted", result.cancel_reason or result.text)
 
     # -- control -------------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ Per call, in order (Glove's steps, with the Part C decisions):
 1. lookup by name (case-insensitive); an unknown tool gets Glove's helpful error with near
    matches and the list of tools (C#11);
 2. arguments that were not valid JSON get an ``invalid_input`` error the model can correct (C#12);
-3. validation against the pydantic input model; a compact error naming each field (C#10);
+3. validation against the pydantic input model (or the raw JSON Schema of a bridged tool,
+   with ``jsonschema``); a compact error naming each field (C#10);
 4. permission, on the *validated* input, fail-closed (C#21): the tool's policy verdict
    (:mod:`.policy`) ``deny`` denies, ``allow`` runs, ``ask`` consults the store and the approval
    handler; a store without the permissions capability, or an ``unset`` decision with no
@@ -34,10 +35,11 @@ import trio
 from pydantic import BaseModel, ValidationError
 
 from .cancel import CancelToken
+from .lifecycle import Lifecycle, RunStopped
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store
 from .subscriber import NotifyFn, ToolUseResult
-from .tools import Tool, ToolContext, format_validation_error, normalize_result
+from .tools import Tool, ToolContext, ToolInputError, format_validation_error, normalize_result
 
 __all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch"]
 
@@ -61,6 +63,8 @@ class ToolBatch:
     calls: Sequence[ToolCall]
     results: list[ToolResult | None] = attrs.field(init=False)
     notified: list[bool] = attrs.field(init=False)
+    stop: RunStopped | None = attrs.field(default=None, init=False)
+    """Set when a lifecycle hook stopped the run during this batch."""
 
     def __attrs_post_init__(self) -> None:
         self.results = [None] * len(self.calls)
@@ -139,11 +143,21 @@ class Executor:
 
     # -- execution -------------------------------------------------------------------------------
 
-    async def execute(self, batch: ToolBatch, token: CancelToken, session: str = "") -> None:
-        """Fill ``batch.results`` (call order). Raises ``Cancelled`` on a cancel, batch partial."""
+    async def execute(
+        self,
+        batch: ToolBatch,
+        token: CancelToken,
+        session: str = "",
+        hooks: Lifecycle | None = None,
+    ) -> None:
+        """Fill ``batch.results`` (call order). Raises ``Cancelled`` on a cancel, batch partial,
+        and :class:`~.lifecycle.RunStopped` when a tool hook stops the run (the calls not
+        started are left open for the loop to close)."""
         calls = batch.calls
         i = 0
         while i < len(calls):
+            if batch.stop is not None:
+                raise batch.stop
             j = i + 1
             tool = self.lookup(calls[i].tool_name)
             if tool is not None and tool.parallel_safe:
@@ -153,27 +167,36 @@ class Executor:
                         break
                     j += 1
             if j - i == 1:
-                await self._run_and_record(batch, i, token, session)
+                await self._run_and_record(batch, i, token, session, hooks)
             else:
-                await self._run_group(batch, range(i, j), token, session)
+                await self._run_group(batch, range(i, j), token, session, hooks)
             i = j
+        if batch.stop is not None:
+            raise batch.stop
 
     async def _run_group(
-        self, batch: ToolBatch, indices: range, token: CancelToken, session: str
+        self,
+        batch: ToolBatch,
+        indices: range,
+        token: CancelToken,
+        session: str,
+        hooks: Lifecycle | None,
     ) -> None:
         failed: list[int] = []
 
         async def one(index: int) -> None:
             async with self.limiter:
-                result = await self._run_and_record(batch, index, token, session)
-            if result.result.error_kind == "failed":
+                result = await self._run_and_record(batch, index, token, session, hooks)
+            if batch.stop is not None:
+                nursery.cancel_scope.cancel()  # siblings stay open: the loop closes them
+            elif result.result.error_kind == "failed":
                 failed.append(index)
                 nursery.cancel_scope.cancel()
 
         async with trio.open_nursery() as nursery:
             for index in indices:
                 nursery.start_soon(one, index)
-        if failed:
+        if failed and batch.stop is None:
             culprit = batch.calls[failed[0]]
             for index in indices:
                 if batch.results[index] is None:
@@ -190,11 +213,25 @@ class Executor:
                     await self._notify(res)
 
     async def _run_and_record(
-        self, batch: ToolBatch, index: int, token: CancelToken, session: str
+        self,
+        batch: ToolBatch,
+        index: int,
+        token: CancelToken,
+        session: str,
+        hooks: Lifecycle | None = None,
     ) -> ToolResult:
         call = batch.calls[index]
         began = trio.current_time()
-        data = await self._run_one(call, token, session)
+        if hooks is None:
+            data = await self._run_one(call, token, session)
+        else:
+            try:
+                data = await self._run_hooked(call, token, session, hooks)
+            except RunStopped as stop:
+                batch.stop = stop
+                data = stop.result or _aborted(
+                    f"Not run: the run was stopped ({stop.point}: {stop.reason})."
+                )
         result = ToolResult(
             tool_name=call.tool_name,
             call_id=call.id,
@@ -213,6 +250,22 @@ class Executor:
             )
         )
 
+    async def _run_hooked(
+        self, call: ToolCall, token: CancelToken, session: str, hooks: Lifecycle
+    ) -> ToolResultData:
+        """``on_tool_call`` (rewrite, skip, answer, stop), the call, then ``on_tool_result`` /
+        ``on_tool_error`` (replace, stop) — :mod:`.lifecycle`."""
+        args = await hooks.before_tool(call)
+        if isinstance(args, ToolResultData):
+            data = args
+            args = call.input_args
+        elif args is call.input_args:
+            data = await self._run_one(call, token, session)
+        else:
+            rewritten = call.model_copy(update={"input_args": args, "parse_error": None})
+            data = await self._run_one(rewritten, token, session)
+        return await hooks.after_tool(call, args, data)
+
     async def _run_one(self, call: ToolCall, token: CancelToken, session: str) -> ToolResultData:
         tool = self.lookup(call.tool_name)
         if tool is None:
@@ -225,7 +278,7 @@ class Executor:
             )
         try:
             value = tool.validate(call.input_args)
-        except (ValidationError, TypeError) as exc:
+        except (ValidationError, ToolInputError, TypeError) as exc:
             return _error(format_validation_error(tool.name, exc), "invalid_input")
         decision = tool.permission_decision(value)
         if decision == "deny":

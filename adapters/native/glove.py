@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Self, TypeVar
 
+import attrs
 from pydantic import BaseModel
 
 from tiers import AssembledPrompt, PromptTiers, assemble_tiers
@@ -83,14 +84,7 @@ class Glove:
         self._notifier = Notifier()
         cfg = loop_config or LoopConfig()
         if compaction_config is not None:
-            cfg = LoopConfig(
-                compaction=compaction_config,
-                model_retries=cfg.model_retries,
-                retry_base_s=cfg.retry_base_s,
-                retry_max_s=cfg.retry_max_s,
-                max_tokens=cfg.max_tokens,
-                continue_on_max_tokens=cfg.continue_on_max_tokens,
-            )
+            cfg = attrs.evolve(cfg, compaction=compaction_config)
         self._config = cfg
         self._max_retries = max_retries
         self._max_concurrency = max_concurrency

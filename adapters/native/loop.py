@@ -14,7 +14,10 @@ One request, in order:
 4. model calls that fail with a transient error (429, 5xx, network) are retried with full-jitter
    backoff (``Retry-After`` honoured) unless the call already streamed something (C#43);
 5. a reply truncated by the output limit (``max_tokens``) with no tool calls is continued, not
-   taken as the answer (C#2); truncated tool calls fail validation and the model corrects them.
+   taken as the answer (C#2); truncated tool calls fail validation and the model corrects them;
+6. lifecycle hooks run at the run, turn, model-call and tool boundaries and middlewares wrap each
+   turn's model call (:mod:`.lifecycle`); with an ``output_schema`` the final answer is validated
+   and a mismatch is sent back to the model a bounded number of times (:mod:`.structured`).
 
 A cancel (``CancelToken``) ends the request with ``stop="aborted"``: any tool call already stored
 gets its results (real or synthetic ``aborted``) stored *at abort time* (C#41), in a shielded
@@ -26,22 +29,38 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 import trio
 
+from orchestrator.errors import OutputValidationError
+
 from .cancel import CancelToken
 from .compaction import CompactionConfig, build_summary_message, should_compact
 from .executor import Executor, ToolBatch
+from .lifecycle import (
+    Lifecycle,
+    LifecycleHooks,
+    ModelCall,
+    ModelMiddleware,
+    RunEndInfo,
+    RunErrorInfo,
+    RunStartInfo,
+    RunStopped,
+    TurnEndInfo,
+    TurnStartInfo,
+)
 from .messages import InboxItem, Message, TokenCounter
 from .models.base import ModelAdapter, ModelError, ModelOptions, ModelResponse, PromptRequest
 from .stores.base import Store
+from .structured import OutputMismatch, OutputSchema, as_output_schema, retry_message
 from .subscriber import (
     CompactionEnd,
     CompactionStart,
     ModelResponseEvent,
     NotifyFn,
+    OutputRetryEvent,
     RetryEvent,
     SteerApplied,
     SubscriberEvent,
@@ -71,6 +90,14 @@ class LoopConfig:
     retry_max_s: float = 30.0
     max_tokens: int | None = None
     continue_on_max_tokens: bool = True
+    hooks: Sequence[LifecycleHooks] = ()
+    """Lifecycle hooks, called in this order at each point (:mod:`.lifecycle`)."""
+    middlewares: Sequence[ModelMiddleware] = ()
+    """Wrap each turn's model call, the first outermost (:mod:`.lifecycle`)."""
+    output_schema: OutputSchema | None = attrs.field(default=None, converter=as_output_schema)
+    """The final answer must match it (a pydantic model class or a JSON Schema; :mod:`.structured`)."""
+    output_retries: int = 2
+    """How many times a non-matching answer is sent back to the model before the request fails."""
     model_options: ModelOptions = attrs.field(factory=ModelOptions)
     """Temperature, tool choice and additional parameters sent with every turn's model call."""
 
@@ -94,6 +121,11 @@ class AskResult:
     response: ModelResponse | None
     usage: TokenCounter
     turns: int
+    output: Any = None
+    """The validated structured output (an instance of the pydantic model, or the JSON value)
+    when the loop has an ``output_schema``; else ``None``."""
+    cancel_reason: str | None = None
+    """Why a hook stopped the request (``stop="aborted"``), e.g. ``on_tool_call: no rm -rf``."""
 
 
 class Agent:
@@ -115,6 +147,8 @@ class Agent:
         self._steers: deque[str] = deque()
         self._last_context_tokens = 0
         self._tool_defs: tuple[ToolDefinition, ...] | None = None
+        self.lifecycle = Lifecycle(self.config.hooks, self.config.middlewares)
+        self.lifecycle.notify = notify
         self.prepare_turn: PrepareTurn | None = None
 
     # -- steering ------------------------------------------------------------------------------
@@ -143,23 +177,50 @@ class Agent:
         token = token or CancelToken()
         store = self.store
         state = _AskState()
+        life = self.lifecycle
         with token.scope() as scope:
             try:
                 reminder = await self._inbox_prelude()
                 await self._maybe_compact(token, state)
+                if life.has("on_run_start"):
+                    history = await store.get_context_messages()
+                    max_turns = self.config.compaction.max_turns
+                    await life.run("on_run_start", RunStartInfo(message, history, max_turns))
                 if message is not None:
                     await store.append_messages((message,))
                 await self._turns(token, state, reminder)
+                if state.stop == "completed" and life.has("on_run_end"):
+                    info = RunEndInfo(state.text, state.output, state.usage, state.turns)
+                    await life.run("on_run_end", info)
+            except RunStopped as stop:
+                state.stopped(stop)
+                if stop.response is not None:
+                    await self._count_dropped(stop.response, state)
+            except Exception as exc:
+                if not life.has("on_run_error"):
+                    raise
+                stop = await life.stop_on_error(RunErrorInfo(exc, state.usage, state.turns))
+                if stop is None:
+                    raise
+                state.stopped(stop)
             finally:
                 if state.open_batch is not None:
                     await self._repair(state.open_batch, token)
         if scope.cancelled_caught or (token.cancelled and state.stop != "completed"):
             state.stop = "aborted"
-        return AskResult(state.stop, state.text, state.last, state.usage, state.turns)
+        return AskResult(
+            state.stop,
+            state.text,
+            state.last,
+            state.usage,
+            state.turns,
+            state.output,
+            state.cancel_reason,
+        )
 
     async def _turns(self, token: CancelToken, state: _AskState, reminder: Message | None) -> None:
         store, notify, executor = self.store, self.notify, self.executor
-        cfg = self.config
+        cfg, life = self.config, self.lifecycle
         max_turns = cfg.compaction.max_turns
         while True:
             await trio.lowlevel.checkpoint()  # one cancel point and scheduling point per turn
@@ -172,11 +233,18 @@ class Agent:
             messages: Sequence[Message] = await store.get_context_messages()
             if reminder is not None and messages:
                 messages = [*messages[:-1], reminder, messages[-1]]
-            await notify(TurnStart(state.turns + 1, model.name))
+            if cfg.output_schema is not None:
+                messages = [*messages, cfg.output_schema.instruction]
+            turn = life.turn = state.turns + 1
+            await notify(TurnStart(turn, model.name))
+            if life.has("on_turn_start"):
+                await life.run("on_turn_start", TurnStartInfo(turn, messages))
             tools: Sequence[ToolDefinition] = self.tool_definitions()
             if self.prepare_turn is not None:
-                messages, tools = await self.prepare_turn(state.turns + 1, messages, tools)
-            response = await self._call_model(model, messages, tools, options=cfg.model_options)
+                messages, tools = await self.prepare_turn(turn, messages, tools)
+            response = await self._call_model(
+                model, messages, tools, options=cfg.model_options, turn=turn
+            )
             state.turns += 1
             state.last = response
             tokens = response.tokens
@@ -208,17 +276,23 @@ class Agent:
             await notify(
                 TokenConsumption(tokens, state.usage, response.model or model.model, "turn")
             )
+            if life.has("on_turn_end"):
+                await life.run("on_turn_end", TurnEndInfo(turn, response))
             if not calls:
                 if cfg.continue_on_max_tokens and response.stop_reason in _TRUNCATED:
                     await store.append_messages((Message(sender="user", text=CONTINUE_PROMPT),))
                     continue
                 if self._steers:
                     continue  # a steer arrived during the final turn: let it land
+                if cfg.output_schema is not None and not await self._accept_output(response, state):
+                    continue  # the model was told what was wrong with its answer
                 state.stop = "completed"
                 return
             batch = state.open_batch
             assert batch is not None
-            await executor.execute(batch, token, store.identifier)
+            await executor.execute(
+                batch, token, store.identifier, life if life.tool_hooks else None
+            )
             await store.append_messages(
                 (Message(sender="user", text="tool results", tool_results=tuple(batch.done())),)
             )
@@ -240,7 +314,10 @@ class Agent:
         tools: Sequence[ToolDefinition],
         notify: NotifyFn | None = None,
         options: ModelOptions | None = None,
+        turn: int | None = None,
     ) -> ModelResponse:
+        """One model call with retries; a turn's call (``turn`` set) runs through the hooks
+        and middlewares around it (:meth:`.Lifecycle.model_call`)."""
         target = notify or self.notify
         request = PromptRequest(
             messages=messages,
@@ -248,6 +325,14 @@ class Agent:
             max_tokens=self.config.max_tokens,
             options=options or ModelOptions(),
         )
+        if turn is not None and self.lifecycle.wraps_model:
+            call = ModelCall(turn, request, model.name)
+            return await self.lifecycle.model_call(call, lambda r: self._send(model, r, target))
+        return await self._send(model, request, target)
+
+    async def _send(
+        self, model: ModelAdapter, request: PromptRequest, target: NotifyFn
+    ) -> ModelResponse:
         cfg = self.config
         attempt = 0
         while True:
@@ -271,6 +356,31 @@ class Agent:
                     delay = random.uniform(0, min(cfg.retry_max_s, cfg.retry_base_s * 2**attempt))
                 await self.notify(RetryEvent(attempt, delay, f"{err.code}: {err}"))
                 await trio.sleep(delay)
+
+    async def _count_dropped(self, response: ModelResponse, state: _AskState) -> None:
+        """Count the usage of a reply a hook stopped on (it is not stored)."""
+        state.usage = state.usage + response.tokens
+        await self.store.add_tokens(response.tokens)
+        model = response.model or self.get_model().model
+        await self.notify(TokenConsumption(response.tokens, state.usage, model, "turn"))
+
+    async def _accept_output(self, response: ModelResponse, state: _AskState) -> bool:
+        """Validate the final answer against the output schema; on a mismatch tell the model
+        what was wrong and return False (raises once the retries are spent)."""
+        schema = self.config.output_schema
+        assert schema is not None
+        try:
+            state.output = schema.parse(response.text)
+        except OutputMismatch as exc:
+            state.output_failures += 1
+            if state.output_failures > self.config.output_retries:
+                raise OutputValidationError(
+                    exc.problems, state.output_failures, response.text
+                ) from None
+            await self.store.append_messages((retry_message(exc.problems),))
+            await self.notify(OutputRetryEvent(state.output_failures, exc.problems))
+            return False
+        return True
 
     # -- repair, inbox, compaction -----------------------------------------------------------
 
@@ -361,6 +471,13 @@ class _AskState:
     usage: TokenCounter = attrs.field(factory=TokenCounter)
     turns: int = 0
     open_batch: ToolBatch | None = None
+    output: Any = None
+    output_failures: int = 0
+    cancel_reason: str | None = None
+
+    def stopped(self, stop: RunStopped) -> None:
+        self.stop = "aborted"
+        self.cancel_reason = f"{stop.point}: {stop.reason}"
 
 
 def _blocking_reminder(items: Sequence[InboxItem]) -> Message:

@@ -4,7 +4,8 @@ Part E's mapping: ``text_delta`` → ``text-delta`` (reasoning on its channel); 
 ``tool-call``; ``tool_use_result`` → ``tool-result`` with ``is_error`` and the text the model saw
 (never ``render_data``); ``token_consumption`` → a *cumulative* ``cost`` (USD from the price
 table, ``None`` when unknown; compaction calls counted too); turn starts, retries, compaction
-and applied steers → ``status``; the app layer's ``hook_invoked``, ``skill_invoked`` and the
+and applied steers → ``status``; a lifecycle hook's action (``hook_action``) and a structured-output
+retry (``output_retry``) → ``status`` details; the app layer's ``hook_invoked``, ``skill_invoked`` and the
 ``subagent_invoked`` / ``subagent_completed`` brackets → ``status`` details (a sub-agent's own
 events travel in the parent's stream between its brackets, and its usage adds to the parent's
 cumulative ``cost``). Returns ``None`` for an event type it does not know, so the
@@ -20,8 +21,10 @@ from .pricing import PriceTable
 from .subscriber import (
     CompactionEnd,
     CompactionStart,
+    HookActionEvent,
     HookInvoked,
     ModelResponseEvent,
+    OutputRetryEvent,
     RetryEvent,
     SkillInvoked,
     SteerApplied,
@@ -107,6 +110,19 @@ def normalize_event(
                 make.status(
                     "running",
                     detail=f"subagent_completed: {event.name} ({event.status}){tail}",
+                )
+            ]
+        case HookActionEvent():
+            return [
+                make.status(
+                    "running", detail=f"hook {event.point}: {event.action} ({event.detail})"
+                )
+            ]
+        case OutputRetryEvent():
+            return [
+                make.status(
+                    "thinking",
+                    detail=f"output_retry {event.attempt}: " + "; ".join(event.problems),
                 )
             ]
         case _:

@@ -22,10 +22,12 @@ from .messages import Message, TokenCounter, ToolCall, ToolResultData
 __all__ = [
     "CompactionEnd",
     "CompactionStart",
+    "HookActionEvent",
     "HookInvoked",
     "ModelResponseEvent",
     "Notifier",
     "NotifyFn",
+    "OutputRetryEvent",
     "RetryEvent",
     "SkillInvoked",
     "SteerApplied",
@@ -171,6 +173,26 @@ class SubagentCompleted:
 
 
 @attrs.frozen
+class HookActionEvent:
+    """A lifecycle hook changed the run's course (:mod:`.lifecycle`): ``point`` is the hook
+    point, ``action`` one of ``stop``, ``skip``, ``rewrite_input``, ``replace_result``."""
+
+    point: str
+    action: str
+    detail: str
+    type: Literal["hook_action"] = "hook_action"
+
+
+@attrs.frozen
+class OutputRetryEvent:
+    """The final answer did not match the output schema; the model is asked again."""
+
+    attempt: int
+    problems: tuple[str, ...]
+    type: Literal["output_retry"] = "output_retry"
+
+
+@attrs.frozen
 class UnknownEvent:
     """Anything else a model adapter or extension emits (tolerated, counted, surfaced)."""
 
@@ -193,6 +215,8 @@ SubscriberEvent: TypeAlias = (
     | SkillInvoked
     | SubagentInvoked
     | SubagentCompleted
+    | HookActionEvent
+    | OutputRetryEvent
     | UnknownEvent
 )
 

@@ -11,15 +11,24 @@ Flags: ``requires_permission`` (bool, or a function of the validated input; fail
 ``un_abortable`` (finishes despite a cancel, within a grace deadline), ``parallel_safe`` (may run
 concurrently with its neighbours), ``idempotent`` (retried on a raised error up to the Glove's
 ``max_retries``; side-effecting tools are never retried by default), ``timeout_s``.
+
+A bridged tool (MCP, OpenAPI) describes its input with a raw ``json_schema`` instead of a pydantic
+model (C#9). The schema is checked when the tool is made (an invalid schema is a
+:class:`ValueError` then, not a surprise mid-run) and every call's arguments are validated
+against it with the ``jsonschema`` package (the draft the schema's ``$schema`` names, 2020-12 by
+default): invalid input never reaches ``do``; the model gets an ``invalid_input`` result naming
+each bad field, as it does for a pydantic model.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import attrs
+import jsonschema
+from jsonschema.validators import validator_for
 from pydantic import BaseModel, ValidationError
 
 from .messages import ContentPart, ToolResultData
@@ -33,12 +42,27 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolDefinition",
+    "ToolInputError",
+    "describe_schema_error",
+    "field_problems",
     "format_validation_error",
+    "json_schema_validator",
     "normalize_result",
     "tool",
 ]
 
 InputT = TypeVar("InputT", bound=BaseModel)
+
+_MAX_REPORTED_ERRORS = 8
+
+
+class ToolInputError(ValueError):
+    """A call's arguments do not match the tool's raw JSON Schema; ``problems`` holds one
+    ``"<field path>: <what is wrong>"`` line per violation (the model sees them)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = tuple(problems)
 
 
 @attrs.define
@@ -111,7 +135,8 @@ class Tool(Generic[InputT]):
     do: Callable[[InputT, ToolContext], Awaitable[Any]]
     input_model: type[InputT] | None = None
     json_schema: Mapping[str, Any] | None = None
-    """Raw JSON Schema for bridged tools (MCP/OpenAPI): used as is, input passed unvalidated."""
+    """Raw JSON Schema for bridged tools (MCP/OpenAPI): sent to the model as is, and every
+    call's input validated against it (``jsonschema``) before ``do`` runs."""
     requires_permission: bool | Callable[[InputT], bool] = False
     un_abortable: bool = False
     parallel_safe: bool = False
@@ -123,10 +148,13 @@ class Tool(Generic[InputT]):
     """The permission policy's verdict (``allow`` / ``ask`` / ``deny``, or a function of the
     validated input giving one); when set it replaces ``requires_permission``."""
     _definition: ToolDefinition | None = attrs.field(default=None, init=False, repr=False)
+    _validator: Any = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.input_model is None and self.json_schema is None:
             raise ValueError(f"tool {self.name!r} needs an input_model or a json_schema")
+        if self.input_model is None and self.json_schema is not None:
+            self._validator = json_schema_validator(self.name, self.json_schema)
 
     @property
     def definition(self) -> ToolDefinition:
@@ -140,11 +168,18 @@ class Tool(Generic[InputT]):
         return self._definition
 
     def validate(self, raw: Any) -> InputT | Any:
-        """Validated input; raises :class:`pydantic.ValidationError` (or ``TypeError``)."""
+        """Validated input; raises :class:`pydantic.ValidationError` (pydantic model),
+        :class:`ToolInputError` (raw JSON Schema) or ``TypeError`` (not an object)."""
         if self.input_model is None:
             if not isinstance(raw, dict):
                 raise TypeError("arguments must be a JSON object")
-            return cast(dict[str, Any], raw)
+            value = cast(dict[str, Any], raw)
+            errors = sorted(
+                self._validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))
+            )
+            if errors:
+                raise ToolInputError([describe_schema_error(e) for e in errors])
+            return value
         if isinstance(raw, self.input_model):
             return raw
         return self.input_model.model_validate(raw if raw is not None else {})
@@ -177,6 +212,28 @@ def _schema_of(model: type[BaseModel]) -> Mapping[str, Any]:
     return schema
 
 
+def json_schema_validator(tool_name: str, schema: Mapping[str, Any]) -> Any:
+    """A ``jsonschema`` validator for the draft ``$schema`` names (2020-12 when absent)."""
+    cls: Any = validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(
+            f"tool {tool_name!r} has an invalid JSON Schema: {exc.message}"
+            f" (at {_path_of(exc.absolute_path, '(schema)')})"
+        ) from None
+    return cls(schema)
+
+
+def _path_of(path: Iterable[Any], root: str) -> str:
+    return ".".join(str(p) for p in path) or root
+
+
+def describe_schema_error(error: Any, root: str = "(input)") -> str:
+    """``"<field path>: <what is wrong>"`` for a ``jsonschema`` error (``root`` for the whole)."""
+    return f"{_path_of(error.absolute_path, root)}: {error.message}"
+
+
 def tool(
     name: str,
     description: str,
@@ -188,15 +245,26 @@ def tool(
     return Tool(name=name, description=description, do=do, input_model=input_model, **flags)
 
 
-def format_validation_error(tool_name: str, error: ValidationError | TypeError) -> str:
+def format_validation_error(
+    tool_name: str, error: ValidationError | ToolInputError | TypeError
+) -> str:
     """A compact message naming each bad field, which a model can act on (C#10)."""
+    if isinstance(error, ToolInputError):
+        problems = list(error.problems[:_MAX_REPORTED_ERRORS])
+        if len(error.problems) > _MAX_REPORTED_ERRORS:
+            problems.append(f"… and {len(error.problems) - _MAX_REPORTED_ERRORS} more")
+        return f"Invalid input for tool {tool_name!r}: " + "; ".join(problems)
     if isinstance(error, TypeError):
         return f"Invalid input for tool {tool_name!r}: {error}"
-    parts: list[str] = []
-    for item in error.errors(include_url=False, include_context=False):
-        loc = ".".join(str(p) for p in item["loc"]) or "(input)"
-        parts.append(f"{loc}: {item['msg']}")
-    return f"Invalid input for tool {tool_name!r}: " + "; ".join(parts)
+    return f"Invalid input for tool {tool_name!r}: " + "; ".join(field_problems(error, "(input)"))
+
+
+def field_problems(error: ValidationError, root: str) -> list[str]:
+    """One ``"<field path>: <what is wrong>"`` line per pydantic error (``root`` for the whole)."""
+    return [
+        f"{'.'.join(str(p) for p in item['loc']) or root}: {item['msg']}"
+        for item in error.errors(include_url=False, include_context=False)
+    ]
 
 
 def normalize_result(value: Any) -> ToolResultData:
