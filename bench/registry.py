@@ -15,6 +15,7 @@ MODULES = (
     "bench.p_live",
     "bench.p_ray_head",
     "bench.p_prefix",
+    "bench.p_cli_start",
 )
 
 

@@ -10,7 +10,8 @@ Guarantees on top of the adapter's own contract:
 * ``steer`` is refused with :class:`~orchestrator.errors.CapabilityError` unless the runtime is
   ``steerable``; messages to a finished or fenced actor raise
   :class:`~orchestrator.errors.MailboxClosedError`;
-* a fenced actor (replaced by a successor) never delivers another event to the sink.
+* a fenced actor (replaced by a successor) never delivers another event to the sink;
+* a connection failure the runtime reports without saying where names the runtime's endpoint.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Literal, Protocol
 import attrs
 import trio
 
+from ._endpoints import name_endpoint
 from .adapter import Capabilities, RunHandle, RuntimeAdapter
 from .errors import CapabilityError, MailboxClosedError
 from .events import (
@@ -38,7 +40,7 @@ from .events import (
     now_ms,
 )
 from .governance.budget import RunGuard
-from .governance.drift import unknown_frame_type
+from .governance.drift import missing_fields, unknown_frame_type
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, IdleGuard, with_idle_timeout
 from .redact import StreamRedactor
 
@@ -84,6 +86,8 @@ class RunOutcome:
     unknown_frames: tuple[str, ...] = ()
     """Frame types the runtime sent that its adapter does not know (drift; see
     ``orchestrator.governance.drift``)."""
+    missing_fields: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``(frame, fields)``: frames that came without fields their adapter expects (drift)."""
 
 
 @attrs.frozen
@@ -111,6 +115,9 @@ class RunActor:
     guard: RunGuard | None = None
     """Budgets: it sees every batch before the sink and may cut the run short (the run then
     ends ``error{budget_exceeded}`` + ``done{error}``; see :mod:`orchestrator.governance`)."""
+    endpoint: str | None = None
+    """The runtime's model endpoint: a connection failure it reports without saying where gets
+    it appended (see :mod:`orchestrator._endpoints`)."""
     fenced: bool = attrs.field(init=False, default=False)
     finished: trio.Event = attrs.field(init=False, factory=trio.Event)
     _abort_requested: bool = attrs.field(init=False, default=False)
@@ -184,9 +191,9 @@ class RunActor:
         fatal: ErrorEvent | None = None
         cost: Cost | None = None
         text: list[str] = []
-        idled = False
-        produced = False
         unknown: list[str] = []
+        missing: list[tuple[str, tuple[str, ...]]] = []
+        produced = False
         stream = self.adapter.events(self.run_handle)
 
         async def on_idle() -> None:
@@ -214,6 +221,8 @@ class RunActor:
                     for event in raw:
                         seen += 1
                         last_seq = event.seq
+                        if type(event) is ErrorEvent and self.endpoint is not None:
+                            event = name_endpoint(event, self.endpoint)
                         batch += redactor.push(event)
                         if isinstance(event, Done):
                             break  # nothing after the terminal
@@ -237,6 +246,10 @@ class RunActor:
                             frame_type = unknown_frame_type(event.detail)  # drift: O(1)
                             if frame_type is not None:
                                 unknown.append(frame_type)
+                            else:
+                                gap = missing_fields(event.detail)
+                                if gap is not None:
+                                    missing.append(gap)
                     # a run waiting for a person's approval is not silent
                     last = raw[-1] if raw else None
                     guarded.paused = isinstance(last, Status) and last.phase == "waiting_approval"
@@ -274,6 +287,7 @@ class RunActor:
             produced_output=produced,
             text="".join(text),
             unknown_frames=tuple(dict.fromkeys(unknown)),
+            missing_fields=tuple(dict.fromkeys(missing)),
         )
 
     async def _wall_clock(self, guard: RunGuard, wall_s: float) -> None:
@@ -323,10 +337,8 @@ class RunActor:
             make.open_tool_calls = dict(self.guard.open_tool_calls)
             events: list[RuntimeEvent] = []
             if trip.resets_at_ms is not None:  # a rate limit that says when it resets
-                parked = make.status(
-                    "rate_limited", detail=f"resets at {trip.resets_at_ms // 1000}"
-                )
-                events.append(parked.model_copy(update={"resets_at": trip.resets_at_ms}))
+                detail = f"resets at {trip.resets_at_ms // 1000}"
+                events.append(make.rate_limited(detail, trip.resets_at_ms))
             events += make.fail(trip.message, code=trip.code, summary=summary or trip.message)
             fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
         elif self._abort_requested:

@@ -16,42 +16,23 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import attrs
 import trio
-from rich.console import Console
-from rich.table import Table
 
-from ._approvals_cli import approve_command, decision_from_args, list_approvals
-from ._board_cli import board_for_run, serve_board
-from ._commands import (
-    batch,
-    bind_error,
-    check_prompt,
-    crash_report,
-    list_runs,
-    port_number,
-    replay,
-    run_side_by_side,
-    usable_state_dir,
-    write_sample_project,
-)
-from ._doctor import doctor
-from ._live import make_view
-from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
-from .acp_server import serve_acp_stdio
-from .approvals import ApprovalBook
 from .config import LoadedConfig, RuntimeConfig, load_config
 from .errors import ConfigError, RingleaderError, RuntimeNotFoundError, exception_leaves
-from .eventlog import EventLog
-from .governance import Governance
-from .hosts import Host, LocalHost, RayHost, ray_nodes
 from .integration import resolve_runtime_integration
-from .otel import OtelSink
 from .registry import ModelServerHook, RuntimeRegistry, RuntimeSpec, discover_runtimes
-from .runner import RESUME_PROMPT, ResumeFrom, Runner, TaskSpec, recoverable_tasks, resumable_task
-from .supervisor import RetryNotice
+
+# What only some commands need is imported where it is used: `ringleader runtimes`, `config` and
+# `--help` start without the runner, the event log, the board server, rich's live view or Ray.
+if TYPE_CHECKING:
+    from .governance import Governance
+    from .hosts import Host
+    from .runner import Runner
+    from .supervisor import RetryNotice
 
 __all__ = ["main"]
 
@@ -140,6 +121,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 async def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    from ._board_cli import serve_board
+
     specs = discover_runtimes()
     registry = _registry(specs, _load_config(args.config_file, specs))
     return await serve_board(
@@ -171,6 +154,10 @@ def _feed_token(args: argparse.Namespace) -> str | None:
 async def _acp(
     runtime_id: str, model: str | None, config_file: str | None, approvals: bool = False
 ) -> int:
+    from ._commands import usable_state_dir
+    from .acp_server import serve_acp_stdio
+    from .eventlog import EventLog
+
     specs = discover_runtimes()
     registry = _registry(specs, _load_config(config_file, specs))
     if runtime_id not in registry:
@@ -182,6 +169,12 @@ async def _acp(
 
 async def _approve(args: argparse.Namespace, out: TextIO) -> int:
     """``approve ID``: decide it; a run whose process is gone resumes here (see its --help)."""
+    from ._approvals_cli import approve_command, decision_from_args
+    from ._commands import usable_state_dir
+    from ._live import make_view
+    from ._sidebyside import Job, run_jobs
+    from .runner import TaskSpec
+
     decision = decision_from_args(bool(args.allow), args.message, args.edit)
     state = usable_state_dir()
 
@@ -235,6 +228,11 @@ async def _demo(runtime_ids: Sequence[str] | None, as_json: bool, out: TextIO) -
     """The demo task on native, Claude Code and Codex (those installed) side by side, each in
     its own copy of a small sample project and against its own scripted model server on
     127.0.0.1, each doing one real tool turn (``list_files``, ``Bash ls``, ``exec_command ls``)."""
+    from ._commands import usable_state_dir, write_sample_project
+    from ._live import make_view
+    from ._sidebyside import Job, new_task_id, prepare_workspaces, run_jobs
+    from .runner import TaskSpec
+
     view = make_view(out, as_json=as_json)
     view.note(DEMO_BANNER)
     specs = discover_runtimes()
@@ -396,7 +394,7 @@ class _Interrupt:
     """Ctrl-C during runs: the first aborts them cleanly (``done{aborted}`` in the log, children
     gone, exit 130), a second within :data:`FORCE_WINDOW_S` forces."""
 
-    hosts: list[Host] = attrs.field(factory=list[Host])
+    hosts: list[Host] = attrs.field(factory=list["Host"])
     requested: bool = False
     forced: bool = False
 
@@ -420,6 +418,11 @@ class _Interrupt:
                 nursery.start_soon(self._watch, signals, nursery.cancel_scope)
                 results.append(await work())
                 nursery.cancel_scope.cancel()
+        if self.requested:
+            # the exit is 130 from here on: a later Ctrl-C (the second one arriving after the
+            # clean abort already ended the runs) must not kill the process on its way out
+            # (Python resets a Python-level handler to the default at shutdown; SIG_IGN stays)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not results:  # forced: the runs were cancelled where they stood
             raise KeyboardInterrupt
         return results[0]
@@ -456,6 +459,8 @@ def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
     if script and not Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
     if prompt is None and args.resume:
+        from .runner import RESUME_PROMPT
+
         prompt = RESUME_PROMPT
     if prompt is None:
         raise ConfigError("run: a prompt is required")
@@ -485,6 +490,12 @@ def _with_acp_command(
 
 
 async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
+    from ._board_cli import board_for_run
+    from ._commands import run_side_by_side, usable_state_dir
+    from .approvals import ApprovalBook
+    from .eventlog import EventLog
+    from .runner import ResumeFrom, resumable_task
+
     specs = discover_runtimes()
     config = _load_config(args.config_file, specs)
     runtime_ids: list[str] = list(args.runtime or [])
@@ -553,6 +564,12 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
 
 async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
     """``recover``: resume every interrupted run that recorded a session (see its --help)."""
+    from ._commands import usable_state_dir
+    from ._live import make_view
+    from ._sidebyside import Job, run_jobs
+    from .eventlog import EventLog
+    from .runner import recoverable_tasks
+
     async with EventLog.open(usable_state_dir() / "events.db") as log:
         found = await recoverable_tasks(log)
     if not found:
@@ -589,12 +606,16 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
 
 def _governance(args: argparse.Namespace, config: LoadedConfig) -> Governance:
     """Budgets and breakers from ``[budget]``/``[breaker]``, the flags winning."""
+    from ._commands import usable_state_dir
+    from .governance import Governance
+
     return Governance.from_config(
         config.config,
         usd=args.budget_usd,
         tokens=args.budget_tokens,
         wall_s=args.max_wall,
         allow_estimates=True if args.allow_estimates else None,
+        state_dir=usable_state_dir(),  # breakers outlive the command
     )
 
 
@@ -621,6 +642,8 @@ def _trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
         out=handle, formatter=lambda span: span.to_json(indent=None) + "\n"
     )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    from .otel import OtelSink
+
     stack.callback(provider.shutdown)
     return [OtelSink(tracer_provider=provider, record_content=bool(args.trace_content))]
 
@@ -691,6 +714,8 @@ def _host_maker(
 ) -> Callable[[Runner], Host]:
     """``LocalHost``, or with ``--ray`` a ``RayHost`` that ships the runtimes' configuration (key
     variable names only) and the model server's placeholder key variable to the nodes."""
+    from .hosts import LocalHost, RayHost
+
     if address is None:
         return LocalHost
     target = None if address == "local" else address
@@ -701,6 +726,11 @@ def _host_maker(
 
 def _ray_runtimes(address: str, as_json: bool, out: TextIO) -> int:
     """``runtimes --ray``: each node of the cluster and what it can run."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .hosts import ray_nodes
+
     nodes = ray_nodes(None if address == "local" else address)
     if as_json:
         out.write(json.dumps(nodes) + "\n")
@@ -772,6 +802,8 @@ def _json_option(parser: argparse.ArgumentParser, what: str = "events") -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .runner import RESUME_PROMPT  # the help names it (the runner is light once imported)
+
     parser = argparse.ArgumentParser(
         prog="ringleader",
         description="Run heterogeneous coding agents (ringleader's native loop, Claude Code, "
@@ -940,10 +972,12 @@ def _parser() -> argparse.ArgumentParser:
     doctor_cmd = _sub(
         sub,
         "doctor",
-        "report runtime drift: unknown frame types the runtimes sent",
-        "Read the event log and report, per runtime, the frame types its adapter did not know "
-        "(a runtime upgrade that changed its output), with the installed version, how many runs "
-        "saw them and since when. Exit status 1 when there is drift.",
+        "report runtime drift, the runtime versions runs used, and open breakers",
+        "Read the event log and report, per runtime version, the frame types its adapter did not "
+        "know and the frames that came without fields it expects (a runtime upgrade that changed "
+        "its output), how many runs saw them and since when; how many runs used each runtime "
+        "version; and the circuit breakers open now. Exit status 1 when there is drift or an "
+        "open breaker.",
         ["ringleader doctor", "ringleader doctor --json"],
     )
     _json_option(doctor_cmd, "findings")
@@ -1031,7 +1065,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--port",
-        type=port_number,
+        type=_port_number,
         default=8765,
         help="TCP port, 0 for a free one (printed); default 8765; e.g. --port 0",
     )
@@ -1142,6 +1176,12 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port_number(text: str) -> int:
+    from ._commands import port_number
+
+    return port_number(text)
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -1168,6 +1208,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "config":
         return _config(args.config_file, bool(args.json), out)
     if args.command == "replay":
+        from ._commands import list_runs, replay
+
         if args.list:
             return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
         return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
@@ -1184,14 +1226,21 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             args.approvals == "wait",
         )
     if args.command == "approvals":
+        from ._approvals_cli import list_approvals
+        from ._commands import usable_state_dir
+
         return trio.run(lambda: list_approvals(usable_state_dir(), as_json=args.json, out=out))
     if args.command == "approve":
         return trio.run(_approve, args, out)
     if args.command == "doctor":
+        from ._doctor import doctor
+
         specs = discover_runtimes()
         loaded = _load_config(args.config_file, specs)
         return trio.run(lambda: doctor(specs, loaded, as_json=bool(args.json), out=out))
     if args.command == "batch":
+        from ._commands import batch
+
         specs = discover_runtimes()
         loaded = _load_config(args.config_file, specs)
         registry = _registry(specs, loaded)
@@ -1211,6 +1260,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                 )
             )
     if args.command == "run":
+        from ._commands import check_prompt
+
         prompt, script = _prompt_and_script(args)
         return trio.run(_cmd_run, args, check_prompt(prompt), script, out)
     raise ConfigError(f"unknown command {args.command!r}")
@@ -1223,6 +1274,8 @@ def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
         return 0
     if all(isinstance(e, KeyboardInterrupt | trio.Cancelled) for e in found):
         return 130
+    from ._commands import bind_error
+
     port = getattr(args, "port", None)
     if isinstance(port, int):
         line = bind_error(exc, getattr(args, "host", "127.0.0.1"), port)
@@ -1257,6 +1310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:
         code = _failure(exc, args)
         if code is None:
+            from ._commands import crash_report
+
             print(crash_report(exc), file=sys.stderr)
             return 1
         return code

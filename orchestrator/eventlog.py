@@ -47,8 +47,10 @@ session key, status, times, final outcome JSON, and the owner process as pid + s
 Nothing recorded is overwritten: every attempt has its own run key (:meth:`EventLog.start_run`
 refuses a used one), and a run's session row is only ever refined by that run. Opening the log
 marks runs left ``running`` by a dead owner process ``interrupted`` and closes their event
-stream with ``error{code: interrupted}`` + ``done{error}``. The database file is created 0600
-(and a missing parent directory 0700).
+stream with ``error{code: interrupted}`` + ``done{error}``; closing the log does the same for
+the runs it started and was not told the end of (a forced exit, an error outside the run), so
+no run stays ``running`` after its process has ended. The database file is created 0600 (and a
+missing parent directory 0700).
 
 One writing process per log file keeps the live feed complete: another process's commits are in
 the log (and replayed by the SSE endpoint) but are not published live in this one.
@@ -75,7 +77,7 @@ import outcome
 import trio
 
 from .errors import single_exception
-from .events import EventFactory, RuntimeEvent, event_from_json, event_to_json, now_ms
+from .events import Done, EventFactory, RuntimeEvent, event_from_json, event_to_json, now_ms
 from .lifetime import ProcessIdentity, ensure_private_dir
 
 __all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRecorder", "RunRow", "SessionRow"]
@@ -304,9 +306,17 @@ INTERRUPTED_CODE = "interrupted"
 """``error{code}`` of the terminal events appended to a run whose owner process died."""
 
 
+UNFINISHED_AT_CLOSE = (
+    "the orchestrator stopped before this run ended (a forced exit, or an error outside the "
+    "run); run interrupted"
+)
+"""``error{message}`` of a run whose log closed while it was still running: a process that
+stops (a second Ctrl-C, an unexpected error) never leaves its runs ``running``."""
+
+
 def _mark_interrupted(conn: sqlite3.Connection, now: int) -> list[str]:
-    """Mark runs left ``running`` by a dead owner process ``interrupted``; close their streams
-    with ``error{fatal, code: interrupted}`` + ``done{error}``. Returns their run keys."""
+    """Mark runs left ``running`` by a dead owner process ``interrupted`` (see
+    :func:`_end_unfinished`). Returns their run keys."""
     rows = conn.execute(
         "SELECT run_key, owner_pid, owner_start FROM runs WHERE status = 'running'"
     ).fetchall()
@@ -316,22 +326,42 @@ def _mark_interrupted(conn: sqlite3.Connection, now: int) -> list[str]:
         if pid is None
         or not ProcessIdentity(int(pid), None if start is None else int(start)).alive()
     ]
-    for key in dead:
+    message = "the orchestrator process running this run died; run interrupted"
+    return _end_unfinished(conn, dead, now, message)
+
+
+def _end_unfinished(
+    conn: sqlite3.Connection, keys: Sequence[str], now: int, message: str
+) -> list[str]:
+    """End the runs of ``keys`` that are still ``running``: a stream without its ``done`` is
+    closed with ``error{fatal, code: interrupted}`` + ``done{error}`` and the run is marked
+    ``interrupted``; a stream whose ``done`` was logged (its runs row was not yet updated) keeps
+    it and the run takes its reason. One transaction per run; returns the keys it ended."""
+    ended: list[str] = []
+    for key in keys:
         conn.execute("BEGIN IMMEDIATE")
         try:
+            still = conn.execute(
+                "SELECT 1 FROM runs WHERE run_key = ? AND status = 'running'", (key,)
+            ).fetchone()
+            if still is None:
+                conn.execute("COMMIT")
+                continue
+            status = "interrupted"
             last = conn.execute(
                 "SELECT body FROM events WHERE run_key = ? ORDER BY seq DESC LIMIT 1", (key,)
             ).fetchone()
             if last is not None:
                 prev = event_from_json(str(last[0]))
-                if prev.kind != "done":
+                if isinstance(prev, Done):
+                    status = prev.reason
+                else:
                     make = EventFactory(
                         run_id=prev.run_id,
                         session_id=prev.session_id,
                         clock=lambda: now,
                         seq=prev.seq,
                     )
-                    message = "the orchestrator process running this run died; run interrupted"
                     conn.executemany(
                         _INSERT,
                         [
@@ -340,15 +370,15 @@ def _mark_interrupted(conn: sqlite3.Connection, now: int) -> list[str]:
                         ],
                     )
             conn.execute(
-                "UPDATE runs SET status = 'interrupted', ended_ms = ? "
-                "WHERE run_key = ? AND status = 'running'",
-                (now, key),
+                "UPDATE runs SET status = ?, ended_ms = ? WHERE run_key = ? AND status = 'running'",
+                (status, now, key),
             )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    return dead
+        ended.append(key)
+    return ended
 
 
 def _run_op(conn: sqlite3.Connection, op: _Op) -> None:
@@ -515,6 +545,9 @@ class EventLog:
     _checkpointing: bool = attrs.field(init=False, default=False)
     transactions: int = attrs.field(init=False, default=0)
     """How many transactions the writer has committed (batching shows as calls/transaction)."""
+    _unfinished: set[str] = attrs.field(init=False, factory=set[str])
+    """Runs this log started and has not been told the end of (ended at close: see
+    :data:`UNFINISHED_AT_CLOSE`)."""
 
     @classmethod
     @asynccontextmanager
@@ -610,6 +643,20 @@ class EventLog:
                 raise
         finally:
             with trio.CancelScope(shield=True):
+                if log._unfinished:  # the runs' owner is going away without their end
+                    ended = await db.call(
+                        functools.partial(
+                            _end_unfinished,
+                            conn,
+                            sorted(log._unfinished),
+                            clock(),
+                            UNFINISHED_AT_CLOSE,
+                        )
+                    )
+                    if ended:
+                        _log.warning(
+                            "event log %s: %d unfinished run(s) ended at close", target, len(ended)
+                        )
                 await db.call(functools.partial(_checkpoint, reader))
                 await db.call(functools.partial(close, opened[0]))
                 db.stop()
@@ -746,6 +793,8 @@ class EventLog:
             self._flushed.unpark_all()
             for op in [*batch, *self._pending]:
                 op.error = trio.ClosedResourceError("the event log closed before this write")
+                if isinstance(op, _Statement) and op.what == "finish_run":
+                    self._unfinished.add(str(op.params[3]))  # its end was never written
                 if isinstance(op, _Append):
                     op.committed.set()
                     op.published.set()
@@ -858,8 +907,9 @@ class EventLog:
         """Record a new run, owned by this process (``running``); returns once committed.
 
         Raises :class:`sqlite3.IntegrityError` if ``run_key`` was used before: every attempt
-        needs its own key, and nothing recorded is ever replaced. If this process dies, the next
-        :meth:`open` marks the run ``interrupted``."""
+        needs its own key, and nothing recorded is ever replaced. If this log closes before
+        :meth:`finish_run`, the run is ended ``interrupted`` then; if this process dies, the
+        next :meth:`open` does it."""
         owner = ProcessIdentity.current()
         await self._write(
             "INSERT INTO runs (run_key, runtime_id, session_key, status, started_ms, "
@@ -868,6 +918,7 @@ class EventLog:
             what="start_run",
             wait=True,
         )
+        self._unfinished.add(run_key)
 
     async def finish_run(self, run_key: str, *, status: str, outcome: dict[str, Any]) -> None:
         """Record how a running run ended (``outcome`` is stored as JSON); a run that already
@@ -880,6 +931,7 @@ class EventLog:
             what="finish_run",
             wait=False,
         )
+        self._unfinished.discard(run_key)
 
     async def _write(self, sql: str, params: tuple[object, ...], *, what: str, wait: bool) -> None:
         op = _Statement(sql, params, what, trio.Event() if wait else None)

@@ -40,10 +40,17 @@ import trio
 
 from tiers import PromptTiers, assemble_tiers, date_stamp
 
+from ._endpoints import unreachable
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 from .approvals import APPROVALS_DB
-from .errors import ConfigError, RingleaderError, redact_secrets, single_exception
+from .errors import (
+    ConfigError,
+    RingleaderError,
+    RuntimeStartError,
+    redact_secrets,
+    single_exception,
+)
 from .eventlog import RunRecorder
 from .events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from .governance import Governance, RunGuard, SpendLedger
@@ -201,6 +208,8 @@ class Runner:
     approvals: bool = False
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.approvals.ApprovalBook` (else they are denied)."""
+    versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
+    """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
     """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
     (``attrs.evolve``, as :class:`~orchestrator.hosts.local.LocalHost` makes per task) share
@@ -282,6 +291,7 @@ class Runner:
         resume_id: str | None = None,
         lineage: Mapping[str, Any] | None = None,
         ledger: SpendLedger | None = None,
+        endpoint: str | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
@@ -350,6 +360,7 @@ class Runner:
                 clock=self.clock,
                 on_event=record_session_once if log is not None else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
+                endpoint=endpoint,
             )
             guards.append(actor.guard)
             if self.on_actor is not None:
@@ -430,13 +441,18 @@ class Runner:
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
                 **(lineage or {}),
-                **(
-                    {"drift": {"unknownFrameTypes": dict.fromkeys(outcome.unknown_frames, 1)}}
-                    if outcome.unknown_frames
-                    else {}
-                ),
+                "runtimeVersion": await self._version(adapter.id),
+                **_drift(outcome),
             },
         )
+
+    async def _version(self, runtime_id: str) -> str | None:
+        """The installed version of the runtime (what ``ringleader doctor`` shows per run);
+        looked up once per runtime by this runner and its copies."""
+        versions = self.versions
+        if runtime_id not in versions:
+            versions[runtime_id] = await trio.to_thread.run_sync(self.registry.version, runtime_id)
+        return versions[runtime_id]
 
     async def _record_session(
         self,
@@ -536,6 +552,7 @@ class Runner:
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
+                await _check_endpoint(self.registry, runtime)
                 handle = await adapter.start(
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
                     self._opts(task, session_key, "", home, resume_id),
@@ -561,6 +578,7 @@ class Runner:
                     resume_id,
                     lineage,
                     ledger,
+                    self.registry.endpoint(runtime),
                 )
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
@@ -748,6 +766,14 @@ async def recoverable_tasks(
     return found
 
 
+async def _check_endpoint(registry: RuntimeRegistry, runtime_id: str) -> None:
+    """Fail fast when the runtime's endpoint is on this machine and nothing listens there (a
+    logged run ending in error, never retried: see :mod:`orchestrator._endpoints`)."""
+    why = await unreachable(registry.endpoint(runtime_id))
+    if why is not None:
+        raise RuntimeStartError(why, adapter=runtime_id)
+
+
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
     """The native session id to resume: restored through the adapter's codec (which may also
     remember the session's origin directory), else the recorded native id."""
@@ -768,6 +794,16 @@ async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
 
 
 _GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
+
+
+def _drift(outcome: RunOutcome) -> dict[str, Any]:
+    """The outcome row's ``drift``: unknown frame types and frames missing expected fields."""
+    drift: dict[str, Any] = {}
+    if outcome.unknown_frames:
+        drift["unknownFrameTypes"] = dict.fromkeys(outcome.unknown_frames, 1)
+    if outcome.missing_fields:
+        drift["missingFields"] = {label: list(fields) for label, fields in outcome.missing_fields}
+    return {"drift": drift} if drift else {}
 
 
 def _guard(

@@ -27,6 +27,7 @@ from typing import Final, Literal, TypeAlias
 import attrs
 import trio
 
+from ._endpoints import LOOPBACK, REFUSED
 from .actor import RunOutcome
 from .errors import (
     BudgetExceededError,
@@ -117,10 +118,6 @@ _TRANSIENT_WORDS = re.compile(
     r"service unavailable|timed? ?out|connection (?:reset|closed|aborted|error|failed)|"
     r"econnreset|broken pipe)\b"
 )
-_REFUSED = re.compile(r"(?i)\b(?:connection refused|econnrefused|connect call failed)\b")
-_LOOPBACK = re.compile(
-    r"(?i)(?:\b(?:https?|wss?)://)?(?:\blocalhost\b|\b127(?:\.\d{1,3}){3}\b|\[::1\]|(?<![\w:])::1\b)"
-)
 
 
 def _status_class(status: int) -> FailureClass:
@@ -133,7 +130,7 @@ def classify_failure(code: str | None, message: str | None) -> FailureClass:
     """The class of a failure from its typed ``code`` first, its ``message`` only as a
     fallback (see the module docstring)."""
     text = (message or "")[:MAX_SCAN_CHARS]
-    if _REFUSED.search(text) and _LOOPBACK.search(text):
+    if REFUSED.search(text) and LOOPBACK.search(text):
         return "permanent"
     code = (code or "").lower()
     if code in PERMANENT_CODES:
@@ -151,7 +148,7 @@ def classify_failure(code: str | None, message: str | None) -> FailureClass:
         return "permanent"
     if statuses:
         return _status_class(statuses[0])
-    if _TRANSIENT_WORDS.search(text) or _REFUSED.search(text):
+    if _TRANSIENT_WORDS.search(text) or REFUSED.search(text):
         return "transient"
     return "permanent"
 
@@ -165,7 +162,7 @@ def classify_outcome(outcome: RunOutcome) -> FailureClass | None:
     code = outcome.error_code or ""
     if code in BEFORE_OUTPUT_CODES:
         text = (outcome.error_message or "")[:MAX_SCAN_CHARS]
-        if _AUTH.search(text) or (_REFUSED.search(text) and _LOOPBACK.search(text)):
+        if _AUTH.search(text) or (REFUSED.search(text) and LOOPBACK.search(text)):
             return "permanent"
         return "transient"
     return classify_failure(code, outcome.error_message)
@@ -179,12 +176,12 @@ def classify_exception(error: BaseException) -> FailureClass:
         return classify_failure(error.code, str(error))
     if isinstance(error, RuntimeStartError):
         text = str(error)[:MAX_SCAN_CHARS]
-        refused_here = _REFUSED.search(text) and _LOOPBACK.search(text)
+        refused_here = REFUSED.search(text) and LOOPBACK.search(text)
         return "permanent" if _AUTH.search(text) or refused_here else "transient"
     if isinstance(error, RingleaderError):
         return classify_failure(error.event_code, str(error))
     if isinstance(error, ConnectionRefusedError):
-        return "permanent" if _LOOPBACK.search(str(error)) else "transient"
+        return "permanent" if LOOPBACK.search(str(error)) else "transient"
     return "permanent"
 
 

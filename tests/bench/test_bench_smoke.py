@@ -17,6 +17,7 @@ PATH_KEYS = (
     "native-sessions",
     "first-event",
     "live",  # live-under-load: rows live-p99-N and live-first-N
+    "cli-start",
 )
 
 

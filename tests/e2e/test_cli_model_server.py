@@ -8,11 +8,16 @@ missing its test FAILS with the install command.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
+import sqlite3
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +26,15 @@ import trio
 from adapters._runtimes import install_hint, runtime_binary
 from orchestrator.errors import RuntimeNotFoundError
 from orchestrator.eventlog import EventLog, RunRow
-from orchestrator.events import Done, RuntimeEvent, TextDelta, ToolCall, ToolResult, event_from_json
+from orchestrator.events import (
+    Done,
+    ErrorEvent,
+    RuntimeEvent,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    event_from_json,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -228,7 +241,9 @@ def alive(pid: int) -> bool:
         return False
 
 
-def interrupt_mid_run(runtime: str, workspace: Path, tmp_path: Path, signals: int = 1) -> None:
+def interrupt_mid_run(
+    runtime: str, workspace: Path, tmp_path: Path, signals: int = 1, gap_s: float = 0.0
+) -> None:
     script = tmp_path / "slow.json"
     script.write_text(json.dumps(SLOW_SCRIPT))
     env = cli_env(tmp_path)
@@ -246,7 +261,9 @@ def interrupt_mid_run(runtime: str, workspace: Path, tmp_path: Path, signals: in
             if '"kind":"text-delta"' in line.replace(" ", ""):
                 break
         children = children_of(process.pid)
-        for _ in range(signals):
+        for n in range(signals):
+            if n and gap_s:
+                time.sleep(gap_s)
             process.send_signal(signal.SIGINT)
         rest, err = process.communicate(timeout=60)
     finally:
@@ -267,8 +284,28 @@ def interrupt_mid_run(runtime: str, workspace: Path, tmp_path: Path, signals: in
         assert run.status == "aborted"
     else:
         # the second signal forces unless the clean abort already ended the run (both are fine:
-        # exit 130, no child left)
+        # exit 130, no child left, the run ended in the log)
         assert "forced exit" in err or "interrupted, aborting the run" in err
+        ended_once_in_log(tmp_path / "state")
+
+
+def ended_once_in_log(state: Path) -> str:
+    """The log's one run as the CLI left it (read raw: opening an ``EventLog`` would mark a run
+    of the dead process ``interrupted`` itself): not ``running``, its events ending in exactly
+    one ``done``. Returns its status."""
+    db = sqlite3.connect(f"file:{state / 'events.db'}?mode=ro", uri=True)
+    try:
+        ((run_key, status),) = db.execute("SELECT run_key, status FROM runs").fetchall()
+        bodies = [b for (b,) in db.execute(
+            "SELECT body FROM events WHERE run_key = ? ORDER BY seq", (run_key,)
+        )]  # fmt: skip
+    finally:
+        db.close()
+    assert status in ("aborted", "interrupted"), status
+    events = [event_from_json(body) for body in bodies]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert sum(isinstance(e, Done) for e in events) == 1 and isinstance(events[-1], Done)
+    return str(status)
 
 
 @pytest.mark.parametrize("runtime", ["claude-code", "codex"])
@@ -284,8 +321,78 @@ def test_native_first_sigint_aborts_cleanly(workspace: Path, tmp_path: Path) -> 
     interrupt_mid_run("native", workspace, tmp_path)
 
 
-def test_native_second_sigint_forces(workspace: Path, tmp_path: Path) -> None:
-    interrupt_mid_run("native", workspace, tmp_path, signals=2)
+@pytest.mark.parametrize("gap_s", [0.0, 0.05, 0.5])
+def test_native_two_sigints_within_2s(gap_s: float, workspace: Path, tmp_path: Path) -> None:
+    """Two Ctrl-C within 2 s at any gap: exit 130 (never killed by the signal on the way out),
+    no child left, the run ended in the log with exactly one done (forced or clean)."""
+    interrupt_mid_run("native", workspace, tmp_path, signals=2, gap_s=gap_s)
+
+
+STUBBORN = "trap '' INT TERM; touch started; sleep 60"
+"""A bash tool command that ignores SIGINT and SIGTERM: aborting the run has to escalate to
+SIGKILL after the tool's graces (about 2 s), so a second Ctrl-C lands while the run still goes."""
+
+
+def pgid_members(pgids: set[int]) -> list[int]:
+    """Live processes whose process group is one of ``pgids``."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if fields[0] != "Z" and int(fields[2]) in pgids:
+                    found.append(int(entry.name))
+    return found
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_native_second_sigint_forces_while_the_abort_runs(workspace: Path, tmp_path: Path) -> None:
+    """The forced path, deterministically: the run is still aborting (its bash tool ignores
+    SIGINT and SIGTERM) when the second Ctrl-C arrives → "forced exit", 130, the tool's whole
+    process group gone, the run not left ``running`` in the log and ending in one done."""
+    script = tmp_path / "stubborn.json"
+    tool = {"name": "bash", "input": {"command": STUBBORN}}
+    turns = [{"text": "running it", "tool_calls": [tool]}, {"text": "never reached"}]
+    script.write_text(json.dumps({"conversations": [{"name": "stubborn", "turns": turns}]}))
+    env = cli_env(tmp_path) | {"RINGLEADER_NATIVE_PERMISSION": "allow"}
+    stderr_path = tmp_path / "stderr.txt"
+    with stderr_path.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "native",
+             "--model-server", str(script), "--json", "run the stubborn command"],
+            cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        for line in process.stdout:
+            if '"kind":"tool-call"' in line.replace(" ", ""):
+                break
+        wait_for((workspace / "started").exists, "the bash tool to start")
+        children = children_of(process.pid)
+        assert children, "the bash tool runs as a child of the CLI"
+        pgids = {process.pid} | {os.getpgid(pid) for pid in children if alive(pid)}
+        process.send_signal(signal.SIGINT)
+        wait_for(lambda: "aborting the run" in stderr_path.read_text(), "the first Ctrl-C")
+        process.send_signal(signal.SIGINT)  # well within 2 s, while the abort escalates
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    err = stderr_path.read_text()
+    assert process.returncode == 130, err
+    assert "forced exit" in err
+    assert not [pid for pid in children if alive(pid)]
+    assert pgid_members(pgids) == []  # nothing of the CLI's or the tool's process groups
+    # forced: the run did not finish its abort
+    assert ended_once_in_log(tmp_path / "state") == "interrupted"
 
 
 def test_retries_are_visible(workspace: Path, tmp_path: Path) -> None:
@@ -317,16 +424,34 @@ def test_retries_are_visible(workspace: Path, tmp_path: Path) -> None:
     assert "third time lucky" in result.stdout
 
 
-def test_connection_refused_on_loopback_is_not_retried(workspace: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("runtime", ["native", "claude-code", "codex"])
+def test_connection_refused_on_loopback_fails_fast_naming_the_url(
+    runtime: str, workspace: Path, tmp_path: Path
+) -> None:
+    """Every runtime alike (the check is the runner's, not an adapter's): a base URL on loopback
+    where nothing listens fails the run at once — no retry, no runtime's own reconnect loop
+    (Codex spends minutes in one) — and the error names the URL."""
+    installed(runtime)
+    prefix = "RINGLEADER_" + runtime.upper().replace("-", "_")
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     env = cli_env(tmp_path) | {
-        "RINGLEADER_NATIVE_BASE_URL": "http://127.0.0.1:9",
-        "RINGLEADER_NATIVE_API_KEY_ENV": "H12_PLACEHOLDER_KEY",
-        "H12_PLACEHOLDER_KEY": "placeholder",
+        f"{prefix}_BASE_URL": url,
+        f"{prefix}_API_KEY_ENV": "F12_PLACEHOLDER_KEY",
+        "F12_PLACEHOLDER_KEY": "placeholder",
     }
+    started = time.monotonic()
     result = ringleader(
-        "run", "--runtime", "native", "--json", "hi", cwd=workspace, env=env, timeout=60
-    )
+        "run", "--runtime", runtime, "--json", "hi", cwd=workspace, env=env, timeout=60
+    )  # fmt: skip
     assert result.returncode == 1, result.stderr
+    assert time.monotonic() - started < 30  # the CLI's start-up, not a retry schedule
     assert "attempt 2/" not in result.stderr
-    assert "http://127.0.0.1:9" in result.stdout  # the error names the URL
-    assert '"code":"model_unreachable"' in result.stdout.replace(" ", "")
+    events = events_of(result.stdout)
+    assert [e.kind for e in events] == ["error", "done"]
+    error = events[0]
+    assert isinstance(error, ErrorEvent)
+    assert f"cannot reach {url}: connection refused" in error.message  # the error names the URL
+    (run,) = runs_in_log(tmp_path / "state")
+    assert run.status == "error"

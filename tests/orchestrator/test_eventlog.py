@@ -183,7 +183,8 @@ async def test_runs_and_sessions(tmp_path: Path) -> None:
             42,
         )
         assert first.outcome == {"summary": "ok", "costUsd": None}
-        assert (second.run_key, second.status, second.outcome) == ("k:2", "running", None)
+        # never finished: ended when its log closed (no events: nothing to close)
+        assert (second.run_key, second.status, second.outcome) == ("k:2", "interrupted", None)
         session = await log.get_session("k")
         assert session is not None
         assert (session.native_session_id, session.codec_blob, session.origin_cwd) == (
@@ -342,3 +343,44 @@ async def test_full_sync_commits_in_the_database_thread(tmp_path: Path) -> None:
         assert [e.seq for e in await log.read("b")] == [1, 2, 3, 4]
         assert [i.gid for i in recorder.items] == list(range(1, 13))
         assert (await log.runs())[0].status == "running"
+
+
+def raw_runs(path: Path) -> dict[str, str]:
+    """run key → status, read without an ``EventLog`` (whose open would end runs itself)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {str(k): str(s) for k, s in db.execute("SELECT run_key, status FROM runs")}
+    finally:
+        db.close()
+
+
+async def test_closing_ends_the_runs_it_was_not_told_the_end_of(tmp_path: Path) -> None:
+    """A process that stops without finishing its runs (a forced Ctrl-C cancels everything)
+    never leaves them ``running``: a stream without its done gets ``error{interrupted}`` +
+    ``done{error}``; one whose done was logged keeps it and the run takes its reason; a run
+    that was finished, or another log's run, is left as it is."""
+    path = tmp_path / "events.db"
+    async with EventLog.open(path) as other:
+        await other.start_run("theirs", runtime_id="x", session_key="t")
+        with trio.CancelScope() as scope:
+            async with EventLog.open(path) as log:
+                for key in ("cut", "done", "finished"):
+                    await log.start_run(key, runtime_id="x", session_key=key)
+                    await log.append(key, deltas(2, run_id=key))
+                make = EventFactory(run_id="done", clock=lambda: 1, seq=2)
+                await log.append("done", make.finish("aborted", ""))
+                await log.finish_run("finished", status="success", outcome={})
+                await log.flush()
+                scope.cancel()  # as a forced exit does: nothing else is written
+                await trio.sleep_forever()
+        assert raw_runs(path) == {
+            "theirs": "running",  # its log is still open, its process alive
+            "cut": "interrupted",
+            "done": "aborted",
+            "finished": "success",
+        }
+        cut = await other.read("cut")
+        assert [(e.seq, e.kind) for e in cut] == [(1, "text-delta"), (2, "text-delta"),
+                                                 (3, "error"), (4, "done")]  # fmt: skip
+        assert cut[2].model_dump()["code"] == "interrupted"
+        assert [e.kind for e in await other.read("done")] == ["text-delta"] * 2 + ["done"]

@@ -228,7 +228,8 @@ class AgentRequest:
         self._run_id = run.run_id
         writer = run.writer
         try:
-            result = await run.ask()
+            async with self._agent.connected(run.executor.register):
+                result = await run.ask()
         except BaseException as exc:
             self._state = "cancelled" if isinstance(exc, trio.Cancelled) else "errored"
             if writer is not None:
@@ -298,7 +299,7 @@ class _Run:
             )
         self.store = _RunStore(self, history)
         handler = request._approvals or agent.approvals  # pyright: ignore[reportPrivateUsage]
-        executor = Executor(self.store, self.notify, permission_handler=handler)
+        self.executor = executor = Executor(self.store, self.notify, permission_handler=handler)
         for tool in agent.run_tools():
             executor.register(tool)
         executor.context_extras = {"run": self}
