@@ -38,28 +38,12 @@ import math
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import anyio
 import attrs
 import httpx2
 import trio
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
-from mcp_types import (
-    CONNECTION_CLOSED,
-    BlobResourceContents,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
-    PaginatedRequestParams,
-    ResourceLink,
-    TextContent,
-    jsonrpc_message_adapter,
-)
-from mcp_types import Tool as McpTool
 
 from orchestrator.errors import (
     ConfigError,
@@ -78,6 +62,15 @@ from .._process import ChildProcess, child_env, open_child
 from .messages import ContentPart, ContentSource, ToolResultData
 from .policy import Decision
 from .tools import Tool, ToolContext
+
+# The ``mcp`` client takes most of a second of CPU to import: it is imported when servers are
+# opened (or a result converted), so the native runtime (and ``ringleader runtimes``) start
+# without it.
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.shared.message import SessionMessage
+    from mcp_types import CallToolResult
+    from mcp_types import Tool as McpTool
 
 __all__ = [
     "McpHttpServer",
@@ -202,6 +195,9 @@ class _Connection:
         :class:`MCPError` for a JSON-RPC error answer."""
         if self.died is not None:
             raise self.died
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
         session = self.session
         assert session is not None
         try:
@@ -295,6 +291,8 @@ async def _hold(
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Own one server's transport and session: start, report ready, wait, close."""
+    from mcp import ClientSession
+
     server = conn.server
     started = False
     try:
@@ -358,6 +356,9 @@ def _exit_reason(conn: _Connection) -> str:
 
 
 def _describe(exc: BaseException) -> str:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
     leaves = exception_leaves(exc)
     leaf = leaves[0] if len(leaves) == 1 else exc
     if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
@@ -367,6 +368,8 @@ def _describe(exc: BaseException) -> str:
 
 
 async def _list_tools(session: ClientSession) -> tuple[McpTool, ...]:
+    from mcp_types import PaginatedRequestParams
+
     tools: list[McpTool] = []
     cursor: str | None = None
     while True:
@@ -381,10 +384,11 @@ async def _list_tools(session: ClientSession) -> tuple[McpTool, ...]:
 # -- transports --------------------------------------------------------------------------------
 
 
-_Streams: TypeAlias = tuple[
-    anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
-    anyio.abc.ObjectSendStream[SessionMessage],
-]
+if TYPE_CHECKING:  # annotations only (SessionMessage is imported when a server starts)
+    _Streams: TypeAlias = tuple[
+        anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
+        anyio.abc.ObjectSendStream[SessionMessage],
+    ]
 
 
 def _transport(conn: _Connection, cwd: str | None) -> Any:
@@ -396,6 +400,8 @@ def _transport(conn: _Connection, cwd: str | None) -> Any:
 
 @asynccontextmanager
 async def _http_transport(server: McpHttpServer) -> AsyncGenerator[_Streams]:
+    from mcp.client.streamable_http import streamable_http_client
+
     for header, value in server.headers.items():
         if _SECRET_HEADER.search(header):
             register_secret(value)
@@ -411,6 +417,8 @@ async def _stdio_transport(
     conn: _Connection, server: McpStdioServer, cwd: str | None
 ) -> AsyncGenerator[_Streams]:
     """JSON-RPC lines over a child's pipes, with :func:`open_child`'s lifetime guarantees."""
+    from mcp.shared.message import SessionMessage
+
     env = child_env(extra=server.env)
     workdir = server.cwd or cwd
     async with open_child(
@@ -461,6 +469,9 @@ async def _stdio_transport(
 
 
 def _parse(frame: bytes | LineTooLongError) -> SessionMessage | Exception:
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+
     if isinstance(frame, LineTooLongError):
         return frame
     try:
@@ -486,6 +497,8 @@ def _tools(conns: Sequence[_Connection]) -> list[Tool[Any]]:
 
 
 def _tool(conn: _Connection, spec: McpTool, name: str) -> Tool[Any]:
+    from mcp.shared.exceptions import MCPError
+
     server, original = conn.server, spec.name
 
     async def call(arguments: Any, ctx: ToolContext) -> ToolResultData:
@@ -518,6 +531,14 @@ def _tool(conn: _Connection, spec: McpTool, name: str) -> Tool[Any]:
 
 def mcp_result_data(result: CallToolResult) -> ToolResultData:
     """An MCP tool result as ours (see the module docstring)."""
+    from mcp_types import (
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        ResourceLink,
+        TextContent,
+    )
+
     texts: list[str] = []
     media: list[ContentPart] = []
     for block in result.content:
