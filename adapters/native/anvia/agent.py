@@ -38,6 +38,7 @@ from adapters.native.cancel import CancelToken
 from adapters.native.executor import Executor, ToolBatch
 from adapters.native.glove import SessionBusyError
 from adapters.native.loop import PrepareTurn
+from adapters.native.mcp import McpServer, open_mcp_servers
 from adapters.native.messages import Message, ToolCall, format_tool_result_content
 from adapters.native.models.base import ModelAdapter, ModelOptions, ToolChoice
 from adapters.native.stores.memory import MemoryStore
@@ -49,6 +50,7 @@ from orchestrator.errors import (
     MaxTurnsError,
     PromptCancelledError,
     ToolCallError,
+    single_exception,
 )
 
 from .events import AgentDone, AgentError, AgentFinal, AgentToolEvent
@@ -129,6 +131,9 @@ class AnviaAgent:
     skills: SkillSet | None = None
     memory: AgentMemory | None = None
     save_policy: SavePolicy = attrs.field(default="message", validator=_save_policy)
+    mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=tuple)
+    """MCP servers each run connects to (started before its first turn, stopped when it ends);
+    their tools are ``mcp__<server>__<tool>`` (:mod:`adapters.native.mcp`)."""
     _bound: ModelAdapter = attrs.field(init=False, repr=False, eq=False)
     _active: set[str] = attrs.field(init=False, repr=False, eq=False, factory=set[str])
 
@@ -209,6 +214,24 @@ class AnviaAgent:
             return messages, defs
 
         return prepare
+
+    @asynccontextmanager
+    async def connected(self, register: Callable[[Tool[Any]], None]) -> AsyncGenerator[None]:
+        """The agent's MCP servers for one run, their tools given to ``register`` (none: a
+        no-op). A server that cannot start raises :class:`McpStartError`."""
+        if not self.mcp_servers:
+            yield
+            return
+        try:
+            async with open_mcp_servers(self.mcp_servers) as hub:
+                for tool in hub.tools:
+                    register(tool)
+                yield
+        except BaseExceptionGroup as group:
+            one = single_exception(group)  # the run's own error, not wrapped in the hub's group
+            if one is not None:
+                raise one from None
+            raise
 
     # -- calls -------------------------------------------------------------------------------
 

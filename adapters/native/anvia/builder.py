@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
+from adapters.native.mcp import McpServer
 from adapters.native.models.base import ModelAdapter, ToolChoice
 from adapters.native.tools import Tool
 
@@ -75,6 +76,10 @@ class AgentBuilder:
     def tools(self, tools: Sequence[Tool[Any]]) -> Self:
         self._tools.extend(tools)
         return self
+
+    def mcp(self, servers: Sequence[McpServer]) -> Self:
+        """Connect these MCP servers on every run (their tools: ``mcp__<server>__<tool>``)."""
+        return self._set("mcp_servers", tuple(servers))
 
     def skills(self, skills: SkillSet) -> Self:
         return self._set("skills", skills)

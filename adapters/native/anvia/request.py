@@ -221,7 +221,8 @@ class AgentRequest:
         self._run_id = run.run_id
         writer = run.writer
         try:
-            result = await run.ask()
+            async with self._agent.connected(run.executor.register):
+                result = await run.ask()
         except BaseException as exc:
             self._state = "cancelled" if isinstance(exc, trio.Cancelled) else "errored"
             if writer is not None:
@@ -290,7 +291,7 @@ class _Run:
                 agent.memory, session.context, self.run_id, agent.save_policy
             )
         self.store = _RunStore(self, history)
-        executor = Executor(self.store, self.notify)
+        self.executor = executor = Executor(self.store, self.notify)
         for tool in agent.run_tools():
             executor.register(tool)
         executor.context_extras = {"run": self}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ from adapters.native.anvia import (
 )
 from adapters.native.content_skills import ContentSkill
 from adapters.native.glove import SessionBusyError
-from adapters.native.messages import Message
+from adapters.native.mcp import McpStdioServer
+from adapters.native.messages import Message, format_tool_result_content
 from adapters.native.models.anthropic import AnthropicModel
 from adapters.native.models.base import (
     ModelError,
@@ -60,6 +62,7 @@ from orchestrator.errors import (
     AgentOptionsError,
     ConfigError,
     MaxTurnsError,
+    McpStartError,
     PromptCancelledError,
     RingleaderError,
     ToolCallError,
@@ -908,3 +911,32 @@ async def test_steer_queues_user_input_for_the_running_request_after_the_tool_re
     assert (sent[-1].text, sent[-1].is_steer) == ("Also Rome, please.", True)
     assert [m.text for m in response.messages][-2:] == ["Also Rome, please.", "Oslo 21, Rome 25"]
     assert request.steer("too late") is False
+
+
+# -- MCP servers ----------------------------------------------------------------------------------
+
+MCP_SERVER = Path(__file__).with_name("mcp_server.py")
+
+
+async def test_mcp_servers_add_their_tools_to_every_run_namespaced_by_server() -> None:
+    calc = McpStdioServer("calc", sys.executable, [str(MCP_SERVER)])
+    agent, model = make(
+        [Reply(tool_calls=[("mcp__calc__add", {"a": 2, "b": 3})]), Reply(text="5")],
+        mcp_servers=[calc],
+    )
+    with trio.fail_after(60):
+        response = await agent.prompt("2+3?").send()
+    assert "mcp__calc__add" in [t.name for t in model.requests[0].tools]
+    results = response.messages[2].tool_results
+    assert results is not None and not results[0].result.is_error
+    assert format_tool_result_content(results[0].result) == "5"
+    assert AgentBuilder("b", model).mcp([calc]).build().mcp_servers == (calc,)
+
+
+async def test_an_mcp_server_that_cannot_start_fails_the_run_with_mcp_start_error() -> None:
+    agent, model = make(
+        [Reply(text="never")], mcp_servers=[McpStdioServer("gone", "/nonexistent/x")]
+    )
+    with trio.fail_after(60), pytest.raises(McpStartError, match="gone"):
+        await agent.prompt("x").send()
+    assert model.requests == []
