@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, EmbeddedResource, ImageContent, TextConten
 from mcp_types import TextResourceContents as TextResource
 
 from adapters.native import NativeAdapter
+from adapters.native.anvia import AgentBuilder
 from adapters.native.mcp import (
     McpHttpServer,
     McpServer,
@@ -31,6 +32,7 @@ from adapters.native.mcp import (
     open_mcp_servers,
 )
 from adapters.native.models.providers import create_adapter
+from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.tools import ToolContext
 from contract import check_stream, collect_run
 from contract.model_server import ModelServer, serve_model_server
@@ -280,6 +282,20 @@ async def test_unreachable_http_server_is_a_typed_start_error() -> None:
             pytest.fail("the block must not run")
     assert caught.value.server == "web"
     assert "could not start" in str(caught.value)
+
+
+async def test_an_anvia_agent_uses_an_mcp_servers_tools() -> None:
+    """Anvia's ``.mcp(servers)``: a hub's tools are ordinary tools for the agent."""
+    model = ScriptedModel(
+        [Reply(tool_calls=[("mcp__calc__add", {"a": 4, "b": 5})]), Reply(text="nine")]
+    )
+    async with open_mcp_servers([stdio()]) as hub:
+        agent = AgentBuilder("calc-agent", model).tools(hub.tools).build()
+        response = await agent.prompt("4 + 5?").send()
+    assert response.output == "nine"
+    results = [r.result for m in response.messages for r in m.tool_results or ()]
+    assert [(r.status, r.data) for r in results] == [("success", "9")]
+    assert "mcp__calc__add" in [t.name for t in model.requests[0].tools]
 
 
 def test_tool_names_are_namespaced_like_the_clis() -> None:
