@@ -1,16 +1,19 @@
-"""``ringleader doctor``: what the event log says about runtime drift. Part of the CLI: the
-library never imports this module."""
+"""``ringleader doctor``: what the event log says about runtime drift, which runtime version each
+run used, and which circuit breakers are open. Part of the CLI: the library never imports this
+module."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from ._commands import usable_state_dir
 from .config import LoadedConfig
 from .eventlog import EventLog
+from .governance.breaker import BreakerBoard, BreakerPolicy
 from .governance.drift import drift_report
+from .governance.policy import BREAKERS_FILE
 from .registry import RuntimeSpec
 
 __all__ = ["doctor"]
@@ -26,37 +29,87 @@ def _installed_version(specs: Sequence[RuntimeSpec], config: LoadedConfig, rid: 
         return None
 
 
+def runs_by_version(rows: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """runtime id → the version each of its finished runs recorded (``"?"``: none) → runs."""
+    found: dict[str, dict[str, int]] = {}
+    for row in rows:
+        outcome = row.outcome
+        if not outcome:
+            continue
+        version = str(outcome.get("runtimeVersion") or "?")
+        per = found.setdefault(str(row.runtime_id), {})
+        per[version] = per.get(version, 0) + 1
+    return found
+
+
+def _versions_line(rid: str, versions: dict[str, int]) -> str:
+    def one(version: str, n: int) -> str:
+        runs = f"{n} run{'s' if n != 1 else ''}"
+        return f"{runs} on {version}" if version != "?" else f"{runs} with no recorded version"
+
+    return f"{rid}: " + ", ".join(one(v, n) for v, n in sorted(versions.items()))
+
+
 async def doctor(
     specs: Sequence[RuntimeSpec], config: LoadedConfig, *, as_json: bool, out: TextIO
 ) -> int:
-    """Report unknown frame types per runtime over every logged run; 1 when there are any."""
-    db = usable_state_dir() / "events.db"
+    """Report unknown frame types and frames missing expected fields per runtime version over
+    every logged run, the versions the runs used, and the open breakers; 1 when there is drift
+    or an open breaker."""
+    state = usable_state_dir()
+    breakers = config.config.breaker
+    board = (
+        BreakerBoard(
+            BreakerPolicy(breakers.failures, breakers.cooldown_s), path=state / BREAKERS_FILE
+        )
+        if breakers is not None and (state / BREAKERS_FILE).exists()
+        else None
+    )
+    open_breakers = board.open_breakers() if board is not None else {}
+    db = state / "events.db"
     if not db.exists():
-        out.write(f"no event log yet ({db}): nothing to check\n")
-        return 0
-    async with EventLog.open(db) as log:
-        rows = await log.runs()
+        rows: list[Any] = []
+        if not as_json:
+            out.write(f"no event log yet ({db}): nothing to check\n")
+    else:
+        async with EventLog.open(db) as log:
+            rows = list(await log.runs())
     findings = drift_report(rows)
+    versions = runs_by_version(rows)
     if as_json:
         for f in findings:
             record = {
                 "runtimeId": f.runtime_id,
+                "version": f.version,
                 "installedVersion": _installed_version(specs, config, f.runtime_id),
                 "unknownFrameTypes": dict(f.frame_types),
+                "missingFields": dict(f.missing_fields),
                 "runs": f.runs,
                 "firstMs": f.first_ms,
                 "lastMs": f.last_ms,
             }
             out.write(json.dumps(record) + "\n")
-        return 1 if findings else 0
+        for rid, per in sorted(versions.items()):
+            out.write(json.dumps({"runtimeId": rid, "runsByVersion": per}) + "\n")
+        for key, why in open_breakers.items():
+            out.write(json.dumps({"breaker": key, "open": why}) + "\n")
+        return 1 if findings or open_breakers else 0
+    if rows:
+        for rid, per in sorted(versions.items()):
+            out.write(f"runs: {_versions_line(rid, per)}\n")
+    for why in open_breakers.values():
+        out.write(f"breaker open: {why}\n")
+    if not rows:
+        return 1 if open_breakers else 0
     if not findings:
         out.write(f"no drift: {len(rows)} logged runs saw only frame types their adapters know\n")
-        return 0
+        return 1 if open_breakers else 0
     for f in findings:
-        version = _installed_version(specs, config, f.runtime_id)
-        out.write(f"drift: {f.describe(version)}\n")
+        installed = _installed_version(specs, config, f.runtime_id)
+        out.write(f"drift: {f.describe(installed)}\n")
     out.write(
-        "an adapter ignored these frames (nothing crashed); the runtime's output format changed: "
-        "check its release notes and teach the adapter's dialect the new types\n"
+        "an adapter ignored these frames or did without these fields (nothing crashed); the "
+        "runtime's output format changed: check its release notes and teach the adapter's "
+        "dialect the change\n"
     )
     return 1

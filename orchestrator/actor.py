@@ -40,7 +40,7 @@ from .events import (
     now_ms,
 )
 from .governance.budget import RunGuard
-from .governance.drift import unknown_frame_type
+from .governance.drift import missing_fields, unknown_frame_type
 from .idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S, IdleGuard, with_idle_timeout
 from .redact import StreamRedactor
 
@@ -86,6 +86,8 @@ class RunOutcome:
     unknown_frames: tuple[str, ...] = ()
     """Frame types the runtime sent that its adapter does not know (drift; see
     ``orchestrator.governance.drift``)."""
+    missing_fields: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``(frame, fields)``: frames that came without fields their adapter expects (drift)."""
 
 
 @attrs.frozen
@@ -189,9 +191,9 @@ class RunActor:
         fatal: ErrorEvent | None = None
         cost: Cost | None = None
         text: list[str] = []
-        idled = False
-        produced = False
         unknown: list[str] = []
+        missing: list[tuple[str, tuple[str, ...]]] = []
+        produced = False
         stream = self.adapter.events(self.run_handle)
 
         async def on_idle() -> None:
@@ -244,6 +246,10 @@ class RunActor:
                             frame_type = unknown_frame_type(event.detail)  # drift: O(1)
                             if frame_type is not None:
                                 unknown.append(frame_type)
+                            else:
+                                gap = missing_fields(event.detail)
+                                if gap is not None:
+                                    missing.append(gap)
                     await self._deliver(batch)
                     if guard is not None and guard.tripped is not None and done is None:
                         await self._stop(guarded)
@@ -278,6 +284,7 @@ class RunActor:
             produced_output=produced,
             text="".join(text),
             unknown_frames=tuple(dict.fromkeys(unknown)),
+            missing_fields=tuple(dict.fromkeys(missing)),
         )
 
     async def _wall_clock(self, guard: RunGuard, wall_s: float) -> None:
@@ -327,10 +334,8 @@ class RunActor:
             make.open_tool_calls = dict(self.guard.open_tool_calls)
             events: list[RuntimeEvent] = []
             if trip.resets_at_ms is not None:  # a rate limit that says when it resets
-                parked = make.status(
-                    "rate_limited", detail=f"resets at {trip.resets_at_ms // 1000}"
-                )
-                events.append(parked.model_copy(update={"resets_at": trip.resets_at_ms}))
+                detail = f"resets at {trip.resets_at_ms // 1000}"
+                events.append(make.rate_limited(detail, trip.resets_at_ms))
             events += make.fail(trip.message, code=trip.code, summary=summary or trip.message)
             fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
         elif self._abort_requested:

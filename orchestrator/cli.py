@@ -560,6 +560,7 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
 
 def _governance(args: argparse.Namespace, config: LoadedConfig) -> Governance:
     """Budgets and breakers from ``[budget]``/``[breaker]``, the flags winning."""
+    from ._commands import usable_state_dir
     from .governance import Governance
 
     return Governance.from_config(
@@ -568,6 +569,7 @@ def _governance(args: argparse.Namespace, config: LoadedConfig) -> Governance:
         tokens=args.budget_tokens,
         wall_s=args.max_wall,
         allow_estimates=True if args.allow_estimates else None,
+        state_dir=usable_state_dir(),  # breakers outlive the command
     )
 
 
@@ -923,10 +925,12 @@ def _parser() -> argparse.ArgumentParser:
     doctor_cmd = _sub(
         sub,
         "doctor",
-        "report runtime drift: unknown frame types the runtimes sent",
-        "Read the event log and report, per runtime, the frame types its adapter did not know "
-        "(a runtime upgrade that changed its output), with the installed version, how many runs "
-        "saw them and since when. Exit status 1 when there is drift.",
+        "report runtime drift, the runtime versions runs used, and open breakers",
+        "Read the event log and report, per runtime version, the frame types its adapter did not "
+        "know and the frames that came without fields it expects (a runtime upgrade that changed "
+        "its output), how many runs saw them and since when; how many runs used each runtime "
+        "version; and the circuit breakers open now. Exit status 1 when there is drift or an "
+        "open breaker.",
         ["ringleader doctor", "ringleader doctor --json"],
     )
     _json_option(doctor_cmd, "findings")

@@ -567,6 +567,14 @@ class EventFactory:
             Status, {"phase": phase, "model": model, "detail": detail, "resets_at": None}
         )
 
+    def rate_limited(self, detail: str, resets_at: int | None = None) -> Status:
+        """``status{rate_limited}``: the runtime is held by a rate limit until ``resets_at``
+        (epoch ms; ``None`` when it did not say)."""
+        status = self.status("rate_limited", detail=detail)
+        if resets_at is None:
+            return status
+        return status.model_copy(update={"resets_at": resets_at})
+
     def cost(
         self,
         usage: Usage,

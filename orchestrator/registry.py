@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from importlib import metadata
 from typing import Any, Final, Literal, TypeAlias
 
@@ -148,6 +149,7 @@ class RuntimeRegistry:
         self._adapters: dict[str, RuntimeAdapter] = {}
         self._factories: dict[str, AdapterFactory] = {}
         self._order: dict[str, None] = {}
+        self._locators: dict[str, Callable[[], Installed]] = {}
         self._endpoints: dict[str, str] = {}
 
     @classmethod
@@ -162,9 +164,24 @@ class RuntimeRegistry:
         for spec in specs:
             config = configs(spec.id) if configs is not None else RuntimeConfig()
             registry.register_factory(spec.id, _bind(spec, config))
+            locate = spec.locate
+            if locate is not None:
+                registry._locators[spec.id] = partial(locate, config)
             if config.base_url:
                 registry._endpoints[spec.id] = config.base_url
         return registry
+
+    def version(self, runtime_id: str) -> str | None:
+        """The installed version of ``runtime_id``'s executable, when its spec can locate it
+        (``None``: in-process, not found, or unknown). Reads the install stamp: call it from a
+        thread in async code."""
+        locate = self._locators.get(runtime_id)
+        if locate is None:
+            return None
+        try:
+            return locate().version
+        except Exception:
+            return None
 
     def register(self, adapter: RuntimeAdapter) -> None:
         """Register an adapter instance under its ``id`` (replacing one with the same id)."""

@@ -204,6 +204,8 @@ class Runner:
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     governance: Governance | None = None
     """Budgets, estimates and breakers (shared by this runner's copies: one host ledger)."""
+    versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
+    """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
     """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
     (``attrs.evolve``, as :class:`~orchestrator.hosts.local.LocalHost` makes per task) share
@@ -434,13 +436,18 @@ class Runner:
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
                 **(lineage or {}),
-                **(
-                    {"drift": {"unknownFrameTypes": dict.fromkeys(outcome.unknown_frames, 1)}}
-                    if outcome.unknown_frames
-                    else {}
-                ),
+                "runtimeVersion": await self._version(adapter.id),
+                **_drift(outcome),
             },
         )
+
+    async def _version(self, runtime_id: str) -> str | None:
+        """The installed version of the runtime (what ``ringleader doctor`` shows per run);
+        looked up once per runtime by this runner and its copies."""
+        versions = self.versions
+        if runtime_id not in versions:
+            versions[runtime_id] = await trio.to_thread.run_sync(self.registry.version, runtime_id)
+        return versions[runtime_id]
 
     async def _record_session(
         self,
@@ -782,6 +789,16 @@ async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
 
 
 _GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
+
+
+def _drift(outcome: RunOutcome) -> dict[str, Any]:
+    """The outcome row's ``drift``: unknown frame types and frames missing expected fields."""
+    drift: dict[str, Any] = {}
+    if outcome.unknown_frames:
+        drift["unknownFrameTypes"] = dict.fromkeys(outcome.unknown_frames, 1)
+    if outcome.missing_fields:
+        drift["missingFields"] = {label: list(fields) for label, fields in outcome.missing_fields}
+    return {"drift": drift} if drift else {}
 
 
 def _guard(

@@ -11,8 +11,11 @@ joined (never lost or reordered), and a delta that arrives alone goes out alone.
 =============================  =====================================================================
 ``system/init``                ``status{init, model}`` (the adapter binds the session id as run id)
 ``system/status`` requesting   ``status{thinking}`` (a model request is under way)
-``system/api_retry``           ``status{running, detail: "api_retry 1/2: server_error (HTTP 500) …"}``
-``rate_limit_event``           ``status{running, detail}`` unless the status is ``allowed``
+``system/api_retry``           ``status{running, detail: "api_retry 1/2: server_error (HTTP 500) …"}``;
+                               a 429 is ``status{rate_limited, resets_at}`` (now + the CLI's
+                               ``retry_delay_ms``: it honours ``retry-after`` and waits itself)
+``rate_limit_event``           ``rejected``: ``status{rate_limited, resets_at}``; another status
+                               but ``allowed`` (a warning): ``status{running, detail}``
 ``system/permission_denied``   the tool's ``tool-result{is_error}`` with the CLI's message
 ``system/compact_boundary``    ``status{running, detail: "context compacted"}``
 stream ``text_delta``          ``text-delta{assistant}``; ``thinking_delta`` → ``text-delta{reasoning}``
@@ -44,6 +47,7 @@ import attrs
 
 from orchestrator.errors import redact_secrets
 from orchestrator.events import EventFactory, RuntimeEvent, TextChannel, Usage, usage_of
+from orchestrator.governance.drift import note_missing_fields
 
 from .dialect import (
     ApiRetryLine,
@@ -148,6 +152,8 @@ class ClaudeState:
     """The CLI's synthetic "API Error: …" assistant message (reported by the result)."""
     result: ResultLine | None = None
     """The terminal ``result`` line, once seen."""
+    drift_noted: set[str] = attrs.field(factory=set[str])
+    """Frames already reported for missing expected fields (drift)."""
 
     @property
     def summary(self) -> str:
@@ -407,12 +413,20 @@ def _system(
         state.model = init.model or state.model
         out = flush_text(make, state)
         out.append(make.status("init", model=state.model))
+        out += note_missing_fields(make, state.drift_noted, "system/init", frame, _INIT_FIELDS)
         return out
     if subtype == "api_retry":
-        detail = _retry_detail(ApiRetryLine.model_validate(frame))
+        retry = ApiRetryLine.model_validate(frame)
+        detail = _retry_detail(retry)
         state.last_retry = detail
         out = flush_text(make, state)
-        out.append(make.status("running", detail=detail))
+        if retry.error_status == 429 or retry.error == "rate_limit":
+            # the CLI waits out the limit itself (it honours retry-after), then retries
+            delay = retry.retry_delay_ms
+            resets_at = make.clock() + round(delay) if delay is not None else None
+            out.append(make.rate_limited(detail, resets_at))
+        else:
+            out.append(make.status("running", detail=detail))
         return out
     if subtype == "permission_denied":
         denied = PermissionDeniedLine.model_validate(frame)
@@ -444,7 +458,11 @@ def _rate_limit(
     if info.resets_at is not None:
         parts.append(f"resets at {info.resets_at:.0f}")
     out = flush_text(make, state)
-    out.append(make.status("running", detail=" ".join(parts)))
+    if info.status == "rejected":  # the account is held until the reset
+        resets_at = round(info.resets_at * 1000) if info.resets_at is not None else None
+        out.append(make.rate_limited(" ".join(parts), resets_at))
+    else:  # a warning (``allowed_warning``): the run goes on
+        out.append(make.status("running", detail=" ".join(parts)))
     return out
 
 
@@ -483,6 +501,11 @@ def _failure_message(result: ResultLine, state: ClaudeState) -> str:
     return f"claude reported {reason}"
 
 
+_INIT_FIELDS: Final = ("session_id", "model", "tools")
+_RESULT_FIELDS: Final = ("subtype", "is_error", "session_id", "usage", "total_cost_usd")
+"""What the adapter reads from these frames (drift: a frame without them is reported)."""
+
+
 def _result(frame: dict[str, Any], make: EventFactory, state: ClaudeState) -> list[RuntimeEvent]:
     result = ResultLine.model_validate(frame)
     state.results += 1
@@ -495,6 +518,7 @@ def _result(frame: dict[str, Any], make: EventFactory, state: ClaudeState) -> li
     if result.total_cost_usd is not None:
         state.base_cost_usd = result.total_cost_usd
     out = flush_text(make, state)
+    out += note_missing_fields(make, state.drift_noted, "result", frame, _RESULT_FIELDS)
     out.append(make.cost(usage, cost_usd=usd, model=state.model))
     reason = result.terminal_reason or ""
     aborted = state.aborting or reason.startswith("aborted")

@@ -24,7 +24,9 @@ item ``todo_list``              ``status{running, detail: "todo: [x] a; [ ] b"}`
 item ``error``                  ``error{codex_warning, fatal: false}`` (e.g. unknown model slug)
 ``error``                       ``status{running, detail}``: Codex reports retries this way
                                 ("Reconnecting... 1/2 (…)"); the last message is kept for the
-                                failure report should the process die without ``turn.failed``
+                                failure report should the process die without ``turn.failed``.
+                                A 429 (Codex waits out its ``retry-after``) is
+                                ``status{rate_limited}`` (exec gives no reset time)
 ``turn.completed``              ``cost``: Codex reports the *thread's* cumulative usage, so the
                                 run's usage is that minus the thread's total before the run
                                 (``base_usage``, read from the rollout on resume); USD from the
@@ -41,7 +43,12 @@ every ``tool-result`` follows its call; a duplicate completion is ignored.
 App-server notifications (:func:`normalize_app`) map the same way, with true text deltas
 (``item/agentMessage/delta``, ``item/reasoning/summaryTextDelta``), ``thread/tokenUsage/updated``
 (cumulative totals) for ``cost``, ``error{willRetry}`` for retries, and ``turn/completed`` with
-status ``completed`` | ``interrupted`` | ``failed`` for the terminal.
+status ``completed`` | ``interrupted`` | ``failed`` for the terminal. Codex's structured rate
+limits: ``account/rateLimits/updated`` with a used-up window (``usedPercent`` ≥ 100) is
+``status{rate_limited, resets_at}`` (its ``resetsAt``), an ``error`` whose ``codexErrorInfo`` is a
+429 or ``usageLimitExceeded`` is ``status{rate_limited}``, and a turn that fails on one is
+``error{rate_limited}`` (the runner then parks the task until the reset; see
+``orchestrator.governance.ratelimit``).
 """
 
 from __future__ import annotations
@@ -54,7 +61,9 @@ from typing import Any, Final, cast
 import attrs
 
 from orchestrator.events import EventFactory, RuntimeEvent, Usage, usage_of
+from orchestrator.governance.drift import note_missing_fields
 
+from .._jsonrpc import as_float
 from .dialect import (
     AppItem,
     ExecEvent,
@@ -101,7 +110,7 @@ def usd_for(prices: Mapping[str, Price], model: str | None, usage: Usage) -> flo
     return round(usd, 9)
 
 
-_RATE = re.compile(r"(?i)\b429\b|rate.?limit|too many requests")
+_RATE = re.compile(r"(?i)\b429\b|rate.?limit|too many requests|usage.?limit")
 _SERVER = re.compile(r"(?i)high demand|at capacity|overloaded|\b50[0-9]\b|internal server error")
 _STREAM = re.compile(r"(?i)stream disconnected|connection|timed? ?out")
 
@@ -191,6 +200,8 @@ class ExecState:
     base_usage: Usage | None = None
     """The thread's total before this run: Codex reports the thread's cumulative usage, which for
     a resumed thread includes every earlier run."""
+    drift_noted: set[str] = attrs.field(factory=set[str])
+    """Frames already reported for missing expected fields (drift)."""
 
 
 def _exec_call(item: ExecItem, kind: str, make: EventFactory) -> RuntimeEvent:
@@ -309,21 +320,44 @@ def normalize_exec(
         thread_id = as_str(event.get("thread_id"))
         if thread_id:
             state.thread_id = thread_id
-        return [make.status("init", model=state.model)]
+        return [make.status("init", model=state.model), *_gaps(kind, event, make, state)]
     if kind == "turn.started":
         return [make.status("thinking", model=state.model)]
     if kind == "error":
         message = as_str(event.get("message")) or "codex error"
         state.last_error = message
+        if _RATE.search(message):  # Codex waits out the 429 itself, then retries
+            return [make.rate_limited(message)]
         return [make.status("running", detail=message)]
     if kind == "turn.completed":
         state.turn_completed = True
-        return [_run_cost(_exec_usage(event.get("usage")), make, state)]
+        gaps = _gaps(kind, event, make, state)
+        return [*gaps, _run_cost(_exec_usage(event.get("usage")), make, state)]
     if kind == "turn.failed":
         state.turn_failed = True
         message = as_str(as_dict(event.get("error")).get("message")) or state.last_error or "error"
-        return make.fail(message, code=classify_failure(message), summary=state.summary or message)
+        gaps = _gaps(kind, event, make, state)
+        fail = make.fail(message, code=classify_failure(message), summary=state.summary or message)
+        return [*gaps, *fail]
     return None
+
+
+_EXPECTED: Final[dict[str, tuple[str, ...]]] = {
+    # exec lines
+    "thread.started": ("thread_id",),
+    "turn.completed": ("usage.input_tokens", "usage.output_tokens", "usage.cached_input_tokens"),
+    "turn.failed": ("error.message",),
+    # app-server notifications (their params)
+    "turn/completed": ("turn.id", "turn.status"),
+    "thread/tokenUsage/updated": ("tokenUsage.total",),
+}
+"""What the adapter reads from these frames (drift: a frame without them is reported)."""
+
+
+def _gaps(
+    label: str, frame: Mapping[str, Any], make: EventFactory, state: ExecState | AppState
+) -> list[RuntimeEvent]:
+    return note_missing_fields(make, state.drift_noted, label, frame, _EXPECTED[label])
 
 
 def exec_frame_label(event: ExecEvent) -> str:
@@ -354,6 +388,8 @@ class AppState:
     base_usage: Usage | None = None
     """The thread's total before this run (a resumed thread reports its whole history)."""
     finished: bool = False
+    drift_noted: set[str] = attrs.field(factory=set[str])
+    """Frames already reported for missing expected fields (drift)."""
 
 
 _APP_TOOL_ITEMS: Final = frozenset(
@@ -490,6 +526,13 @@ def _app_delta(
 def _app_turn_completed(
     params: dict[str, Any], make: EventFactory, state: AppState
 ) -> list[RuntimeEvent]:
+    gaps = _gaps("turn/completed", params, make, state)
+    return [*gaps, *_app_turn_end(params, make, state)]
+
+
+def _app_turn_end(
+    params: dict[str, Any], make: EventFactory, state: AppState
+) -> list[RuntimeEvent]:
     turn = as_dict(params.get("turn"))
     status = as_str(turn.get("status"))
     summary = "".join(state.text)
@@ -506,12 +549,47 @@ def _app_turn_completed(
 
 
 def _app_error(params: dict[str, Any], make: EventFactory, state: AppState) -> list[RuntimeEvent]:
-    message = as_str(as_dict(params.get("error")).get("message")) or "codex error"
+    error = as_dict(params.get("error"))
+    message = as_str(error.get("message")) or "codex error"
     state.last_error = message
-    if params.get("willRetry") is True:
-        return [make.status("running", detail=message)]
-    # Not retried: the turn fails next (turn/completed{failed}); report it there, once.
+    # Retried (``willRetry``) or not (the turn fails next, reported there once), the error is
+    # a status; a rate limit's (``httpStatusCode: 429``, ``usageLimitExceeded``) says so.
+    info = error.get("codexErrorInfo")
+    if info is not None and _RATE.search(f"{json.dumps(info)} {message}"):
+        return [make.rate_limited(message)]
     return [make.status("running", detail=message)]
+
+
+def _app_rate_limits(
+    params: dict[str, Any], make: EventFactory, state: AppState
+) -> list[RuntimeEvent]:
+    """``account/rateLimits/updated``: a window used up (``usedPercent`` ≥ 100, or a
+    ``rateLimitReachedType``) holds the run until its ``resetsAt`` (epoch s); otherwise it is
+    only the account's usage, and says nothing about the run."""
+    limits = as_dict(params.get("rateLimits"))
+    reached_type = limits.get("rateLimitReachedType")
+    windows = [(name, as_dict(limits.get(name))) for name in ("primary", "secondary")]
+    windows = [(name, w) for name, w in windows if w]
+    full = [(name, w) for name, w in windows if (as_float(w.get("usedPercent")) or 0) >= 100]
+    if not full and not reached_type:
+        return []
+    parts = [
+        f"{name} {as_float(w.get('usedPercent')) or 0:g}%"
+        + (
+            f" of a {as_int(w.get('windowDurationMins'))}-min window"
+            if w.get("windowDurationMins")
+            else ""
+        )
+        for name, w in full or windows
+    ]
+    resets = [as_int(w.get("resetsAt")) for _, w in full or windows]
+    reset = max((r for r in resets if r is not None), default=None)
+    detail = "rate limit reached" + (f" ({reached_type})" if isinstance(reached_type, str) else "")
+    if parts:
+        detail += ": " + ", ".join(parts)
+    if reset is not None:
+        detail += f"; resets at {reset}"
+    return [make.rate_limited(detail, reset * 1000 if reset is not None else None)]
 
 
 _AppHandler = Callable[[dict[str, Any], EventFactory, AppState], list[RuntimeEvent] | None]
@@ -520,7 +598,6 @@ _APP_IGNORED: Final = frozenset(
     {
         "thread/started",
         "thread/status/changed",
-        "account/rateLimits/updated",
         "item/reasoning/summaryPartAdded",
         "item/commandExecution/outputDelta",
         "item/fileChange/outputDelta",
@@ -546,7 +623,8 @@ def _app_cost(params: dict[str, Any], make: EventFactory, state: AppState) -> li
     if turn and turn != state.turn_id:
         return []  # a resumed thread's replayed usage of an earlier turn
     total = _app_usage(as_dict(as_dict(params.get("tokenUsage")).get("total")))
-    return [_run_cost(total, make, state)]
+    gaps = _gaps("thread/tokenUsage/updated", params, make, state)
+    return [*gaps, _run_cost(total, make, state)]
 
 
 def _app_message_delta(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:
@@ -580,6 +658,7 @@ _APP_HANDLERS: Final[dict[str, _AppHandler]] = {
     "turn/completed": _app_turn_completed,
     "error": _app_error,
     "thread/tokenUsage/updated": _app_cost,
+    "account/rateLimits/updated": _app_rate_limits,
 }
 
 

@@ -71,6 +71,19 @@ def _error(
 
 
 def _fault_response(api: str, fault: Fault) -> JSONResponse:
+    response = _fault_body(api, fault)
+    if fault.error:
+        body = json.loads(bytes(response.body))
+        body["error"] = {**body["error"], **fault.error}
+        kept = {
+            k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")
+        }
+        response = JSONResponse(body, status_code=response.status_code, headers=kept)
+    response.headers.update(fault.headers)
+    return response
+
+
+def _fault_body(api: str, fault: Fault) -> JSONResponse:
     message = fault.message
     match fault.kind:
         case "rate_limit":

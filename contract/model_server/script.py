@@ -22,7 +22,9 @@ Completions have no such thing and send a plain tool call with input ``{"input":
 A ``fault`` fires ``times`` times for that turn before the turn is answered normally (N failures,
 then success):
 
-* ``rate_limit`` — 429 with ``retry-after``; ``server_error`` — 500; ``overloaded`` — 529
+* ``rate_limit`` — 429 with ``retry-after`` (plus any ``headers``, and ``error`` fields merged
+  into the body's error object: a provider's own rate-limit signals); ``server_error`` — 500;
+  ``overloaded`` — 529
   (Anthropic) / 503 ``server_is_overloaded`` (OpenAI); ``bad_request`` — 400
   ``invalid_request_error``; ``authentication`` — 401;
 * ``cut`` — the stream stops after ``after_chunks`` frames without its terminal events (the
@@ -120,6 +122,12 @@ class Fault(BaseModel):
     after_chunks: int = Field(default=2, ge=0)
     """For ``cut`` and ``stream_error``: how many stream frames go out first."""
     message: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    """Extra response headers sent with the fault (a provider's rate-limit headers:
+    ``anthropic-ratelimit-unified-reset``, ``x-codex-primary-reset-at`` …)."""
+    error: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Fields merged into the error object of the fault's body (``{"type":
+    "usage_limit_reached", "resets_at": …}``: an OpenAI usage limit as Codex reads it)."""
 
 
 class Turn(BaseModel):

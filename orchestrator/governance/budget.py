@@ -154,9 +154,11 @@ class RunGuard:
             elif kind is ToolResult:
                 self.open_tool_calls.pop(cast(ToolResult, event).tool_call_id, None)
             elif kind is Status:
-                detail = cast(Status, event).detail
-                if detail and "rate" in detail:
-                    self._reset_hint = reset_from_text(detail, self.clock())
+                status = cast(Status, event)
+                if status.resets_at is not None:  # the runtime's own structured reset
+                    self._reset_hint = status.resets_at
+                elif status.detail and "rate" in status.detail:
+                    self._reset_hint = reset_from_text(status.detail, self.clock())
             elif kind is ErrorEvent:
                 error = cast(ErrorEvent, event)
                 if error.fatal and error.code in RATE_LIMIT_CODES:

@@ -4,6 +4,7 @@ shared by every copy of a runner, so a host's ledger and breakers span all of it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import attrs
 
@@ -16,7 +17,10 @@ from .budget import Budget, RunGuard, SpendLedger
 from .prices import PriceBook, TokenPrice
 from .ratelimit import ParkPolicy
 
-__all__ = ["Governance"]
+__all__ = ["BREAKERS_FILE", "Governance"]
+
+BREAKERS_FILE = "breakers.json"
+"""Where the CLI's breakers persist, in the state directory."""
 
 
 @attrs.define(eq=False)
@@ -53,9 +57,12 @@ class Governance:
         tokens: int | None = None,
         wall_s: float | None = None,
         allow_estimates: bool | None = None,
+        state_dir: Path | None = None,
     ) -> Governance:
         """From ``[budget]``, ``[breaker]`` and every runtime's ``prices``; the arguments (the
-        command line's ``--budget-usd`` …) win over the file."""
+        command line's ``--budget-usd`` …) win over the file. With ``state_dir`` the breakers
+        persist in ``<state_dir>/breakers.json``: they outlive the command, and every process
+        sharing the directory shares them."""
         b = config.budget
         task = Budget(
             usd=usd if usd is not None else b.usd,
@@ -77,7 +84,10 @@ class Governance:
             allow_estimates=b.allow_estimates if allow_estimates is None else allow_estimates,
             user_prices=prices,
             breakers=(
-                BreakerBoard(BreakerPolicy(breaker.failures, breaker.cooldown_s))
+                BreakerBoard(
+                    BreakerPolicy(breaker.failures, breaker.cooldown_s),
+                    path=state_dir / BREAKERS_FILE if state_dir is not None else None,
+                )
                 if breaker is not None
                 else None
             ),

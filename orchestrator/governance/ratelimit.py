@@ -4,8 +4,9 @@ the supervisor's retries; the task then continues from its session.
 Where the reset time comes from (first found wins, checked on the events themselves, so one
 mechanism serves every runtime):
 
-* a ``status`` whose detail carries ``resets at <epoch seconds>`` (Claude Code's
-  ``rate_limit_event``, normalized);
+* a ``status`` with ``resets_at`` (the adapters set it from the runtime's own rate-limit
+  signals: Claude Code's ``rate_limit_event`` and its 429 ``api_retry`` delay, Codex's
+  ``account/rateLimits/updated``), or whose detail carries ``resets at <epoch seconds>``;
 * a rate-limit ``error`` (``rate_limited``, ``model_rate_limit``, …) whose message says
   ``retry after <N>s`` / ``retry-after: <N>`` (an HTTP ``Retry-After``; the native runtime adds it),
   ``try again in <N> seconds|minutes|hours`` (Codex's wording) or ``resets at <epoch>``.

@@ -21,7 +21,7 @@ from contract import check_stream, collect_run
 from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 from orchestrator.errors import RuntimeNotFoundError
 from orchestrator.events import Done, RuntimeEvent, Status, TextDelta, event_to_json
-from orchestrator.governance.drift import unknown_frame_type
+from orchestrator.governance.drift import missing_fields, unknown_frame_type
 from orchestrator.queue import QueueEventStream
 
 
@@ -119,14 +119,20 @@ async def run_turn(
 
 
 def assert_no_drift(runtime_id: str, events: list[RuntimeEvent]) -> None:
-    """A pinned runtime sends only frame types its adapter knows (else: drift, see
-    ``ringleader doctor``; teach the adapter's dialect the new type)."""
+    """A pinned runtime sends only frame types its adapter knows, with the fields it expects
+    (else: drift, see ``ringleader doctor``; teach the adapter's dialect the change)."""
     unknown = [
         name
         for e in events
         if isinstance(e, Status) and (name := unknown_frame_type(e.detail)) is not None
     ]
     assert not unknown, f"{runtime_id} sent frame types its adapter does not know: {unknown}"
+    gaps = [
+        gap
+        for e in events
+        if isinstance(e, Status) and (gap := missing_fields(e.detail)) is not None
+    ]
+    assert not gaps, f"{runtime_id} sent frames without fields its adapter expects: {gaps}"
 
 
 async def read_until(

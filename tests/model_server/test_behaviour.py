@@ -399,3 +399,26 @@ def test_script_validation_and_toml(tmp_path: Path) -> None:
     assert turn.tool_calls[0].input == {"command": "ls"}
     assert turn.fault is not None
     assert turn.fault.times == 2
+
+
+async def test_a_fault_sends_its_extra_headers_and_error_fields() -> None:
+    """How a test makes a real CLI see a provider's own rate-limit signals (Codex's usage limit
+    with its ``x-codex-primary-*`` window; Anthropic's ``anthropic-ratelimit-*`` headers)."""
+    fault = {
+        "kind": "rate_limit",
+        "retry_after": 3,
+        "error": {"type": "usage_limit_reached", "resets_at": 1795673691},
+        "headers": {"x-codex-primary-reset-at": "1795673691"},
+    }
+    script = {"conversations": [{"name": "c", "turns": [{"text": "later", "fault": fault}]}]}
+    async with serve_model_server(script) as server, httpx2.AsyncClient() as http:
+        body = {"model": "m", "input": "hi"}
+        first = await http.post(f"{server.base_url}/responses", json=body)
+        assert first.status_code == 429
+        assert first.headers["retry-after"] == "3"
+        assert first.headers["x-codex-primary-reset-at"] == "1795673691"
+        error = first.json()["error"]
+        assert error["type"] == "usage_limit_reached" and error["resets_at"] == 1795673691
+        assert error["code"] == "rate_limit_exceeded"  # the dialect's own fields stay
+        second = await http.post(f"{server.base_url}/responses", json=body)
+        assert second.status_code == 200

@@ -317,6 +317,77 @@ async def test_budget_failures_do_not_trip_the_breaker(tmp_path: Path) -> None:
     assert board.state("scripted") == "closed"
 
 
+def test_breakers_persist_and_are_shared_through_their_file(tmp_path: Path) -> None:
+    """Two boards on one file (two ``ringleader`` commands, or two at once) see one breaker."""
+    from orchestrator.errors import BreakerOpenError
+
+    now = [1_000.0]
+    policy = BreakerPolicy(failures=2, cooldown_s=60)
+    path = tmp_path / "state" / "breakers.json"
+
+    def board() -> BreakerBoard:
+        return BreakerBoard(policy, path=path, clock=lambda: now[0])
+
+    first, second = board(), board()
+    first.record("codex", ok=False, reason="exit 1")
+    assert second.state("codex") == "closed"
+    second.record("codex", ok=False, reason="exit 2")  # the count is shared: 2 in a row
+    assert first.state("codex") == "open"
+    with pytest.raises(BreakerOpenError, match=r"after 2 failed tasks.*exit 2.*retry in 60s"):
+        board().admit("codex")
+    assert board().open_breakers() == {
+        "codex": "codex: circuit breaker open after 2 failed tasks in a row (last: exit 2); "
+        "retry in 60s"
+    }
+    now[0] += 61
+    first.admit("codex")  # the trial
+    with pytest.raises(BreakerOpenError, match="a trial run is in progress"):
+        second.admit("codex")
+    now[0] += 61  # a trial whose process died is given up after a cool-down
+    second.admit("codex")
+    second.record("codex", ok=True)
+    assert first.state("codex") == "closed" and board().open_breakers() == {}
+    assert (path.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_damaged_breaker_file_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "breakers.json"
+    for junk in ("{", "[]", '{"schema": 99, "breakers": {}}', '{"schema": 1, "breakers": 3}'):
+        path.write_text(junk, encoding="utf-8")
+        board = BreakerBoard(BreakerPolicy(failures=1), path=path, clock=lambda: 0.0)
+        assert board.state("codex") == "closed"
+        board.record("codex", ok=False)
+        assert board.state("codex") == "open"  # and the file is whole again
+
+
+def test_cli_breakers_outlive_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import json
+
+    from orchestrator.cli import main
+
+    failing = tmp_path / "failing.json"
+    failing.write_text(json.dumps(FAIL), encoding="utf-8")
+    monkeypatch.setenv("RINGLEADER_SCRIPTED_SCRIPT", str(failing))
+    monkeypatch.setenv("RINGLEADER_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    (tmp_path / "ringleader.toml").write_text(
+        "[breaker]\nfailures = 1\ncooldown_s = 600\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+
+    def run() -> list[str]:
+        out = io.StringIO()
+        monkeypatch.setattr("sys.stdout", out)
+        assert main(["run", "--runtime", "scripted", "--json", "say hi"]) == 1
+        return [line for line in out.getvalue().splitlines() if line.startswith("{")]
+
+    assert '"code":"invalid_request"' in run()[-2]
+    refused = run()  # a new command: the breaker opened by the first one holds
+    assert '"code":"breaker_open"' in refused[-2]
+    assert "circuit breaker open after 1 failed tasks" in refused[-2]
+
+
 def test_native_breakers_are_per_provider() -> None:
     from orchestrator.governance import breaker_key
 
@@ -472,3 +543,37 @@ def test_reset_times_are_read_from_the_runtimes_words() -> None:
     assert reset_from_text("Try again in 5 minutes.", now) == now + 300_000
     assert reset_from_text("retry after 150ms", now) == now + 150
     assert reset_from_text("rate limited", now) is None
+
+
+def test_a_status_with_a_structured_reset_parks_the_rate_limit_that_follows() -> None:
+    """An adapter that knows the reset (Codex's ``account/rateLimits/updated``, Claude Code's
+    429 retry delay) puts it in ``status.resets_at``; the failure after it carries no time."""
+    from orchestrator.events import EventFactory
+    from orchestrator.governance import RunGuard
+
+    make = EventFactory(run_id="r", session_id="s", clock=lambda: 1_000)
+    guard = RunGuard(ledgers=(), clock=lambda: 2_000)
+    batch: list[RuntimeEvent] = [
+        make.rate_limited("rate limit reached (primary window 100%)", 1_795_680_000_000),
+        make.text_delta("partial"),
+        *make.fail("You've hit your usage limit. Try again at 6:14 AM.", code="rate_limited"),
+    ]
+    kept = guard.screen(batch)
+    assert [e.kind for e in kept] == ["status", "text-delta"]  # error and done: the actor's
+    assert guard.tripped is not None
+    assert guard.tripped.code == "rate_limited"
+    assert guard.tripped.resets_at_ms == 1_795_680_000_000
+
+
+def test_a_rate_limit_with_no_known_reset_does_not_park() -> None:
+    from orchestrator.events import EventFactory
+    from orchestrator.governance import RunGuard
+
+    make = EventFactory(run_id="r", session_id="s", clock=lambda: 1_000)
+    guard = RunGuard(ledgers=(), clock=lambda: 2_000)
+    batch: list[RuntimeEvent] = [
+        make.rate_limited("Reconnecting... 1/1 (429 Too Many Requests)"),
+        *make.fail("exceeded retry limit, last status: 429", code="rate_limited"),
+    ]
+    assert guard.screen(batch) == batch  # the supervisor's ordinary retries handle it
+    assert guard.tripped is None

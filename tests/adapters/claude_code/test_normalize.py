@@ -138,6 +138,84 @@ def test_api_errors_retry_then_fail_despite_subtype_success(
     assert text(events) == ""  # the synthetic "API Error" assistant message is not model text
 
 
+def test_a_429_retry_is_a_rate_limited_status_until_the_cli_retries() -> None:
+    lines = fixture_lines("error-429")
+    retry = json.loads(next(x for x in lines if b"api_retry" in x))
+    events = run(lines)
+    (parked,) = [e for e in events if isinstance(e, Status) and e.phase == "rate_limited"]
+    # the factory's clock says 0: the reset is the CLI's own retry delay from now
+    assert parked.resets_at == round(retry["retry_delay_ms"])
+    assert parked.detail is not None and "(HTTP 429)" in parked.detail
+
+
+def test_a_500_retry_is_not_a_rate_limit() -> None:
+    events = run(fixture_lines("error-500"))
+    assert not [e for e in events if isinstance(e, Status) and e.phase == "rate_limited"]
+
+
+@pytest.mark.parametrize(
+    ("info", "phase", "resets_at"),
+    [
+        (
+            {"status": "rejected", "resetsAt": 1795680000, "rateLimitType": "five_hour"},
+            "rate_limited",
+            1795680000000,
+        ),
+        ({"status": "rejected"}, "rate_limited", None),
+        ({"status": "allowed_warning", "resetsAt": 1795680000}, "running", None),
+    ],
+)
+def test_rate_limit_event(info: dict[str, Any], phase: str, resets_at: int | None) -> None:
+    make = EventFactory(run_id="run-1", session_id="key", clock=lambda: 0)
+    line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info}).encode()
+    events = normalize_line(decode_line(line), make, ClaudeState())
+    assert events is not None
+    (status,) = events
+    assert isinstance(status, Status) and status.phase == phase
+    assert status.resets_at == resets_at
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "text",
+        "tool",
+        "denied",
+        "error-429",
+        "error-500",
+        "flaky",
+        "abort",
+        "max-turns",
+        "no-key",
+        "resume-first",
+        "resume-second",
+    ],
+)
+def test_recorded_transcripts_have_every_expected_field(name: str) -> None:
+    """No false drift alarm: the pinned Claude Code's own lines carry what the adapter reads."""
+    events = run(fixture_lines(name))
+    assert not [
+        e
+        for e in events
+        if isinstance(e, Status) and (e.detail or "").startswith("frame lacks expected fields")
+    ]
+
+
+def test_a_result_without_its_cost_is_drift_reported_once() -> None:
+    make = EventFactory(run_id="run-1", session_id="key", clock=lambda: 0)
+    state = ClaudeState()
+    line = {"type": "result", "subtype": "success", "is_error": False, "session_id": "s",
+            "result": "ok", "queued_turn_count": 1}  # fmt: skip
+    first = normalize_line(line, make, state) or []
+    gaps = [e for e in first if isinstance(e, Status) and e.phase == "running"]
+    assert [e.detail for e in gaps] == [
+        "frame lacks expected fields: 'result' without usage, total_cost_usd"
+    ]
+    again = normalize_line({**line, "queued_turn_count": 0}, make, state) or []
+    assert not [e for e in again if isinstance(e, Status) and e.phase == "running"]
+    assert isinstance(again[-1], Done) and again[-1].reason == "success"
+
+
 def test_flaky_500_then_success() -> None:
     events = run(fixture_lines("flaky"))
     check_stream(events)
@@ -213,11 +291,11 @@ def test_queued_steer_turn_continues_the_run() -> None:
     make = EventFactory(run_id="r")
     state = ClaudeState()
     first = {"type": "result", "subtype": "success", "is_error": False, "result": "A",
-             "queued_turn_count": 1, "total_cost_usd": 0.1}  # fmt: skip
+             "queued_turn_count": 1, "total_cost_usd": 0.1, "session_id": "s", "usage": {}}  # fmt: skip
     events = normalize_line(first, make, state)
     assert events is not None and [e.kind for e in events] == ["cost", "status"]
     second = {"type": "result", "subtype": "success", "is_error": False, "result": "B",
-              "queued_turn_count": 0, "total_cost_usd": 0.3}  # fmt: skip
+              "queued_turn_count": 0, "total_cost_usd": 0.3, "session_id": "s", "usage": {}}  # fmt: skip
     events = normalize_line(second, make, state)
     assert events is not None and events[-1].kind == "done"
     cost = events[0]

@@ -103,8 +103,117 @@ def test_unknown_and_malformed_notifications() -> None:
     )
     assert normalize_app("item/agentMessage/delta", "junk", make, state) == []
     out = normalize_app("thread/tokenUsage/updated", {"tokenUsage": None}, make, state)
-    assert out is not None and isinstance(out[0], Cost) and out[0].usage == Usage()
+    assert out is not None and isinstance(out[-1], Cost) and out[-1].usage == Usage()
+    assert isinstance(out[0], Status)  # drift: the totals it expects are missing
+    assert out[0].detail == (
+        "frame lacks expected fields: 'thread/tokenUsage/updated' without tokenUsage.total"
+    )
     item: dict[str, Any] = {"type": "commandExecution", "id": "c", "exitCode": "x"}
     out = normalize_app("item/completed", {"item": item}, make, state)
     assert out is not None and [e.kind for e in out] == ["tool-call", "tool-result"]
     assert normalize_app("item/completed", {"item": item}, make, state) == []
+
+
+# Codex 0.169.0's own frames for a usage limit: the model server answered 429 with an
+# ``error.type: usage_limit_reached`` body and ``x-codex-primary-*`` headers (tests/e2e/
+# test_rate_limit_e2e.py drives the same through the real CLI).
+RESET_S = 1795673691
+USAGE_LIMIT: list[tuple[str, dict[str, Any]]] = [
+    ("turn/started", {"threadId": "t1", "turn": {"id": "u1", "status": "inProgress"}}),
+    (
+        "account/rateLimits/updated",
+        {
+            "rateLimits": {
+                "limitId": "codex",
+                "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": RESET_S},
+                "secondary": None,
+                "rateLimitReachedType": None,
+            }
+        },
+    ),
+    (
+        "error",
+        {
+            "error": {
+                "message": "You’ve hit your usage limit. … or try again at 6:14 AM.",
+                "codexErrorInfo": "usageLimitExceeded",
+            },
+            "willRetry": False,
+            "threadId": "t1",
+            "turnId": "u1",
+        },
+    ),
+    (
+        "turn/completed",
+        {
+            "threadId": "t1",
+            "turn": {
+                "id": "u1",
+                "status": "failed",
+                "error": {
+                    "message": "You’ve hit your usage limit. … or try again at 6:14 AM.",
+                    "codexErrorInfo": "usageLimitExceeded",
+                },
+            },
+        },
+    ),
+]
+
+
+def feed(frames: list[tuple[str, dict[str, Any]]]) -> list[RuntimeEvent]:
+    make = EventFactory(run_id="r", session_id="s", clock=lambda: 1)
+    state = AppState(model="gpt-5.5")
+    events: list[RuntimeEvent] = []
+    for method, params in frames:
+        out = normalize_app(method, params, make, state)
+        assert out is not None, method
+        events += out
+    return events
+
+
+def test_a_used_up_window_is_rate_limited_until_its_reset() -> None:
+    events = feed(USAGE_LIMIT)
+    check_stream(events)
+    limited = [e for e in events if isinstance(e, Status) and e.phase == "rate_limited"]
+    assert limited[0].resets_at == RESET_S * 1000
+    assert limited[0].detail == (
+        f"rate limit reached: primary 100% of a 300-min window; resets at {RESET_S}"
+    )
+    assert len(limited) == 2  # then the error notification, which has no time
+    (error,) = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "rate_limited" and error.fatal
+
+
+def test_rate_limit_updates_below_the_limit_say_nothing() -> None:
+    make = EventFactory(run_id="r")
+    state = AppState()
+    empty = {"rateLimits": {"limitId": "codex", "primary": None, "secondary": None}}
+    assert normalize_app("account/rateLimits/updated", empty, make, state) == []
+    half = {"rateLimits": {"primary": {"usedPercent": 50.5, "resetsAt": RESET_S}}}
+    assert normalize_app("account/rateLimits/updated", half, make, state) == []
+
+
+def test_a_reached_type_without_windows_is_a_rate_limit_with_no_reset() -> None:
+    make = EventFactory(run_id="r")
+    params = {"rateLimits": {"primary": None, "rateLimitReachedType": "workspace_member"}}
+    out = normalize_app("account/rateLimits/updated", params, make, AppState())
+    assert out is not None
+    (status,) = out
+    assert isinstance(status, Status) and status.phase == "rate_limited"
+    assert status.resets_at is None and status.detail == "rate limit reached (workspace_member)"
+
+
+def test_a_retried_429_is_rate_limited_and_a_500_is_not() -> None:
+    def error(status: int) -> dict[str, Any]:
+        info = {"responseStreamDisconnected": {"httpStatusCode": status}}
+        return {
+            "error": {"message": "Reconnecting... 1/1", "codexErrorInfo": info},
+            "willRetry": True,
+        }
+
+    make = EventFactory(run_id="r")
+    state = AppState()
+    (limited,) = normalize_app("error", error(429), make, state) or []
+    (other,) = normalize_app("error", error(500), make, state) or []
+    assert isinstance(limited, Status) and limited.phase == "rate_limited"
+    assert isinstance(other, Status) and other.phase == "running"

@@ -109,6 +109,10 @@ def test_failed_turns(name: str, code: str, text: str) -> None:
     check_stream(events)
     retries = [e for e in events if isinstance(e, Status) and e.detail]
     assert retries and retries[0].detail is not None and "Reconnecting" in retries[0].detail
+    # a 429 retry holds the run at a rate limit (exec says no reset time); a 500's does not
+    phases = {e.phase for e in retries}
+    assert phases == ({"rate_limited"} if code == "rate_limited" else {"running"})
+    assert all(e.resets_at is None for e in retries)
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.fatal and error.code == code and text in error.message
     assert isinstance(events[-1], Done) and events[-1].reason == "error"
@@ -234,7 +238,29 @@ def test_unknown_types_and_fields_are_tolerated() -> None:
     out = normalize_exec(
         ev({"type": "turn.completed", "usage": {"input_tokens": "many"}}), make, state
     )
-    assert out is not None and isinstance(out[0], Cost) and out[0].usage == Usage()
+    assert out is not None and isinstance(out[-1], Cost) and out[-1].usage == Usage()
+    # drift: the counts it reads are absent (a present field of the wrong type is tolerated)
+    assert isinstance(out[0], Status) and out[0].detail == (
+        "frame lacks expected fields: 'turn.completed' without usage.output_tokens, "
+        "usage.cached_input_tokens"
+    )
+
+
+def test_recorded_transcripts_have_every_expected_field() -> None:
+    """No false alarm: the pinned Codex's own lines carry what the adapter expects."""
+    for name in (
+        "exec-text",
+        "exec-tool",
+        "exec-patch",
+        "exec-error-429",
+        "exec-error-500",
+        "exec-abort",
+        "exec-resume-first",
+        "exec-resume-second",
+    ):
+        events, _, _ = run_lines(fixture_lines(name))
+        details = [e.detail or "" for e in events if isinstance(e, Status)]
+        assert not [d for d in details if d.startswith("frame lacks")], name
 
 
 def test_decode_rejects_non_objects() -> None:
@@ -248,6 +274,7 @@ def test_decode_rejects_non_objects() -> None:
     ("message", "code"),
     [
         ("exceeded retry limit, last status: 429 Too Many Requests", "rate_limited"),
+        ("You’ve hit your usage limit. Upgrade to Pro … or try again at 6:14 AM.", "rate_limited"),
         (
             "We’re currently experiencing high demand, which may cause temporary errors.",
             "server_error",
