@@ -22,6 +22,12 @@ a stateless history), ``session(id)``, ``as_tool(name, ...)``, ``get_tool(name)`
 ``call_tool(name, args_json)``. Each turn the agent sends its instructions (plus the skill
 set's listing) as the system prompt, its static context then the dynamic context as documents,
 and its tools then the dynamic tools (:mod:`.retrieval`).
+
+Control: ``hooks`` (lifecycle hooks at the seed's points, :mod:`adapters.native.lifecycle`; a
+hook's stop raises :class:`PromptCancelledError` with its reason), ``middlewares`` around each
+model call, and ``output_schema`` (the final answer validated, with a bounded retry that tells
+the model what was wrong; ``PromptResponse.structured`` is the value,
+:class:`~orchestrator.errors.OutputValidationError` when the retries are spent).
 """
 
 from __future__ import annotations
@@ -37,11 +43,13 @@ from pydantic import BaseModel, Field
 from adapters.native.cancel import CancelToken
 from adapters.native.executor import Executor, ToolBatch
 from adapters.native.glove import SessionBusyError
+from adapters.native.lifecycle import LifecycleHooks, ModelMiddleware
 from adapters.native.loop import PrepareTurn
 from adapters.native.mcp import McpServer, open_mcp_servers
 from adapters.native.messages import Message, ToolCall, format_tool_result_content
 from adapters.native.models.base import ModelAdapter, ModelOptions, ToolChoice
 from adapters.native.stores.memory import MemoryStore
+from adapters.native.structured import OutputSchema, as_output_schema
 from adapters.native.subscriber import discard
 from adapters.native.tools import Tool, ToolContext, ToolDefinition
 from orchestrator.errors import (
@@ -134,6 +142,16 @@ class AnviaAgent:
     mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=tuple)
     """MCP servers each run connects to (started before its first turn, stopped when it ends);
     their tools are ``mcp__<server>__<tool>`` (:mod:`adapters.native.mcp`)."""
+    hooks: tuple[LifecycleHooks, ...] = attrs.field(default=(), converter=tuple)
+    """Lifecycle hooks for every run, in order (:mod:`adapters.native.lifecycle`; the seed's
+    single ``hook``); a request's ``with_hook`` replaces them for that run."""
+    middlewares: tuple[ModelMiddleware, ...] = attrs.field(default=(), converter=tuple)
+    """Wrap each turn's model call, the first outermost; a request's run after them."""
+    output_schema: OutputSchema | None = attrs.field(default=None, converter=as_output_schema)
+    """The final answer must be JSON matching this pydantic model class or JSON Schema
+    (:mod:`adapters.native.structured`); the response's ``structured`` is the value."""
+    output_retries: int = attrs.field(default=2, validator=_max_turns)
+    """How often a non-matching answer goes back to the model before the run fails."""
     _bound: ModelAdapter = attrs.field(init=False, repr=False, eq=False)
     _active: set[str] = attrs.field(init=False, repr=False, eq=False, factory=set[str])
 

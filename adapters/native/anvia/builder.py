@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
+from adapters.native.lifecycle import LifecycleHooks, ModelMiddleware
 from adapters.native.mcp import McpServer
 from adapters.native.models.base import ModelAdapter, ToolChoice
+from adapters.native.structured import OutputSpec
 from adapters.native.tools import Tool
 
 from .agent import AnviaAgent
@@ -80,6 +82,22 @@ class AgentBuilder:
     def mcp(self, servers: Sequence[McpServer]) -> Self:
         """Connect these MCP servers on every run (their tools: ``mcp__<server>__<tool>``)."""
         return self._set("mcp_servers", tuple(servers))
+
+    def hook(self, hook: LifecycleHooks) -> Self:
+        """Add a lifecycle hook (hooks run in the order added)."""
+        return self._set("hooks", (*self._options.get("hooks", ()), hook))
+
+    def middleware(self, middleware: ModelMiddleware) -> Self:
+        """Add a model-call middleware (the first added is outermost)."""
+        return self._set("middlewares", (*self._options.get("middlewares", ()), middleware))
+
+    def middlewares(self, middlewares: Sequence[ModelMiddleware]) -> Self:
+        return self._set("middlewares", (*self._options.get("middlewares", ()), *middlewares))
+
+    def output_schema(self, schema: OutputSpec, *, retries: int = 2) -> Self:
+        """The final answer must be JSON matching this pydantic model class or JSON Schema."""
+        self._set("output_retries", retries)
+        return self._set("output_schema", schema)
 
     def skills(self, skills: SkillSet) -> Self:
         return self._set("skills", skills)

@@ -33,6 +33,7 @@ import trio
 from adapters.native.cancel import CancelToken
 from adapters.native.compaction import CompactionConfig
 from adapters.native.executor import Executor
+from adapters.native.lifecycle import LifecycleHooks, ModelMiddleware
 from adapters.native.loop import Agent as Loop
 from adapters.native.loop import LoopConfig
 from adapters.native.messages import Message, TokenCounter, ToolCall, format_tool_result_content
@@ -87,6 +88,9 @@ class PromptResponse:
     usage: TokenCounter
     messages: tuple[Message, ...]
     run_id: str
+    structured: Any = None
+    """The validated structured output when the agent has an ``output_schema`` (an instance
+    of the pydantic model, or the JSON value); else ``None``."""
 
 
 def validate_max_turns(value: object) -> int:
@@ -117,6 +121,8 @@ class AgentRequest:
         self._loop: Loop | None = None
         self._run_id = ""
         self._usage = TokenCounter()
+        self._hooks: tuple[LifecycleHooks, ...] = agent.hooks
+        self._middlewares: tuple[ModelMiddleware, ...] = agent.middlewares
         self.depth = 0
         """How deep this run is nested in agents called as tools."""
 
@@ -137,6 +143,17 @@ class AgentRequest:
     def max_turns(self, max_turns: int) -> Self:
         """At most ``max_turns`` model calls (exact; Anvia allows ``max_turns + 2``)."""
         self._max_turns = validate_max_turns(max_turns)
+        return self
+
+    def with_hook(self, *hooks: LifecycleHooks) -> Self:
+        """Use these lifecycle hooks for this run instead of the agent's (the seed's
+        ``withHook`` replaces the agent hook)."""
+        self._hooks = hooks
+        return self
+
+    def with_middleware(self, *middlewares: ModelMiddleware) -> Self:
+        """Add model-call middlewares for this run, after (inside) the agent's."""
+        self._middlewares = (*self._middlewares, *middlewares)
         return self
 
     def cancel(self, reason: str = "cancelled") -> None:
@@ -234,7 +251,8 @@ class AgentRequest:
         if result.stop == "max_turns":
             error = MaxTurnsError(self._max_turns, run.chat_history(), self._prompt)
         elif result.stop == "aborted":
-            error = PromptCancelledError(self._cancel_reason or "cancelled", run.chat_history())
+            reason = self._cancel_reason or result.cancel_reason or "cancelled"
+            error = PromptCancelledError(reason, run.chat_history())
         if error is not None:
             self._state = "cancelled" if isinstance(error, PromptCancelledError) else "errored"
             if writer is not None:
@@ -245,7 +263,9 @@ class AgentRequest:
             await writer.completed()
         self._state = "completed"
         output = result.response.text if result.response is not None else ""
-        return PromptResponse(output, self._usage, tuple(run.new_messages), run.run_id)
+        return PromptResponse(
+            output, self._usage, tuple(run.new_messages), run.run_id, result.output
+        )
 
 
 class _Emit(Protocol):
@@ -302,6 +322,10 @@ class _Run:
             ),
             max_tokens=agent.max_tokens,
             model_options=agent.model_options,
+            hooks=request._hooks,  # pyright: ignore[reportPrivateUsage]
+            middlewares=request._middlewares,  # pyright: ignore[reportPrivateUsage]
+            output_schema=agent.output_schema,
+            output_retries=agent.output_retries,
         )
         self.loop = Loop(self.store, executor, self.notify, agent.bound_model, config)
         self.loop.prepare_turn = agent.turn_preparer(executor.register)
