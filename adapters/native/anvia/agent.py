@@ -22,12 +22,6 @@ a stateless history), ``session(id)``, ``as_tool(name, ...)``, ``get_tool(name)`
 ``call_tool(name, args_json)``. Each turn the agent sends its instructions (plus the skill
 set's listing) as the system prompt, its static context then the dynamic context as documents,
 and its tools then the dynamic tools (:mod:`.retrieval`).
-
-Control: ``hooks`` (lifecycle hooks at the seed's points, :mod:`adapters.native.lifecycle`; a
-hook's stop raises :class:`PromptCancelledError` with its reason), ``middlewares`` around each
-model call, and ``output_schema`` (the final answer validated, with a bounded retry that tells
-the model what was wrong; ``PromptResponse.structured`` is the value,
-:class:`~orchestrator.errors.OutputValidationError` when the retries are spent).
 """
 
 from __future__ import annotations
@@ -49,7 +43,7 @@ from adapters.native.mcp import McpServer, open_mcp_servers
 from adapters.native.messages import Message, ToolCall, format_tool_result_content
 from adapters.native.models.base import ModelAdapter, ModelOptions, ToolChoice
 from adapters.native.stores.memory import MemoryStore
-from adapters.native.structured import OutputSchema, as_output_schema
+from adapters.native.structured import OutputSchema, OutputSpec, as_output_schema
 from adapters.native.subscriber import discard
 from adapters.native.tools import Tool, ToolContext, ToolDefinition
 from orchestrator.errors import (
@@ -97,8 +91,16 @@ def _tools(value: Sequence[Tool[Any]]) -> tuple[Tool[Any], ...]:
     return tuple(by_name.values())
 
 
-def _max_turns(_inst: object, _attr: object, value: object) -> None:
-    validate_max_turns(value)
+def _max_turns(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise AgentOptionsError(f"{attr.name} must be a non-negative integer, got {value!r}")
+
+
+def _output_schema(value: OutputSpec | None) -> OutputSchema | None:
+    try:
+        return as_output_schema(value)
+    except ValueError as exc:
+        raise AgentOptionsError(f"output_schema: {exc}") from exc
 
 
 def _save_policy(_inst: object, _attr: object, value: object) -> None:
@@ -139,19 +141,19 @@ class AnviaAgent:
     skills: SkillSet | None = None
     memory: AgentMemory | None = None
     save_policy: SavePolicy = attrs.field(default="message", validator=_save_policy)
+    hooks: tuple[LifecycleHooks, ...] = attrs.field(default=(), converter=tuple)
+    """Lifecycle hooks of every run (:mod:`adapters.native.lifecycle`); a request's
+    ``with_hook`` replaces them. A hook's ``StopRun`` ends the run in PromptCancelledError."""
+    middlewares: tuple[ModelMiddleware, ...] = attrs.field(default=(), converter=tuple)
+    """Wrap every turn's model call, the first outermost; a request's come after these."""
+    output_schema: OutputSchema | None = attrs.field(default=None, converter=_output_schema)
+    """A pydantic model class or a JSON Schema the final answer must match (validated, with
+    ``output_retries`` retries telling the model what was wrong; :mod:`adapters.native.structured`).
+    The value is ``PromptResponse.structured``."""
+    output_retries: int = attrs.field(default=2, validator=_max_turns)
     mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=tuple)
     """MCP servers each run connects to (started before its first turn, stopped when it ends);
     their tools are ``mcp__<server>__<tool>`` (:mod:`adapters.native.mcp`)."""
-    hooks: tuple[LifecycleHooks, ...] = attrs.field(default=(), converter=tuple)
-    """Lifecycle hooks for every run, in order (:mod:`adapters.native.lifecycle`; the seed's
-    single ``hook``); a request's ``with_hook`` replaces them for that run."""
-    middlewares: tuple[ModelMiddleware, ...] = attrs.field(default=(), converter=tuple)
-    """Wrap each turn's model call, the first outermost; a request's run after them."""
-    output_schema: OutputSchema | None = attrs.field(default=None, converter=as_output_schema)
-    """The final answer must be JSON matching this pydantic model class or JSON Schema
-    (:mod:`adapters.native.structured`); the response's ``structured`` is the value."""
-    output_retries: int = attrs.field(default=2, validator=_max_turns)
-    """How often a non-matching answer goes back to the model before the run fails."""
     _bound: ModelAdapter = attrs.field(init=False, repr=False, eq=False)
     _active: set[str] = attrs.field(init=False, repr=False, eq=False, factory=set[str])
 

@@ -84,19 +84,19 @@ class AgentBuilder:
         return self._set("mcp_servers", tuple(servers))
 
     def hook(self, hook: LifecycleHooks) -> Self:
-        """Add a lifecycle hook (hooks run in the order added)."""
-        return self._set("hooks", (*self._options.get("hooks", ()), hook))
+        """A lifecycle hook (repeatable: hooks run in the order given)."""
+        self._options["hooks"] = (*self._options.get("hooks", ()), hook)
+        return self
 
     def middleware(self, middleware: ModelMiddleware) -> Self:
-        """Add a model-call middleware (the first added is outermost)."""
-        return self._set("middlewares", (*self._options.get("middlewares", ()), middleware))
+        self._options["middlewares"] = (*self._options.get("middlewares", ()), middleware)
+        return self
 
     def middlewares(self, middlewares: Sequence[ModelMiddleware]) -> Self:
-        return self._set("middlewares", (*self._options.get("middlewares", ()), *middlewares))
+        self._options["middlewares"] = (*self._options.get("middlewares", ()), *middlewares)
+        return self
 
-    def output_schema(self, schema: OutputSpec, *, retries: int = 2) -> Self:
-        """The final answer must be JSON matching this pydantic model class or JSON Schema."""
-        self._set("output_retries", retries)
+    def output_schema(self, schema: OutputSpec) -> Self:
         return self._set("output_schema", schema)
 
     def skills(self, skills: SkillSet) -> Self:

@@ -89,8 +89,8 @@ class PromptResponse:
     messages: tuple[Message, ...]
     run_id: str
     structured: Any = None
-    """The validated structured output when the agent has an ``output_schema`` (an instance
-    of the pydantic model, or the JSON value); else ``None``."""
+    """The validated answer when the agent has an ``output_schema`` (an instance of the pydantic
+    model, or the JSON value), else ``None``."""
 
 
 def validate_max_turns(value: object) -> int:
@@ -118,11 +118,11 @@ class AgentRequest:
         self._token = CancelToken()
         self._cancel_reason: str | None = None
         self._steers: list[str] = []
+        self._hooks: tuple[LifecycleHooks, ...] = agent.hooks
+        self._middlewares: tuple[ModelMiddleware, ...] = agent.middlewares
         self._loop: Loop | None = None
         self._run_id = ""
         self._usage = TokenCounter()
-        self._hooks: tuple[LifecycleHooks, ...] = agent.hooks
-        self._middlewares: tuple[ModelMiddleware, ...] = agent.middlewares
         self.depth = 0
         """How deep this run is nested in agents called as tools."""
 
@@ -145,14 +145,17 @@ class AgentRequest:
         self._max_turns = validate_max_turns(max_turns)
         return self
 
-    def with_hook(self, *hooks: LifecycleHooks) -> Self:
-        """Use these lifecycle hooks for this run instead of the agent's (the seed's
-        ``withHook`` replaces the agent hook)."""
-        self._hooks = hooks
+    def with_hook(self, hook: LifecycleHooks) -> Self:
+        """This request's lifecycle hook, replacing the agent's (Anvia's ``withHook``)."""
+        self._hooks = (hook,)
         return self
 
-    def with_middleware(self, *middlewares: ModelMiddleware) -> Self:
-        """Add model-call middlewares for this run, after (inside) the agent's."""
+    def with_middleware(self, middleware: ModelMiddleware) -> Self:
+        """One more model-call middleware, after the agent's and earlier ones."""
+        self._middlewares = (*self._middlewares, middleware)
+        return self
+
+    def with_middlewares(self, middlewares: Sequence[ModelMiddleware]) -> Self:
         self._middlewares = (*self._middlewares, *middlewares)
         return self
 
@@ -210,7 +213,10 @@ class AgentRequest:
             try:
                 response = await self._execute(emit)
                 run_id = response.run_id
-                await emit(AgentFinal(run_id, response.output, response.usage, response.messages))
+                final = AgentFinal(
+                    run_id, response.output, response.usage, response.messages, response.structured
+                )
+                await emit(final)
                 await emit(AgentDone(run_id, "completed"))
             except MaxTurnsError as exc:
                 await emit(AgentDone(self._run_id, "max_turns", max_turns=exc.max_turns))
@@ -251,7 +257,7 @@ class AgentRequest:
         if result.stop == "max_turns":
             error = MaxTurnsError(self._max_turns, run.chat_history(), self._prompt)
         elif result.stop == "aborted":
-            reason = self._cancel_reason or result.cancel_reason or "cancelled"
+            reason = result.cancel_reason or self._cancel_reason or "cancelled"
             error = PromptCancelledError(reason, run.chat_history())
         if error is not None:
             self._state = "cancelled" if isinstance(error, PromptCancelledError) else "errored"
