@@ -43,6 +43,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 from ._endpoints import unreachable
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from .approvals import APPROVALS_DB
 from .errors import (
     ConfigError,
     RingleaderError,
@@ -204,6 +205,9 @@ class Runner:
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     governance: Governance | None = None
     """Budgets, estimates and breakers (shared by this runner's copies: one host ledger)."""
+    approvals: bool = False
+    """Tool calls that need approval wait for a person in the state directory's
+    :class:`~orchestrator.approvals.ApprovalBook` (else they are denied)."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
@@ -270,6 +274,7 @@ class Runner:
             env=task.env,
             resume_session_id=resume_id,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
+            approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
         )
 
     # -- one run under supervision -----------------------------------------------------------
