@@ -31,7 +31,8 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   details, and a sub-agent's usage is rolled into the run's cumulative ``cost``.
 * MCP servers (``mcp_servers``): each run starts its own (stdio children, streamable-HTTP
   sessions) before its first turn and stops them when it ends (:mod:`.mcp`); their tools are
-  ``mcp__<server>__<tool>``. A server that cannot start fails the run (``error{fatal,
+  ``mcp__<server>__<tool>``, and a ``status`` detail says what is connected (``mcp: files (3
+  tools)``). A server that cannot start fails the run (``error{fatal,
   mcp_start_failed}``); one that dies mid-run is a non-fatal ``error{mcp_server_died}`` and its
   tools answer with an error result saying so.
 * display slots (``display=True``): each run gets a :class:`~.display.DisplayManager`; every
@@ -499,6 +500,7 @@ class NativeAdapter(AdapterBase):
         ) as hub:
             for tool in self._allowed(opts, hub.tools):
                 run.glove.add_tool(tool)
+            await emitter.publish([emitter.factory.status("running", detail=hub.describe())])
             yield
 
     def _skills_root(self, opts: StartOpts) -> Path | None:
