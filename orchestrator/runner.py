@@ -328,6 +328,7 @@ class Runner:
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
                         gov.check_start(adapter.id, caps, task.model, ledger)
+                    await _check_endpoint(endpoint, adapter.id)  # gone while backing off?
                     current = await adapter.start(
                         TaskHandle(task_id=task.task_id, team_id=task.team_id), opts
                     )
@@ -552,7 +553,7 @@ class Runner:
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
-                await _check_endpoint(self.registry, runtime)
+                await _check_endpoint(self.registry.endpoint(runtime), runtime)
                 handle = await adapter.start(
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
                     self._opts(task, session_key, "", home, resume_id),
@@ -766,10 +767,10 @@ async def recoverable_tasks(
     return found
 
 
-async def _check_endpoint(registry: RuntimeRegistry, runtime_id: str) -> None:
+async def _check_endpoint(endpoint: str | None, runtime_id: str) -> None:
     """Fail fast when the runtime's endpoint is on this machine and nothing listens there (a
     logged run ending in error, never retried: see :mod:`orchestrator._endpoints`)."""
-    why = await unreachable(registry.endpoint(runtime_id))
+    why = await unreachable(endpoint)
     if why is not None:
         raise RuntimeStartError(why, adapter=runtime_id)
 
