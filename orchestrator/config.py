@@ -193,6 +193,25 @@ class McpServerConfig(BaseModel):
         return shlex.join([self.command or "", *self.args])
 
 
+class SubagentConfig(BaseModel):
+    """``[runtimes.native.subagents.<name>]``: a sub-agent the native runtime's model can hand a
+    self-contained job to (``glove_invoke_subagent``); it answers with a model call of its own
+    (no tools), and its events travel in the run's stream tagged ``agentId: <name>``."""
+
+    model_config = _STRICT
+    instructions: str = Field(min_length=1)
+    """Its system prompt."""
+    description: str = ""
+    """What the parent model is told it is for (default: the first line of ``instructions``)."""
+    model: str | None = None
+    """Its model (default: the run's)."""
+
+    def describe(self) -> str:
+        first = self.instructions.strip().splitlines()[0]
+        model = f" (model {self.model})" if self.model else ""
+        return f"{self.description or first}{model}"
+
+
 class RuntimeConfig(BaseModel):
     """One runtime's settings. ``None`` everywhere means "the runtime's own default"."""
 
@@ -225,6 +244,11 @@ class RuntimeConfig(BaseModel):
     rotate_to: str | None = None
     """Rotation: the runtime the fresh session starts on (default: the same; ``run
     --rotate-to`` wins)."""
+    skills_dir: str | None = None
+    """Native: where content skills live (``<name>/SKILL.md``), relative to the run's working
+    directory or absolute (default ``.claude/skills``; ``run --skills-dir`` wins)."""
+    subagents: dict[str, SubagentConfig] = Field(default_factory=dict[str, SubagentConfig])
+    """Native: sub-agents by name (``run --subagent NAME=INSTRUCTIONS`` adds one)."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     """MCP servers by name (native); their tools are ``mcp__<name>__<tool>``."""
 
@@ -290,7 +314,7 @@ class Config(BaseModel):
 
 
 _FIELDS: Final = tuple(RuntimeConfig.model_fields)
-_TABLE_FIELDS: Final = ("prices", "mcp_servers")
+_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents")
 """Fields that are tables keyed by name (a model, a server): merged entry by entry."""
 _ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
 
@@ -348,6 +372,12 @@ class LoadedConfig:
                         server_key = f"{key}.{name}"
                         shown = redact_secrets(server.describe())
                         rows.append((server_key, shown, self.sources.get(server_key, "default")))
+                    continue
+                if field == "subagents":
+                    for name, agent in cfg.subagents.items():
+                        agent_key = f"{key}.{name}"
+                        shown = redact_secrets(agent.describe())
+                        rows.append((agent_key, shown, self.sources.get(agent_key, "default")))
                     continue
                 if field == "prices":
                     for model, price in cfg.prices.items():
