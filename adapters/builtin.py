@@ -13,7 +13,8 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from orchestrator.adapter import RuntimeAdapter, StartOpts
 from orchestrator.config import RuntimeConfig, SubagentConfig
@@ -22,6 +23,7 @@ from orchestrator.registry import Installed, ModelServerHook, RuntimeRegistry, R
 
 if TYPE_CHECKING:
     from .native.mcp import McpServer
+    from .native.structured import OutputSchema
 
 __all__ = [
     "ACP",
@@ -89,6 +91,7 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
         mcp_servers=_mcp_servers(config),
         skills_dir=config.skills_dir or ".claude/skills",
         app=_subagents_app(config.subagents, model_factory) if config.subagents else None,
+        output_schema=_output_schema(config),
     )
 
 
@@ -111,6 +114,28 @@ def _subagents_app(
             glove.define_sub_agent(name, factory, description=description)
 
     return app
+
+
+def _output_schema(config: RuntimeConfig) -> OutputSchema | None:
+    """``runtimes.native.output_schema``: the JSON Schema file, read and checked now."""
+    from .native.structured import OutputSchema
+
+    path = config.output_schema
+    if not path:
+        return None
+    where = "runtimes.native.output_schema"
+    try:
+        schema: Any = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read {path} ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {path} is not JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise ConfigError(f"{where}: {path} must hold a JSON Schema object")
+    try:
+        return OutputSchema.of(cast(dict[str, Any], schema))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {path}: {exc}") from None
 
 
 def _mcp_servers(config: RuntimeConfig) -> list[McpServer]:
@@ -168,7 +193,7 @@ _CLAUDE_WRITE_TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
 def _claude_code(config: RuntimeConfig) -> RuntimeAdapter:
     from .claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, allow_all, deny_all
 
-    _refuse("claude-code", config, "prices", "mcp_servers")
+    _refuse("claude-code", config, "prices", "mcp_servers", "output_schema")
     if config.provider not in (None, "anthropic"):
         raise ConfigError(
             f"runtimes.claude-code.provider: {config.provider!r} is not supported (only "
@@ -236,7 +261,7 @@ CLAUDE_CODE = RuntimeSpec(
 def _codex(config: RuntimeConfig) -> RuntimeAdapter:
     from .codex import CodexAdapter, CodexConfig, CodexProvider, Price
 
-    _refuse("codex", config, "mcp_servers")
+    _refuse("codex", config, "mcp_servers", "output_schema")
     if config.provider not in (None, "openai"):
         raise ConfigError(
             f"runtimes.codex.provider: {config.provider!r} is not supported (only 'openai'; "
@@ -318,7 +343,7 @@ _OPENCLAW_WRITE_TOOLS = ("exec", "process", "write", "edit", "apply_patch")
 def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
     from .openclaw import GatewaySettings, ModelProvider, OpenClawAdapter, OpenClawConfig
 
-    _refuse("openclaw", config, "mode", "extra_args", "mcp_servers")
+    _refuse("openclaw", config, "mode", "extra_args", "mcp_servers", "output_schema")
     base_url = config.base_url or ""
     if base_url.startswith(("ws://", "wss://")):
         # attach to a running gateway; api_key_env names the variable holding its token
@@ -373,7 +398,7 @@ OPENCLAW = RuntimeSpec(
 def _hermes(config: RuntimeConfig) -> RuntimeAdapter:
     from .hermes import HermesAdapter, HermesConfig
 
-    _refuse("hermes", config, "extra_args", "mode", "prices", "mcp_servers")
+    _refuse("hermes", config, "extra_args", "mode", "prices", "mcp_servers", "output_schema")
     if config.provider not in (None, "custom", "openai", "anthropic"):
         raise ConfigError(
             f"runtimes.hermes.provider: {config.provider!r} is not supported (point base_url at "
@@ -414,7 +439,7 @@ HERMES = RuntimeSpec(
 def _acp(config: RuntimeConfig) -> RuntimeAdapter:
     from .acp import AcpAdapter, AcpConfig
 
-    _refuse("acp", config, "mode", "prices", "base_url", "provider", "mcp_servers")
+    _refuse("acp", config, "mode", "prices", "base_url", "provider", "mcp_servers", "output_schema")
     command = (config.binary, *config.extra_args) if config.binary else ()
     return AcpAdapter(
         AcpConfig(

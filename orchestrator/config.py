@@ -26,6 +26,9 @@ The file format::
     output = 10.0
     cached_input = 0.125
 
+    [runtimes.native]
+    output_schema = "answer.schema.json"  # the final answer: JSON matching this JSON Schema
+
     [runtimes.native.mcp_servers.files] # an MCP server of the native runtime (stdio)
     command = "npx"
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
@@ -251,6 +254,10 @@ class RuntimeConfig(BaseModel):
     """Native: sub-agents by name (``run --subagent NAME=INSTRUCTIONS`` adds one)."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     """MCP servers by name (native); their tools are ``mcp__<name>__<tool>``."""
+    output_schema: str | None = None
+    """A JSON Schema file (native; relative to the working directory): the final answer must
+    be JSON matching it; a mismatch goes back to the model (twice at most), then the run fails
+    with ``error{output_invalid}``."""
 
     @field_validator("api_key_env")
     @classmethod

@@ -314,6 +314,13 @@ def test_sigint_aborts_cleanly(runtime: str, workspace: Path, tmp_path: Path) ->
     interrupt_mid_run(runtime, workspace, tmp_path)
 
 
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+def test_two_sigints_within_2s(runtime: str, workspace: Path, tmp_path: Path) -> None:
+    """The real CLIs too: 130, no child left, the run ended once in the log (forced or clean)."""
+    installed(runtime)
+    interrupt_mid_run(runtime, workspace, tmp_path, signals=2, gap_s=0.1)
+
+
 # -- native: Ctrl-C, forced exit, retries you can see, loopback refused ----------------------
 
 

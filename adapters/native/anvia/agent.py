@@ -37,11 +37,13 @@ from pydantic import BaseModel, Field
 from adapters.native.cancel import CancelToken
 from adapters.native.executor import Executor, ToolBatch
 from adapters.native.glove import SessionBusyError
+from adapters.native.lifecycle import LifecycleHooks, ModelMiddleware
 from adapters.native.loop import PrepareTurn
 from adapters.native.mcp import McpServer, open_mcp_servers
 from adapters.native.messages import Message, ToolCall, format_tool_result_content
 from adapters.native.models.base import ModelAdapter, ModelOptions, ToolChoice
 from adapters.native.stores.memory import MemoryStore
+from adapters.native.structured import OutputSchema, OutputSpec, as_output_schema
 from adapters.native.subscriber import discard
 from adapters.native.tools import Tool, ToolContext, ToolDefinition
 from orchestrator.errors import (
@@ -89,8 +91,16 @@ def _tools(value: Sequence[Tool[Any]]) -> tuple[Tool[Any], ...]:
     return tuple(by_name.values())
 
 
-def _max_turns(_inst: object, _attr: object, value: object) -> None:
-    validate_max_turns(value)
+def _max_turns(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise AgentOptionsError(f"{attr.name} must be a non-negative integer, got {value!r}")
+
+
+def _output_schema(value: OutputSpec | None) -> OutputSchema | None:
+    try:
+        return as_output_schema(value)
+    except ValueError as exc:
+        raise AgentOptionsError(f"output_schema: {exc}") from exc
 
 
 def _save_policy(_inst: object, _attr: object, value: object) -> None:
@@ -131,6 +141,16 @@ class AnviaAgent:
     skills: SkillSet | None = None
     memory: AgentMemory | None = None
     save_policy: SavePolicy = attrs.field(default="message", validator=_save_policy)
+    hooks: tuple[LifecycleHooks, ...] = attrs.field(default=(), converter=tuple)
+    """Lifecycle hooks of every run (:mod:`adapters.native.lifecycle`); a request's
+    ``with_hook`` replaces them. A hook's ``StopRun`` ends the run in PromptCancelledError."""
+    middlewares: tuple[ModelMiddleware, ...] = attrs.field(default=(), converter=tuple)
+    """Wrap every turn's model call, the first outermost; a request's come after these."""
+    output_schema: OutputSchema | None = attrs.field(default=None, converter=_output_schema)
+    """A pydantic model class or a JSON Schema the final answer must match (validated, with
+    ``output_retries`` retries telling the model what was wrong; :mod:`adapters.native.structured`).
+    The value is ``PromptResponse.structured``."""
+    output_retries: int = attrs.field(default=2, validator=_max_turns)
     mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=tuple)
     """MCP servers each run connects to (started before its first turn, stopped when it ends);
     their tools are ``mcp__<server>__<tool>`` (:mod:`adapters.native.mcp`)."""

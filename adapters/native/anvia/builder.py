@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
+from adapters.native.lifecycle import LifecycleHooks, ModelMiddleware
 from adapters.native.mcp import McpServer
 from adapters.native.models.base import ModelAdapter, ToolChoice
+from adapters.native.structured import OutputSpec
 from adapters.native.tools import Tool
 
 from .agent import AnviaAgent
@@ -80,6 +82,22 @@ class AgentBuilder:
     def mcp(self, servers: Sequence[McpServer]) -> Self:
         """Connect these MCP servers on every run (their tools: ``mcp__<server>__<tool>``)."""
         return self._set("mcp_servers", tuple(servers))
+
+    def hook(self, hook: LifecycleHooks) -> Self:
+        """A lifecycle hook (repeatable: hooks run in the order given)."""
+        self._options["hooks"] = (*self._options.get("hooks", ()), hook)
+        return self
+
+    def middleware(self, middleware: ModelMiddleware) -> Self:
+        self._options["middlewares"] = (*self._options.get("middlewares", ()), middleware)
+        return self
+
+    def middlewares(self, middlewares: Sequence[ModelMiddleware]) -> Self:
+        self._options["middlewares"] = (*self._options.get("middlewares", ()), *middlewares)
+        return self
+
+    def output_schema(self, schema: OutputSpec) -> Self:
+        return self._set("output_schema", schema)
 
     def skills(self, skills: SkillSet) -> Self:
         return self._set("skills", skills)

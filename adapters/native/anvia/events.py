@@ -9,7 +9,7 @@ ends in ``done{reason: "max_turns"}`` and a cancelled one in ``done{reason: "can
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
@@ -96,6 +96,8 @@ class AgentFinal:
     output: str
     usage: TokenCounter
     messages: tuple[Message, ...]
+    structured: Any = None
+    """The validated answer when the agent has an ``output_schema``."""
     type: Literal["final"] = "final"
 
 

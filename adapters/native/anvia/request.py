@@ -33,6 +33,7 @@ import trio
 from adapters.native.cancel import CancelToken
 from adapters.native.compaction import CompactionConfig
 from adapters.native.executor import Executor
+from adapters.native.lifecycle import LifecycleHooks, ModelMiddleware
 from adapters.native.loop import Agent as Loop
 from adapters.native.loop import LoopConfig
 from adapters.native.messages import Message, TokenCounter, ToolCall, format_tool_result_content
@@ -87,6 +88,9 @@ class PromptResponse:
     usage: TokenCounter
     messages: tuple[Message, ...]
     run_id: str
+    structured: Any = None
+    """The validated answer when the agent has an ``output_schema`` (an instance of the pydantic
+    model, or the JSON value), else ``None``."""
 
 
 def validate_max_turns(value: object) -> int:
@@ -114,6 +118,8 @@ class AgentRequest:
         self._token = CancelToken()
         self._cancel_reason: str | None = None
         self._steers: list[str] = []
+        self._hooks: tuple[LifecycleHooks, ...] = agent.hooks
+        self._middlewares: tuple[ModelMiddleware, ...] = agent.middlewares
         self._loop: Loop | None = None
         self._run_id = ""
         self._usage = TokenCounter()
@@ -137,6 +143,20 @@ class AgentRequest:
     def max_turns(self, max_turns: int) -> Self:
         """At most ``max_turns`` model calls (exact; Anvia allows ``max_turns + 2``)."""
         self._max_turns = validate_max_turns(max_turns)
+        return self
+
+    def with_hook(self, hook: LifecycleHooks) -> Self:
+        """This request's lifecycle hook, replacing the agent's (Anvia's ``withHook``)."""
+        self._hooks = (hook,)
+        return self
+
+    def with_middleware(self, middleware: ModelMiddleware) -> Self:
+        """One more model-call middleware, after the agent's and earlier ones."""
+        self._middlewares = (*self._middlewares, middleware)
+        return self
+
+    def with_middlewares(self, middlewares: Sequence[ModelMiddleware]) -> Self:
+        self._middlewares = (*self._middlewares, *middlewares)
         return self
 
     def cancel(self, reason: str = "cancelled") -> None:
@@ -193,7 +213,10 @@ class AgentRequest:
             try:
                 response = await self._execute(emit)
                 run_id = response.run_id
-                await emit(AgentFinal(run_id, response.output, response.usage, response.messages))
+                final = AgentFinal(
+                    run_id, response.output, response.usage, response.messages, response.structured
+                )
+                await emit(final)
                 await emit(AgentDone(run_id, "completed"))
             except MaxTurnsError as exc:
                 await emit(AgentDone(self._run_id, "max_turns", max_turns=exc.max_turns))
@@ -234,7 +257,8 @@ class AgentRequest:
         if result.stop == "max_turns":
             error = MaxTurnsError(self._max_turns, run.chat_history(), self._prompt)
         elif result.stop == "aborted":
-            error = PromptCancelledError(self._cancel_reason or "cancelled", run.chat_history())
+            reason = result.cancel_reason or self._cancel_reason or "cancelled"
+            error = PromptCancelledError(reason, run.chat_history())
         if error is not None:
             self._state = "cancelled" if isinstance(error, PromptCancelledError) else "errored"
             if writer is not None:
@@ -245,7 +269,9 @@ class AgentRequest:
             await writer.completed()
         self._state = "completed"
         output = result.response.text if result.response is not None else ""
-        return PromptResponse(output, self._usage, tuple(run.new_messages), run.run_id)
+        return PromptResponse(
+            output, self._usage, tuple(run.new_messages), run.run_id, result.output
+        )
 
 
 class _Emit(Protocol):
@@ -302,6 +328,10 @@ class _Run:
             ),
             max_tokens=agent.max_tokens,
             model_options=agent.model_options,
+            hooks=request._hooks,  # pyright: ignore[reportPrivateUsage]
+            middlewares=request._middlewares,  # pyright: ignore[reportPrivateUsage]
+            output_schema=agent.output_schema,
+            output_retries=agent.output_retries,
         )
         self.loop = Loop(self.store, executor, self.notify, agent.bound_model, config)
         self.loop.prepare_turn = agent.turn_preparer(executor.register)

@@ -42,6 +42,18 @@ from adapters.native.anvia import (
 )
 from adapters.native.content_skills import ContentSkill
 from adapters.native.glove import SessionBusyError
+from adapters.native.lifecycle import (
+    CallNext,
+    LifecycleHooks,
+    ModelCall,
+    ModelMiddleware,
+    RunAction,
+    SkipTool,
+    StopRun,
+    ToolCallAction,
+    ToolCallInfo,
+    TurnStartInfo,
+)
 from adapters.native.mcp import McpStdioServer
 from adapters.native.messages import Message, format_tool_result_content
 from adapters.native.models.anthropic import AnthropicModel
@@ -940,3 +952,85 @@ async def test_an_mcp_server_that_cannot_start_fails_the_run_with_mcp_start_erro
     with trio.fail_after(60), pytest.raises(McpStartError, match="gone"):
         await agent.prompt("x").send()
     assert model.requests == []
+
+
+# -- hooks, middlewares, output schema (the native loop's lifecycle, through the agent) ----------
+
+
+class Recording(LifecycleHooks):
+    def __init__(self, name: str, log: list[str], stop_tool: bool = False) -> None:
+        self.name, self.log, self.stop_tool = name, log, stop_tool
+
+    async def on_turn_start(self, info: TurnStartInfo) -> RunAction:
+        self.log.append(f"{self.name}:turn{info.turn}")
+        return None
+
+    async def on_tool_call(self, info: ToolCallInfo) -> ToolCallAction:
+        if self.stop_tool:
+            return StopRun(f"no {info.tool_name}")
+        return SkipTool("weather is off today")
+
+
+async def test_a_terminating_hook_produces_prompt_cancelled_error() -> None:
+    log: list[str] = []
+    agent, _ = make([tool_turn(), Reply(text="never")], hooks=[Recording("h", log, stop_tool=True)])
+    with pytest.raises(PromptCancelledError, match="no get_weather") as caught:
+        await agent.prompt("x").send()
+    results = caught.value.chat_history[-1].tool_results
+    assert results is not None and results[0].result.is_error  # the call is closed, not orphaned
+    events = await collect(attrs.evolve(agent, model=ScriptedModel([tool_turn()])).prompt("x"))
+    done = events[-1]
+    assert isinstance(done, AgentDone) and done.reason == "cancelled"
+    assert "no get_weather" in (done.cancel_reason or "")
+
+
+async def test_with_hook_replaces_the_agent_hook_for_one_request() -> None:
+    log: list[str] = []
+    agent, model = make(
+        [tool_turn(), Reply(text="ok"), tool_turn(), Reply(text="ok")],
+        hooks=[Recording("agent", log)],
+    )
+    await agent.prompt("x").send()
+    response = await agent.prompt("y").with_hook(Recording("request", log)).send()
+    assert log == ["agent:turn1", "agent:turn2", "request:turn1", "request:turn2"]
+    # a skipping hook: the model sees the reason as the call's result
+    results = response.messages[2].tool_results
+    assert results is not None and results[0].result.message == "weather is off today"
+    assert model.remaining == 0
+
+
+async def test_request_middlewares_run_after_the_agents() -> None:
+    order: list[str] = []
+
+    def named(name: str) -> ModelMiddleware:
+        async def middleware(call: ModelCall, call_next: CallNext) -> ModelResponse:
+            order.append(name)
+            return await call_next(call.request)
+
+        return middleware
+
+    agent, _ = make([Reply(text="ok")], middlewares=[named("agent")])
+    await agent.prompt("x").with_middleware(named("one")).with_middlewares([named("two")]).send()
+    assert order == ["agent", "one", "two"]
+
+
+class Forecast(BaseModel):
+    city: str
+    temp: int
+
+
+async def test_output_schema_validates_the_final_answer_with_a_bounded_retry() -> None:
+    agent, model = make(
+        [Reply(text='{"city": "Oslo"}'), Reply(text='{"city": "Oslo", "temp": 21}')],
+        output_schema=Forecast,
+    )
+    response = await agent.prompt("forecast?").send()
+    assert response.structured == Forecast(city="Oslo", temp=21)
+    assert "temp" in model.requests[1].messages[-2].text  # the retry named the missing field
+    model.push(Reply(text='{"city": "Rome", "temp": 25}'))
+    final = (await collect(agent.prompt("and Rome?")))[-2]
+    assert isinstance(final, AgentFinal) and final.structured == Forecast(city="Rome", temp=25)
+    with pytest.raises(AgentOptionsError, match="output_schema"):
+        make(output_schema={"type": "no-such-type"})
+    built = AgentBuilder("b", model).output_schema(Forecast).hook(Recording("h", [])).build()
+    assert built.output_schema is not None and len(built.hooks) == 1
