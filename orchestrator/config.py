@@ -374,17 +374,12 @@ class LoadedConfig:
             cfg = self.config.runtime(runtime_id)
             for field in _FIELDS:
                 key = f"runtimes.{runtime_id}.{field}"
-                if field == "mcp_servers":
-                    for name, server in cfg.mcp_servers.items():
-                        server_key = f"{key}.{name}"
-                        shown = redact_secrets(server.describe())
-                        rows.append((server_key, shown, self.sources.get(server_key, "default")))
-                    continue
-                if field == "subagents":
-                    for name, agent in cfg.subagents.items():
-                        agent_key = f"{key}.{name}"
-                        shown = redact_secrets(agent.describe())
-                        rows.append((agent_key, shown, self.sources.get(agent_key, "default")))
+                if field in ("mcp_servers", "subagents"):  # tables of entries that describe()
+                    entries: Mapping[str, McpServerConfig | SubagentConfig] = getattr(cfg, field)
+                    for name, entry in entries.items():
+                        entry_key = f"{key}.{name}"
+                        shown = redact_secrets(entry.describe())
+                        rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
                     continue
                 if field == "prices":
                     for model, price in cfg.prices.items():
