@@ -32,10 +32,15 @@ if typing.TYPE_CHECKING:
     from .adapter import SessionCodec as SessionCodec
     from .adapter import StartOpts as StartOpts
     from .adapter import TaskHandle as TaskHandle
+    from .approvals import ApprovalBook as ApprovalBook
+    from .approvals import ApprovalDecision as ApprovalDecision
+    from .approvals import ApprovalEntry as ApprovalEntry
+    from .approvals import ApprovalRequest as ApprovalRequest
+    from .approvals import approve as approve
+    from .approvals import reject as reject
     from .board import Board as Board
     from .board import BoardColumn as BoardColumn
     from .board import Card as Card
-    from .board_server import Approvals as Approvals
     from .board_server import BoardHost as BoardHost
     from .board_server import board_app as board_app
     from .config import Config as Config
@@ -65,6 +70,7 @@ if typing.TYPE_CHECKING:
     from .errors import RuntimeNotFoundError as RuntimeNotFoundError
     from .errors import RuntimeReportedError as RuntimeReportedError
     from .errors import RuntimeStartError as RuntimeStartError
+    from .errors import ToolApprovalRequiredError as ToolApprovalRequiredError
     from .errors import exception_leaves as exception_leaves
     from .errors import redact_secrets as redact_secrets
     from .errors import single_exception as single_exception
@@ -73,6 +79,7 @@ if typing.TYPE_CHECKING:
     from .eventlog import LoggedEvent as LoggedEvent
     from .eventlog import RunRow as RunRow
     from .eventlog import SessionRow as SessionRow
+    from .events import ApprovalCall as ApprovalCall
     from .events import Cost as Cost
     from .events import Done as Done
     from .events import DoneReason as DoneReason
@@ -176,7 +183,11 @@ __all__ = [
     "ActorError",
     "AdapterError",
     "AdapterFactory",
-    "Approvals",
+    "ApprovalBook",
+    "ApprovalCall",
+    "ApprovalDecision",
+    "ApprovalEntry",
+    "ApprovalRequest",
     "AsyncQueue",
     "Board",
     "BoardColumn",
@@ -276,10 +287,12 @@ __all__ = [
     "TaskSpec",
     "TextChannel",
     "TextDelta",
+    "ToolApprovalRequiredError",
     "ToolCall",
     "ToolResult",
     "Usage",
     "Workspace",
+    "approve",
     "assert_exhaustive",
     "board_app",
     "build_rotation_handoff_note",
@@ -304,6 +317,7 @@ __all__ = [
     "redact_text",
     "register_env_secrets",
     "register_secret",
+    "reject",
     "resolve_runtime_integration",
     "resumable_task",
     "rotate_session",
@@ -322,7 +336,11 @@ _HOME: dict[str, str] = {
     "ActorError": "errors",
     "AdapterError": "errors",
     "AdapterFactory": "registry",
-    "Approvals": "board_server",
+    "ApprovalBook": "approvals",
+    "ApprovalCall": "events",
+    "ApprovalDecision": "approvals",
+    "ApprovalEntry": "approvals",
+    "ApprovalRequest": "approvals",
     "AsyncQueue": "queue",
     "Board": "board",
     "BoardColumn": "board",
@@ -429,10 +447,12 @@ _HOME: dict[str, str] = {
     "TaskSpec": "runner",
     "TextChannel": "events",
     "TextDelta": "events",
+    "ToolApprovalRequiredError": "errors",
     "ToolCall": "events",
     "ToolResult": "events",
     "Usage": "events",
     "Workspace": "workspaces",
+    "approve": "approvals",
     "assert_exhaustive": "events",
     "board_app": "board_server",
     "build_rotation_handoff_note": "rotation",
@@ -457,6 +477,7 @@ _HOME: dict[str, str] = {
     "redact_text": "redact",
     "register_env_secrets": "redact",
     "register_secret": "redact",
+    "reject": "approvals",
     "resolve_runtime_integration": "integration",
     "resumable_task": "runner",
     "rotate_session": "rotation",

@@ -8,22 +8,21 @@ import os
 import signal
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import TextIO
 
 import attrs
 import trio
 
 from ._commands import serve_banner, usable_state_dir
-from .adapter import RuntimeAdapter
-from .board_server import Approvals, BoardHost, board_app
+from .approvals import ApprovalBook
+from .board_server import BoardHost, board_app
 from .eventlog import EventLog, LoggedEvent
 from .feed import Feed, RecordingSink, serve_feed
 from .hosts import LocalHost
 from .registry import RuntimeRegistry
 from .runner import Runner
 
-__all__ = ["FeedRelay", "board_for_run", "hosting_registry", "serve_board", "tail_log"]
+__all__ = ["FeedRelay", "board_for_run", "serve_board", "tail_log"]
 
 
 STOP_GRACE_S = 10.0
@@ -58,22 +57,6 @@ async def tail_log(log: EventLog, relay: FeedRelay, interval_s: float = 0.2) -> 
             await trio.sleep(interval_s)
 
 
-def hosting_registry(source: RuntimeRegistry, approvals: Approvals) -> RuntimeRegistry:
-    """``source``'s runtimes, each adapter built fresh per run; a runtime whose adapter takes a
-    ``permission_handler`` (native) asks the board: its ``ask`` decisions wait for a person."""
-    out = RuntimeRegistry()
-
-    def build(runtime_id: str) -> RuntimeAdapter:
-        adapter = source.create(runtime_id)
-        if hasattr(adapter, "permission_handler"):
-            adapter.permission_handler = approvals.ask  # pyright: ignore[reportAttributeAccessIssue]
-        return adapter
-
-    for runtime_id in source.ids():
-        out.register_factory(runtime_id, partial(build, runtime_id))
-    return out
-
-
 async def serve_board(
     registry: RuntimeRegistry,
     *,
@@ -89,18 +72,18 @@ async def serve_board(
     async with EventLog.open(state / "events.db") as log:
         relay = FeedRelay(feed)
         log.add_listener(relay)
-        approvals = Approvals()
         runner = Runner(
-            hosting_registry(registry, approvals),
+            registry,
             sink=RecordingSink(log),
             state_dir=state,
             event_log=log,
+            approvals=True,  # tool calls that need approval wait for the board (or the CLI)
         )
         async with LocalHost(runner) as local:
             hosted = BoardHost(
                 local,
                 tuple(registry.ids()),
-                approvals=approvals,
+                approvals=ApprovalBook.in_state_dir(state),
                 task_defaults={"cwd": os.getcwd(), "agent_id": "board"},
             )
             app = board_app(feed, log, token=token, hosted=hosted)
@@ -146,13 +129,13 @@ async def _abort_hosted(
 
 @asynccontextmanager
 async def board_for_run(
-    log: EventLog, local: LocalHost, *, notice: TextIO
+    log: EventLog, local: LocalHost, *, notice: TextIO, approvals: ApprovalBook | None = None
 ) -> AsyncGenerator[BoardHost]:
     """``run --board``: the board on 127.0.0.1 (a free port) over this process's runs while
-    they run; prints its URL to ``notice``."""
+    they run (with ``approvals``: their pending approvals too); prints its URL to ``notice``."""
     feed = Feed()
     feed.attach(log)
-    hosted = BoardHost(local, ())
+    hosted = BoardHost(local, (), approvals=approvals)
     app = board_app(feed, log, hosted=hosted)
     async with serve_feed(feed, log, host="127.0.0.1", port=0, app=app) as served:
         notice.write(f"ringleader: board at {served.url}/ (open while the runs run)\n")

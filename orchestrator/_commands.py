@@ -153,6 +153,7 @@ async def run_side_by_side(
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
+    approvals: bool = False,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
@@ -193,6 +194,7 @@ async def run_side_by_side(
         governance=governance,
         sinks=sinks,
         board=board,
+        approvals=approvals,
     )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error

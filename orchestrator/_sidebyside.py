@@ -110,11 +110,13 @@ async def run_jobs(
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
+    approvals: bool = False,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
     ``estimates``: every dollar figure is a list-price estimate (the demo: nothing is billed).
-    ``make_host``: where the runs live (:class:`LocalHost`, or a ``RayHost`` for ``--ray``)."""
+    ``make_host``: where the runs live (:class:`LocalHost`, or a ``RayHost`` for ``--ray``).
+    ``approvals``: tool calls that need approval wait in the state directory's approval book."""
     lanes: list[Lane] = []
     for job in jobs:
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
@@ -136,6 +138,7 @@ async def run_jobs(
             on_retry=on_retry,
             record_rotation=view.rotated,
             governance=governance,
+            approvals=approvals,
         )
         async with (
             view.active(),

@@ -19,8 +19,13 @@ normalization, redaction, cost accounting and event log. JSON-RPC 2.0, one messa
 * ``session/load {sessionId, cwd}`` → a session served earlier (kept in the event log's runs):
   its recorded text is replayed as updates, then later prompts continue it.
 
-Not offered: permission requests forwarded to the client (each runtime applies its configured
-policy), client file-system and terminal methods, MCP servers passed by the client.
+* ``status{waiting_approval}`` (``ringleader acp --approvals wait``) → ``tool_call_update
+  {pending}`` naming the ``ringleader approve`` command that decides it: the call waits in the
+  approval book (:mod:`orchestrator.approvals`), decided from the CLI or the board.
+
+Not offered: permission requests forwarded to the client (``session/request_permission``; each
+runtime applies its configured policy, or waits in the approval book), client file-system and
+terminal methods, MCP servers passed by the client.
 """
 
 from __future__ import annotations
@@ -88,7 +93,18 @@ def event_to_update(event: RuntimeEvent, context_window: int | None) -> dict[str
             if event.cost_usd is not None:
                 update["cost"] = {"amount": event.cost_usd, "currency": "USD"}
             return update
-        case "status" | "done" | "error":
+        case "status":
+            call = event.approval
+            if event.phase != "waiting_approval" or call is None:
+                return None
+            note = f"waiting for approval: ringleader approve {call.id} --allow (or --deny)"
+            return {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call.tool_call_id,
+                "status": "pending",
+                "content": [{"type": "content", "content": {"type": "text", "text": note}}],
+            }
+        case "done" | "error":
             return None
 
 
@@ -115,6 +131,9 @@ class AcpServer:
     event_log: EventLog | None = None
     model: str | None = None
     runner_factory: Callable[..., Runner] = Runner
+    approvals: bool = False
+    """Tool calls that need approval wait in the approval book (``ringleader approve``, the
+    board); the client sees the call ``pending`` with the command that decides it."""
     _sessions: dict[str, _Session] = attrs.field(init=False, factory=dict[str, _Session])
     _write_lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
 
@@ -257,7 +276,11 @@ class AcpServer:
                 actor.abort()
 
         runner = self.runner_factory(
-            registry=self.registry, sink=Sink(), event_log=self.event_log, on_actor=on_actor
+            registry=self.registry,
+            sink=Sink(),
+            event_log=self.event_log,
+            on_actor=on_actor,
+            approvals=self.approvals,
         )
         try:
             probe = self.registry.create(self.runtime_id)
@@ -332,6 +355,7 @@ async def serve_acp_stdio(
     *,
     event_log: EventLog | None = None,
     model: str | None = None,
+    approvals: bool = False,
 ) -> None:
     """Serve ``runtime_id`` as an ACP agent on this process's stdin/stdout until stdin ends."""
     stdin = trio.lowlevel.FdStream(os.dup(0))
@@ -340,7 +364,9 @@ async def serve_acp_stdio(
     async def write(message: dict[str, Any]) -> None:
         await stdout.send_all(json.dumps(message).encode() + b"\n")
 
-    server = AcpServer(registry, runtime_id, write, event_log=event_log, model=model)
+    server = AcpServer(
+        registry, runtime_id, write, event_log=event_log, model=model, approvals=approvals
+    )
     async with stdin, stdout, trio.open_nursery() as nursery:
         buffer = b""
         while chunk := await stdin.receive_some(65536):

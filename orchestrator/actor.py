@@ -250,6 +250,9 @@ class RunActor:
                                 gap = missing_fields(event.detail)
                                 if gap is not None:
                                     missing.append(gap)
+                    # a run waiting for a person's approval is not silent
+                    last = raw[-1] if raw else None
+                    guarded.paused = isinstance(last, Status) and last.phase == "waiting_approval"
                     await self._deliver(batch)
                     if guard is not None and guard.tripped is not None and done is None:
                         await self._stop(guarded)

@@ -134,6 +134,9 @@ class StartOpts(BaseModel):
     """UTF-8 byte offsets into ``message`` where a prompt-cache tier ends (from
     :func:`tiers.assemble_tiers`); a runtime that places its own cache markers (the native
     runtime on Anthropic Messages) cuts the first user message there. Others ignore it."""
+    approvals_db: str | None = None
+    """The :class:`~orchestrator.approvals.ApprovalBook` file a tool call that needs approval
+    waits in for a person (``None``: such a call is denied, fail-closed)."""
     env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
 
     def full_message(self) -> str:

@@ -200,9 +200,13 @@ def project(run_key: str, events: Iterable[RuntimeEvent]) -> Card:
 
 
 def column_of(card: Card, pending_approvals: Iterable[str] = ()) -> BoardColumn:
-    """The card's column, with the hosting process's pending approvals (tool call ids) laid
-    over it: a running run with an open tool call that waits for a person is ``waiting``."""
-    if card.column == "running" and set(card.open_tool_calls).intersection(pending_approvals):
+    """The card's column, with the pending approvals (tool call ids) laid over it: a running run
+    whose last status is ``waiting_approval``, or with an open tool call that waits for a person,
+    is ``waiting``."""
+    asked = card.phase == "waiting_approval" or set(card.open_tool_calls).intersection(
+        pending_approvals
+    )
+    if card.column == "running" and asked:
         return "waiting"
     return card.column
 

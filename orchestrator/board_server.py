@@ -7,8 +7,9 @@
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
-  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow"}``) — only when
-  the process hosts runs (:class:`BoardHost`), else 503.
+  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
+  "input"?}``: an :class:`~orchestrator.approvals.ApprovalBook` entry, decided as ``ringleader
+  approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503.
 
 Security (DESIGN §7): reads follow the feed's rules (loopback ``Host`` without a token, else the
 bearer token). Every POST needs ``Authorization: Bearer <token>`` — a header, never a cookie, so
@@ -26,7 +27,7 @@ import importlib.resources
 import json
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import trio
@@ -36,6 +37,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .approvals import ApprovalBook, ApprovalDecision
 from .board import Board
 from .errors import CapabilityError, ConfigError, MailboxClosedError, RingleaderError
 from .eventlog import EventLog
@@ -43,56 +45,10 @@ from .feed import Feed, FeedAuth, feed_routes, refused, run_json
 from .hosts import LocalHost, TaskRef
 from .runner import TaskSpec
 
-__all__ = ["Approvals", "BoardHost", "PendingApproval", "board_app"]
+__all__ = ["BoardHost", "board_app"]
 
 MAX_BODY_BYTES = 256 * 1024
 """The largest POST body the board accepts (a prompt or a steer)."""
-
-
-@attrs.define(eq=False)
-class PendingApproval:
-    """A tool call waiting for a person: allow or deny from the board."""
-
-    id: str
-    """The tool call's id (``toolCallId`` of its ``tool-call`` event)."""
-    tool: str
-    input: Any
-    run_hint: str = ""
-    _answer: bool | None = None
-    _event: trio.Event = attrs.field(factory=trio.Event)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "tool": self.tool, "input": self.input, "run": self.run_hint}
-
-
-@attrs.define(eq=False)
-class Approvals:
-    """Approval requests from the runs this process hosts, answered from the board.
-
-    :meth:`ask` is a permission handler (an async function of a request with ``tool_name``,
-    ``tool_input`` and ``call_id`` giving True to allow) — the native adapter's
-    ``permission_handler`` — that waits until :meth:`answer` is called for its call id."""
-
-    pending: dict[str, PendingApproval] = attrs.field(factory=dict[str, PendingApproval])
-
-    async def ask(self, request: Any) -> bool:
-        call_id = str(request.call_id)
-        item = PendingApproval(call_id, str(request.tool_name), request.tool_input)
-        self.pending[call_id] = item
-        try:
-            await item._event.wait()  # pyright: ignore[reportPrivateUsage]
-        finally:
-            self.pending.pop(call_id, None)
-        return bool(item._answer)  # pyright: ignore[reportPrivateUsage]
-
-    def answer(self, call_id: str, allow: bool) -> bool:
-        """Answer a pending request; False when there is none with that id."""
-        item = self.pending.get(call_id)
-        if item is None:
-            return False
-        item._answer = allow  # pyright: ignore[reportPrivateUsage]
-        item._event.set()  # pyright: ignore[reportPrivateUsage]
-        return True
 
 
 @attrs.define(eq=False)
@@ -104,7 +60,9 @@ class BoardHost:
 
     host: LocalHost
     runtimes: tuple[str, ...]
-    approvals: Approvals = attrs.field(factory=Approvals)
+    approvals: ApprovalBook | None = None
+    """The approval book the hosted runs wait in (their runner's ``approvals``); the board
+    lists its pending entries, runs of other processes' included, and decides them."""
     task_defaults: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
     titles: dict[str, str] = attrs.field(factory=dict[str, str])
     """Base run key (``runtime:ID:task:TASK``) → the task's title, for cards of live runs."""
@@ -278,14 +236,33 @@ def board_app(
         return JSONResponse({"ok": True, "run": data["run"]}, 202)
 
     async def approve(data: dict[str, Any], h: BoardHost) -> Response:
-        call_id = text_field(data, "id")
+        approval_id = text_field(data, "id")
         allow = data.get("allow")
         if not isinstance(allow, bool):
             raise ConfigError("'allow' must be true or false")
-        if not h.approvals.answer(call_id, allow):
-            return JSONResponse({"error": f"no pending approval {call_id!r}"}, 404)
-        await trio.lowlevel.checkpoint()
-        return JSONResponse({"ok": True, "id": call_id, "allow": allow}, 202)
+        message, edited = data.get("message"), data.get("input")
+        if message is not None and not isinstance(message, str):
+            raise ConfigError("'message' must be a string")
+        if edited is not None and not isinstance(edited, dict):
+            raise ConfigError("'input' must be a JSON object")
+        if h.approvals is None:
+            return JSONResponse({"error": "this board's runs do not wait for approvals"}, 404)
+        decision = ApprovalDecision(
+            allow,
+            reject_message=None if allow else message or None,
+            input=cast(dict[str, Any], edited) if allow and edited is not None else None,
+        )
+        try:
+            await h.approvals.decide(approval_id, decision)
+        except ConfigError as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        return JSONResponse({"ok": True, "id": approval_id, "allow": allow}, 202)
+
+    async def pending_approvals() -> list[dict[str, Any]]:
+        if hosted is None or hosted.approvals is None:
+            await trio.lowlevel.checkpoint()
+            return []
+        return [entry.to_json() for entry in await hosted.approvals.pending()]
 
     async def board(request: Request) -> Response:
         if not auth.reads(request):
@@ -306,7 +283,7 @@ def board_app(
                     "resumedFrom": (row.outcome or {}).get("resumedFrom") if row else None,
                 }
             )
-        pending = [p.to_json() for p in hosted.approvals.pending.values()] if hosted else []
+        pending = await pending_approvals()
         return JSONResponse(
             {
                 "cursor": snapshot.cursor,
@@ -320,8 +297,7 @@ def board_app(
     async def approvals(request: Request) -> Response:
         if not auth.reads(request):
             return refused()
-        pending = [p.to_json() for p in hosted.approvals.pending.values()] if hosted else []
-        return JSONResponse(pending)
+        return JSONResponse(await pending_approvals())
 
     async def run_meta(request: Request) -> Response:
         """The run's row, its title, and the runs of the same task (retries, rotations, resumes)."""

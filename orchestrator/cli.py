@@ -151,7 +151,9 @@ def _feed_token(args: argparse.Namespace) -> str | None:
     return token
 
 
-async def _acp(runtime_id: str, model: str | None, config_file: str | None) -> int:
+async def _acp(
+    runtime_id: str, model: str | None, config_file: str | None, approvals: bool = False
+) -> int:
     from ._commands import usable_state_dir
     from .acp_server import serve_acp_stdio
     from .eventlog import EventLog
@@ -161,8 +163,42 @@ async def _acp(runtime_id: str, model: str | None, config_file: str | None) -> i
     if runtime_id not in registry:
         raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
     async with EventLog.open(usable_state_dir() / "events.db") as log:
-        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model)
+        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model, approvals=approvals)
     return 0
+
+
+async def _approve(args: argparse.Namespace, out: TextIO) -> int:
+    """``approve ID``: decide it; a run whose process is gone resumes here (see its --help)."""
+    from ._approvals_cli import approve_command, decision_from_args
+    from ._commands import usable_state_dir
+    from ._live import make_view
+    from ._sidebyside import Job, run_jobs
+    from .runner import TaskSpec
+
+    decision = decision_from_args(bool(args.allow), args.message, args.edit)
+    state = usable_state_dir()
+
+    async def resume(runtime_id: str, task: TaskSpec) -> int:
+        specs = discover_runtimes()
+        registry = _registry(specs, _load_config(args.config_file, specs))
+        job = Job(label=runtime_id, runtime_id=runtime_id, task=task)
+        interrupt = _Interrupt()
+        results = await interrupt.run(
+            lambda: run_jobs(
+                registry,
+                [job],
+                make_view(out, as_json=bool(args.json)),
+                state_dir=state,
+                on_host=interrupt.attach,
+                on_retry=_print_retry,
+                approvals=True,
+            )
+        )
+        if interrupt.requested:
+            return 130
+        return 0 if all(r.ok for r in results) else 1
+
+    return await approve_command(state, args.id, decision, resume=resume, out=out)
 
 
 DEMO_BANNER = (
@@ -456,6 +492,7 @@ def _with_acp_command(
 async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
     from ._board_cli import board_for_run
     from ._commands import run_side_by_side, usable_state_dir
+    from .approvals import ApprovalBook
     from .eventlog import EventLog
     from .runner import ResumeFrom, resumable_task
 
@@ -503,7 +540,16 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 resume=resume,
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
-                board=partial(board_for_run, notice=sys.stderr) if args.board else None,
+                board=partial(
+                    board_for_run,
+                    notice=sys.stderr,
+                    approvals=ApprovalBook.in_state_dir(usable_state_dir())
+                    if args.approvals == "wait"
+                    else None,
+                )
+                if args.board
+                else None,
+                approvals=args.approvals == "wait",
                 rotation=rotation,
                 make_host=_host_maker(
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
@@ -947,6 +993,7 @@ def _parser() -> argparse.ArgumentParser:
         "(glove_invoke_subagent), answering with INSTRUCTIONS as its system prompt; its events "
         "are tagged agentId=NAME; repeatable; e.g. --subagent 'reviewer=You review diffs.'",
     )
+    _approvals_option(run)
     _budget_options(run)
     _config_option(run)
     _ray_option(run)
@@ -1113,7 +1160,64 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument(
         "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
     )
+    _approvals_option(acp)
+
+    approvals = _sub(
+        sub,
+        "approvals",
+        "list the tool calls waiting for a person's approval",
+        "List the pending approvals of the state directory: runs started with --approvals wait, "
+        "by `ringleader serve` or `ringleader acp --approvals wait`, in any process. A run "
+        "whose process is gone resumes when its approval is decided (`ringleader approve`).",
+        ["ringleader approvals", "ringleader approvals --json | jq .id"],
+    )
+    _json_option(approvals, "the pending approvals")
+
+    approve = _sub(
+        sub,
+        "approve",
+        "allow or deny a tool call waiting for approval (resumes its run if need be)",
+        "Decide a pending approval (see `ringleader approvals`): --allow runs the call (with "
+        "--edit, on that input instead), --deny skips it and the model sees --message (or "
+        "'Tool approval was rejected.'). The run waiting on it goes on in its process; if that "
+        "process is gone, the run resumes here from its session and runs to its end.",
+        [
+            "ringleader approve ap-1a2b3c4d5e6f --allow",
+            "ringleader approve ap-1a2b3c4d5e6f --deny --message 'not on main; use a branch'",
+            'ringleader approve ap-1a2b3c4d5e6f --allow --edit \'{"command": "ls -la"}\'',
+        ],
+    )
+    approve.add_argument("id", metavar="ID", help="the approval id; e.g. ap-1a2b3c4d5e6f")
+    verdict = approve.add_mutually_exclusive_group(required=True)
+    verdict.add_argument("--allow", action="store_true", help="run the call; e.g. --allow")
+    verdict.add_argument("--deny", action="store_true", help="skip the call; e.g. --deny")
+    approve.add_argument(
+        "--message",
+        default=None,
+        metavar="M",
+        help="with --deny: what the model is told; e.g. --message 'use a branch'",
+    )
+    approve.add_argument(
+        "--edit",
+        default=None,
+        metavar="JSON",
+        help="with --allow: the input to run the call with instead; e.g. --edit "
+        '\'{"command": "ls"}\'',
+    )
+    _json_option(approve, "the resumed run's events")
+    _config_option(approve)
     return parser
+
+
+def _approvals_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--approvals",
+        choices=("deny", "wait"),
+        default="deny",
+        help="a tool call that needs approval (the native runtime's bash, by default) is denied "
+        "(default, fail-closed) or waits for `ringleader approve` or the board, durably: the "
+        "run resumes even if this process is gone; e.g. --approvals wait",
+    )
 
 
 def _positive(text: str) -> int:
@@ -1168,7 +1272,20 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "serve":
         return trio.run(_serve, args, out)
     if args.command == "acp":
-        return trio.run(_acp, args.runtime, args.model, getattr(args, "config_file", None))
+        return trio.run(
+            _acp,
+            args.runtime,
+            args.model,
+            getattr(args, "config_file", None),
+            args.approvals == "wait",
+        )
+    if args.command == "approvals":
+        from ._approvals_cli import list_approvals
+        from ._commands import usable_state_dir
+
+        return trio.run(lambda: list_approvals(usable_state_dir(), as_json=args.json, out=out))
+    if args.command == "approve":
+        return trio.run(_approve, args, out)
     if args.command == "doctor":
         from ._doctor import doctor
 

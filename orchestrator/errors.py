@@ -25,6 +25,7 @@
     │   └── MaxTurnsError                            a native agent run hit its turn limit (.max_turns)
     ├── PromptCancelledError                         a native agent run was cancelled (.reason)
     ├── ToolCallError                                a native agent's call_tool failed (.tool_name, .kind)
+    ├── ToolApprovalRequiredError                    a tool call needs approval, no handler (.request)
     └── HostError                                    a host could not place or keep a task
         ├── NoNodeForRuntimeError                    no node of the cluster can run the runtime
         └── NodeLostError                            the node running the task died
@@ -401,6 +402,20 @@ class ToolCallError(RingleaderError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class ToolApprovalRequiredError(RingleaderError):
+    """A tool call needs approval and the run has no approval handler (Anvia's error); ``request``
+    is the :class:`~orchestrator.approvals.ApprovalRequest`."""
+
+    event_code = "tool_approval_required"
+
+    def __init__(self, message: str, *, request: Any = None) -> None:
+        super().__init__(message)
+        self.request = request
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_actor, (type(self), self.args, {"request": self.request}))
 
 
 class HostError(RingleaderError):

@@ -26,6 +26,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticSerializationError
 
 __all__ = [
+    "ApprovalCall",
     "Cost",
     "Done",
     "DoneReason",
@@ -53,7 +54,9 @@ RuntimeEventKind: TypeAlias = Literal[
     "text-delta", "tool-call", "tool-result", "status", "cost", "done", "error"
 ]
 TextChannel: TypeAlias = Literal["assistant", "reasoning"]
-StatusPhase: TypeAlias = Literal["init", "thinking", "running", "turn-complete", "rate_limited"]
+StatusPhase: TypeAlias = Literal[
+    "init", "thinking", "running", "turn-complete", "rate_limited", "waiting_approval"
+]
 DoneReason: TypeAlias = Literal["success", "max_turns", "aborted", "error"]
 
 WIRE_CONFIG = ConfigDict(
@@ -204,15 +207,30 @@ class ToolResult(EventBase):
     is_error: bool = False
 
 
+class ApprovalCall(BaseModel):
+    """The tool call a ``status{waiting_approval}`` waits on (see :mod:`orchestrator.approvals`)."""
+
+    model_config = WIRE_CONFIG
+
+    id: str
+    """The approval's id (``ringleader approve ID``)."""
+    tool_call_id: str
+    name: str
+    input: JsonValue = None
+    reason: str | None = None
+
+
 class Status(EventBase):
     """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries
-    etc.; ``rate_limited`` with ``resets_at`` (epoch ms) when a task is parked until a reset."""
+    etc.; ``rate_limited`` with ``resets_at`` (epoch ms) when a task is parked until a reset;
+    ``waiting_approval`` with ``approval`` (the call) while a tool call waits for a person."""
 
     kind: Literal["status"] = "status"
     phase: StatusPhase
     model: str | None = None
     detail: str | None = None
     resets_at: int | None = None
+    approval: ApprovalCall | None = None
 
 
 class Cost(EventBase):
@@ -326,7 +344,9 @@ def _json_copy(value: object, depth: int = 0) -> Any:
 # holds plain JSON (copied, as validation copies it). Anything else goes through validation.
 
 _CHANNELS = frozenset(("assistant", "reasoning"))
-_PHASES = frozenset(("init", "thinking", "running", "turn-complete", "rate_limited"))
+_PHASES = frozenset(
+    ("init", "thinking", "running", "turn-complete", "rate_limited", "waiting_approval")
+)
 _REASONS = frozenset(("success", "max_turns", "aborted", "error"))
 _ENVELOPE = ("run_id", "session_id", "ts", "seq", "parent_run_id", "agent_id")
 _TAGS = frozenset(("parent_run_id", "agent_id"))
@@ -392,13 +412,14 @@ _FAST: dict[type[EventBase], _Fast] = {
     ),
     Status: _fast(
         Status,
-        ("phase", "model", "detail", "resets_at"),
+        ("phase", "model", "detail", "resets_at", "approval"),
         lambda v: (
             type(p := v["phase"]) is str
             and p in _PHASES
             and _opt_str(v["model"])
             and _opt_str(v["detail"])
             and (v["resets_at"] is None or type(v["resets_at"]) is int)
+            and v["approval"] is None
         ),
     ),
     Cost: _fast(
@@ -431,9 +452,11 @@ _FAST: dict[type[EventBase], _Fast] = {
 }
 
 
-# ``status()`` never sets ``resets_at`` (the actor adds it to a rate-limit park): unset, as
-# validation of the same call would record it
-_FAST[Status] = _FAST[Status]._replace(fields_set=_FAST[Status].fields_set - {"resets_at"})
+# ``status()`` never sets ``resets_at`` (the actor adds it to a rate-limit park) nor ``approval``
+# (``waiting_approval()`` does, validated): unset, as validation of the same call would record it
+_FAST[Status] = _FAST[Status]._replace(
+    fields_set=_FAST[Status].fields_set - {"resets_at", "approval"}
+)
 
 
 def _build(cls: type[_E], values: dict[str, Any]) -> _E:
@@ -579,7 +602,21 @@ class EventFactory:
         self, phase: StatusPhase, *, model: str | None = None, detail: str | None = None
     ) -> Status:
         return self._emit(
-            Status, {"phase": phase, "model": model, "detail": detail, "resets_at": None}
+            Status,
+            {"phase": phase, "model": model, "detail": detail, "resets_at": None, "approval": None},
+        )
+
+    def waiting_approval(self, call: ApprovalCall, *, detail: str | None = None) -> Status:
+        """``status{waiting_approval}``: ``call`` waits for a person's decision."""
+        return self._emit(
+            Status,
+            {
+                "phase": "waiting_approval",
+                "model": None,
+                "detail": detail,
+                "resets_at": None,
+                "approval": call,
+            },
         )
 
     def rate_limited(self, detail: str, resets_at: int | None = None) -> Status:

@@ -4,7 +4,8 @@
 gap runs out, ``on_idle`` (typically ``adapter.abort``) is started in the background and never
 awaited (a wedged abort must not hang the consumer), and the stream goes on in the *grace*
 window: from then on every gap is bounded by ``grace_s`` (after an abort only a terminal is
-expected). A second expiry ends the stream. The timer is an idle reset, not a total budget.
+expected). A second expiry ends the stream. The timer is an idle reset, not a total budget;
+the consumer pauses it (``paused``) while the run waits for a person.
 
 The pending pull is never lost to a timeout: a cancel-safe source (one that sets
 ``cancel_safe = True``, like :class:`~orchestrator.queue.QueueEventStream`) is pulled directly,
@@ -25,6 +26,7 @@ Usage::
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, Self, TypeVar
@@ -70,6 +72,9 @@ class IdleGuard(Generic[T]):
         self._nursery = nursery
         self._idled = False
         self._ended = False
+        self.paused = False
+        """While True, a gap is unbounded: the source is waiting for a person (a tool call
+        waiting for approval), not silent. Set by the consumer."""
         self.idle_fired = trio.Event()
         """Set once ``on_idle`` has been started."""
         self._receive: trio.MemoryReceiveChannel[outcome.Outcome[T]] | None = None
@@ -163,6 +168,8 @@ class IdleGuard(Generic[T]):
     async def _wait_one(self) -> T:
         while True:
             window = self._grace_s if self._idled else self._idle_s
+            if self.paused and not self._idled:
+                window = math.inf
             with trio.move_on_after(window):
                 try:
                     return await self._pull()

@@ -33,6 +33,8 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, cast
 
+from pydantic import BaseModel
+
 from .events import RuntimeEvent, TextDelta
 
 __all__ = [
@@ -198,7 +200,7 @@ _TEXT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "text-delta": ("text",),
     "tool-call": ("input",),
     "tool-result": ("output",),
-    "status": ("detail", "model"),
+    "status": ("detail", "model", "approval"),
     "cost": (),
     "done": ("summary",),
     "error": ("message", "code"),
@@ -212,7 +214,12 @@ def redact_event(event: RuntimeEvent) -> RuntimeEvent:
         value = getattr(event, name)
         if value is None:
             continue
-        new = redact_text(value) if isinstance(value, str) else _redact_json(value)
+        if isinstance(value, str):
+            new = redact_text(value)
+        elif isinstance(value, BaseModel):  # a status's approval: the call's input
+            new = type(value).model_validate(_redact_json(value.model_dump()))
+        else:
+            new = _redact_json(value)
         if new != value:
             update[name] = new
     return event.model_copy(update=update) if update else event

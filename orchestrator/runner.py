@@ -43,6 +43,7 @@ from tiers import PromptTiers, assemble_tiers, date_stamp
 from ._endpoints import unreachable
 from .actor import EventSink, RunActor, RunOutcome
 from .adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from .approvals import APPROVALS_DB
 from .errors import (
     ConfigError,
     RingleaderError,
@@ -204,6 +205,9 @@ class Runner:
     """Where runs and resumable sessions are recorded (events go through ``sink``)."""
     governance: Governance | None = None
     """Budgets, estimates and breakers (shared by this runner's copies: one host ledger)."""
+    approvals: bool = False
+    """Tool calls that need approval wait for a person in the state directory's
+    :class:`~orchestrator.approvals.ApprovalBook` (else they are denied)."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
@@ -270,6 +274,7 @@ class Runner:
             env=task.env,
             resume_session_id=resume_id,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
+            approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -323,6 +328,7 @@ class Runner:
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
                         gov.check_start(adapter.id, caps, task.model, ledger)
+                    await _check_endpoint(endpoint, adapter.id)  # gone while backing off?
                     current = await adapter.start(
                         TaskHandle(task_id=task.task_id, team_id=task.team_id), opts
                     )
@@ -547,7 +553,7 @@ class Runner:
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
-                await _check_endpoint(self.registry, runtime)
+                await _check_endpoint(self.registry.endpoint(runtime), runtime)
                 handle = await adapter.start(
                     TaskHandle(task_id=task.task_id, team_id=task.team_id),
                     self._opts(task, session_key, "", home, resume_id),
@@ -761,10 +767,10 @@ async def recoverable_tasks(
     return found
 
 
-async def _check_endpoint(registry: RuntimeRegistry, runtime_id: str) -> None:
+async def _check_endpoint(endpoint: str | None, runtime_id: str) -> None:
     """Fail fast when the runtime's endpoint is on this machine and nothing listens there (a
     logged run ending in error, never retried: see :mod:`orchestrator._endpoints`)."""
-    why = await unreachable(registry.endpoint(runtime_id))
+    why = await unreachable(endpoint)
     if why is not None:
         raise RuntimeStartError(why, adapter=runtime_id)
 

@@ -19,8 +19,10 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   ``None`` for an unpriced model.
 * tools: the built-in workspace tools (:mod:`.workspace`, :mod:`.shell`) confined to the run's
   ``cwd``, behind a :class:`~.policy.PermissionPolicy` (default ``workspace-write``: files read
-  and written, ``bash`` asks, and asking without a ``permission_handler`` denies); the run's
-  ``child_tool_blocklist`` removes tools by name.
+  and written, ``bash`` asks, and asking without a ``permission_handler`` denies — unless the
+  run's ``StartOpts.approvals_db`` names an approval book, where the call waits for a person,
+  durably: :mod:`orchestrator.approvals`); the run's ``child_tool_blocklist`` removes tools by
+  name.
 * the app layer: ``app(glove, opts)`` (sync or async) defines hooks, skills and sub-agents on
   each run's Glove; skills in ``<cwd>/.claude/skills/<name>/SKILL.md`` (``skills_dir``) are
   loaded as content skills (``glove_read_skill`` plus ``/name`` directives); the built-in
@@ -29,7 +31,8 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   details, and a sub-agent's usage is rolled into the run's cumulative ``cost``.
 * MCP servers (``mcp_servers``): each run starts its own (stdio children, streamable-HTTP
   sessions) before its first turn and stops them when it ends (:mod:`.mcp`); their tools are
-  ``mcp__<server>__<tool>``. A server that cannot start fails the run (``error{fatal,
+  ``mcp__<server>__<tool>``, and a ``status`` detail says what is connected (``mcp: files (3
+  tools)``). A server that cannot start fails the run (``error{fatal,
   mcp_start_failed}``); one that dies mid-run is a non-fatal ``error{mcp_server_died}`` and its
   tools answer with an error result saying so.
 * display slots (``display=True``): each run gets a :class:`~.display.DisplayManager`; every
@@ -69,6 +72,7 @@ from orchestrator.adapter import (
     StartOpts,
     TaskHandle,
 )
+from orchestrator.approvals import ApprovalBook
 from orchestrator.errors import (
     ConfigError,
     McpServerDiedError,
@@ -417,6 +421,11 @@ class NativeAdapter(AdapterBase):
             self.spawn(self._fail_early, emitter, session_id, exc)
             return emitter.handle
         display = DisplayManager() if self._display else None
+        handler = self._permission_handler
+        if handler is None and opts.approvals_db:
+            handler = ApprovalBook(opts.approvals_db).handler(
+                runtime_id=self.id, agent_id=opts.agent_id, session_key=opts.session_key
+            )
         glove = Glove(
             model=model,
             store=self._store(opts, session_id),
@@ -424,8 +433,9 @@ class NativeAdapter(AdapterBase):
             system_prompt=self._system_prompt,
             compaction_config=self._compaction
             or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
-            permission_handler=self._permission_handler,
+            permission_handler=handler,
             builtin_tools=self._builtin_tools,
+            unhandled_approval="deny",
             loop_config=self._loop_config,
         )
         for tool in self._tool_list(opts):
@@ -499,6 +509,7 @@ class NativeAdapter(AdapterBase):
         ) as hub:
             for tool in self._allowed(opts, hub.tools):
                 run.glove.add_tool(tool)
+            await emitter.publish([emitter.factory.status("running", detail=hub.describe())])
             yield
 
     def _skills_root(self, opts: StartOpts) -> Path | None:

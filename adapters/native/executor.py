@@ -9,8 +9,11 @@ Per call, in order (Glove's steps, with the Part C decisions):
    with ``jsonschema``); a compact error naming each field (C#10);
 4. permission, on the *validated* input, fail-closed (C#21): the tool's policy verdict
    (:mod:`.policy`) ``deny`` denies, ``allow`` runs, ``ask`` consults the store and the approval
-   handler; a store without the permissions capability, or an ``unset`` decision with no
-   approval handler, denies;
+   handler (the request's, else the executor's; :mod:`orchestrator.approvals`), which may
+   approve (with an edited input, validated again), or reject with a message the model sees; a
+   store without the permissions capability denies; an ``unset`` decision with no handler raises
+   :class:`~orchestrator.errors.ToolApprovalRequiredError` (``unhandled="raise"``, the library
+   default) or denies (``unhandled="deny"``, the adapter's);
 5. run, with a per-tool timeout (C#16), retries for ``idempotent`` tools with backoff (C#15), and
    ``un_abortable`` tools shielded from a cancel for a grace period (C#42).
 
@@ -26,34 +29,41 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import trio
 from pydantic import BaseModel, ValidationError
 
+from orchestrator.approvals import (
+    ApprovalDecision,
+    ApprovalHandler,
+    ApprovalRequest,
+    RecordingHandler,
+    as_decision,
+)
+from orchestrator.errors import ToolApprovalRequiredError
+
 from .cancel import CancelToken
 from .lifecycle import Lifecycle, RunStopped
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store
-from .subscriber import NotifyFn, ToolUseResult
+from .subscriber import ApprovalRequested, NotifyFn, ToolUseResult
 from .tools import Tool, ToolContext, ToolInputError, format_validation_error, normalize_result
 
-__all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch"]
+__all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch", "Unhandled"]
 
 _log = logging.getLogger(__name__)
 
 
-@attrs.frozen
-class PermissionRequest:
-    tool_name: str
-    tool_input: Any
-    call_id: str
-
-
-PermissionHandler = Callable[[PermissionRequest], Awaitable[bool]]
+PermissionRequest = ApprovalRequest
+"""The request an approval handler gets (the older name of
+:class:`orchestrator.approvals.ApprovalRequest`)."""
+PermissionHandler: TypeAlias = ApprovalHandler
+Unhandled: TypeAlias = Literal["raise", "deny"]
+"""What an ``ask`` with no approval handler does (see the module docstring)."""
 
 
 @attrs.define
@@ -102,12 +112,14 @@ class Executor:
         max_concurrency: int = 8,
         permission_handler: PermissionHandler | None = None,
         retry_backoff_s: float = 0.2,
+        unhandled: Unhandled = "raise",
     ) -> None:
         self.store = store
         self.notify = notify
         self.max_retries = max_retries
         self.limiter = trio.CapacityLimiter(max_concurrency)
         self.permission_handler = permission_handler
+        self.unhandled: Unhandled = unhandled
         self.retry_backoff_s = retry_backoff_s
         self._tools: dict[str, Tool[Any]] = {}
         self._by_lower: dict[str, Tool[Any]] = {}
@@ -149,10 +161,14 @@ class Executor:
         token: CancelToken,
         session: str = "",
         hooks: Lifecycle | None = None,
+        *,
+        approvals: ApprovalHandler | None = None,
     ) -> None:
-        """Fill ``batch.results`` (call order). Raises ``Cancelled`` on a cancel, batch partial,
-        and :class:`~.lifecycle.RunStopped` when a tool hook stops the run (the calls not
-        started are left open for the loop to close)."""
+        """Fill ``batch.results`` (call order); ``approvals`` overrides the executor's approval
+        handler for this batch. Raises ``Cancelled`` on a cancel, batch partial,
+        :class:`~.lifecycle.RunStopped` when a tool hook stops the run (the calls not started
+        are left open for the loop to close), and ``ToolApprovalRequiredError``."""
+        run = _Run(token, session, hooks, approvals or self.permission_handler)
         calls = batch.calls
         i = 0
         while i < len(calls):
@@ -167,26 +183,25 @@ class Executor:
                         break
                     j += 1
             if j - i == 1:
-                await self._run_and_record(batch, i, token, session, hooks)
+                await self._run_and_record(batch, i, run)
             else:
-                await self._run_group(batch, range(i, j), token, session, hooks)
+                await self._run_group(batch, range(i, j), run)
             i = j
         if batch.stop is not None:
             raise batch.stop
 
-    async def _run_group(
-        self,
-        batch: ToolBatch,
-        indices: range,
-        token: CancelToken,
-        session: str,
-        hooks: Lifecycle | None,
-    ) -> None:
+    async def _run_group(self, batch: ToolBatch, indices: range, run: _Run) -> None:
         failed: list[int] = []
+        unapproved: list[ToolApprovalRequiredError] = []
 
         async def one(index: int) -> None:
             async with self.limiter:
-                result = await self._run_and_record(batch, index, token, session, hooks)
+                try:
+                    result = await self._run_and_record(batch, index, run)
+                except ToolApprovalRequiredError as exc:
+                    unapproved.append(exc)
+                    nursery.cancel_scope.cancel()
+                    return
             if batch.stop is not None:
                 nursery.cancel_scope.cancel()  # siblings stay open: the loop closes them
             elif result.result.error_kind == "failed":
@@ -196,6 +211,8 @@ class Executor:
         async with trio.open_nursery() as nursery:
             for index in indices:
                 nursery.start_soon(one, index)
+        if unapproved:
+            raise unapproved[0]
         if failed and batch.stop is None:
             culprit = batch.calls[failed[0]]
             for index in indices:
@@ -212,21 +229,14 @@ class Executor:
                     batch.notified[index] = True
                     await self._notify(res)
 
-    async def _run_and_record(
-        self,
-        batch: ToolBatch,
-        index: int,
-        token: CancelToken,
-        session: str,
-        hooks: Lifecycle | None = None,
-    ) -> ToolResult:
+    async def _run_and_record(self, batch: ToolBatch, index: int, run: _Run) -> ToolResult:
         call = batch.calls[index]
         began = trio.current_time()
-        if hooks is None:
-            data = await self._run_one(call, token, session)
+        if run.hooks is None:
+            data = await self._run_one(call, run)
         else:
             try:
-                data = await self._run_hooked(call, token, session, hooks)
+                data = await self._run_hooked(call, run, run.hooks)
             except RunStopped as stop:
                 batch.stop = stop
                 data = stop.result or _aborted(
@@ -250,9 +260,7 @@ class Executor:
             )
         )
 
-    async def _run_hooked(
-        self, call: ToolCall, token: CancelToken, session: str, hooks: Lifecycle
-    ) -> ToolResultData:
+    async def _run_hooked(self, call: ToolCall, run: _Run, hooks: Lifecycle) -> ToolResultData:
         """``on_tool_call`` (rewrite, skip, answer, stop), the call, then ``on_tool_result`` /
         ``on_tool_error`` (replace, stop) — :mod:`.lifecycle`."""
         args = await hooks.before_tool(call)
@@ -260,13 +268,13 @@ class Executor:
             data = args
             args = call.input_args
         elif args is call.input_args:
-            data = await self._run_one(call, token, session)
+            data = await self._run_one(call, run)
         else:
             rewritten = call.model_copy(update={"input_args": args, "parse_error": None})
-            data = await self._run_one(rewritten, token, session)
+            data = await self._run_one(rewritten, run)
         return await hooks.after_tool(call, args, data)
 
-    async def _run_one(self, call: ToolCall, token: CancelToken, session: str) -> ToolResultData:
+    async def _run_one(self, call: ToolCall, run: _Run) -> ToolResultData:
         tool = self.lookup(call.tool_name)
         if tool is None:
             return _error(self.unknown_tool_message(call.tool_name), "not_found")
@@ -288,14 +296,20 @@ class Executor:
                 "denied",
             )
         if decision == "ask":
-            denial = await self._check_permission(tool, value, call)
-            if denial is not None:
-                return denial
-        return await self._run_with_retries(tool, value, call, token, session)
+            verdict = await self._check_permission(tool, value, call, run)
+            if isinstance(verdict, ToolResultData):
+                return verdict
+            if verdict is not None:  # approved with an edited input: validated like the model's
+                try:
+                    value = tool.validate(dict(verdict))
+                except (ValidationError, ToolInputError, TypeError) as exc:
+                    return _error(format_validation_error(tool.name, exc), "invalid_input")
+        return await self._run_with_retries(tool, value, call, run.token, run.session)
 
     async def _check_permission(
-        self, tool: Tool[Any], value: Any, call: ToolCall
-    ) -> ToolResultData | None:
+        self, tool: Tool[Any], value: Any, call: ToolCall, run: _Run
+    ) -> ToolResultData | Mapping[str, Any] | None:
+        """``None`` to run as is, an edited input to run with, or the result that denies."""
         store = self.store
         if not store.capabilities.permissions:
             return _error(
@@ -305,17 +319,26 @@ class Executor:
         key_input = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         status = await store.get_permission(tool.name, key_input)
         if status == "unset":
-            if self.permission_handler is None:
+            request = ApprovalRequest(tool.name, key_input, call.id, run.session)
+            if run.handler is None:
+                if self.unhandled == "raise":
+                    raise ToolApprovalRequiredError(
+                        f'tool "{tool.name}" needs approval and no approval handler is configured',
+                        request=request,
+                    )
                 return _error(
                     f'Permission denied for tool "{tool.name}": it needs approval and no '
                     "approval handler is configured.",
                     "denied",
                 )
-            granted = bool(
-                await self.permission_handler(PermissionRequest(tool.name, key_input, call.id))
-            )
-            status = "granted" if granted else "denied"
-            await store.set_permission(tool.name, status, key_input)
+            if isinstance(run.handler, RecordingHandler):  # decidable before it is announced
+                await run.handler.record(request)
+            await self.notify(ApprovalRequested(request))
+            decision = as_decision(await run.handler(request))
+            if decision.input is None:  # only a plain decision is remembered for this input
+                status = "granted" if decision.approved else "denied"
+                await store.set_permission(tool.name, status, key_input)
+            return _apply(decision)
         if status == "granted":
             return None
         return _error(
@@ -375,6 +398,22 @@ class Executor:
 
 
 _NOTHING: Any = object()
+
+
+@attrs.frozen
+class _Run:
+    """What every call of one ``execute`` shares."""
+
+    token: CancelToken
+    session: str
+    hooks: Lifecycle | None
+    handler: ApprovalHandler | None
+
+
+def _apply(decision: ApprovalDecision) -> ToolResultData | Mapping[str, Any] | None:
+    if not decision.approved:
+        return _error(decision.rejection_text(), "denied")
+    return decision.input
 
 
 def _error(message: str, kind: ToolErrorKind) -> ToolResultData:

@@ -30,12 +30,13 @@ from typing import Any, Self, TypeVar
 import attrs
 from pydantic import BaseModel
 
+from orchestrator.approvals import ApprovalHandler
 from tiers import AssembledPrompt, PromptTiers, assemble_tiers
 
 from .cancel import CancelToken
 from .compaction import CompactionConfig
 from .display import DisplayManager
-from .executor import Executor, PermissionHandler, PermissionRequest
+from .executor import Executor, PermissionHandler, PermissionRequest, Unhandled
 from .extensions import (
     Extensions,
     HookHandler,
@@ -76,6 +77,7 @@ class Glove:
         permission_handler: PermissionHandler | None = None,
         loop_config: LoopConfig | None = None,
         builtin_tools: bool = True,
+        unhandled_approval: Unhandled = "raise",
     ) -> None:
         self._model = model
         self._store: Store = store or MemoryStore()
@@ -89,6 +91,7 @@ class Glove:
         self._max_retries = max_retries
         self._max_concurrency = max_concurrency
         self._permission_handler = permission_handler
+        self._unhandled: Unhandled = unhandled_approval
         self._tools: list[Tool[Any]] = []
         self._built = False
         self._busy = False
@@ -108,6 +111,7 @@ class Glove:
             max_retries=self._max_retries,
             max_concurrency=self._max_concurrency,
             permission_handler=handler,
+            unhandled=self._unhandled,
         )
         executor.context_extras = {"display": self._display, "glove": self}
         for t in self._tools:
@@ -279,13 +283,17 @@ class Glove:
         return self._busy
 
     async def process_request(
-        self, request: str | Sequence[ContentPart], cancel: CancelToken | None = None
+        self,
+        request: str | Sequence[ContentPart],
+        cancel: CancelToken | None = None,
+        approvals: ApprovalHandler | None = None,
     ) -> AskResult:
         """Run the directives (hooks, skills), append the user message and run the loop until
-        text only, the cap, or a cancel. A hook's ``short_circuit`` answers without the model."""
+        text only, the cap, or a cancel. A hook's ``short_circuit`` answers without the model.
+        ``approvals`` overrides the Glove's approval handler for this request."""
         message = _user_message(request)
         if not self._ext.parses:
-            return await self._run(message, cancel)
+            return await self._run(message, cancel, approvals)
         if not self._built:
             raise RuntimeError("Call build() before process_request()")
         if self._busy:
@@ -299,7 +307,7 @@ class Glove:
                 return AskResult("aborted", "", None, TokenCounter(), 0)
             short = prepared.short_circuit
             if short is None:
-                return await self._agent.ask(prepared.message, token)
+                return await self._agent.ask(prepared.message, token, approvals)
             replies = (short.message,) if short.message is not None else ()
             if short.response is not None:
                 replies = (short.response.to_message(),)
@@ -312,22 +320,29 @@ class Glove:
         finally:
             self._busy = False
 
-    async def continue_request(self, cancel: CancelToken | None = None) -> AskResult:
+    async def continue_request(
+        self, cancel: CancelToken | None = None, approvals: ApprovalHandler | None = None
+    ) -> AskResult:
         """Run the loop again on queued steers only (no new user message)."""
-        return await self._run(None, cancel)
+        return await self._run(None, cancel, approvals)
 
     async def compact(self) -> Message:
         """Force a compaction now (between requests)."""
         return await self._agent.compact()
 
-    async def _run(self, message: Message | None, cancel: CancelToken | None) -> AskResult:
+    async def _run(
+        self,
+        message: Message | None,
+        cancel: CancelToken | None,
+        approvals: ApprovalHandler | None = None,
+    ) -> AskResult:
         if not self._built:
             raise RuntimeError("Call build() before process_request()")
         if self._busy:
             raise SessionBusyError(f"a request is already running on {self._store.identifier}")
         self._busy = True
         try:
-            return await self._agent.ask(message, cancel)
+            return await self._agent.ask(message, cancel, approvals)
         finally:
             self._busy = False
 

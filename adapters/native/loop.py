@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 import attrs
 import trio
 
+from orchestrator.approvals import ApprovalHandler
 from orchestrator.errors import OutputValidationError
 
 from .cancel import CancelToken
@@ -172,14 +173,21 @@ class Agent:
 
     # -- the loop ------------------------------------------------------------------------------
 
-    async def ask(self, message: Message | None, token: CancelToken | None = None) -> AskResult:
-        """Run one request (``message=None`` continues with queued steers only)."""
+    async def ask(
+        self,
+        message: Message | None,
+        token: CancelToken | None = None,
+        approvals: ApprovalHandler | None = None,
+    ) -> AskResult:
+        """Run one request (``message=None`` continues with queued steers only); ``approvals``
+        overrides the executor's approval handler for this request."""
         token = token or CancelToken()
         store = self.store
-        state = _AskState()
+        state = _AskState(approvals=approvals)
         life = self.lifecycle
         with token.scope() as scope:
             try:
+                await self._finish_pending_calls(token, state)
                 reminder = await self._inbox_prelude()
                 await self._maybe_compact(token, state)
                 if life.has("on_run_start"):
@@ -291,7 +299,11 @@ class Agent:
             batch = state.open_batch
             assert batch is not None
             await executor.execute(
-                batch, token, store.identifier, life if life.tool_hooks else None
+                batch,
+                token,
+                store.identifier,
+                life if life.tool_hooks else None,
+                approvals=state.approvals,
             )
             await store.append_messages(
                 (Message(sender="user", text="tool results", tool_results=tuple(batch.done())),)
@@ -356,6 +368,32 @@ class Agent:
                     delay = random.uniform(0, min(cfg.retry_max_s, cfg.retry_base_s * 2**attempt))
                 await self.notify(RetryEvent(attempt, delay, f"{err.code}: {err}"))
                 await trio.sleep(delay)
+
+    async def _finish_pending_calls(self, token: CancelToken, state: _AskState) -> None:
+        """A session that ended while its last reply's tool calls ran (its process exited while
+        one waited for an approval) gets them run now — a durable approval handler answers from
+        its record — and their results stored, before anything is appended after them."""
+        history = await self.store.get_context_messages()
+        last = history[-1] if history else None
+        if last is None or last.sender != "agent" or not last.tool_calls:
+            return
+        state.open_batch = ToolBatch(last.tool_calls)
+        life = self.lifecycle
+        await self.executor.execute(
+            state.open_batch,
+            token,
+            self.store.identifier,
+            life if life.tool_hooks else None,
+            approvals=state.approvals,
+        )
+        await self.store.append_messages(
+            (
+                Message(
+                    sender="user", text="tool results", tool_results=tuple(state.open_batch.done())
+                ),
+            )
+        )
+        state.open_batch = None
 
     async def _count_dropped(self, response: ModelResponse, state: _AskState) -> None:
         """Count the usage of a reply a hook stopped on (it is not stored)."""
@@ -471,6 +509,7 @@ class _AskState:
     usage: TokenCounter = attrs.field(factory=TokenCounter)
     turns: int = 0
     open_batch: ToolBatch | None = None
+    approvals: ApprovalHandler | None = None
     output: Any = None
     output_failures: int = 0
     cancel_reason: str | None = None

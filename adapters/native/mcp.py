@@ -139,6 +139,7 @@ def mcp_tool_name(server: str, tool: str) -> str:
 class _Connection(Protocol):
     server: McpServer
     died: McpServerDiedError | None
+    tools: tuple[Any, ...]
 
 
 @attrs.define(eq=False)
@@ -153,6 +154,14 @@ class McpHub:
     @property
     def servers(self) -> list[str]:
         return [c.server.name for c in self._connections]
+
+    def describe(self) -> str:
+        """``mcp: files (3 tools), search (1 tool)`` — what the run is connected to."""
+        parts = [
+            f"{c.server.name} ({len(c.tools)} tool{'' if len(c.tools) == 1 else 's'})"
+            for c in self._connections
+        ]
+        return "mcp: " + ", ".join(parts)
 
     def died(self, server: str) -> McpServerDiedError | None:
         """Why ``server`` is gone (``None`` while it is alive)."""

@@ -8,17 +8,19 @@ and applied steers → ``status``; a lifecycle hook's action (``hook_action``) a
 retry (``output_retry``) → ``status`` details; the app layer's ``hook_invoked``, ``skill_invoked`` and the
 ``subagent_invoked`` / ``subagent_completed`` brackets → ``status`` details (a sub-agent's own
 events travel in the parent's stream between its brackets, and its usage adds to the parent's
-cumulative ``cost``). Returns ``None`` for an event type it does not know, so the
+cumulative ``cost``); ``approval_requested`` → ``status{waiting_approval}`` carrying the call.
+Returns ``None`` for an event type it does not know, so the
 adapter can count and surface it.
 """
 
 from __future__ import annotations
 
-from orchestrator.events import EventFactory, RuntimeEvent, Usage
+from orchestrator.events import ApprovalCall, EventFactory, RuntimeEvent, Usage
 
 from .messages import format_tool_result_content
 from .pricing import PriceTable
 from .subscriber import (
+    ApprovalRequested,
     CompactionEnd,
     CompactionStart,
     HookActionEvent,
@@ -112,6 +114,16 @@ def normalize_event(
                     detail=f"subagent_completed: {event.name} ({event.status}){tail}",
                 )
             ]
+        case ApprovalRequested():
+            r = event.request
+            call = ApprovalCall(
+                id=r.id,
+                tool_call_id=r.call_id,
+                name=r.tool_name,
+                input=r.tool_input,
+                reason=r.reason,
+            )
+            return [make.waiting_approval(call, detail=f"approval {r.id}: {r.tool_name}")]
         case HookActionEvent():
             return [
                 make.status(

@@ -17,9 +17,12 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
+from orchestrator.approvals import ApprovalRequest
+
 from .messages import Message, TokenCounter, ToolCall, ToolResultData
 
 __all__ = [
+    "ApprovalRequested",
     "CompactionEnd",
     "CompactionStart",
     "HookActionEvent",
@@ -173,6 +176,14 @@ class SubagentCompleted:
 
 
 @attrs.frozen
+class ApprovalRequested:
+    """A tool call now waits for an approval handler's decision."""
+
+    request: ApprovalRequest
+    type: Literal["approval_requested"] = "approval_requested"
+
+
+@attrs.frozen
 class HookActionEvent:
     """A lifecycle hook changed the run's course (:mod:`.lifecycle`): ``point`` is the hook
     point, ``action`` one of ``stop``, ``skip``, ``rewrite_input``, ``replace_result``."""
@@ -215,6 +226,7 @@ SubscriberEvent: TypeAlias = (
     | SkillInvoked
     | SubagentInvoked
     | SubagentCompleted
+    | ApprovalRequested
     | HookActionEvent
     | OutputRetryEvent
     | UnknownEvent

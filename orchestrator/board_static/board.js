@@ -129,7 +129,7 @@ async function pollApprovals() {
   if (!hosting) return;
   try {
     const list = await getJSON("/approvals");
-    const next = new Set(list.map((a) => a.id));
+    const next = new Set(list.map((a) => a.callId));
     const changed = next.size !== pending.size || [...next].some((id) => !pending.has(id));
     pending = next;
     if (changed) {
@@ -168,7 +168,7 @@ async function main() {
     cards.set(c.runKey, c);
     render(c);
   }
-  pending = new Set(snap.approvals.map((a) => a.id));
+  pending = new Set(snap.approvals.map((a) => a.callId));
   counts();
   setupTaskForm(snap.runtimes);
   document.body.dataset.lastId = String(snap.cursor);

@@ -202,7 +202,8 @@ export function applyEvent(card, ev) {
 }
 
 export function columnOf(card, pendingIds) {
-  if (card.column === "running" && card.openToolCalls.some((id) => pendingIds.has(id))) {
+  const asked = card.phase === "waiting_approval" || card.openToolCalls.some((id) => pendingIds.has(id));
+  if (card.column === "running" && asked) {
     return "waiting";
   }
   return card.column;

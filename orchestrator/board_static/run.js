@@ -193,7 +193,7 @@ async function loadMeta() {
 async function pollApprovals() {
   if (!hosting) return;
   try {
-    const list = (await getJSON("/approvals")).filter((a) => card.openToolCalls.includes(a.id));
+    const list = (await getJSON("/approvals")).filter((a) => card.openToolCalls.includes(a.callId));
     const ids = new Set(list.map((a) => a.id));
     if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
     pending = ids;

@@ -191,3 +191,36 @@ def write_script(tmp_path: Path, name: str, frames: list[Any]) -> Path:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+def native_turns(*turns: dict[str, Any]) -> dict[str, Any]:
+    """A model-server script of one conversation with ``turns``."""
+    return {"conversations": [{"name": "native", "turns": list(turns)}]}
+
+
+def start_native_model(
+    tmp_path: Path, env: dict[str, str], script: dict[str, Any]
+) -> tuple[subprocess.Popen[str], Path]:
+    """A scripted model server (a child) playing ``script``, and a config file pointing the
+    native runtime at it; ``stop`` the process when done."""
+    model_script = tmp_path / "model.json"
+    model_script.write_text(json.dumps(script))
+    model = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "orchestrator.cli", "model-server"),
+            *("--script", str(model_script), "--port", "0"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    config = tmp_path / "ringleader.toml"
+    config.write_text(
+        "[runtimes.native]\n"
+        f'base_url = "{first_line(model)}"\n'
+        'api_key_env = "RINGLEADER_MODEL_SERVER_KEY"\n'
+        'provider = "anthropic"\n'
+        'model = "claude-haiku-4-5"\n'
+    )
+    return model, config

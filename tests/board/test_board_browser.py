@@ -15,7 +15,15 @@ from typing import Any
 import httpx2
 import pytest
 
-from .conftest import Served, first_line, scripted_frames, stop, write_script
+from .conftest import (
+    Served,
+    first_line,
+    native_turns,
+    scripted_frames,
+    start_native_model,
+    stop,
+    write_script,
+)
 
 TIMEOUT_MS = 30_000
 INJECTED = "<script>window.__pwned = 1</script><img src=x onerror=window.__pwned=2>"
@@ -267,53 +275,18 @@ def test_an_approval_request_waits_on_the_board_and_is_answered_from_the_run_pag
 ) -> None:
     """The native runtime asks before ``bash`` (its default policy); ``serve`` routes the
     question to the board: the card waits in its column until Allow is clicked."""
-    model_script = tmp_path / "model.json"
-    model_script.write_text(
-        json.dumps(
+    model, config = start_native_model(
+        tmp_path,
+        board_env,
+        native_turns(
             {
-                "conversations": [
-                    {
-                        "name": "approve",
-                        "turns": [
-                            {
-                                "text": "I need to run a command.",
-                                "tool_calls": [
-                                    {"name": "bash", "input": {"command": "echo approved-ok"}}
-                                ],
-                            },
-                            {"text": "Done after approval."},
-                        ],
-                    }
-                ]
-            }
-        )
-    )
-    model = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator.cli",
-            "model-server",
-            "--script",
-            str(model_script),
-            "--port",
-            "0",
-        ],
-        env=board_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+                "text": "I need to run a command.",
+                "tool_calls": [{"name": "bash", "input": {"command": "echo approved-ok"}}],
+            },
+            {"text": "Done after approval."},
+        ),
     )
     try:
-        model_url = first_line(model)
-        config = tmp_path / "ringleader.toml"
-        config.write_text(
-            "[runtimes.native]\n"
-            f'base_url = "{model_url}"\n'
-            'api_key_env = "RINGLEADER_MODEL_SERVER_KEY"\n'
-            'provider = "anthropic"\n'
-            'model = "claude-haiku-4-5"\n'
-        )
         server = Served(tmp_path, board_env, config)
         server.start()
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import signal
@@ -12,7 +13,14 @@ from pathlib import Path
 
 import httpx2
 
-from .conftest import Served, scripted_frames, stop, write_script
+from .conftest import (
+    Served,
+    native_turns,
+    scripted_frames,
+    start_native_model,
+    stop,
+    write_script,
+)
 
 
 def test_run_board_prints_its_url_and_aborts_from_it(
@@ -147,3 +155,90 @@ def test_with_a_token_every_read_and_action_needs_it_and_no_page_shows_it(
         assert httpx2.post(server.url + "/tasks", json=body, headers=bearer).status_code == 201
     finally:
         server.close()
+
+
+def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    """One approval mechanism: the native run hosted by ``serve`` waits in the approval book;
+    ``ringleader approvals`` (another process) lists what ``GET /approvals`` lists, and
+    ``POST /approve`` decides it (a denial's message is what the model sees)."""
+    model, config = start_native_model(
+        tmp_path,
+        board_env,
+        native_turns(
+            {
+                "text": "I need to run a command.",
+                "tool_calls": [{"name": "bash", "input": {"command": "touch nope.txt"}}],
+            },
+            {"text": "Understood, not running it."},
+        ),
+    )
+    try:
+        server = Served(tmp_path, board_env, config)
+        server.start()
+        try:
+            page = httpx2.get(server.url + "/", timeout=60).text
+            token = page.split('ringleader-action-token" content="')[1].split('"')[0]
+            bearer = {"authorization": f"Bearer {token}"}
+            answer = httpx2.post(
+                server.url + "/tasks",
+                json={"prompt": "touch it", "runtime": "native"},
+                headers=bearer,
+                timeout=60,
+            )
+            assert answer.status_code == 201, answer.text
+            pending: list[dict[str, object]] = []
+            for _ in range(600):
+                pending = httpx2.get(server.url + "/approvals", timeout=60).json()
+                if pending:
+                    break
+                threading.Event().wait(0.1)
+            [item] = pending
+            assert item["tool"] == "bash" and item["waiting"] is True
+            listed = subprocess.run(
+                [sys.executable, "-m", "orchestrator.cli", "approvals", "--json"],
+                env=board_env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert [json.loads(line)["id"] for line in listed.stdout.splitlines()] == [item["id"]]
+            cards = httpx2.get(server.url + "/board", timeout=60).json()["cards"]
+            assert [c["phase"] for c in cards] == ["waiting_approval"]
+            decided = httpx2.post(
+                server.url + "/approve",
+                json={"id": item["id"], "allow": False, "message": "not in this repo"},
+                headers=bearer,
+                timeout=60,
+            )
+            assert decided.status_code == 202, decided.text
+            for _ in range(600):
+                cards = httpx2.get(server.url + "/board", timeout=60).json()["cards"]
+                if cards[0]["column"] == "done":
+                    break
+                threading.Event().wait(0.1)
+            assert cards[0]["column"] == "done"
+            assert httpx2.get(server.url + "/approvals", timeout=60).json() == []
+            again = httpx2.post(
+                server.url + "/approve",
+                json={"id": item["id"], "allow": True},
+                headers=bearer,
+                timeout=60,
+            )
+            assert again.status_code == 404 and "not pending" in again.json()["error"]
+        finally:
+            server.close()
+    finally:
+        stop(model)
+    replay = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "replay", "last", "--json"],
+        env=board_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    results = [json.loads(x) for x in replay.stdout.splitlines() if '"tool-result"' in x]
+    # the model sees the message as the (error) result, like every denial
+    assert [(r["isError"], r["output"]) for r in results] == [(True, "Error: not in this repo")]
+    assert not (tmp_path / "nope.txt").exists()

@@ -20,7 +20,7 @@ from orchestrator.board import (
 )
 from orchestrator.board_server import read_board
 from orchestrator.eventlog import EventLog, LoggedEvent
-from orchestrator.events import EventFactory, RuntimeEvent, Usage
+from orchestrator.events import ApprovalCall, EventFactory, RuntimeEvent, Usage
 
 ENDINGS = ("success", "max_turns", "aborted", "error", "interrupted", "start-failed")
 EXPECTED = {
@@ -143,6 +143,15 @@ def test_a_pending_approval_puts_a_running_card_in_waiting() -> None:
     assert column_of(card, {"other"}) == "running"
     done = project("k", [make.tool_result("c1", "x"), *make.finish("success")])
     assert column_of(done, {"c1"}) == "done"
+
+
+def test_a_waiting_approval_status_puts_a_running_card_in_waiting_until_the_call_goes_on() -> None:
+    make = EventFactory(run_id="r")
+    call = ApprovalCall(id="ap-1", tool_call_id="c1", name="bash", input={"command": "ls"})
+    card = project("k", [make.tool_call("c1", "bash", {"command": "ls"})])
+    card = apply(card, make.waiting_approval(call))
+    assert column_of(card) == "waiting"  # from the event itself: runs of any process
+    assert column_of(apply(card, make.tool_result("c1", "x"))) == "running"
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -25,6 +25,7 @@ from orchestrator import (
     TaskSpec,
 )
 from orchestrator._endpoints import loopback_address, name_endpoint, unreachable
+from orchestrator.errors import RuntimeStartError
 
 TASK = TaskSpec(task_id="t1", title="say hi")
 
@@ -153,3 +154,33 @@ async def test_a_refusal_mid_run_names_the_endpoint_and_is_not_retried(
     errors = [e for e in record["events"] if isinstance(e, ErrorEvent)]
     assert [e.message for e in errors] == [f"API Error: Connection refused (endpoint: {listening})"]
     assert record["starts"] == 1 and record["retries"] == []
+
+
+async def test_an_endpoint_gone_before_a_retry_fails_it_at_once(tmp_path: Path) -> None:
+    # the first attempt fails transiently (before any output) and the server goes away while
+    # the supervisor backs off: the retry does not start the runtime (no reconnect loop of its
+    # own), it fails at once naming the URL, and nothing further is retried
+    (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    url = f"http://127.0.0.1:{listener.socket.getsockname()[1]}"
+    frames = [
+        {"type": "init", "sessionId": "s"},
+        {"type": "result", "ok": False, "errorMessage": "overloaded", "errorCode": "overloaded"},
+    ]
+    runner, record = runner_for(frames, url, tmp_path)
+    on_retry = runner.on_retry
+
+    def close_then_notice(notice: Any) -> None:
+        listener.socket.close()  # the server is gone by the time the retry starts
+        assert on_retry is not None
+        on_retry(notice)
+
+    runner.on_retry = close_then_notice
+    with pytest.raises(RuntimeStartError, match=f"cannot reach {url}: connection refused"):
+        await runner.run_task("x", TASK)
+    assert record["starts"] == 1
+    assert [str(n) for n in record["retries"]] == ["attempt 2/4: overloaded: overloaded"]
+    errors = [e for e in record["events"] if isinstance(e, ErrorEvent)]
+    assert (
+        errors[-1].message == f"scripted could not start: cannot reach {url}: connection refused "
+        "(nothing listens there)"
+    )

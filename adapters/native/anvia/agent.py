@@ -46,6 +46,7 @@ from adapters.native.stores.memory import MemoryStore
 from adapters.native.structured import OutputSchema, OutputSpec, as_output_schema
 from adapters.native.subscriber import discard
 from adapters.native.tools import Tool, ToolContext, ToolDefinition
+from orchestrator.approvals import ApprovalHandler
 from orchestrator.errors import (
     AgentOptionsError,
     ConfigError,
@@ -141,6 +142,10 @@ class AnviaAgent:
     skills: SkillSet | None = None
     memory: AgentMemory | None = None
     save_policy: SavePolicy = attrs.field(default="message", validator=_save_policy)
+    approvals: ApprovalHandler | None = None
+    """Decides tool calls that need approval (``AgentBuilder.approvals``); a request's
+    ``approvals(...)`` overrides it; with neither such a call raises
+    :class:`~orchestrator.errors.ToolApprovalRequiredError` (:mod:`orchestrator.approvals`)."""
     hooks: tuple[LifecycleHooks, ...] = attrs.field(default=(), converter=tuple)
     """Lifecycle hooks of every run (:mod:`adapters.native.lifecycle`); a request's
     ``with_hook`` replaces them. A hook's ``StopRun`` ends the run in PromptCancelledError."""
@@ -303,7 +308,7 @@ class AnviaAgent:
         except json.JSONDecodeError as exc:
             value, parse_error = args, str(exc)
         call_id = context.call_id if context is not None else "call_tool"
-        executor = Executor(MemoryStore(), discard)
+        executor = Executor(MemoryStore(), discard, permission_handler=self.approvals)
         executor.register(tool)
         if context is not None:
             executor.context_extras = {"run": context.run}

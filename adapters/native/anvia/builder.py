@@ -13,6 +13,7 @@ from adapters.native.mcp import McpServer
 from adapters.native.models.base import ModelAdapter, ToolChoice
 from adapters.native.structured import OutputSpec
 from adapters.native.tools import Tool
+from orchestrator.approvals import ApprovalHandler
 
 from .agent import AnviaAgent
 from .memory import AgentMemory, SavePolicy
@@ -120,6 +121,10 @@ class AgentBuilder:
     def memory(self, store: AgentMemory, *, save_policy: SavePolicy = "message") -> Self:
         self._set("memory", store)
         return self._set("save_policy", save_policy)
+
+    def approvals(self, handler: ApprovalHandler) -> Self:
+        """Decide tool approvals with ``handler`` (a request's ``approvals`` overrides it)."""
+        return self._set("approvals", handler)
 
     def build(self) -> AnviaAgent:
         return AnviaAgent(

@@ -46,6 +46,7 @@ from adapters.native.subscriber import (
     ToolUseResult,
     TurnStart,
 )
+from orchestrator.approvals import ApprovalHandler
 from orchestrator.errors import (
     AgentOptionsError,
     MaxTurnsError,
@@ -118,6 +119,7 @@ class AgentRequest:
         self._token = CancelToken()
         self._cancel_reason: str | None = None
         self._steers: list[str] = []
+        self._approvals: ApprovalHandler | None = None
         self._hooks: tuple[LifecycleHooks, ...] = agent.hooks
         self._middlewares: tuple[ModelMiddleware, ...] = agent.middlewares
         self._loop: Loop | None = None
@@ -143,6 +145,11 @@ class AgentRequest:
     def max_turns(self, max_turns: int) -> Self:
         """At most ``max_turns`` model calls (exact; Anvia allows ``max_turns + 2``)."""
         self._max_turns = validate_max_turns(max_turns)
+        return self
+
+    def approvals(self, handler: ApprovalHandler) -> Self:
+        """Decide this request's tool approvals with ``handler`` (overrides the agent's)."""
+        self._approvals = handler
         return self
 
     def with_hook(self, hook: LifecycleHooks) -> Self:
@@ -317,7 +324,8 @@ class _Run:
                 agent.memory, session.context, self.run_id, agent.save_policy
             )
         self.store = _RunStore(self, history)
-        self.executor = executor = Executor(self.store, self.notify)
+        handler = request._approvals or agent.approvals  # pyright: ignore[reportPrivateUsage]
+        self.executor = executor = Executor(self.store, self.notify, permission_handler=handler)
         for tool in agent.run_tools():
             executor.register(tool)
         executor.context_extras = {"run": self}

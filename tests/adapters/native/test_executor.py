@@ -88,7 +88,7 @@ async def test_permission_is_fail_closed_without_a_handler() -> None:
         ran.append(inp.text)
         return "removed"
 
-    ex = make()
+    ex = make(unhandled="deny")
     ex.register(
         Tool(name="rm", description="", do=rm, input_model=EchoInput, requires_permission=True)
     )

@@ -38,7 +38,7 @@ from contract import check_stream, collect_run
 from contract.model_server import ModelServer, serve_model_server
 from orchestrator.adapter import StartOpts, TaskHandle
 from orchestrator.errors import ConfigError, McpStartError
-from orchestrator.events import Done, ErrorEvent, RuntimeEvent, ToolCall, ToolResult
+from orchestrator.events import Done, ErrorEvent, RuntimeEvent, Status, ToolCall, ToolResult
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 CTX = ToolContext(call_id="c1", tool_name="mcp__web__add", idempotency_key="s:c1")
@@ -123,6 +123,8 @@ async def test_stdio_server_tool_round_trip_through_the_native_loop(tmp_path: Pa
         ("mcp__calc__shout", "HI", False),
     ]
     assert any("42" in text for text in sent_tool_results(model))
+    details = [e.detail for e in events if isinstance(e, Status) and e.detail]
+    assert "mcp: calc (6 tools)" in details
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "success"
     # the server was a child of the run: gone (and reaped) when its stream closed
@@ -170,6 +172,16 @@ async def test_streamable_http_server_tool_round_trip(tmp_path: Path) -> None:
     assert "broken: no" in got["mcp__web__broken"].output
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "success"
+
+
+async def test_a_server_that_asks_is_denied_without_anyone_to_ask(tmp_path: Path) -> None:
+    turns = script({"tool_calls": [call("mcp__calc__add", a=1, b=2)]}, {"text": "Denied."})
+    async with serve_model_server(turns) as model:
+        server = McpStdioServer("calc", sys.executable, [str(SERVER)], permission="ask")
+        events = await run_native(model, [server], tmp_path)
+    ((name, result),) = results(events)
+    assert name == "mcp__calc__add"
+    assert result.is_error and "Permission denied" in result.output
 
 
 async def test_stdio_server_that_dies_mid_run(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ async def call(
     **args: Any,
 ) -> ToolResultData:
     """One tool call through the executor (lookup, validation, policy, run)."""
-    executor = Executor(MemoryStore("s"), _ignore, permission_handler=handler)
+    executor = Executor(MemoryStore("s"), _ignore, permission_handler=handler, unhandled="deny")
     for t in tools:
         executor.register(t)
     batch = ToolBatch([ToolCall(tool_name=name, input_args=args, id="c1")])
