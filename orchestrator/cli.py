@@ -1160,7 +1160,7 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument(
         "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
     )
-    _approvals_option(acp)
+    _approvals_option(acp, "wait", ", the ACP client (session/request_permission)")
 
     approvals = _sub(
         sub,
@@ -1209,14 +1209,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _approvals_option(parser: argparse.ArgumentParser) -> None:
+def _approvals_option(
+    parser: argparse.ArgumentParser, default: str = "deny", also: str = ""
+) -> None:
     parser.add_argument(
         "--approvals",
         choices=("deny", "wait"),
-        default="deny",
+        default=default,
         help="a tool call that needs approval (the native runtime's bash, by default) is denied "
-        "(default, fail-closed) or waits for `ringleader approve` or the board, durably: the "
-        "run resumes even if this process is gone; e.g. --approvals wait",
+        f"(fail-closed) or waits for `ringleader approve`{also} or the board, durably: the "
+        f"run resumes even if this process is gone (default: {default}); e.g. --approvals wait",
     )
 
 

@@ -98,7 +98,7 @@ from .extensions import CURRENT_SUBAGENT
 from .glove import Glove
 from .lifecycle import LifecycleHooks, ModelMiddleware
 from .loop import AskResult, LoopConfig
-from .mcp import McpServer, open_mcp_servers
+from .mcp import McpHub, McpServer, open_mcp_servers
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
@@ -501,15 +501,28 @@ class NativeAdapter(AdapterBase):
                 error = emitter.factory.error(str(exc), code=exc.event_code, fatal=False)
                 await emitter.publish([error])
 
+        installed: set[str] = set()
+
+        async def install(hub: McpHub) -> None:
+            """The hub's tools on the Glove (again after a ``tools/list_changed``)."""
+            tools = self._allowed(opts, hub.tools)
+            for gone in installed - {t.name for t in tools}:
+                run.glove.remove_tool(gone)
+            for tool in tools:
+                run.glove.add_tool(tool)
+            installed.clear()
+            installed.update(t.name for t in tools)
+            if not emitter.done:
+                await emitter.publish([emitter.factory.status("running", detail=hub.describe())])
+
         async with open_mcp_servers(
             self._mcp_servers,
             cwd=opts.cwd or self._workspace,
             session_key=opts.session_key,
             on_died=died,
+            on_tools_changed=install,
         ) as hub:
-            for tool in self._allowed(opts, hub.tools):
-                run.glove.add_tool(tool)
-            await emitter.publish([emitter.factory.status("running", detail=hub.describe())])
+            await install(hub)
             yield
 
     def _skills_root(self, opts: StartOpts) -> Path | None:

@@ -198,7 +198,7 @@ class AgentRequest:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._stream_into, send)
                 try:
-                    yield receive
+                    yield _Batched(receive)
                 finally:
                     if self._state in ("idle", "running"):
                         self.cancel("stream closed")
@@ -213,7 +213,10 @@ class AgentRequest:
         async def emit(event: AgentStreamEvent) -> None:
             # the consumer may have left: the run is being cancelled then
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await send.send(event)
+                try:
+                    send.send_nowait(event)  # no scheduling round per event (the loop has its own)
+                except trio.WouldBlock:
+                    await send.send(event)  # the consumer lags: backpressure
 
         run_id = ""
         async with send:
@@ -279,6 +282,29 @@ class AgentRequest:
         return PromptResponse(
             output, self._usage, tuple(run.new_messages), run.run_id, result.output
         )
+
+
+class _Batched:
+    """The stream's events: what is buffered is handed over without a scheduling round per
+    event (the producer and the consumer each yield once per batch, not once per event)."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[AgentStreamEvent]) -> None:
+        self._receive = receive
+
+    def __aiter__(self) -> _Batched:
+        return self
+
+    async def __anext__(self) -> AgentStreamEvent:
+        try:
+            return self._receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
 
 
 class _Emit(Protocol):

@@ -26,6 +26,7 @@ from adapters.native.anvia import (
     AgentError,
     AgentFinal,
     AgentStreamEvent,
+    AgentTextDelta,
     AgentToolEvent,
     AgentToolResult,
     AgentTurnStart,
@@ -67,7 +68,7 @@ from adapters.native.models.base import (
 )
 from adapters.native.models.openai_chat import OpenAIChatModel
 from adapters.native.models.openai_responses import OpenAIResponsesModel
-from adapters.native.models.scripted import Fail, Reply, ScriptedModel, Sleep
+from adapters.native.models.scripted import Delta, Fail, Reply, ScriptedModel, Sleep
 from adapters.native.subscriber import NotifyFn
 from adapters.native.tools import Tool, ToolContext, tool
 from orchestrator.errors import (
@@ -1034,3 +1035,17 @@ async def test_output_schema_validates_the_final_answer_with_a_bounded_retry() -
         make(output_schema={"type": "no-such-type"})
     built = AgentBuilder("b", model).output_schema(Forecast).hook(Recording("h", [])).build()
     assert built.output_schema is not None and len(built.hooks) == 1
+
+
+async def test_a_slow_stream_consumer_gets_every_event_in_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    deltas = [Delta(f"{i} ") for i in range(200)]  # more than the stream's buffer
+    agent, _ = make([*deltas, Reply(text="end")])
+    seen: list[str] = []
+    async with agent.prompt("count").stream() as events:
+        async for event in events:
+            if isinstance(event, AgentTextDelta):
+                seen.append(event.delta)
+            await trio.sleep(1)  # a consumer slower than the run: backpressure, nothing dropped
+    assert seen == [f"{i} " for i in range(200)] + ["end"]
