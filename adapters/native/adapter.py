@@ -94,6 +94,7 @@ from .compaction import CompactionConfig
 from .content_skills import load_content_skills_from_fs, use_read_skill
 from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
+from .extensions import CURRENT_SUBAGENT
 from .glove import Glove
 from .lifecycle import LifecycleHooks, ModelMiddleware
 from .loop import AskResult, LoopConfig
@@ -109,7 +110,7 @@ from .stores.base import Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import SqliteStore
 from .structured import OutputSpec, as_output_schema
-from .subscriber import SubscriberEvent
+from .subscriber import SubscriberEvent, TextDeltaEvent
 from .tools import Tool
 from .workspace import WorkspaceLimits
 from .workspace import workspace_tools as workspace_tools_for
@@ -176,10 +177,18 @@ class _Bridge:
         emitter = self._run.emitter
         if emitter.done:
             return
+        chain = CURRENT_SUBAGENT.get()
+        if chain and type(event) is TextDeltaEvent:
+            # a sub-agent's words are not the run's answer: the reasoning channel, as Claude
+            # Code's sub-agent text (the sub-agent's final text comes back as its tool result)
+            event = TextDeltaEvent(event.text, "reasoning")
         events = normalize_event(event, emitter.factory, self._prices)
         if events is None:
-            await emitter.publish(emitter.note_unknown(event.type))
-        elif events:
+            events = emitter.note_unknown(event.type)
+        if events and chain:  # a sub-agent's event, in this run's stream: say whose
+            tags = {"parent_run_id": emitter.factory.run_id, "agent_id": "/".join(chain)}
+            events = [e.model_copy(update=tags) for e in events]
+        if events:
             await emitter.publish(events)
 
 
