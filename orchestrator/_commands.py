@@ -154,6 +154,7 @@ async def run_side_by_side(
     sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
     approvals: bool = False,
+    agent_id: str = "cli",
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
@@ -172,7 +173,7 @@ async def run_side_by_side(
                 title=prompt,
                 model=model,
                 cwd=origin,
-                agent_id="cli",
+                agent_id=agent_id,
                 resume=resume,
                 rotate_to=(rotation or {}).get(rid, (None, None))[0],
                 watermark=(rotation or {}).get(rid, (None, None))[1],

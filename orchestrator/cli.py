@@ -501,15 +501,19 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     runtime_ids: list[str] = list(args.runtime or [])
     resume: ResumeFrom | None = None
     cwd: str | None = None
+    agent_id = "cli"
     if args.resume:
         async with EventLog.open(usable_state_dir() / "events.db") as log:
-            resumed_runtime, task = await resumable_task(log, args.resume, prompt)
+            resumed_runtime, task = await resumable_task(
+                log, args.resume, prompt, agent_id=agent_id
+            )
         if runtime_ids and runtime_ids != [resumed_runtime]:
             raise ConfigError(
                 f"that run ran on {resumed_runtime!r}; it cannot resume on "
                 f"{', '.join(map(repr, runtime_ids))}"
             )
         runtime_ids, resume, cwd = [resumed_runtime], task.resume, task.cwd
+        agent_id = task.agent_id  # the identity (and home) the session ran as
     for runtime_id in runtime_ids:
         _spec(specs, runtime_id)  # unknown ids fail before anything starts
     if args.acp_command is not None:
@@ -538,6 +542,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 out=out,
                 cwd=cwd,
                 resume=resume,
+                agent_id=agent_id,
                 on_host=interrupt.attach,
                 on_retry=_print_retry,
                 board=partial(

@@ -117,7 +117,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     native_session_id TEXT,
     codec_blob TEXT,
     origin_cwd TEXT,
-    updated_ms INTEGER NOT NULL
+    updated_ms INTEGER NOT NULL,
+    agent_id TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_by_key ON sessions (session_key, updated_ms);
 """
@@ -198,6 +199,9 @@ class SessionRow:
     updated_ms: int
     run_key: str | None = None
     """The run that recorded it (each run has its own row)."""
+    agent_id: str | None = None
+    """The identity the run ran as (its per-identity home, if the runtime has one): a resume
+    runs as the same identity."""
 
 
 class RunRecorder(Protocol):
@@ -217,6 +221,7 @@ class RunRecorder(Protocol):
         codec_blob: str | None,
         origin_cwd: str | None,
         run_key: str | None = None,
+        agent_id: str | None = None,
     ) -> None: ...
 
     async def runs(self) -> list[RunRow]: ...
@@ -300,6 +305,9 @@ def _migrate(conn: sqlite3.Connection) -> None:
             "native_session_id, codec_blob, origin_cwd, updated_ms FROM sessions_v0;"
             "DROP TABLE sessions_v0; COMMIT;"
         )
+    cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(sessions)")}
+    if cols and "agent_id" not in cols:
+        conn.execute("ALTER TABLE sessions ADD COLUMN agent_id TEXT")
 
 
 INTERRUPTED_CODE = "interrupted"
@@ -973,6 +981,7 @@ class EventLog:
         codec_blob: str | None,
         origin_cwd: str | None,
         run_key: str | None = None,
+        agent_id: str | None = None,
     ) -> None:
         """Record the resumable state of one run of ``session_key``. Queued: committed in the
         same transaction as, or before, anything queued after it (:meth:`flush` waits for it).
@@ -983,13 +992,23 @@ class EventLog:
         key = session_key if run_key is None else run_key
         await self._write(
             "INSERT INTO sessions (run_key, session_key, runtime_id, native_session_id, "
-            "codec_blob, origin_cwd, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "codec_blob, origin_cwd, updated_ms, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_key) DO UPDATE SET "
             "native_session_id = COALESCE(excluded.native_session_id, native_session_id), "
             "codec_blob = COALESCE(excluded.codec_blob, codec_blob), "
             "origin_cwd = COALESCE(excluded.origin_cwd, origin_cwd), "
+            "agent_id = COALESCE(excluded.agent_id, agent_id), "
             "updated_ms = excluded.updated_ms",
-            (key, session_key, runtime_id, native_session_id, codec_blob, origin_cwd, self.clock()),
+            (
+                key,
+                session_key,
+                runtime_id,
+                native_session_id,
+                codec_blob,
+                origin_cwd,
+                self.clock(),
+                agent_id,
+            ),
             what="record_session",
             wait=False,
         )
@@ -997,7 +1016,10 @@ class EventLog:
     async def get_session(self, key: str) -> SessionRow | None:
         """The session recorded by run ``key``; else the latest run's of session key ``key``."""
         conn = self._reader
-        cols = "session_key, runtime_id, native_session_id, codec_blob, origin_cwd, updated_ms, run_key"
+        cols = (
+            "session_key, runtime_id, native_session_id, codec_blob, origin_cwd, updated_ms, "
+            "run_key, agent_id"
+        )
 
         def query() -> SessionRow | None:
             row = conn.execute(f"SELECT {cols} FROM sessions WHERE run_key = ?", (key,)).fetchone()

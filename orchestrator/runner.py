@@ -477,6 +477,7 @@ class Runner:
             codec_blob=blob,
             origin_cwd=task.cwd,
             run_key=run_key,
+            agent_id=task.agent_id,
         )
 
     # -- the task ------------------------------------------------------------------------------
@@ -718,7 +719,8 @@ async def resumable_task(
     **task_fields: Any,
 ) -> tuple[str, TaskSpec]:
     """``(runtime id, task)`` continuing the session run ``run_key`` recorded (``"last"``: the
-    newest run that recorded one), from the session's origin working directory.
+    newest run that recorded one), from the session's origin working directory, as the identity
+    it ran as (``agent_id`` only for a session recorded without one).
 
     Raises:
         ConfigError: no such run, or it recorded no resumable session.
@@ -739,7 +741,7 @@ async def resumable_task(
     task = TaskSpec(
         task_id=task_id or uuid.uuid4().hex[:8],
         title=prompt,
-        agent_id=agent_id,
+        agent_id=session.agent_id or agent_id,
         model=model,
         cwd=session.origin_cwd,
         resume=ResumeFrom(run_key, session.codec_blob, session.native_session_id),

@@ -65,6 +65,7 @@ class SessionOp:
     codec_blob: str | None
     origin_cwd: str | None
     run_key: str | None
+    agent_id: str | None = None
 
 
 @attrs.frozen
@@ -175,9 +176,18 @@ class OutboxRecorder:
         codec_blob: str | None,
         origin_cwd: str | None = None,
         run_key: str | None = None,
+        agent_id: str | None = None,
     ) -> None:
         await self.outbox.put(
-            SessionOp(session_key, runtime_id, native_session_id, codec_blob, origin_cwd, run_key)
+            SessionOp(
+                session_key,
+                runtime_id,
+                native_session_id,
+                codec_blob,
+                origin_cwd,
+                run_key,
+                agent_id,
+            )
         )
 
     async def runs(self) -> list[RunRow]:
@@ -242,6 +252,7 @@ class HeadApplier:
                         codec_blob=op.codec_blob,
                         origin_cwd=op.origin_cwd,
                         run_key=op.run_key,
+                        agent_id=op.agent_id,
                     )
             case FinishRunOp(run_key=key, status=status, outcome=outcome):
                 self.open_runs.pop(key, None)

@@ -17,6 +17,7 @@ import trio
 
 from orchestrator import EventFactory, RuntimeEvent, Usage
 from orchestrator.eventlog import EventLog, LoggedEvent
+from orchestrator.runner import recoverable_tasks, resumable_task
 
 
 def deltas(n: int, run_id: str = "r", start: int = 0) -> list[RuntimeEvent]:
@@ -193,6 +194,56 @@ async def test_runs_and_sessions(tmp_path: Path) -> None:
             "/work/repo",
         )
         assert await log.get_session("missing") is None
+        assert session.agent_id is None  # recorded without one
+
+
+async def test_a_session_resumes_as_the_identity_it_ran_as(tmp_path: Path) -> None:
+    # a per-identity home (Codex, Claude Code) holds the session: `run --resume` and `recover`
+    # must run as the agent the run ran as, not as their own default
+    async with EventLog.open(tmp_path / "log.db") as log:
+        await log.start_run("runtime:codex:task:t:run-1", runtime_id="codex", session_key="s")
+        await log.record_session(
+            "s",
+            runtime_id="codex",
+            native_session_id="thread-1",
+            codec_blob=None,
+            origin_cwd="/work/repo",
+            run_key="runtime:codex:task:t:run-1",
+            agent_id="batch",
+        )
+    async with EventLog.open(tmp_path / "log.db") as log:  # left interrupted by the close
+        [(runtime, task)] = await recoverable_tasks(log)
+        assert (runtime, task.agent_id, task.cwd) == ("codex", "batch", "/work/repo")
+        _, again = await resumable_task(log, "last", "go on", agent_id="cli")
+        assert again.agent_id == "batch"
+
+
+def test_an_older_sessions_table_gains_the_agent_column(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            "CREATE TABLE sessions (run_key TEXT PRIMARY KEY, session_key TEXT NOT NULL, "
+            "runtime_id TEXT NOT NULL, native_session_id TEXT, codec_blob TEXT, "
+            "origin_cwd TEXT, updated_ms INTEGER NOT NULL);"
+            "INSERT INTO sessions VALUES ('r', 's', 'codex', 'thread-1', NULL, '/w', 1);"
+        )
+    conn.close()
+
+    async def check() -> None:
+        async with EventLog.open(path) as log:
+            session = await log.get_session("r")
+            assert session is not None
+            assert (session.native_session_id, session.agent_id) == ("thread-1", None)
+            await log.record_session(
+                "s", runtime_id="codex", native_session_id=None, codec_blob=None,
+                origin_cwd=None, run_key="r", agent_id="cli",
+            )  # fmt: skip
+            await log.flush()
+            refined = await log.get_session("r")
+            assert refined is not None
+            assert (refined.native_session_id, refined.agent_id) == ("thread-1", "cli")
+
+    trio.run(check)
 
 
 async def test_closed_log_refuses_appends_and_caller_errors_are_not_wrapped(
