@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from orchestrator.adapter import RuntimeAdapter, StartOpts
-from orchestrator.config import RuntimeConfig
+from orchestrator.config import RuntimeConfig, SubagentConfig
 from orchestrator.errors import ConfigError
 from orchestrator.registry import Installed, ModelServerHook, RuntimeRegistry, RuntimeSpec
 
@@ -38,9 +38,13 @@ __all__ = [
 ]
 
 
+_NATIVE_ONLY = ("skills_dir", "subagents")
+
+
 def _refuse(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:
-    """Settings a runtime has no use for are an error, not silently ignored."""
-    for field in fields:
+    """Settings a runtime has no use for are an error, not silently ignored (the native app
+    layer's settings on any other runtime included)."""
+    for field in (*fields, *(_NATIVE_ONLY if runtime_id != "native" else ())):
         value: Any = getattr(config, field)
         if value:
             raise ConfigError(
@@ -85,8 +89,31 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
         prices=prices,
         permissions=policy,
         mcp_servers=_mcp_servers(config),
+        skills_dir=config.skills_dir or ".claude/skills",
+        app=_subagents_app(config.subagents, model_factory) if config.subagents else None,
         output_schema=_output_schema(config),
     )
+
+
+def _subagents_app(
+    subagents: Mapping[str, SubagentConfig], model_factory: Callable[[StartOpts], Any]
+) -> Callable[[Any, StartOpts], None]:
+    """The app setup that defines the configured sub-agents on each run's Glove: each call
+    builds a fresh child Glove (its own model client, its instructions as system prompt)."""
+    from .native.extensions import SubAgentFactoryContext
+    from .native.glove import Glove
+
+    def app(glove: Glove, opts: StartOpts) -> None:
+        for name, sub in subagents.items():
+
+            def factory(_ctx: SubAgentFactoryContext, sub: SubagentConfig = sub) -> Glove:
+                model = model_factory(opts.model_copy(update={"model": sub.model or opts.model}))
+                return Glove(model=model, system_prompt=sub.instructions).build()
+
+            description = sub.description or sub.instructions.strip().splitlines()[0]
+            glove.define_sub_agent(name, factory, description=description)
+
+    return app
 
 
 def _output_schema(config: RuntimeConfig) -> OutputSchema | None:

@@ -19,30 +19,34 @@ normalization, redaction, cost accounting and event log. JSON-RPC 2.0, one messa
 * ``session/load {sessionId, cwd}`` → a session served earlier (kept in the event log's runs):
   its recorded text is replayed as updates, then later prompts continue it.
 
-* ``status{waiting_approval}`` (``ringleader acp --approvals wait``) → ``tool_call_update
-  {pending}`` naming the ``ringleader approve`` command that decides it: the call waits in the
-  approval book (:mod:`orchestrator.approvals`), decided from the CLI or the board.
+* ``status{waiting_approval}`` (``ringleader acp``; ``--approvals deny`` turns it off) →
+  ``tool_call_update{pending}`` naming the ``ringleader approve`` command that decides it, and
+  the call is **forwarded to the client** as ``session/request_permission`` (allow once /
+  reject once): the client's choice decides it in the approval book
+  (:mod:`orchestrator.approvals`), where the CLI and the board can decide it too — the first
+  decision wins. A client that cancels or cannot answer leaves the call waiting for them.
 
-Not offered: permission requests forwarded to the client (``session/request_permission``; each
-runtime applies its configured policy, or waits in the approval book), client file-system and
-terminal methods, MCP servers passed by the client.
+Not offered: client file-system and terminal methods, MCP servers passed by the client.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from typing import Any, Final, cast
 
 import attrs
 import trio
 
 from .actor import RunActor
-from .errors import RingleaderError, redact_secrets
+from .approvals import ApprovalBook, approve, reject
+from .errors import ConfigError, RingleaderError, redact_secrets
 from .eventlog import EventLog
-from .events import RuntimeEvent
+from .events import ApprovalCall, RuntimeEvent, Status
 from .registry import RuntimeRegistry
 from .runner import Runner, TaskOutcome, TaskSpec
 
@@ -56,6 +60,12 @@ _STOP: Final[Mapping[str, str]] = {
     "max_turns": "max_turn_requests",
     "aborted": "cancelled",
 }
+
+_PERMISSION_OPTIONS: Final = (
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+)
+_REJECTED_BY_CLIENT: Final = "The user rejected this tool call in their editor."
 
 Write = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -122,6 +132,14 @@ class _Session:
 
 
 @attrs.define(eq=False)
+class _Answer:
+    """The client's answer to one of our requests (``None``: an error, or no answer)."""
+
+    arrived: trio.Event = attrs.field(factory=trio.Event)
+    result: dict[str, Any] | None = None
+
+
+@attrs.define(eq=False)
 class AcpServer:
     """The protocol side, independent of the transport: feed it messages, it writes answers."""
 
@@ -136,6 +154,8 @@ class AcpServer:
     board); the client sees the call ``pending`` with the command that decides it."""
     _sessions: dict[str, _Session] = attrs.field(init=False, factory=dict[str, _Session])
     _write_lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
+    _asked: dict[str, _Answer] = attrs.field(init=False, factory=dict[str, _Answer])
+    _ids: itertools.count[int] = attrs.field(init=False, factory=lambda: itertools.count(1))
 
     async def send(self, message: dict[str, Any]) -> None:
         async with self._write_lock:
@@ -148,7 +168,11 @@ class AcpServer:
         raw = message.get("params")
         params: dict[str, Any] = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
         if not isinstance(method, str):
-            return  # a response to nothing we asked, or garbage
+            if isinstance(request_id, str) and (answer := self._asked.get(request_id)):
+                result = message.get("result")
+                answer.result = cast(dict[str, Any], result) if isinstance(result, dict) else None
+                answer.arrived.set()
+            return  # else a response to nothing we asked, or garbage
         try:
             match method:
                 case "initialize":
@@ -167,6 +191,44 @@ class AcpServer:
         except _InvalidParams as exc:
             if request_id is not None:
                 await self._error(request_id, -32602, str(exc))
+
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Send the client a request and wait for its result (``None`` if it answered with an
+        error)."""
+        request_id = f"ringleader-{next(self._ids)}"
+        answer = self._asked[request_id] = _Answer()
+        try:
+            await self.send({"id": request_id, "method": method, "params": params})
+            await answer.arrived.wait()
+        finally:
+            del self._asked[request_id]
+        return answer.result
+
+    async def _ask_permission(
+        self, session: _Session, call: ApprovalCall, book: ApprovalBook
+    ) -> None:
+        """Forward a waiting call to the client; its choice decides the call in the book."""
+        answer = await self.ask(
+            "session/request_permission",
+            {
+                "sessionId": session.session_id,
+                "toolCall": {
+                    "toolCallId": call.tool_call_id,
+                    "title": call.name,
+                    "status": "pending",
+                    "rawInput": call.input,
+                },
+                "options": list(_PERMISSION_OPTIONS),
+            },
+        )
+        raw = (answer or {}).get("outcome")
+        outcome: dict[str, Any] = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+        if outcome.get("outcome") != "selected":
+            return  # cancelled, or no answer: the call waits for the CLI or the board
+        allowed = outcome.get("optionId") == "allow"  # any other choice rejects (fail closed)
+        decision = approve() if allowed else reject(_REJECTED_BY_CLIENT)
+        with suppress(ConfigError):  # decided first from the CLI or the board, or aborted
+            await book.decide(call.id, decision)
 
     async def _result(self, request_id: Any, result: Any) -> None:
         await self.send({"id": request_id, "result": result})
@@ -260,6 +322,7 @@ class AcpServer:
         session.prompts += 1
         session.cancelled = False
         context_window: list[int | None] = [None]
+        ask_nursery: list[trio.Nursery] = []
 
         class Sink:
             async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
@@ -267,6 +330,15 @@ class AcpServer:
                     update = event_to_update(event, context_window[0])
                     if update is not None:
                         await server._notify(session, update)
+                    if (
+                        isinstance(event, Status)
+                        and event.phase == "waiting_approval"
+                        and event.approval is not None
+                        and ask_nursery
+                    ):
+                        call = event.approval
+                        book = ApprovalBook.in_state_dir(runner.state_dir)
+                        ask_nursery[0].start_soon(server._ask_permission, session, call, book)
 
         server = self
 
@@ -295,14 +367,21 @@ class AcpServer:
             cwd=session.cwd,
         )
         session.running = trio.CancelScope()
+        outcome: TaskOutcome | RingleaderError
         try:
-            outcome = await runner.run_task(self.runtime_id, task)
-        except RingleaderError as exc:
-            await self._error(request_id, -32000, str(exc), {"code": exc.event_code})
-            return
+            async with trio.open_nursery() as nursery:
+                ask_nursery.append(nursery)  # the client's permission answers, during the run
+                try:
+                    outcome = await runner.run_task(self.runtime_id, task)
+                except RingleaderError as exc:
+                    outcome = exc
+                nursery.cancel_scope.cancel()  # a question the run no longer waits on
         finally:
             session.running = None
             session.actor = None
+        if isinstance(outcome, RingleaderError):
+            await self._error(request_id, -32000, str(outcome), {"code": outcome.event_code})
+            return
         await self._answer_prompt(request_id, outcome)
 
     async def _answer_prompt(self, request_id: Any, outcome: TaskOutcome) -> None:

@@ -514,6 +514,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
         _spec(specs, runtime_id)  # unknown ids fail before anything starts
     if args.acp_command is not None:
         config = _with_acp_command(config, args.acp_command, runtime_ids)
+    config = _native_app_flags(args, config, runtime_ids)
     rotation = _rotation(args, config, runtime_ids)
     for rotate_to, _ in rotation.values():
         if rotate_to is not None:
@@ -761,6 +762,41 @@ def _rotation(
     return found
 
 
+def _subagent(text: str) -> tuple[str, str]:
+    name, sep, instructions = text.partition("=")
+    name = name.strip()
+    if not sep or not name or not instructions.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=INSTRUCTIONS (e.g. 'reviewer=You review diffs for bugs.')"
+        )
+    return name, instructions.strip()
+
+
+def _native_app_flags(
+    args: argparse.Namespace, config: LoadedConfig, runtime_ids: Sequence[str]
+) -> LoadedConfig:
+    """``--skills-dir`` and ``--subagent`` on the native runtime's configuration (the flags
+    win over the file; sub-agents add to the configured ones)."""
+    skills_dir: str | None = args.skills_dir
+    flagged: list[tuple[str, str]] = args.subagent or []
+    if skills_dir is None and not flagged:
+        return config
+    if "native" not in runtime_ids:
+        raise ConfigError(
+            "--skills-dir and --subagent apply to the native runtime (--runtime native)"
+        )
+    values: dict[str, Any] = {}
+    if skills_dir is not None:
+        values["skills_dir"] = skills_dir
+    if flagged:
+        current = config.runtime("native").subagents
+        values["subagents"] = {
+            **{name: sub.model_dump() for name, sub in current.items()},
+            **{name: {"instructions": text} for name, text in flagged},
+        }
+    return config.with_runtime("native", "command line", **values)
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -939,6 +975,24 @@ def _parser() -> argparse.ArgumentParser:
         help="start a rotation's fresh session on RUNTIME (default: the same runtime, or the "
         "runtime's `rotate_to` in the config); e.g. --rotate-to codex",
     )
+    run.add_argument(
+        "--skills-dir",
+        default=None,
+        metavar="DIR",
+        help="native: load content skills (DIR/<name>/SKILL.md) from DIR, relative to the run's "
+        "working directory or absolute (default .claude/skills, or the runtime's `skills_dir` "
+        "in the config); e.g. --skills-dir docs/skills",
+    )
+    run.add_argument(
+        "--subagent",
+        action="append",
+        type=_subagent,
+        default=None,
+        metavar="NAME=INSTRUCTIONS",
+        help="native: a sub-agent the model can hand a self-contained job to "
+        "(glove_invoke_subagent), answering with INSTRUCTIONS as its system prompt; its events "
+        "are tagged agentId=NAME; repeatable; e.g. --subagent 'reviewer=You review diffs.'",
+    )
     _approvals_option(run)
     _budget_options(run)
     _config_option(run)
@@ -1106,7 +1160,7 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument(
         "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
     )
-    _approvals_option(acp)
+    _approvals_option(acp, "wait", ", the ACP client (session/request_permission)")
 
     approvals = _sub(
         sub,
@@ -1155,14 +1209,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _approvals_option(parser: argparse.ArgumentParser) -> None:
+def _approvals_option(
+    parser: argparse.ArgumentParser, default: str = "deny", also: str = ""
+) -> None:
     parser.add_argument(
         "--approvals",
         choices=("deny", "wait"),
-        default="deny",
+        default=default,
         help="a tool call that needs approval (the native runtime's bash, by default) is denied "
-        "(default, fail-closed) or waits for `ringleader approve` or the board, durably: the "
-        "run resumes even if this process is gone; e.g. --approvals wait",
+        f"(fail-closed) or waits for `ringleader approve`{also} or the board, durably: the "
+        f"run resumes even if this process is gone (default: {default}); e.g. --approvals wait",
     )
 
 

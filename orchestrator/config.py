@@ -196,6 +196,25 @@ class McpServerConfig(BaseModel):
         return shlex.join([self.command or "", *self.args])
 
 
+class SubagentConfig(BaseModel):
+    """``[runtimes.native.subagents.<name>]``: a sub-agent the native runtime's model can hand a
+    self-contained job to (``glove_invoke_subagent``); it answers with a model call of its own
+    (no tools), and its events travel in the run's stream tagged ``agentId: <name>``."""
+
+    model_config = _STRICT
+    instructions: str = Field(min_length=1)
+    """Its system prompt."""
+    description: str = ""
+    """What the parent model is told it is for (default: the first line of ``instructions``)."""
+    model: str | None = None
+    """Its model (default: the run's)."""
+
+    def describe(self) -> str:
+        first = self.instructions.strip().splitlines()[0]
+        model = f" (model {self.model})" if self.model else ""
+        return f"{self.description or first}{model}"
+
+
 class RuntimeConfig(BaseModel):
     """One runtime's settings. ``None`` everywhere means "the runtime's own default"."""
 
@@ -228,6 +247,11 @@ class RuntimeConfig(BaseModel):
     rotate_to: str | None = None
     """Rotation: the runtime the fresh session starts on (default: the same; ``run
     --rotate-to`` wins)."""
+    skills_dir: str | None = None
+    """Native: where content skills live (``<name>/SKILL.md``), relative to the run's working
+    directory or absolute (default ``.claude/skills``; ``run --skills-dir`` wins)."""
+    subagents: dict[str, SubagentConfig] = Field(default_factory=dict[str, SubagentConfig])
+    """Native: sub-agents by name (``run --subagent NAME=INSTRUCTIONS`` adds one)."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     """MCP servers by name (native); their tools are ``mcp__<name>__<tool>``."""
     output_schema: str | None = None
@@ -297,7 +321,7 @@ class Config(BaseModel):
 
 
 _FIELDS: Final = tuple(RuntimeConfig.model_fields)
-_TABLE_FIELDS: Final = ("prices", "mcp_servers")
+_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents")
 """Fields that are tables keyed by name (a model, a server): merged entry by entry."""
 _ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
 
@@ -350,11 +374,12 @@ class LoadedConfig:
             cfg = self.config.runtime(runtime_id)
             for field in _FIELDS:
                 key = f"runtimes.{runtime_id}.{field}"
-                if field == "mcp_servers":
-                    for name, server in cfg.mcp_servers.items():
-                        server_key = f"{key}.{name}"
-                        shown = redact_secrets(server.describe())
-                        rows.append((server_key, shown, self.sources.get(server_key, "default")))
+                if field in ("mcp_servers", "subagents"):  # tables of entries that describe()
+                    entries: Mapping[str, McpServerConfig | SubagentConfig] = getattr(cfg, field)
+                    for name, entry in entries.items():
+                        entry_key = f"{key}.{name}"
+                        shown = redact_secrets(entry.describe())
+                        rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
                     continue
                 if field == "prices":
                     for model, price in cfg.prices.items():

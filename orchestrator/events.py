@@ -155,6 +155,10 @@ def _add_opt(a: int | None, b: int | None) -> int | None:
     return (a or 0) + (b or 0)
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 class EventBase(BaseModel):
     """The envelope on every event."""
 
@@ -168,6 +172,11 @@ class EventBase(BaseModel):
     """Epoch milliseconds when the event was normalized."""
     seq: int
     """Gapless per-stream sequence number, starting at 1."""
+    parent_run_id: str | None = Field(default=None, exclude_if=_is_none)
+    """On a sub-agent's events, carried in the stream of the run that started it: that run's
+    id (absent from the JSON otherwise)."""
+    agent_id: str | None = Field(default=None, exclude_if=_is_none)
+    """On a sub-agent's events: which sub-agent (its name; ``outer/inner`` when nested)."""
 
 
 class TextDelta(EventBase):
@@ -339,7 +348,9 @@ _PHASES = frozenset(
     ("init", "thinking", "running", "turn-complete", "rate_limited", "waiting_approval")
 )
 _REASONS = frozenset(("success", "max_turns", "aborted", "error"))
-_ENVELOPE = ("run_id", "session_id", "ts", "seq")
+_ENVELOPE = ("run_id", "session_id", "ts", "seq", "parent_run_id", "agent_id")
+_TAGS = frozenset(("parent_run_id", "agent_id"))
+"""Envelope fields the factory leaves at their default (unset, as validation records them)."""
 
 
 def _opt_str(value: object) -> bool:
@@ -372,7 +383,7 @@ def _fast(
     if list(cls.model_fields) != [*_ENVELOPE, "kind", *payload]:
         raise AssertionError(f"fast construction table of {cls.__name__} is out of date")
     kind = cls.model_fields["kind"].default
-    return _Fast(kind, frozenset((*_ENVELOPE, *payload)), accepts, json_field)
+    return _Fast(kind, frozenset((*_ENVELOPE, *payload)) - _TAGS, accepts, json_field)
 
 
 _FAST: dict[type[EventBase], _Fast] = {
@@ -540,6 +551,8 @@ class EventFactory:
                 "session_id": self.session_id,
                 "ts": self.clock(),
                 "seq": self.seq,
+                "parent_run_id": None,
+                "agent_id": None,
                 "kind": _FAST[cls].kind,
                 **payload,
             },
@@ -556,6 +569,8 @@ class EventFactory:
                 "session_id": self.session_id,
                 "ts": self.clock(),
                 "seq": self.seq,
+                "parent_run_id": None,
+                "agent_id": None,
                 "kind": "text-delta",
                 "text": text,
                 "channel": channel,

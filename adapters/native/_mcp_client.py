@@ -6,9 +6,10 @@ stdio and streamable-HTTP transports, and the mapping of tools and results.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, TypeAlias
 
@@ -17,6 +18,7 @@ import attrs
 import httpx2
 import trio
 from mcp import ClientSession
+from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -29,6 +31,7 @@ from mcp_types import (
     PaginatedRequestParams,
     ResourceLink,
     TextContent,
+    ToolListChangedNotification,
     jsonrpc_message_adapter,
 )
 from mcp_types import Tool as McpTool
@@ -47,11 +50,21 @@ from orchestrator.errors import (
 from orchestrator.redact import register_secret
 
 from .._process import ChildProcess, child_env, open_child
-from .mcp import DiedCallback, McpHttpServer, McpHub, McpServer, McpStdioServer, mcp_tool_name
+from .mcp import (
+    ChangedCallback,
+    DiedCallback,
+    McpHttpServer,
+    McpHub,
+    McpServer,
+    McpStdioServer,
+    mcp_tool_name,
+)
 from .messages import ContentPart, ContentSource, ToolResultData
 from .tools import Tool, ToolContext
 
 __all__ = ["open_servers", "result_data"]
+
+_log = logging.getLogger(__name__)
 
 _SECRET_HEADER: Final = re.compile(r"auth|token|key|secret|cookie|session", re.IGNORECASE)
 _MAX_LINE_BYTES: Final = 32 * 1024 * 1024
@@ -76,10 +89,28 @@ class _Connection:
     died: McpServerDiedError | None = None
     child: ChildProcess | None = None
     closing: bool = False
-    stop: trio.Event = attrs.field(factory=trio.Event)
-    """Set to end the holder: the block ends, or the stdio child's output ended."""
+    stopping: bool = False
+    """The holder should leave: the block ends, or the stdio child's output ended."""
+    wake: trio.Event = attrs.field(factory=trio.Event)
+    """Wakes the holder: a stop, or the server's tool list changed."""
+    tools_changed: bool = False
+    relisted: trio.Event | None = None
+    """Set once the tool list announced by a ``tools/list_changed`` has been applied."""
     ended: trio.Event = attrs.field(factory=trio.Event)
     """Set when the holder has left its session (``died`` is final by then)."""
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.wake.set()
+
+    async def on_message(self, message: IncomingMessage) -> None:
+        """The session's notifications: ``tools/list_changed`` wakes the holder to re-list."""
+        if isinstance(message, ToolListChangedNotification):
+            self.tools_changed = True
+            if self.relisted is None:
+                self.relisted = trio.Event()
+            self.wake.set()
+        await trio.lowlevel.checkpoint()
 
     def gone(self, reason: str) -> McpServerDiedError:
         return McpServerDiedError(
@@ -97,12 +128,22 @@ class _Connection:
         session = self.session
         assert session is not None
         try:
-            return await session.call_tool(tool, arguments)
+            result = await session.call_tool(tool, arguments)
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
                 raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, trio.BrokenResourceError):
             pass
+        else:
+            # a `tools/list_changed` the server sent before answering is handled in a task the
+            # session spawned before our answer arrived: one checkpoint lets it flag the change
+            await trio.lowlevel.checkpoint()
+            relisted = self.relisted
+            if relisted is not None:
+                # the call changed the server's tools: the model's next turn sees the new list
+                with trio.move_on_after(_DEATH_REPORT_WAIT_S):
+                    await relisted.wait()
+            return result
         # the connection broke under the call: let the holder record why, then report that
         with trio.move_on_after(_DEATH_REPORT_WAIT_S):
             await self.ended.wait()
@@ -116,6 +157,7 @@ async def open_servers(
     cwd: str | None = None,
     session_key: str | None = None,
     on_died: DiedCallback | None = None,
+    on_tools_changed: ChangedCallback | None = None,
 ) -> AsyncGenerator[McpHub]:
     """:func:`.mcp.open_mcp_servers`."""
     names = [s.name for s in servers]
@@ -124,12 +166,25 @@ async def open_servers(
             raise ConfigError(f"two MCP servers are named {name!r}")
     conns = [_Connection(server=s, session_key=session_key) for s in servers]
     failures: dict[int, McpStartError] = {}
+    hub: McpHub | None = None
+
+    async def changed() -> None:
+        if hub is None:  # still starting: the hub is built from the latest lists
+            return
+        try:
+            hub.tools = _tools(conns)
+        except ConfigError:
+            _log.warning("MCP tool list change ignored", exc_info=True)
+            return
+        if on_tools_changed is not None:
+            await on_tools_changed(hub)
+
     try:
         async with trio.open_nursery() as holders:
 
             async def start(index: int, conn: _Connection) -> None:
                 try:
-                    await holders.start(_hold, conn, cwd, on_died)
+                    await holders.start(_hold, conn, cwd, on_died, changed)
                 except McpStartError as exc:
                     failures[index] = exc
 
@@ -138,11 +193,12 @@ async def open_servers(
                     starters.start_soon(start, index, conn)
             try:
                 if not failures:
-                    yield McpHub(conns, _tools(conns))
+                    hub = McpHub(conns, _tools(conns))
+                    yield hub
             finally:
                 for conn in conns:
                     conn.closing = True
-                    conn.stop.set()
+                    conn.stop()
     except BaseExceptionGroup as group:
         # the block's own exception comes out of the nursery as it went in
         single = single_exception(group)
@@ -157,17 +213,19 @@ async def _hold(
     conn: _Connection,
     cwd: str | None,
     on_died: DiedCallback | None,
+    on_changed: Callable[[], Awaitable[None]],
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Own one server's transport and session: start, report ready, wait, close."""
+    """Own one server's transport and session: start, report ready, follow its tool list,
+    close."""
     server = conn.server
     started = False
     try:
         with trio.fail_after(server.start_timeout_s) as deadline:
             async with (
                 _transport(conn, cwd) as (read, write),
-                ClientSession(read, write) as session,
+                ClientSession(read, write, message_handler=conn.on_message) as session,
             ):
                 await session.initialize()
                 conn.tools = await _list_tools(session)
@@ -175,7 +233,11 @@ async def _hold(
                 deadline.deadline = math.inf
                 started = True
                 task_status.started()
-                await conn.stop.wait()
+                while not conn.stopping:
+                    await conn.wake.wait()
+                    conn.wake = trio.Event()
+                    if conn.tools_changed and not conn.stopping:
+                        await _relist(conn, session, on_changed)
                 # closing is bounded too (an HTTP session's DELETE to a host that went away)
                 deadline.deadline = trio.current_time() + _CLOSE_LIMIT_S
     except trio.TooSlowError:
@@ -192,6 +254,21 @@ async def _hold(
         conn.ended.set()
     if conn.died is not None and on_died is not None:
         await on_died(conn.died)
+
+
+async def _relist(
+    conn: _Connection, session: ClientSession, on_changed: Callable[[], Awaitable[None]]
+) -> None:
+    conn.tools_changed = False
+    relisted = conn.relisted  # kept on the connection until applied: callers wait on it
+    try:
+        conn.tools = await _list_tools(session)
+        await on_changed()
+    finally:
+        if conn.relisted is relisted:
+            conn.relisted = None
+        if relisted is not None:
+            relisted.set()
 
 
 def _start_error(conn: _Connection, exc: BaseException | None) -> McpStartError:
@@ -301,7 +378,7 @@ async def _stdio_transport(
                         await to_session.send(_parse(frame))
                 with trio.move_on_after(_CLOSE_GRACE_S):
                     await child.wait()
-                conn.stop.set()  # output ended: the holder closes the session and reports
+                conn.stop()  # output ended: the holder closes the session and reports
 
         async def pump_in() -> None:
             async with from_session:

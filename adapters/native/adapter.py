@@ -94,10 +94,11 @@ from .compaction import CompactionConfig
 from .content_skills import load_content_skills_from_fs, use_read_skill
 from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
+from .extensions import CURRENT_SUBAGENT
 from .glove import Glove
 from .lifecycle import LifecycleHooks, ModelMiddleware
 from .loop import AskResult, LoopConfig
-from .mcp import McpServer, open_mcp_servers
+from .mcp import McpHub, McpServer, open_mcp_servers
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
@@ -109,7 +110,7 @@ from .stores.base import Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import SqliteStore
 from .structured import OutputSpec, as_output_schema
-from .subscriber import SubscriberEvent
+from .subscriber import SubscriberEvent, TextDeltaEvent
 from .tools import Tool
 from .workspace import WorkspaceLimits
 from .workspace import workspace_tools as workspace_tools_for
@@ -176,10 +177,18 @@ class _Bridge:
         emitter = self._run.emitter
         if emitter.done:
             return
+        chain = CURRENT_SUBAGENT.get()
+        if chain and type(event) is TextDeltaEvent:
+            # a sub-agent's words are not the run's answer: the reasoning channel, as Claude
+            # Code's sub-agent text (the sub-agent's final text comes back as its tool result)
+            event = TextDeltaEvent(event.text, "reasoning")
         events = normalize_event(event, emitter.factory, self._prices)
         if events is None:
-            await emitter.publish(emitter.note_unknown(event.type))
-        elif events:
+            events = emitter.note_unknown(event.type)
+        if events and chain:  # a sub-agent's event, in this run's stream: say whose
+            tags = {"parent_run_id": emitter.factory.run_id, "agent_id": "/".join(chain)}
+            events = [e.model_copy(update=tags) for e in events]
+        if events:
             await emitter.publish(events)
 
 
@@ -492,15 +501,28 @@ class NativeAdapter(AdapterBase):
                 error = emitter.factory.error(str(exc), code=exc.event_code, fatal=False)
                 await emitter.publish([error])
 
+        installed: set[str] = set()
+
+        async def install(hub: McpHub) -> None:
+            """The hub's tools on the Glove (again after a ``tools/list_changed``)."""
+            tools = self._allowed(opts, hub.tools)
+            for gone in installed - {t.name for t in tools}:
+                run.glove.remove_tool(gone)
+            for tool in tools:
+                run.glove.add_tool(tool)
+            installed.clear()
+            installed.update(t.name for t in tools)
+            if not emitter.done:
+                await emitter.publish([emitter.factory.status("running", detail=hub.describe())])
+
         async with open_mcp_servers(
             self._mcp_servers,
             cwd=opts.cwd or self._workspace,
             session_key=opts.session_key,
             on_died=died,
+            on_tools_changed=install,
         ) as hub:
-            for tool in self._allowed(opts, hub.tools):
-                run.glove.add_tool(tool)
-            await emitter.publish([emitter.factory.status("running", detail=hub.describe())])
+            await install(hub)
             yield
 
     def _skills_root(self, opts: StartOpts) -> Path | None:

@@ -25,6 +25,7 @@ addresses are left exactly as typed.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from .stores.base import Store
 
 __all__ = [
+    "CURRENT_SUBAGENT",
     "DIRECTIVE_PATTERN",
     "MAX_SUBAGENT_DEPTH",
     "SKILL_INVOKE_TOOL_NAME",
@@ -76,6 +78,13 @@ __all__ = [
     "parse_tokens",
     "placeholder",
 ]
+
+CURRENT_SUBAGENT: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "ringleader_current_subagent", default=()
+)
+"""The chain of sub-agent names the current task runs inside (``()``: the run's own agent).
+Set around a sub-agent's run, so every subscriber event its child emits (from its own task
+or the tasks it starts, which inherit the context) can be attributed to it."""
 
 SUBAGENT_DISPATCH_TOOL_NAME = "glove_invoke_subagent"
 SKILL_INVOKE_TOOL_NAME = "glove_invoke_skill"
@@ -456,11 +465,13 @@ class Extensions:
         attached = [s for s in self.glove.subscribers if s not in child.subscribers]
         for subscriber in attached:
             child.add_subscriber(subscriber)
+        chain = CURRENT_SUBAGENT.set((*CURRENT_SUBAGENT.get(), sub.name))
         try:
             outcome = await child.process_request(prompt, cancel)
         except Exception as exc:
             return _error(f'Subagent "{sub.name}" failed: {type(exc).__name__}: {exc}')
         finally:
+            CURRENT_SUBAGENT.reset(chain)
             for subscriber in attached:
                 child.remove_subscriber(subscriber)
         if outcome.stop == "aborted":

@@ -24,7 +24,10 @@ parallel and close together, and no child outlives the block. A server that cann
 handshake, ``tools/list``, ``start_timeout_s``) stops the others and raises
 :class:`~orchestrator.errors.McpStartError`. A server that dies while in use is reported once to
 ``on_died`` (a :class:`~orchestrator.errors.McpServerDiedError`); every call of its tools then
-ends in an error result that says so, and the run goes on (the model can do without it).
+ends in an error result that says so, and the run goes on (the model can do without it). A
+server's ``notifications/tools/list_changed`` re-lists its tools into :attr:`McpHub.tools` and
+calls ``on_tools_changed``; a tool call whose server announced a change before answering
+returns only once the new list is applied (so the model's next turn sees it).
 
 Results: text parts are joined into the result's text, images ride along as content parts,
 resources are rendered as text, ``structured_content`` is the data when there is no text; a
@@ -124,6 +127,8 @@ class McpHttpServer:
 
 McpServer: TypeAlias = McpStdioServer | McpHttpServer
 DiedCallback: TypeAlias = Callable[[McpServerDiedError], Awaitable[None]]
+ChangedCallback: TypeAlias = Callable[["McpHub"], Awaitable[None]]
+"""Called after a server's ``tools/list_changed`` was applied to :attr:`McpHub.tools`."""
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -177,6 +182,7 @@ def open_mcp_servers(
     cwd: str | None = None,
     session_key: str | None = None,
     on_died: DiedCallback | None = None,
+    on_tools_changed: ChangedCallback | None = None,
 ) -> AbstractAsyncContextManager[McpHub]:
     """Start every server (in parallel), list their tools, keep them until the block ends.
 
@@ -188,7 +194,13 @@ def open_mcp_servers(
     """
     from ._mcp_client import open_servers
 
-    return open_servers(servers, cwd=cwd, session_key=session_key, on_died=on_died)
+    return open_servers(
+        servers,
+        cwd=cwd,
+        session_key=session_key,
+        on_died=on_died,
+        on_tools_changed=on_tools_changed,
+    )
 
 
 def mcp_result_data(result: CallToolResult) -> ToolResultData:

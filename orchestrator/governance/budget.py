@@ -85,6 +85,13 @@ class SpendLedger:
             return f"{self.scope} used {self.tokens:,} tokens of its {budget.tokens:,}-token budget"
         return None
 
+    def absorb(self, usd: float | None, tokens: int, *, estimated: bool = False) -> None:
+        """Count spend that was checked elsewhere (a task that ran on another node)."""
+        self.tokens += tokens
+        if usd is not None:
+            self.usd += usd
+            self.usd_estimated = self.usd_estimated or estimated
+
     def exhausted(self) -> str | None:
         """Why no new run may start on this ledger (spent up to or past a limit)."""
         budget = self.budget

@@ -94,6 +94,19 @@ class Governance:
             fallback=breaker.fallback if breaker is not None else {},
         )
 
+    def for_node(self) -> Governance:
+        """What a node of a cluster enforces for one task (``RayHost`` ships it with the task):
+        the same budgets, prices and parking; the host ledger starts at what the whole host
+        spent so far (so a spent host budget refuses the task there, as here); breakers stay
+        with the head."""
+        node = attrs.evolve(self, breakers=None, fallback={})
+        node.host_ledger.absorb(
+            self.host_ledger.usd if self.host_ledger.usd else None,
+            self.host_ledger.tokens,
+            estimated=self.host_ledger.usd_estimated,
+        )
+        return node
+
     def prices_for(self, runtime_id: str) -> PriceBook:
         return PriceBook(user=self.user_prices.get(runtime_id, {}))
 

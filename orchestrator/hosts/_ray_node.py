@@ -23,6 +23,7 @@ import trio
 
 from orchestrator.config import RuntimeConfig
 from orchestrator.errors import MailboxClosedError, RingleaderError, RuntimeNotFoundError
+from orchestrator.governance import Governance
 from orchestrator.registry import RuntimeRegistry, RuntimeSpec, discover_runtimes
 from orchestrator.runner import Runner, TaskSpec, default_state_dir
 
@@ -104,10 +105,22 @@ class NodeHost:
                     await self._drained.wait()
             nursery.cancel_scope.cancel()
 
-    async def _run(self, task_key: str, runtime_id: str, task: TaskSpec, ref: TaskRef) -> None:
+    async def _run(
+        self,
+        task_key: str,
+        runtime_id: str,
+        task: TaskSpec,
+        ref: TaskRef,
+        governance: Governance | None,
+    ) -> None:
         outbox, base = self._outbox, self._runner
         assert outbox is not None and base is not None
-        runner = attrs.evolve(base, event_log=OutboxRecorder(outbox, task_key), on_actor=ref.attach)
+        runner = attrs.evolve(
+            base,
+            event_log=OutboxRecorder(outbox, task_key),
+            on_actor=ref.attach,
+            governance=governance,
+        )
         try:
             outcome = await runner.run_task(runtime_id, task)
         except Exception as exc:
@@ -118,11 +131,13 @@ class NodeHost:
             self._refs.pop(task_key, None)
             self._drained.set()
 
-    def _submit(self, task_key: str, runtime_id: str, task: TaskSpec) -> None:
+    def _submit(
+        self, task_key: str, runtime_id: str, task: TaskSpec, governance: Governance | None
+    ) -> None:
         assert self._nursery is not None
         ref = TaskRef(runtime_id=runtime_id, task=task)
         self._refs[task_key] = ref
-        self._nursery.start_soon(self._run, task_key, runtime_id, task, ref)
+        self._nursery.start_soon(self._run, task_key, runtime_id, task, ref, governance)
 
     def _call(self, fn: Callable[[], T]) -> T:
         return trio.from_thread.run_sync(fn, trio_token=self._token)
@@ -144,10 +159,13 @@ class NodeHost:
         task: TaskSpec,
         config: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
+        governance: Governance | None = None,
     ) -> None:
         """Start ``task`` on ``runtime_id`` here, with the head's configuration of that runtime
-        (``config``, a :class:`RuntimeConfig` dump: names of key variables, never keys) and the
-        environment variables the head forwards (``env``; e.g. a model server's placeholder)."""
+        (``config``, a :class:`RuntimeConfig` dump: names of key variables, never keys), the
+        environment variables the head forwards (``env``; e.g. a model server's placeholder)
+        and the budgets the task runs under (``governance``, see
+        :meth:`~orchestrator.governance.Governance.for_node`)."""
         if runtime_id not in self._specs:
             raise RuntimeNotFoundError(
                 f"runtime {runtime_id!r} is not registered on node {socket.gethostname()}",
@@ -157,7 +175,7 @@ class NodeHost:
             self._configs[runtime_id] = RuntimeConfig.model_validate(dict(config))
         for name, value in (env or {}).items():
             os.environ[name] = value
-        self._call(partial(self._submit, task_key, runtime_id, task))
+        self._call(partial(self._submit, task_key, runtime_id, task, governance))
 
     def pull(
         self, ack: int, max_items: int = 256, max_wait_s: float = 0.02, poll_s: float = 1.0

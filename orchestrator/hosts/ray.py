@@ -183,7 +183,13 @@ class RayHost:
     ``forward_env`` the environment variables copied to the node with each task (for a local
     cluster's model server placeholder key; keys proper should live in the nodes' environment).
     ``address``: ``"auto"`` (a running cluster), a ``ray://`` or GCS address, or ``None`` to start
-    a local Ray. ``node_state_dir``: the state directory on the nodes (default: each node's)."""
+    a local Ray. ``node_state_dir``: the state directory on the nodes (default: each node's).
+
+    The runner's governance travels with each task (:meth:`Governance.for_node`): its node
+    enforces the task's budgets within one event, as a local host does; the host budget spans
+    the cluster at task boundaries (each task starts from what every finished task spent, and
+    its spend is added when it ends; tasks running at once do not see each other's spend).
+    Breakers are not applied over Ray."""
 
     runner: Runner
     address: str | None = "auto"
@@ -298,10 +304,16 @@ class RayHost:
         node.active[ref.runtime_id] = node.active.get(ref.runtime_id, 0) + 1
         ref.node = node
         env = {name: os.environ[name] for name in self.forward_env if name in os.environ}
+        gov = self.runner.governance
         try:
             await self.call(
                 node.actor.submit.remote(
-                    ref.task_key, ref.runtime_id, ref.task, self._config(ref.runtime_id), env
+                    ref.task_key,
+                    ref.runtime_id,
+                    ref.task,
+                    self._config(ref.runtime_id),
+                    env,
+                    gov.for_node() if gov is not None else None,
                 )
             )
         except Exception as exc:
@@ -323,6 +335,13 @@ class RayHost:
         if ref is None:
             return
         self._release(ref)
+        gov, outcome = self.runner.governance, op.outcome
+        if gov is not None and outcome is not None:  # the host's spend spans every node
+            gov.host_ledger.absorb(
+                outcome.cost_usd,
+                outcome.usage.total_tokens,
+                estimated=gov.allow_estimates,  # some of it may be a list-price estimate
+            )
         ref._finish(op.outcome, op.error)  # pyright: ignore[reportPrivateUsage]
 
     # -- events --------------------------------------------------------------------------------

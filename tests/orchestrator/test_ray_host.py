@@ -282,3 +282,83 @@ def test_batch_and_runtimes_on_the_cluster_from_the_command_line(
     for node in nodes:
         assert node["slots"] == {"scripted": 500.0, "native": 8.0}
         assert "scripted" in node["runtimes"] and "native" in node["runtimes"]
+
+
+def spend_script(marker: str) -> dict[str, Any]:
+    """A native run whose first model turn reports 2,000 tokens and asks for a tool; the turn
+    after it (and its tool) must never happen under a smaller budget."""
+    return {
+        "model": MODEL,
+        "conversations": [
+            {
+                "name": marker,
+                "marker": f"[[ray:{marker}]]",
+                "turns": [
+                    {
+                        "text": "Step one.",
+                        "tool_calls": [{"name": "list_files", "input": {"path": "."}}],
+                        "usage": {"input_tokens": 1950, "output_tokens": 50},
+                    },
+                    {
+                        "text": "Step two.",
+                        "tool_calls": [{"name": "list_files", "input": {"path": "."}}],
+                        "usage": {"input_tokens": 3000, "output_tokens": 50},
+                    },
+                    {"text": "NEVER"},
+                ],
+            }
+        ],
+    }
+
+
+async def test_budgets_stop_a_remote_run_within_one_event_and_span_the_cluster(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task's token budget is enforced on the node (the crossing ``cost`` is the run's last
+    word, then ``error{budget_exceeded}`` + ``done{error}``); the host budget counts what every
+    node spent, so the next task is refused once it is gone."""
+    from orchestrator.events import Cost
+    from orchestrator.governance import Budget, Governance
+
+    monkeypatch.setenv(KEY_ENV, "placeholder-key-for-the-model-server")
+    script = spend_script("spend")
+    script["conversations"].append(spend_script("late")["conversations"][0])
+    async with serve_model_server(script) as server, EventLog.open(tmp_path / "e.db") as log:
+        registry = RuntimeRegistry.from_specs(discover_runtimes())
+        governance = Governance(task_budget=Budget(tokens=1_500), host_budget=Budget(tokens=1_800))
+        runner = Runner(
+            registry,
+            sink=RecordingSink(log),
+            state_dir=tmp_path,
+            event_log=log,
+            governance=governance,
+        )
+        host = host_for(runner, tmp_path, configs=native_at(server.url), forward_env=[KEY_ENV])
+        async with host:
+            first = host.submit(
+                "native", TaskSpec(task_id="spend", title="[[ray:spend]] go", cwd=str(tmp_path))
+            )
+            with trio.fail_after(120):
+                outcome = await first.outcome()
+            assert first.node is not None
+            assert governance.host_ledger.tokens == 2_000  # the node's spend, at the head
+            late = host.submit(
+                "native", TaskSpec(task_id="late", title="[[ray:late]] go", cwd=str(tmp_path))
+            )
+            with trio.fail_after(120):
+                refused = await late.outcome()
+        assert outcome.status == "error" and outcome.error_code == "budget_exceeded"
+        assert len(outcome.runs) == 1 and outcome.runs[0].attempts == 1  # no retry past it
+        events = await read_run(log, first.run_keys[-1])
+        assert_gapless_one_done(events)
+        crossing = next(
+            i for i, e in enumerate(events) if isinstance(e, Cost) and e.usage.total_tokens > 1_500
+        )
+        tail = [e.kind for e in events[crossing + 1 :] if e.kind != "tool-result"]
+        assert tail == ["error", "done"]
+        (error,) = [e for e in events if e.kind == "error"]
+        assert error.code == "budget_exceeded" and events[-1].reason == "error"
+        assert len(server.requests_for("spend")) == 1  # the turn after the crossing never ran
+        assert refused.status == "error" and refused.error_code == "budget_exceeded"
+        assert "host budget of 1,800 tokens is spent" in (refused.error_message or "")
+        assert server.requests_for("late") == []  # refused before it started

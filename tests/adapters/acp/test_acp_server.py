@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -18,6 +19,7 @@ from contract import check_stream, collect_run
 from contract.model_server import serve_model_server
 from orchestrator.acp_server import event_to_update
 from orchestrator.adapter import StartOpts, TaskHandle
+from orchestrator.approvals import ApprovalBook
 from orchestrator.events import (
     Cost,
     Done,
@@ -29,7 +31,9 @@ from orchestrator.events import (
 )
 
 
-def acp_adapter(runtime: str, state: Path, **env: str) -> AcpAdapter:
+def acp_adapter(
+    runtime: str, state: Path, permission: Literal["allow", "deny"] = "deny", **env: str
+) -> AcpAdapter:
     command = [sys.executable, "-m", "orchestrator.cli", "acp", "--runtime", runtime]
     root = str(Path(__file__).resolve().parents[3])
     return AcpAdapter(
@@ -37,6 +41,7 @@ def acp_adapter(runtime: str, state: Path, **env: str) -> AcpAdapter:
             command=command,
             env={"RINGLEADER_STATE_DIR": str(state), "PYTHONPATH": root, **env},
             handshake_timeout=30,
+            permission=permission,
         )
     )
 
@@ -96,6 +101,53 @@ async def test_native_runtime_round_trip(tmp_path: Path) -> None:
     assert [c.name for c in calls] == ["list_files"]
     assert results and results[0].tool_call_id == calls[0].tool_call_id
     assert "I see the files." in done.summary
+
+
+BASH_SCRIPT = {
+    "model": "claude-sonnet-4-5",
+    "conversations": [
+        {
+            "name": "bash",
+            "marker": "[[bash]]",
+            "turns": [
+                {"tool_calls": [{"name": "bash", "input": {"command": "echo ran > out.txt"}}]},
+                {"text": "Finished."},
+            ],
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("permission", ["allow", "deny"])
+async def test_a_call_that_needs_approval_is_decided_by_the_acp_client(
+    permission: Literal["allow", "deny"], tmp_path: Path
+) -> None:
+    # ringleader acp forwards the native runtime's bash approval to the client as
+    # session/request_permission; our ACP client adapter answers by its policy
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with serve_model_server(BASH_SCRIPT) as server:
+        env = {
+            "RINGLEADER_NATIVE_PROVIDER": "anthropic",
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": "sk-ant-acp-test-0000",
+        }
+        async with acp_adapter("native", tmp_path / "state", permission, **env) as adapter:
+            events = await run_once(adapter, ws, "[[bash]] write the file")
+            asked = [c for c in adapter.calls if c.method == "permission"]
+    check_stream(events)
+    done = events[-1]
+    assert isinstance(done, Done) and done.reason == "success", events
+    assert len(asked) == 1  # the client was asked once
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    if permission == "allow":
+        assert (ws / "out.txt").read_text() == "ran\n"
+        assert not result.is_error
+    else:
+        assert not (ws / "out.txt").exists()
+        assert result.is_error
+        assert "rejected this tool call in their editor" in str(result.output)
+    assert await ApprovalBook.in_state_dir(tmp_path / "state").pending() == []
 
 
 def test_event_mapping_is_what_the_client_normalizes_back() -> None:

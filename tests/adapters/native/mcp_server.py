@@ -10,7 +10,7 @@ import os
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ImageContent, TextContent
 
@@ -49,6 +49,14 @@ async def wait(seconds: float) -> str:
     """Sleep, then say so."""
     await anyio.sleep(seconds)
     return "woke"
+
+
+@app.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool called ``name`` and tell the client its tool list changed."""
+    app.add_tool(lambda: f"I am {name}", name=name, description=f"The {name} tool.")
+    await ctx.session.send_tool_list_changed()
+    return f"grew {name}"
 
 
 @app.tool()

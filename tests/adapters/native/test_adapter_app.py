@@ -23,6 +23,7 @@ from adapters.native.extensions import (
 )
 from adapters.native.glove import Glove
 from adapters.native.messages import Message
+from adapters.native.messages import ToolCall as NativeCall
 from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.tasks_inbox import TASK_TOOL_NAME
 from adapters.native.tools import Tool, ToolContext
@@ -237,3 +238,81 @@ async def test_display_slots_are_status_details_answered_through_write_context(
     [result] = [e for e in events if isinstance(e, ToolResult)]
     assert result.output == "answer={'yes': True}"
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
+
+
+def dispatch(call_id: str, name: str) -> NativeCall:
+    """A ``glove_invoke_subagent`` call with its own id (each scripted model numbers its calls
+    from 1, and one stream must not carry two open calls with the same id)."""
+    return NativeCall(
+        tool_name=SUBAGENT_DISPATCH_TOOL_NAME, input_args={"name": name, "prompt": "go"}, id=call_id
+    )
+
+
+async def test_subagent_events_are_tagged_with_the_parent_run_and_the_agent(
+    tmp_path: Path,
+) -> None:
+    """Between its brackets, every event the sub-agent caused says so (``parentRunId``: the run
+    carrying it, ``agentId``: which sub-agent, ``outer/inner`` when nested); its words go to
+    the reasoning channel, so the run's answer stays the parent's."""
+    from orchestrator.events import event_from_json, event_to_json
+
+    parent = ScriptedModel(
+        [
+            Reply(tool_calls=[dispatch("parent-call", "outer")]),
+            Reply(text="Parent answer.", tokens_in=5, tokens_out=1),
+        ],
+        model="m",
+    )
+
+    def inner(ctx: SubAgentFactoryContext) -> Glove:
+        return Glove(model=ScriptedModel([Reply(text="inner words")], model="m")).build()
+
+    def outer(ctx: SubAgentFactoryContext) -> Glove:
+        model = ScriptedModel(
+            [
+                Reply(
+                    text="outer thinking",
+                    tool_calls=[dispatch("outer-call", "inner")],
+                ),
+                Reply(text="outer words"),
+            ],
+            model="m",
+        )
+        child = Glove(model=model)
+        child.define_sub_agent("inner", inner, description="Inner.")
+        return child.build()
+
+    def app(glove: Glove, opts: StartOpts) -> None:
+        glove.define_sub_agent("outer", outer, description="Outer.")
+
+    async with NativeAdapter(model_factory=lambda o: parent, app=app) as adapter:
+        events = await run(adapter, start_opts(tmp_path, "start"))
+    run_id = events[0].run_id
+    seen = details(events)
+    assert seen.count("subagent_invoked: outer") == 1
+    opened = next(
+        i for i, e in enumerate(events) if getattr(e, "detail", "") == "subagent_invoked: outer"
+    )
+    closed = next(
+        i
+        for i, e in enumerate(events)
+        if (getattr(e, "detail", "") or "").startswith("subagent_completed: outer")
+    )
+    inside = events[opened + 1 : closed]
+    outside = events[: opened + 1] + events[closed:]
+    assert inside and all(e.parent_run_id == run_id for e in inside)
+    assert {e.agent_id for e in inside} == {"outer", "outer/inner"}
+    assert all(e.parent_run_id is None and e.agent_id is None for e in outside)
+    words = {
+        e.agent_id: e.text for e in inside if isinstance(e, TextDelta) and e.text.endswith("words")
+    }
+    assert words == {"outer/inner": "inner words", "outer": "outer words"}
+    assert all(e.channel == "reasoning" for e in inside if isinstance(e, TextDelta))
+    done = events[-1]
+    assert isinstance(done, Done) and done.summary == "Parent answer."
+    # on the wire: camelCase tags on a sub-agent's events, none on the run's own
+    tagged = next(e for e in inside if isinstance(e, TextDelta))
+    wire = event_to_json(tagged)
+    assert f'"parentRunId":"{run_id}"' in wire and '"agentId":"outer' in wire
+    assert event_from_json(wire) == tagged
+    assert "parentRunId" not in event_to_json(events[0])

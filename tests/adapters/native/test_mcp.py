@@ -52,8 +52,8 @@ def script(*turns: dict[str, Any]) -> dict[str, Any]:
     return {"conversations": [{"name": "mcp", "turns": list(turns)}]}
 
 
-def call(name: str, **args: Any) -> dict[str, Any]:
-    return {"name": name, "input": args}
+def call(tool: str, /, **args: Any) -> dict[str, Any]:
+    return {"name": tool, "input": args}
 
 
 async def run_native(
@@ -110,6 +110,7 @@ async def test_stdio_server_tool_round_trip_through_the_native_loop(tmp_path: Pa
         "mcp__calc__add",
         "mcp__calc__broken",
         "mcp__calc__die",
+        "mcp__calc__grow",
         "mcp__calc__picture",
         "mcp__calc__shout",
         "mcp__calc__wait",
@@ -124,7 +125,7 @@ async def test_stdio_server_tool_round_trip_through_the_native_loop(tmp_path: Pa
     ]
     assert any("42" in text for text in sent_tool_results(model))
     details = [e.detail for e in events if isinstance(e, Status) and e.detail]
-    assert "mcp: calc (6 tools)" in details
+    assert "mcp: calc (7 tools)" in details
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "success"
     # the server was a child of the run: gone (and reaped) when its stream closed
@@ -182,6 +183,27 @@ async def test_a_server_that_asks_is_denied_without_anyone_to_ask(tmp_path: Path
     ((name, result),) = results(events)
     assert name == "mcp__calc__add"
     assert result.is_error and "Permission denied" in result.output
+
+
+async def test_a_tool_list_change_reaches_the_next_turn(tmp_path: Path) -> None:
+    turns = script(
+        {"tool_calls": [call("mcp__calc__grow", name="extra")]},
+        {"tool_calls": [call("mcp__calc__extra")]},
+        {"text": "Grown."},
+    )
+    async with serve_model_server(turns) as model:
+        events = await run_native(model, [stdio()], tmp_path)
+    got = results(events)
+    assert [(n, r.output, r.is_error) for n, r in got] == [
+        ("mcp__calc__grow", "grew extra", False),
+        ("mcp__calc__extra", "I am extra", False),
+    ]
+    first, second = model.requests[0], model.requests[1]
+    assert "mcp__calc__extra" not in {t["name"] for t in first.body["tools"]}
+    assert "mcp__calc__extra" in {t["name"] for t in second.body["tools"]}
+    details = [e.detail for e in events if isinstance(e, Status) and e.detail]
+    assert details.count("mcp: calc (7 tools)") == 1
+    assert "mcp: calc (8 tools)" in details
 
 
 async def test_stdio_server_that_dies_mid_run(tmp_path: Path) -> None:
