@@ -73,6 +73,7 @@ from .lifecycle import ModelErrorInfo as ModelErrorInfo
 from .lifecycle import ModelMiddleware as ModelMiddleware
 from .lifecycle import ModelResponseInfo as ModelResponseInfo
 from .lifecycle import ReplaceResult as ReplaceResult
+from .lifecycle import RequestApproval as RequestApproval
 from .lifecycle import RewriteInput as RewriteInput
 from .lifecycle import RunAction as RunAction
 from .lifecycle import RunEndInfo as RunEndInfo
@@ -204,6 +205,7 @@ __all__ = [
     "PromptResponse",
     "Renderer",
     "ReplaceResult",
+    "RequestApproval",
     "RewriteInput",
     "RunAction",
     "RunEndInfo",

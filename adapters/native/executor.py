@@ -47,7 +47,7 @@ from orchestrator.approvals import (
 from orchestrator.errors import ToolApprovalRequiredError
 
 from .cancel import CancelToken
-from .lifecycle import Lifecycle, RunStopped
+from .lifecycle import Lifecycle, RequestApproval, RunStopped
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store
 from .subscriber import ApprovalRequested, NotifyFn, ToolUseResult
@@ -264,17 +264,20 @@ class Executor:
         """``on_tool_call`` (rewrite, skip, answer, stop), the call, then ``on_tool_result`` /
         ``on_tool_error`` (replace, stop) — :mod:`.lifecycle`."""
         args = await hooks.before_tool(call)
+        asked = hooks.approval_requests.pop(call.id, None)
         if isinstance(args, ToolResultData):
             data = args
             args = call.input_args
         elif args is call.input_args:
-            data = await self._run_one(call, run)
+            data = await self._run_one(call, run, asked)
         else:
             rewritten = call.model_copy(update={"input_args": args, "parse_error": None})
-            data = await self._run_one(rewritten, run)
+            data = await self._run_one(rewritten, run, asked)
         return await hooks.after_tool(call, args, data)
 
-    async def _run_one(self, call: ToolCall, run: _Run) -> ToolResultData:
+    async def _run_one(
+        self, call: ToolCall, run: _Run, asked: RequestApproval | None = None
+    ) -> ToolResultData:
         tool = self.lookup(call.tool_name)
         if tool is None:
             return _error(self.unknown_tool_message(call.tool_name), "not_found")
@@ -289,6 +292,8 @@ class Executor:
         except (ValidationError, ToolInputError, TypeError) as exc:
             return _error(format_validation_error(tool.name, exc), "invalid_input")
         decision = tool.permission_decision(value)
+        if asked is not None and decision != "deny":
+            decision = "ask"  # a hook asked for approval (a policy deny still denies)
         if decision == "deny":
             return _error(
                 f'Permission denied for tool "{tool.name}": the permission policy of this run '
@@ -296,7 +301,7 @@ class Executor:
                 "denied",
             )
         if decision == "ask":
-            verdict = await self._check_permission(tool, value, call, run)
+            verdict = await self._check_permission(tool, value, call, run, asked)
             if isinstance(verdict, ToolResultData):
                 return verdict
             if verdict is not None:  # approved with an edited input: validated like the model's
@@ -307,9 +312,10 @@ class Executor:
         return await self._run_with_retries(tool, value, call, run.token, run.session)
 
     async def _check_permission(
-        self, tool: Tool[Any], value: Any, call: ToolCall, run: _Run
+        self, tool: Tool[Any], value: Any, call: ToolCall, run: _Run, asked: RequestApproval | None
     ) -> ToolResultData | Mapping[str, Any] | None:
-        """``None`` to run as is, an edited input to run with, or the result that denies."""
+        """``None`` to run as is, an edited input to run with, or the result that denies. A
+        hook's request is asked every time (no remembered decision)."""
         store = self.store
         if not store.capabilities.permissions:
             return _error(
@@ -317,9 +323,10 @@ class Executor:
                 "denied",
             )
         key_input = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-        status = await store.get_permission(tool.name, key_input)
+        status = "unset" if asked else await store.get_permission(tool.name, key_input)
         if status == "unset":
-            request = ApprovalRequest(tool.name, key_input, call.id, run.session)
+            reason = asked.reason if asked else None
+            request = ApprovalRequest(tool.name, key_input, call.id, run.session, reason)
             if run.handler is None:
                 if self.unhandled == "raise":
                     raise ToolApprovalRequiredError(
@@ -335,9 +342,12 @@ class Executor:
                 await run.handler.record(request)
             await self.notify(ApprovalRequested(request))
             decision = as_decision(await run.handler(request))
-            if decision.input is None:  # only a plain decision is remembered for this input
+            if asked is None and decision.input is None:  # a plain decision is remembered
                 status = "granted" if decision.approved else "denied"
                 await store.set_permission(tool.name, status, key_input)
+            if asked is not None and not (decision.reject_message or decision.reason):
+                # the seed's order: the decision's message, its reason, then the request's
+                decision = attrs.evolve(decision, reject_message=asked.reject_message)
             return _apply(decision)
         if status == "granted":
             return None

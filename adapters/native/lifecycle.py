@@ -94,6 +94,7 @@ __all__ = [
     "ModelMiddleware",
     "ModelResponseInfo",
     "ReplaceResult",
+    "RequestApproval",
     "RewriteInput",
     "RunAction",
     "RunEndInfo",
@@ -128,6 +129,17 @@ class SkipTool:
 
 
 @attrs.frozen
+class RequestApproval:
+    """Ask the run's approval handler before the call runs, whatever the policy says (Anvia's
+    ``tool.requestApproval``; a policy ``deny`` still denies): ``reason`` goes with the request,
+    ``reject_message`` is what the model sees when a rejection gives none. With no handler the
+    library run raises ``ToolApprovalRequiredError`` (:mod:`orchestrator.approvals`)."""
+
+    reason: str | None = None
+    reject_message: str | None = None
+
+
+@attrs.frozen
 class RewriteInput:
     """Run the call with these arguments instead (validated like the model's)."""
 
@@ -142,7 +154,9 @@ class ReplaceResult:
 
 
 RunAction: TypeAlias = StopRun | None
-ToolCallAction: TypeAlias = RewriteInput | SkipTool | ReplaceResult | StopRun | None
+ToolCallAction: TypeAlias = (
+    RewriteInput | SkipTool | ReplaceResult | StopRun | RequestApproval | None
+)
 ToolResultAction: TypeAlias = ReplaceResult | StopRun | None
 
 # -- what a hook is told ----------------------------------------------------------------------
@@ -320,6 +334,8 @@ class Lifecycle:
         self._at: dict[HookPoint, tuple[LifecycleHooks, ...]] = {
             point: tuple(h for h in hooks if _overrides(h, point)) for point in _POINTS
         }
+        self.approval_requests: dict[str, RequestApproval] = {}
+        """Calls a hook asked approval for (by call id), taken by the executor."""
         self.middlewares = tuple(middlewares)
         self.wraps_model = bool(self.middlewares) or any(
             self._at[p] for p in ("on_model_call", "on_model_response", "on_model_error")
@@ -392,6 +408,9 @@ class Lifecycle:
                 case StopRun():
                     await self._report("on_tool_call", "stop", action.reason)
                     raise RunStopped("on_tool_call", action.reason)
+                case RequestApproval():
+                    await self._report("on_tool_call", "request_approval", call.tool_name)
+                    self.approval_requests[call.id] = action
         return args
 
     async def after_tool(self, call: ToolCall, args: Any, result: ToolResultData) -> ToolResultData:
@@ -411,7 +430,7 @@ class Lifecycle:
     async def _report(
         self,
         point: HookPoint,
-        action: Literal["stop", "skip", "rewrite_input", "replace_result"],
+        action: Literal["stop", "skip", "rewrite_input", "replace_result", "request_approval"],
         detail: str,
     ) -> None:
         if self.notify is not None:

@@ -13,6 +13,8 @@ import trio.testing
 from adapters.native import NativeAdapter, PermissionPolicy
 from adapters.native.anvia import AgentBuilder, AnviaAgent
 from adapters.native.glove import Glove
+from adapters.native.lifecycle import LifecycleHooks, RequestApproval, ToolCallAction, ToolCallInfo
+from adapters.native.loop import LoopConfig
 from adapters.native.messages import ToolResultData
 from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.stores.memory import MemoryStore
@@ -287,3 +289,55 @@ async def test_anvia_a_protected_call_with_no_handler_raises_tool_approval_requi
     with pytest.raises(ToolApprovalRequiredError) as caught:
         await _anvia(ran).prompt("list").send()
     assert ran == [] and caught.value.request.tool_name == "shell"
+
+
+# -- a hook asks (Anvia's tool.requestApproval) -------------------------------------------------
+
+
+class _AskFirst(LifecycleHooks):
+    async def on_tool_call(self, info: ToolCallInfo) -> ToolCallAction:
+        await trio.lowlevel.checkpoint()
+        return RequestApproval(reason="deploys are reviewed", reject_message="Deploy refused.")
+
+
+def _hooked(ran: list[str], handler: Any = None) -> Glove:
+    async def deploy(inp: EchoInput, ctx: ToolContext) -> str:
+        await trio.lowlevel.checkpoint()
+        ran.append(inp.text)
+        return "deployed"
+
+    model = ScriptedModel([Reply(tool_calls=[("deploy", {"text": "v2"})]), Reply(text="done")])
+    glove = Glove(
+        model=model, permission_handler=handler, loop_config=LoopConfig(hooks=[_AskFirst()])
+    )
+    return glove.fold("deploy", "Deploy.", EchoInput, deploy).build()  # the policy allows it
+
+
+async def test_a_hooks_approval_request_goes_to_the_handler_even_when_the_policy_allows() -> None:
+    ran: list[str] = []
+    asked: list[ApprovalRequest] = []
+    glove = _hooked(ran, _answer(True, asked))
+    await glove.process_request("ship it")
+    assert ran == ["v2"] and [r.reason for r in asked] == ["deploys are reviewed"]
+    # asked every time: a hook's request is not answered from a remembered decision
+    await _hooked(ran, _answer(True, asked)).process_request("again")
+    assert len(asked) == 2
+
+
+async def test_a_rejected_hook_request_shows_the_decisions_text_else_the_requests() -> None:
+    ran: list[str] = []
+    glove = _hooked(ran, _answer(False))
+    await glove.process_request("ship it")
+    assert ran == [] and (await _result(glove)).message == "Deploy refused."
+    own = _hooked(ran, _answer(reject("Not on Fridays.")))
+    await own.process_request("ship it")
+    assert (await _result(own)).message == "Not on Fridays."
+
+
+async def test_a_hooks_approval_request_with_no_handler_raises_tool_approval_required_error() -> (
+    None
+):
+    ran: list[str] = []
+    with pytest.raises(ToolApprovalRequiredError) as caught:
+        await _hooked(ran).process_request("ship it")
+    assert ran == [] and caught.value.request.reason == "deploys are reviewed"
