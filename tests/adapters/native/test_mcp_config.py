@@ -6,9 +6,7 @@ model server)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,10 +17,11 @@ from adapters.builtin import CODEX, NATIVE
 from adapters.native import McpHttpServer, McpStdioServer, NativeAdapter
 from orchestrator.config import McpServerConfig, RuntimeConfig, load_config
 from orchestrator.errors import ConfigError
-from orchestrator.events import Done, ToolCall, ToolResult, event_from_json
+from orchestrator.events import Done, ToolCall, ToolResult
+
+from .cli_run import run_native_cli
 
 SERVER = Path(__file__).with_name("mcp_server.py")
-CLI = (sys.executable, "-m", "orchestrator.cli")
 
 TOML = f"""
 [runtimes.native.mcp_servers.calc]
@@ -154,21 +153,7 @@ def test_ringleader_run_reaches_an_mcp_server_from_ringleader_toml(tmp_path: Pat
             }
         ]
     }
-    (tmp_path / "script.json").write_text(json.dumps(script), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
-    env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path)}
-    result = subprocess.run(
-        [*CLI, "run", "--runtime", "native", "--model-server", "script.json", "--json", "hi"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 0, result.stderr
-    events = [event_from_json(line) for line in result.stdout.splitlines() if line.strip()]
+    events = run_native_cli(tmp_path, script, "hi")
     calls = [e for e in events if isinstance(e, ToolCall)]
     outputs = [e for e in events if isinstance(e, ToolResult)]
     assert [c.name for c in calls] == ["mcp__calc__add"]

@@ -6,9 +6,6 @@ against the scripted model server)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +14,10 @@ from adapters.builtin import ACP, CODEX, NATIVE
 from adapters.native import NativeAdapter
 from orchestrator.config import RuntimeConfig, load_config
 from orchestrator.errors import ConfigError
-from orchestrator.events import Done, ErrorEvent, Status, event_from_json
+from orchestrator.events import Done, ErrorEvent, Status
 
-CLI = (sys.executable, "-m", "orchestrator.cli")
+from .cli_run import run_native_cli
+
 SCHEMA = {
     "type": "object",
     "properties": {"verdict": {"enum": ["pass", "fail"]}, "reasons": {"type": "array"}},
@@ -103,21 +101,7 @@ def test_ringleader_run_validates_the_answer_against_the_configured_schema(
             }
         ]
     }
-    (tmp_path / "script.json").write_text(json.dumps(script), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
-    env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path)}
-    result = subprocess.run(
-        [*CLI, "run", "--runtime", "native", "--model-server", "script.json", "--json", "review"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 0, result.stderr
-    events = [event_from_json(line) for line in result.stdout.splitlines() if line.strip()]
+    events = run_native_cli(tmp_path, script, "review")
     details = [e.detail for e in events if isinstance(e, Status) and e.detail]
     assert any(
         d.startswith("output_retry 1: verdict: 'maybe' is not one of ['pass', 'fail']")
