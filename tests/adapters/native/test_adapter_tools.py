@@ -215,8 +215,7 @@ async def test_runs_in_different_directories_each_see_their_own(tmp_path: Path) 
 
     async with NativeAdapter(model_factory=factory) as adapter:
         seen = [
-            results(await run(adapter, start_opts(d)))["list_files"].output
-            for d in (one, two, one)
+            results(await run(adapter, start_opts(d)))["list_files"].output for d in (one, two, one)
         ]
         adapter.permissions = PermissionPolicy(write="deny")
         denied = results(await run(adapter, start_opts(one)))["write_file"]
