@@ -74,20 +74,23 @@ _pieces = st.sampled_from(
     ["429", "4290", "x429", "limit", "LIMIT", "rate", "rate-", "usage", "uſage", "too many",
      "requests", "REQUESTS", "high demand", "at capacity", "overloaded", "50", "503", "internal",
      "server error", "stream disconnected", "ſtream", "connection", "timed out", "timeout",
-     "time", "out", "K", "İ", "ı", "’", " ", "\n", "é", "_"]
+     "time", "out", "K", "İ", "ı", "’", " ", "\n", "é", "_", "rate limit", "RateLimit",
+     "usage_limit", "Too Many Requests", "500", "5000", "a503", "TIMED OUT", "time out"]
 )  # fmt: skip
 messages = st.one_of(
     st.text(max_size=30), st.lists(st.one_of(_pieces, st.text(max_size=3)), max_size=8).map("".join)
 )
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=6), messages)
-_json = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
         st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+    )
+
+
+_json = st.recursive(_scalars, _containers, max_leaves=6)
 _item = obj(
     {},
     optional={
