@@ -609,7 +609,8 @@ def normalize_lines(
             unknown.append(frame_label(line))
         elif events:
             out += events
-    out += flush_text(make, state)
+    if state.pending:
+        out += flush_text(make, state)
     return out, unknown
 
 
