@@ -106,6 +106,9 @@ ScriptedFrame: TypeAlias = Annotated[
     Field(discriminator="type"),
 ]
 _FRAME_ADAPTER: TypeAdapter[ScriptedFrame] = TypeAdapter(ScriptedFrame)
+_validate_frame = _FRAME_ADAPTER.validator.validate_python
+"""The union's validator, called directly: ``TypeAdapter.validate_python`` adds 0.5 µs a frame
+of keyword handling around the same call."""
 
 
 def parse_frame(raw: dict[str, Any] | ScriptedFrame) -> ScriptedFrame | str:
@@ -113,7 +116,7 @@ def parse_frame(raw: dict[str, Any] | ScriptedFrame) -> ScriptedFrame | str:
     if not isinstance(raw, dict):
         return raw
     try:
-        return _FRAME_ADAPTER.validate_python(raw)
+        return _validate_frame(raw)
     except ValidationError:
         kind = raw.get("type")
         return kind if isinstance(kind, str) else "?"
@@ -266,7 +269,9 @@ class ScriptedAdapter(AdapterBase):
             emitter.bind_run_id(frame.session_id)
         else:
             emitter.ensure_run_id()
-        events = normalize_frame(frame, emitter.factory, "".join(run.text))
+        # only a result frame reads the text so far: joining it per frame was quadratic
+        text = "".join(run.text) if isinstance(frame, ResultFrame) else ""
+        events = normalize_frame(frame, emitter.factory, text)
         if isinstance(frame, TextFrame) and frame.channel == "assistant":
             run.text.append(frame.text)
         await emitter.publish(events)

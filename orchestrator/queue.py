@@ -204,6 +204,19 @@ class EventQueue:
     async def send_batch(self, events: list[RuntimeEvent]) -> bool:
         """Queue several events in order, with the same policy as :meth:`send` (waiting only
         when the buffer is full; one cancellation point for the batch otherwise)."""
+        buf = self._buffer
+        if (
+            len(buf) + len(events) <= self._max
+            and not self._shift
+            and self._merging is None
+            and not self._closed
+            and not self._receiver_closed
+        ):  # room for all, nothing to renumber or seal: what _try_put does per event, at once
+            buf.extend(events)
+            if self._data:
+                self._data.unpark_all()
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return True
         try_put = self._try_put
         for event in events:
             while True:
