@@ -47,9 +47,9 @@ def as_float(value: object) -> float | None:
 
 def as_dict(value: object) -> dict[str, Any]:
     """``value`` if it is a JSON object, else an empty dict."""
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
 
 def as_list(value: object) -> list[Any]:
     """``value`` if it is a JSON array, else an empty list."""
-    return cast(list[Any], value) if isinstance(value, list) else []
+    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]

@@ -8,13 +8,15 @@ environment the adapter uses:
 * ours — ``adapter.start()`` → ``adapter.events()`` → the first event; then ``abort`` and drain to
   ``done`` (outside the timing).
 
-Each attempt gets a fresh home (as the adapter gives each run) and its own conversation (a marker
+The two are interleaved, one of each per pass with the order swapped every pass, so load drift on
+a shared machine weighs on both alike. Each attempt gets a fresh home (as the adapter gives each run) and its own conversation (a marker
 in the prompt). Not-installed CLIs and missing adapters say so in their row.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -22,11 +24,16 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._core import Config, Row, Target, failed, figure, path
 from .p_sessions import model_server
+
+if TYPE_CHECKING:
+    from adapters.claude_code import ClaudeCodeAdapter
+    from adapters.codex import CodexAdapter
 
 UNIT = "ms"
 KEY = "sk-bench-0000000000"
@@ -66,10 +73,56 @@ def _first_line_ms(argv: list[str], env: dict[str, str], cwd: Path) -> float:
         proc.wait()
 
 
+async def _side_by_side(
+    adapter: ClaudeCodeAdapter | CodexAdapter,
+    direct: Callable[[], float],
+    cfg: Config,
+    next_marker: Callable[[], str],
+) -> tuple[list[float], list[float]]:
+    """(the CLI's first line, ours) in ms, one of each per pass, interleaved (the order swapped
+    every pass) so that load drift on a shared machine weighs on both alike. Ours is
+    ``start()`` → ``events()`` → the first event; then abort and drain to ``done`` (untimed)."""
+    from orchestrator.adapter import StartOpts, TaskHandle
+    from orchestrator.events import Done
+
+    async def ours() -> float:
+        t0 = time.perf_counter()
+        run = await adapter.start(
+            TaskHandle(),
+            StartOpts(
+                agent_id=adapter.id,
+                session_key=f"bench:{uuid.uuid4().hex[:8]}",
+                message=f"{next_marker()} hi",
+            ),
+        )
+        elapsed = math.nan
+        async with adapter.events(run) as events:
+            async for event in events:
+                if math.isnan(elapsed):
+                    elapsed = (time.perf_counter() - t0) * 1000
+                    await adapter.abort(run)
+                if isinstance(event, Done):
+                    break
+        return elapsed
+
+    limit: list[float] = []
+    out: list[float] = []
+    async with adapter:
+        for i in range(cfg.warmup + cfg.min_passes):
+            if i % 2:
+                theirs, mine = direct(), await ours()
+            else:
+                mine, theirs = await ours(), direct()
+            if i >= cfg.warmup:
+                limit.append(theirs)
+                out.append(mine)
+    return limit, out
+
+
 # -- Codex ----------------------------------------------------------------------------------------
 
 
-def _codex(cfg: Config, url: str, state: Path, next_marker: Any) -> Row:
+def _codex(cfg: Config, url: str, state: Path, next_marker: Callable[[], str]) -> Row:
     from adapters._runtimes import runtime_binary
     from orchestrator.errors import RuntimeNotFoundError
 
@@ -90,8 +143,6 @@ def _codex(cfg: Config, url: str, state: Path, next_marker: Any) -> Row:
 
     from adapters.codex import CodexAdapter, CodexConfig, CodexProvider
     from adapters.codex.driver import exec_argv, prepare_home, run_env
-    from orchestrator.adapter import StartOpts, TaskHandle
-    from orchestrator.events import Done
 
     provider = CodexProvider(
         base_url=f"{url}/v1", api_key=KEY, request_max_retries=0, stream_max_retries=0
@@ -109,35 +160,7 @@ def _codex(cfg: Config, url: str, state: Path, next_marker: Any) -> Row:
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
-    async def through_ringleader() -> list[float]:
-        out: list[float] = []
-        async with CodexAdapter(config) as adapter:
-            for i in range(cfg.warmup + cfg.min_passes):
-                t0 = time.perf_counter()
-                run = await adapter.start(
-                    TaskHandle(),
-                    StartOpts(
-                        agent_id="codex",
-                        session_key=f"bench:{uuid.uuid4().hex[:8]}",
-                        message=f"{next_marker()} hi",
-                    ),
-                )
-                async with adapter.events(run) as events:
-                    first = True
-                    async for event in events:
-                        if first:
-                            if i >= cfg.warmup:
-                                out.append((time.perf_counter() - t0) * 1000)
-                            first = False
-                            await adapter.abort(run)
-                        if isinstance(event, Done):
-                            break
-        return out
-
-    for _ in range(cfg.warmup):
-        direct()
-    limit = [direct() for _ in range(cfg.min_passes)]
-    ours = trio.run(through_ringleader)
+    limit, ours = trio.run(_side_by_side, CodexAdapter(config), direct, cfg, next_marker)
     row.limit = figure("CLI's first line", limit, UNIT, "lower")
     row.ours = figure("ringleader first event", ours, UNIT, "lower")
     return row
@@ -146,7 +169,7 @@ def _codex(cfg: Config, url: str, state: Path, next_marker: Any) -> Row:
 # -- Claude Code ---------------------------------------------------------------------------------
 
 
-def _claude(cfg: Config, url: str, state: Path, next_marker: Any) -> Row:
+def _claude(cfg: Config, url: str, state: Path, next_marker: Callable[[], str]) -> Row:
     from adapters._runtimes import runtime_binary
     from orchestrator.errors import RuntimeNotFoundError
 
@@ -163,49 +186,29 @@ def _claude(cfg: Config, url: str, state: Path, next_marker: Any) -> Row:
         row.not_built = f"Claude Code not installed here ({exc.install_hint})"
         return row
 
+    import trio
+
+    from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, claude_args, run_env
+    from adapters.claude_code.driver import prepare_home
+
+    config = ClaudeCodeConfig(
+        model="claude-haiku-4-5", base_url=url, api_key=KEY, max_retries=0, state_root=state
+    )
+
     def direct() -> float:
-        home = state / f"claude-{uuid.uuid4().hex[:12]}"
-        (home / "home").mkdir(parents=True)
-        (home / "ws").mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "CLAUDE_CONFIG_DIR": str(home),
-            "HOME": str(home / "home"),
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": KEY,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-        }
-        argv = [
-            str(binary),
-            "-p",
-            f"{next_marker()} hi",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--model",
-            "claude-haiku-4-5",
-        ]
+        home, _ = prepare_home(None, state, f"direct-{uuid.uuid4().hex[:12]}")
+        ws = home / "workspace"
+        ws.mkdir(exist_ok=True)
+        args = claude_args(config, prompt=f"{next_marker()} hi", model=config.model)
+        env = run_env(config, home=home, extra={})
         try:
-            return _first_line_ms(argv, env, home / "ws")
+            return _first_line_ms([str(binary), *args], env, ws)
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
-    for _ in range(cfg.warmup):
-        direct()
-    row.limit = figure("CLI's first line", [direct() for _ in range(cfg.min_passes)], UNIT, "lower")
-    try:
-        import adapters.claude_code as cc
-    except ImportError:
-        row.not_built = "not built yet: adapters/claude_code (the CLI's own line is measured)"
-        return row
-    if not hasattr(cc, "ClaudeCodeAdapter"):
-        row.not_built = "not built yet: the Claude Code adapter (driver + trait) has not landed"
-        return row
-    row.not_built = "not built yet: bench/p_first_event.py does not drive ClaudeCodeAdapter yet"
+    limit, ours = trio.run(_side_by_side, ClaudeCodeAdapter(config), direct, cfg, next_marker)
+    row.limit = figure("CLI's first line", limit, UNIT, "lower")
+    row.ours = figure("ringleader first event", ours, UNIT, "lower")
     return row
 
 

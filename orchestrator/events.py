@@ -18,7 +18,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NamedTuple, NoReturn, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, Literal, NoReturn, TypeAlias, TypeVar, cast
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -70,13 +70,13 @@ WIRE_CONFIG = ConfigDict(
 
 
 _new = object.__new__
-_setattr = object.__setattr__
 # BaseModel's slots, set through their descriptors (15% cheaper than object.__setattr__ by name)
 _set_fields_set: Callable[[object, set[str]], None] = vars(BaseModel)[
     "__pydantic_fields_set__"
 ].__set__
 _set_extra: Callable[[object, object], None] = vars(BaseModel)["__pydantic_extra__"].__set__
 _set_private: Callable[[object, object], None] = vars(BaseModel)["__pydantic_private__"].__set__
+_set_dict: Callable[[object, dict[str, Any]], None] = vars(BaseModel)["__dict__"].__set__
 
 
 class Usage(BaseModel):
@@ -106,9 +106,8 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
-_USAGE_SET = frozenset(
-    ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
-)
+_USAGE_SET = {"input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens"}
+"""Shared by every ``Usage`` built here: the model is frozen, pydantic never adds to it in place."""
 
 
 def usage_of(
@@ -127,9 +126,8 @@ def usage_of(
         and (cache_write_tokens is None or type(cache_write_tokens) is int)
     ):
         usage = _new(Usage)
-        _setattr(
+        _set_dict(
             usage,
-            "__dict__",
             {
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
@@ -137,7 +135,7 @@ def usage_of(
                 "cache_write_tokens": cache_write_tokens,
             },
         )
-        _set_fields_set(usage, set(_USAGE_SET))
+        _set_fields_set(usage, _USAGE_SET)
         _set_extra(usage, None)
         _set_private(usage, None)
         return usage
@@ -337,11 +335,12 @@ def _json_copy(value: object, depth: int = 0) -> Any:
 
 # -- one fast construction for every kind ----------------------------------------------------------
 #
-# Validation (~5 µs an event) is the floor of the slow path. The factory builds the same object
-# without it when every value already has exactly its field's type. One table says, per kind,
-# what "exactly" means: a predicate over the payload (identity type checks and the literal sets,
-# inlined: a check function per field cost 25% more per delta) and the one field, if any, that
-# holds plain JSON (copied, as validation copies it). Anything else goes through validation.
+# Validation (~1.5 µs an event, 3 µs for a cost) is the floor of the slow path. The factory builds
+# the same object without it when every value already has exactly its field's type, and each of
+# its methods says inline what "exactly" means for its kind (identity type checks and the literal
+# sets; a shared check function per kind cost a fifth of a delta). Anything else goes through
+# validation. ``_FIELDS_SET`` is what validation records as set per kind; the import-time check
+# below keeps the methods' value dicts in the models' field order.
 
 _CHANNELS = frozenset(("assistant", "reasoning"))
 _PHASES = frozenset(
@@ -352,6 +351,54 @@ _ENVELOPE = ("run_id", "session_id", "ts", "seq", "parent_run_id", "agent_id")
 _TAGS = frozenset(("parent_run_id", "agent_id"))
 """Envelope fields the factory leaves at their default (unset, as validation records them)."""
 
+_PAYLOAD: dict[type[EventBase], tuple[str, ...]] = {
+    TextDelta: ("text", "channel"),
+    ToolCall: ("tool_call_id", "name", "input", "partial"),
+    ToolResult: ("tool_call_id", "name", "output", "is_error"),
+    Status: ("phase", "model", "detail", "resets_at", "approval"),
+    Cost: ("cost_usd", "usage", "model", "estimated"),
+    Done: ("reason", "summary", "usage", "cost_usd"),
+    ErrorEvent: ("code", "message", "fatal"),
+}
+for _cls, _fields in _PAYLOAD.items():  # the methods below write every field, in this order
+    if list(_cls.model_fields) != [*_ENVELOPE, "kind", *_fields]:
+        raise AssertionError(f"the factory's field list of {_cls.__name__} is out of date")
+
+
+def _fields_set(cls: type[EventBase], *unset: str) -> set[str]:
+    return set((*_ENVELOPE, *_PAYLOAD[cls])) - _TAGS - set(unset)
+
+
+# One set per kind, shared by every event the factory builds: events are frozen, so pydantic never
+# adds to it in place (``model_copy`` copies it first).
+_TEXT_SET = _fields_set(TextDelta)
+_CALL_SET = _fields_set(ToolCall)
+_RESULT_SET = _fields_set(ToolResult)
+_STATUS_SET = _fields_set(Status, "resets_at", "approval")
+"""``status()`` never sets ``resets_at`` (the actor adds it to a rate-limit park) nor ``approval``
+(``waiting_approval()`` does, validated): unset, as validation of the same call records them."""
+_COST_SET = _fields_set(Cost)
+_DONE_SET = _fields_set(Done)
+_ERROR_SET = _fields_set(ErrorEvent)
+
+
+def _trusted(cls: type[_E], fields_set: set[str], values: dict[str, Any]) -> _E:
+    """An instance exactly as validation would build it from ``values`` (already checked to
+    be of the field types; ``values`` in field order, defaults included), without running
+    the validator."""
+    event = _new(cls)
+    _set_dict(event, values)
+    _set_fields_set(event, fields_set)
+    _set_extra(event, None)
+    _set_private(event, None)
+    return event
+
+
+def _validated(cls: type[_E], values: dict[str, Any]) -> _E:
+    """The slow path: ``values`` (``kind`` included) through the model's validation."""
+    del values["kind"]
+    return cls(**values)
+
 
 def _opt_str(value: object) -> bool:
     return value is None or type(value) is str
@@ -359,142 +406,6 @@ def _opt_str(value: object) -> bool:
 
 def _opt_float(value: object) -> bool:
     return value is None or type(value) is float
-
-
-class _Fast(NamedTuple):
-    """How one kind is built without validation."""
-
-    kind: str
-    fields_set: frozenset[str]
-    """What validation records as set: every field the factory passes (all but ``kind``)."""
-    accepts: Callable[[dict[str, Any]], bool]
-    """Whether every payload value has exactly its field's type."""
-    json_field: str | None = None
-    """A ``JsonValue`` field: accepted when :func:`_json_copy` can copy it."""
-
-
-def _fast(
-    cls: type[EventBase],
-    payload: tuple[str, ...],
-    accepts: Callable[[dict[str, Any]], bool],
-    json_field: str | None = None,
-) -> _Fast:
-    # the table must name every payload field of the model, in its order (checked at import)
-    if list(cls.model_fields) != [*_ENVELOPE, "kind", *payload]:
-        raise AssertionError(f"fast construction table of {cls.__name__} is out of date")
-    kind = cls.model_fields["kind"].default
-    return _Fast(kind, frozenset((*_ENVELOPE, *payload)) - _TAGS, accepts, json_field)
-
-
-_FAST: dict[type[EventBase], _Fast] = {
-    TextDelta: _fast(
-        TextDelta,
-        ("text", "channel"),
-        lambda v: type(v["text"]) is str and type(c := v["channel"]) is str and c in _CHANNELS,
-    ),
-    ToolCall: _fast(
-        ToolCall,
-        ("tool_call_id", "name", "input", "partial"),
-        lambda v: (
-            type(v["tool_call_id"]) is str and type(v["name"]) is str and type(v["partial"]) is bool
-        ),
-        json_field="input",
-    ),
-    ToolResult: _fast(
-        ToolResult,
-        ("tool_call_id", "name", "output", "is_error"),
-        lambda v: (
-            type(v["tool_call_id"]) is str
-            and type(v["name"]) is str
-            and type(v["output"]) is str
-            and type(v["is_error"]) is bool
-        ),
-    ),
-    Status: _fast(
-        Status,
-        ("phase", "model", "detail", "resets_at", "approval"),
-        lambda v: (
-            type(p := v["phase"]) is str
-            and p in _PHASES
-            and _opt_str(v["model"])
-            and _opt_str(v["detail"])
-            and (v["resets_at"] is None or type(v["resets_at"]) is int)
-            and v["approval"] is None
-        ),
-    ),
-    Cost: _fast(
-        Cost,
-        ("cost_usd", "usage", "model", "estimated"),
-        # a model instance is kept as it is by validation (revalidate_instances='never')
-        lambda v: (
-            _opt_float(v["cost_usd"])
-            and type(v["usage"]) is Usage
-            and _opt_str(v["model"])
-            and type(v["estimated"]) is bool
-        ),
-    ),
-    Done: _fast(
-        Done,
-        ("reason", "summary", "usage", "cost_usd"),
-        lambda v: (
-            type(r := v["reason"]) is str
-            and r in _REASONS
-            and type(v["summary"]) is str
-            and (v["usage"] is None or type(v["usage"]) is Usage)
-            and _opt_float(v["cost_usd"])
-        ),
-    ),
-    ErrorEvent: _fast(
-        ErrorEvent,
-        ("code", "message", "fatal"),
-        lambda v: _opt_str(v["code"]) and type(v["message"]) is str and type(v["fatal"]) is bool,
-    ),
-}
-
-
-# ``status()`` never sets ``resets_at`` (the actor adds it to a rate-limit park) nor ``approval``
-# (``waiting_approval()`` does, validated): unset, as validation of the same call would record it
-_FAST[Status] = _FAST[Status]._replace(
-    fields_set=_FAST[Status].fields_set - {"resets_at", "approval"}
-)
-
-
-def _build(cls: type[_E], values: dict[str, Any]) -> _E:
-    """The event of kind ``cls`` from ``values`` (every field in order, ``kind`` included):
-    built directly when the envelope and the kind's row of ``_FAST`` accept every value,
-    otherwise validated."""
-    ts, seq, run_id, sid = values["ts"], values["seq"], values["run_id"], values["session_id"]
-    kind, fields_set, accepts, json_field = _FAST[cls]
-    if (
-        type(ts) is int
-        and type(seq) is int
-        and type(run_id) is str
-        and (sid is None or type(sid) is str)
-        and values["kind"] == kind
-        and accepts(values)
-    ):
-        if json_field is None:
-            return _trusted(cls, fields_set, values)
-        try:
-            values[json_field] = _json_copy(values[json_field])
-        except _NotPlain:
-            pass
-        else:
-            return _trusted(cls, fields_set, values)
-    del values["kind"]
-    return cls(**values)
-
-
-def _trusted(cls: type[_E], fields_set: frozenset[str], values: dict[str, Any]) -> _E:
-    """An instance exactly as validation would build it from ``values`` (already checked to
-    be of the field types; ``values`` in field order, defaults included), without running
-    the validator."""
-    event = _new(cls)
-    _setattr(event, "__dict__", values)
-    _set_fields_set(event, set(fields_set))
-    _set_extra(event, None)
-    _set_private(event, None)
-    return event
 
 
 def with_seq(event: _E, seq: int) -> _E:
@@ -505,11 +416,15 @@ def with_seq(event: _E, seq: int) -> _E:
     values = dict(event.__dict__)
     values["seq"] = seq
     copy = _new(type(event))
-    _setattr(copy, "__dict__", values)
+    _set_dict(copy, values)
     _set_fields_set(copy, {*event.__pydantic_fields_set__, "seq"})
     _set_extra(copy, event.__pydantic_extra__)
     _set_private(copy, event.__pydantic_private__)
     return copy
+
+
+_dict = cast(Callable[[], dict[Any, Any]], dict)
+"""A typed ``dict`` factory (``dict[str, str]`` as a factory costs 7× ``dict``)."""
 
 
 @attrs.define
@@ -525,99 +440,136 @@ class EventFactory:
     * ``finished`` — set by :meth:`finish`; a second terminal is refused (empty list).
 
     ``run_id`` is mutable because runtimes tell us their id late; events built afterwards carry
-    it. Every kind is built by one mechanism (:meth:`_emit` and the per-kind table ``_FAST``):
-    without re-running validation when every value already has exactly its field's type
-    (``str``/``bool``/``float``, the literal sets, plain JSON, a ``Usage``), the same object
-    validation would give; otherwise through validation (``model_construct`` is slower still).
+    it. Every kind is built the same way (its method checks the values inline, then
+    :func:`_trusted`): without re-running validation when every value already has exactly its
+    field's type (``str``/``bool``/``float``, the literal sets, plain JSON, a ``Usage``), the same
+    object validation would give; otherwise through validation (``model_construct`` is slower).
     """
 
     run_id: str = ""
     session_id: str | None = None
     clock: Callable[[], int] = now_ms
     seq: int = 0
-    open_tool_calls: dict[str, str] = attrs.field(factory=dict[str, str])
+    open_tool_calls: dict[str, str] = attrs.field(factory=_dict)
     usage: Usage | None = None
     cost_usd: float | None = None
     finished: bool = False
 
-    def _emit(self, cls: type[_E], payload: dict[str, Any]) -> _E:
-        """The next event of kind ``cls``: the envelope stamped, then ``payload`` (every payload
-        field, in field order)."""
-        self.seq += 1
-        return _build(
-            cls,
-            {
-                "run_id": self.run_id,
-                "session_id": self.session_id,
-                "ts": self.clock(),
-                "seq": self.seq,
-                "parent_run_id": None,
-                "agent_id": None,
-                "kind": _FAST[cls].kind,
-                **payload,
-            },
+    def _envelope(self) -> tuple[dict[str, Any], bool]:
+        """The next event's envelope (``seq`` taken) and whether every value in it has exactly
+        its field's type (else the event is validated)."""
+        self.seq = seq = self.seq + 1
+        run_id, sid, ts = self.run_id, self.session_id, self.clock()
+        return {
+            "run_id": run_id,
+            "session_id": sid,
+            "ts": ts,
+            "seq": seq,
+            "parent_run_id": None,
+            "agent_id": None,
+        }, (
+            type(ts) is int
+            and type(seq) is int
+            and type(run_id) is str
+            and (sid is None or type(sid) is str)
         )
 
     def text_delta(self, text: str, channel: TextChannel = "assistant") -> TextDelta:
-        # the hot kind writes its values in place (what _emit does, without the payload merge:
-        # a fifth of the cost of a delta)
-        self.seq += 1
-        return _build(
-            TextDelta,
-            {
-                "run_id": self.run_id,
-                "session_id": self.session_id,
-                "ts": self.clock(),
-                "seq": self.seq,
-                "parent_run_id": None,
-                "agent_id": None,
-                "kind": "text-delta",
-                "text": text,
-                "channel": channel,
-            },
-        )
+        # the hot kind: the envelope written in place (a fifth of the cost of a delta)
+        self.seq = seq = self.seq + 1
+        run_id, sid, ts = self.run_id, self.session_id, self.clock()
+        values = {
+            "run_id": run_id,
+            "session_id": sid,
+            "ts": ts,
+            "seq": seq,
+            "parent_run_id": None,
+            "agent_id": None,
+            "kind": "text-delta",
+            "text": text,
+            "channel": channel,
+        }
+        if (
+            type(text) is str
+            and type(channel) is str
+            and channel in _CHANNELS
+            and type(ts) is int
+            and type(seq) is int
+            and type(run_id) is str
+            and (sid is None or type(sid) is str)
+        ):  # _trusted, inlined
+            event = _new(TextDelta)
+            _set_dict(event, values)
+            _set_fields_set(event, _TEXT_SET)
+            _set_extra(event, None)
+            _set_private(event, None)
+            return event
+        return _validated(TextDelta, values)
 
     def tool_call(self, tool_call_id: str, name: str, input: JsonValue) -> ToolCall:
         self.open_tool_calls[tool_call_id] = name
-        return self._emit(
-            ToolCall, {"tool_call_id": tool_call_id, "name": name, "input": input, "partial": False}
-        )
+        values, ok = self._envelope()
+        values["kind"] = "tool-call"
+        values["tool_call_id"] = tool_call_id
+        values["name"] = name
+        values["input"] = input
+        values["partial"] = False
+        if ok and type(tool_call_id) is str and type(name) is str:
+            try:  # validation copies plain JSON; anything else is left to it
+                values["input"] = _json_copy(input)
+            except _NotPlain:
+                pass
+            else:
+                return _trusted(ToolCall, _CALL_SET, values)
+        return _validated(ToolCall, values)
 
     def tool_result(
         self, tool_call_id: str, output: str, *, name: str | None = None, is_error: bool = False
     ) -> ToolResult:
         """A tool's result; ``name`` defaults to the name of the matching open call."""
         call_name = self.open_tool_calls.pop(tool_call_id, None)
-        return self._emit(
-            ToolResult,
-            {
-                "tool_call_id": tool_call_id,
-                "name": name or call_name or "",
-                "output": output,
-                "is_error": is_error,
-            },
-        )
+        name = name or call_name or ""
+        values, ok = self._envelope()
+        values["kind"] = "tool-result"
+        values["tool_call_id"] = tool_call_id
+        values["name"] = name
+        values["output"] = output
+        values["is_error"] = is_error
+        if (
+            ok
+            and type(tool_call_id) is str
+            and type(name) is str
+            and type(output) is str
+            and type(is_error) is bool
+        ):
+            return _trusted(ToolResult, _RESULT_SET, values)
+        return _validated(ToolResult, values)
 
     def status(
         self, phase: StatusPhase, *, model: str | None = None, detail: str | None = None
     ) -> Status:
-        return self._emit(
-            Status,
-            {"phase": phase, "model": model, "detail": detail, "resets_at": None, "approval": None},
-        )
+        values, ok = self._envelope()
+        values["kind"] = "status"
+        values["phase"] = phase
+        values["model"] = model
+        values["detail"] = detail
+        values["resets_at"] = None
+        values["approval"] = None
+        if ok and type(phase) is str and phase in _PHASES and _opt_str(model) and _opt_str(detail):
+            return _trusted(Status, _STATUS_SET, values)
+        return _validated(Status, values)
 
     def waiting_approval(self, call: ApprovalCall, *, detail: str | None = None) -> Status:
-        """``status{waiting_approval}``: ``call`` waits for a person's decision."""
-        return self._emit(
-            Status,
-            {
-                "phase": "waiting_approval",
-                "model": None,
-                "detail": detail,
-                "resets_at": None,
-                "approval": call,
-            },
-        )
+        """``status{waiting_approval}``: ``call`` waits for a person's decision (validated: a
+        rare event)."""
+        values, _ = self._envelope()
+        values["kind"] = "status"
+        values["phase"] = "waiting_approval"
+        values["model"] = None
+        values["detail"] = detail
+        values["resets_at"] = None
+        values["approval"] = call
+        return _validated(Status, values)
 
     def rate_limited(self, detail: str, resets_at: int | None = None) -> Status:
         """``status{rate_limited}``: the runtime is held by a rate limit until ``resets_at``
@@ -626,6 +578,26 @@ class EventFactory:
         if resets_at is None:
             return status
         return status.model_copy(update={"resets_at": resets_at})
+
+    def _cost(
+        self, cost_usd: float | None, usage: Usage, model: str | None, estimated: bool
+    ) -> Cost:
+        values, ok = self._envelope()
+        values["kind"] = "cost"
+        values["cost_usd"] = cost_usd
+        values["usage"] = usage
+        values["model"] = model
+        values["estimated"] = estimated
+        # a model instance is kept as it is by validation (revalidate_instances='never')
+        if (
+            ok
+            and _opt_float(cost_usd)
+            and type(usage) is Usage
+            and _opt_str(model)
+            and type(estimated) is bool
+        ):
+            return _trusted(Cost, _COST_SET, values)
+        return _validated(Cost, values)
 
     def cost(
         self,
@@ -637,21 +609,14 @@ class EventFactory:
     ) -> Cost:
         """A cumulative ``cost`` event; values below the previous cumulative ones are raised to them."""
         prev = self.usage
-        if prev is not None:
-            usage = usage_of(
-                max(prev.input_tokens, usage.input_tokens),
-                max(prev.output_tokens, usage.output_tokens),
-                _max_opt(prev.cached_input_tokens, usage.cached_input_tokens),
-                _max_opt(prev.cache_write_tokens, usage.cache_write_tokens),
-            )
+        if prev is not None and prev is not usage:
+            usage = _usage_max(prev, usage)
         if cost_usd is not None and self.cost_usd is not None:
             cost_usd = max(cost_usd, self.cost_usd)
         self.usage = usage
         if cost_usd is not None:
             self.cost_usd = cost_usd
-        return self._emit(
-            Cost, {"cost_usd": cost_usd, "usage": usage, "model": model, "estimated": estimated}
-        )
+        return self._cost(cost_usd, usage, model, estimated)
 
     def add_cost(
         self,
@@ -672,9 +637,7 @@ class EventFactory:
             cost_usd = (self.cost_usd or 0.0) + cost_usd_delta
         self.usage = total
         self.cost_usd = cost_usd
-        return self._emit(
-            Cost, {"cost_usd": cost_usd, "usage": total, "model": model, "estimated": estimated}
-        )
+        return self._cost(cost_usd, total, model, estimated)
 
     def finish(
         self,
@@ -702,17 +665,34 @@ class EventFactory:
             for call_id, name in list(self.open_tool_calls.items())
         ]
         out.append(
-            self._emit(
-                Done,
-                {
-                    "reason": reason,
-                    "summary": summary,
-                    "usage": usage if usage is not None else self.usage,
-                    "cost_usd": cost_usd if cost_usd is not None else self.cost_usd,
-                },
+            self._done(
+                reason,
+                summary,
+                usage if usage is not None else self.usage,
+                cost_usd if cost_usd is not None else self.cost_usd,
             )
         )
         return out
+
+    def _done(
+        self, reason: DoneReason, summary: str, usage: Usage | None, cost_usd: float | None
+    ) -> Done:
+        values, ok = self._envelope()
+        values["kind"] = "done"
+        values["reason"] = reason
+        values["summary"] = summary
+        values["usage"] = usage
+        values["cost_usd"] = cost_usd
+        if (
+            ok
+            and type(reason) is str
+            and reason in _REASONS
+            and type(summary) is str
+            and (usage is None or type(usage) is Usage)
+            and _opt_float(cost_usd)
+        ):
+            return _trusted(Done, _DONE_SET, values)
+        return _validated(Done, values)
 
     def fail(
         self, message: str, *, code: str | None = None, summary: str | None = None
@@ -725,7 +705,33 @@ class EventFactory:
 
     def error(self, message: str, *, code: str | None = None, fatal: bool = True) -> ErrorEvent:
         """A bare error event; prefer :meth:`fail` for fatal failures (it adds the ``done``)."""
-        return self._emit(ErrorEvent, {"code": code, "message": message, "fatal": fatal})
+        values, ok = self._envelope()
+        values["kind"] = "error"
+        values["code"] = code
+        values["message"] = message
+        values["fatal"] = fatal
+        if ok and _opt_str(code) and type(message) is str and type(fatal) is bool:
+            return _trusted(ErrorEvent, _ERROR_SET, values)
+        return _validated(ErrorEvent, values)
+
+
+def _usage_max(prev: Usage, usage: Usage) -> Usage:
+    """Each count of ``usage`` raised to ``prev``'s (``usage`` itself when none is below)."""
+    pc, uc = prev.cached_input_tokens, usage.cached_input_tokens
+    pw, uw = prev.cache_write_tokens, usage.cache_write_tokens
+    if (
+        usage.input_tokens >= prev.input_tokens
+        and usage.output_tokens >= prev.output_tokens
+        and (pc is None or (uc is not None and uc >= pc))
+        and (pw is None or (uw is not None and uw >= pw))
+    ):
+        return usage
+    return usage_of(
+        max(prev.input_tokens, usage.input_tokens),
+        max(prev.output_tokens, usage.output_tokens),
+        _max_opt(pc, uc),
+        _max_opt(pw, uw),
+    )
 
 
 def _max_opt(a: int | None, b: int | None) -> int | None:

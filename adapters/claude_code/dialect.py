@@ -36,6 +36,7 @@ Line kinds (``type``; ``subtype`` for ``system``):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, cast
 
@@ -83,16 +84,23 @@ Line: TypeAlias = "dict[str, Any] | FastDelta | BlockStart | tuple[()]"
 """What :func:`decode_line` gives: a decoded JSON object, a :data:`FastDelta`, a
 :data:`BlockStart`, or :data:`SKIP`."""
 
-_HEAD: Final = b'{"type":"stream_event","event":{"type":"'
-_DELTA: Final = b'content_block_delta","index":'
-_MID: Final = b',"delta":{"type":"'
-_TEXT: Final = b'text_delta","text":"'
-_THINKING: Final = b'thinking_delta","thinking":"'
-_INPUT_JSON: Final = b'input_json_delta"'
-_STOPS: Final = (b'content_block_stop"', b'message_stop"', b'ping"')
-_START: Final = b'content_block_start","index":'
-_START_TEXT: Final = b',"content_block":{"type":"text","text":""}}'
-_START_THINKING: Final = b',"content_block":{"type":"thinking","thinking":"","signature":""}}'
+_STREAM: Final = re.compile(
+    rb'\{"type":"stream_event","event":\{"type":"(?:'
+    rb'content_block_delta","index":(\d{1,9}),"delta":\{"type":"(?:'
+    rb'(?:text_delta","text|(thinking_delta","thinking))":"([^"\\]*(?:\\.[^"\\]*)*)"\}\},'
+    rb'|(input_json_delta"))'
+    rb'|(content_block_stop"|message_stop"|ping")'
+    rb'|content_block_start","index":(\d{1,9}),"content_block":\{"type":"'
+    rb'(?:text","text":""|(thinking","thinking":"","signature":""))\}\})'
+)
+"""The main agent's hot stream lines by their fixed opening bytes; ``lastindex`` says which:
+3 a text (group 2 set: thinking) delta at index 1 with its raw string, 4 an ``input_json_delta``,
+5 a stop or ping, 6 an empty text block start at index 6 (7: a thinking block). ``"`` cannot
+appear unescaped inside a JSON string, so each key match is exact."""
+_DELTA, _INPUT_JSON, _STOP, _START_TEXT, _START_THINKING = 3, 4, 5, 6, 7
+_match_stream: Final = _STREAM.match
+_INDEX: Final = {str(i).encode(): i for i in range(32)}
+"""Small block indices by their bytes (``int()`` of bytes costs twice the lookup)."""
 _THINKING_TOKENS: Final = b'{"type":"system","subtype":"thinking_tokens",'
 _MAIN_AGENT: Final = b'"parent_tool_use_id":null'
 
@@ -112,95 +120,52 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 _loads: Final[Callable[[bytes | str], object]] = cast(Any, _loads_impl)
 
-_HEAD_LEN: Final = len(_HEAD)
-_DELTA_AT: Final = _HEAD_LEN + len(_DELTA)
-_START_AT: Final = _HEAD_LEN + len(_START)
-
-
-def _index(line: bytes, at: int, follow: bytes) -> tuple[int, int] | None:
-    """The block index written at ``at`` and where ``follow`` (which must come next) ends."""
-    if line.startswith(follow, at + 1) and 48 <= line[at] <= 57:  # one digit: the usual case
-        return line[at] - 48, at + 1 + len(follow)
-    end = line.find(follow, at, at + 12 + len(follow))
-    if end < 0 or not line[at:end].isdigit():
-        return None
-    return int(line[at:end]), end + len(follow)
-
-
-def _fast(line: bytes) -> Line | None:
-    """A main-agent stream line recognized from its fixed opening bytes, or ``None`` to decode
-    the line fully. Only lines that end the way a whole line ends (``}``) and name no
-    ``parent_tool_use_id`` qualify (``"`` cannot appear unescaped inside a JSON string, so the
-    key match is exact)."""
-    if line.startswith(_DELTA, _HEAD_LEN):
-        found = _index(line, _DELTA_AT, _MID)
-        if found is None:
-            return None
-        index, at = found
-        if line.startswith(_TEXT, at):
-            channel: Literal["assistant", "reasoning"] = "assistant"
-            at += len(_TEXT)
-        elif line.startswith(_THINKING, at):
-            channel = "reasoning"
-            at += len(_THINKING)
-        elif line.startswith(_INPUT_JSON, at):
-            return SKIP
-        else:
-            return None
-        end = line.find(b'"', at)
-        if end < 0:
-            return None
-        if line.find(b"\\", at, end) < 0:
-            try:
-                value = line[at:end].decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-            end += 1
-        else:  # escapes: let the C scanner read the string (offsets before ``at`` are ASCII)
-            try:
-                text = line.decode("utf-8")
-                value, end = _scan_string(text, at)
-            except (UnicodeDecodeError, ValueError):
-                return None
-            end = len(text[:end].encode("utf-8", "surrogatepass"))
-        if not (
-            line.startswith(b"}},", end) and line.endswith(b"}") and line.find(_MAIN_AGENT, end) > 0
-        ):
-            return None
-        return (channel, index, value)
-    if line.startswith(_STOPS, _HEAD_LEN):
-        return SKIP if line.endswith(b"}") else None
-    if line.startswith(_START, _HEAD_LEN):
-        found = _index(line, _START_AT, b",")
-        if found is None:
-            return None
-        index, at = found
-        at -= 1
-        if line.startswith(_START_TEXT, at):
-            channel = "assistant"
-        elif line.startswith(_START_THINKING, at):
-            channel = "reasoning"
-        else:
-            return None
-        if line.endswith(b"}") and line.find(_MAIN_AGENT, at) > 0:
-            return (channel, index)
-    return None
-
 
 def decode_line(line: bytes | str) -> Line:
     """Decode one stdout line (see the module docstring for the three results).
 
+    A main-agent stream line recognized by :data:`_STREAM` is returned without a full decode
+    when it ends the way a whole line ends (``}``) and names no ``parent_tool_use_id``.
+
     Raises:
         ProtocolError: the line is not JSON, or not a JSON object.
     """
-    if isinstance(line, bytes):
-        if line.startswith(_HEAD):
-            fast = _fast(line)
-            if fast is not None:
-                return fast
+    if type(line) is bytes:
+        m = _match_stream(line)
+        if m is not None:
+            which = m.lastindex
+            if which == _DELTA:
+                if line.endswith(b"}") and line.find(_MAIN_AGENT, m.end()) > 0:
+                    raw: bytes = m[3]
+                    try:
+                        text = raw.decode("utf-8")
+                        if b"\\" in raw:  # escapes: the C scanner of json reads them
+                            text = _scan_string(text + '"', 0)[0]
+                    except (UnicodeDecodeError, ValueError):
+                        pass
+                    else:
+                        index = _INDEX.get(m[1])
+                        return (
+                            "assistant" if m[2] is None else "reasoning",
+                            int(m[1]) if index is None else index,
+                            text,
+                        )
+            elif which == _INPUT_JSON:
+                return SKIP
+            elif which == _STOP:
+                if line.endswith(b"}"):
+                    return SKIP
+            elif line.endswith(b"}") and line.find(_MAIN_AGENT, m.end()) > 0:
+                return ("assistant" if which == _START_TEXT else "reasoning", int(m[6]))
         elif line.startswith(_THINKING_TOKENS):
             return SKIP
-    return json_object(line, _loads, runtime="claude", adapter="claude-code")
+    try:
+        obj = _loads(line)
+    except ValueError:
+        obj = None
+    if type(obj) is dict:
+        return cast(dict[str, Any], obj)
+    return json_object(line, _loads, runtime="claude", adapter="claude-code")  # raises
 
 
 def encode_line(message: dict[str, Any]) -> bytes:

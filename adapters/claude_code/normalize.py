@@ -40,8 +40,8 @@ in between), as the native runtime's steering does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Callable, Iterable
+from typing import Any, Final, cast
 
 import attrs
 
@@ -108,6 +108,12 @@ _IGNORED_SYSTEM: Final = frozenset(
 _IGNORED_STREAM: Final = frozenset({"content_block_stop", "message_stop", "ping", "error"})
 
 
+_list = cast(Callable[[], list[Any]], list)
+_dict = cast(Callable[[], dict[Any, Any]], dict)
+_set = cast(Callable[[], set[Any]], set)
+"""Typed factories for the state's containers (``list[str]`` as a factory costs 7× ``list``)."""
+
+
 @attrs.define(slots=True)
 class _Block:
     """A text or thinking block being streamed: how much arrived as deltas."""
@@ -124,16 +130,16 @@ class ClaudeState:
     model: str | None = None
     """The run's model (from ``StartOpts``, then from ``system/init``)."""
     session_id: str | None = None
-    text: list[str] = attrs.field(factory=list[str])
+    text: list[str] = attrs.field(factory=_list)
     """The run's assistant text (the summary when there is no result text)."""
-    pending: list[str] = attrs.field(factory=list[str])
+    pending: list[str] = attrs.field(factory=_list)
     """Deltas not yet emitted (see :func:`flush_text`)."""
     pending_channel: TextChannel = "assistant"
     message_id: str | None = None
     """The message being streamed (from ``message_start``)."""
-    blocks: dict[int, _Block] = attrs.field(factory=dict[int, _Block])
+    blocks: dict[int, _Block] = attrs.field(factory=_dict)
     """That message's streamed text/thinking blocks by index."""
-    message_usage: dict[str, Any] = attrs.field(factory=dict[str, Any])
+    message_usage: dict[str, Any] = attrs.field(factory=_dict)
     stream_totals: list[int] = attrs.field(factory=lambda: [0, 0, 0, 0])
     """Usage of the run's finished model requests from the stream: input (with the cache),
     output, cache read, cache write."""
@@ -143,7 +149,7 @@ class ClaudeState:
     base_cost_usd: float = 0.0
     """Long-lived mode: the process's cumulative USD before this run (only used when the CLI
     does not report ``model_usage_since_last_result``)."""
-    closed_tools: set[str] = attrs.field(factory=set[str])
+    closed_tools: set[str] = attrs.field(factory=_set)
     results: int = 0
     aborting: bool = False
     """Set by the adapter when the host aborted the run: its result ends in ``done{aborted}``."""
@@ -152,7 +158,7 @@ class ClaudeState:
     """The CLI's synthetic "API Error: …" assistant message (reported by the result)."""
     result: ResultLine | None = None
     """The terminal ``result`` line, once seen."""
-    drift_noted: set[str] = attrs.field(factory=set[str])
+    drift_noted: set[str] = attrs.field(factory=_set)
     """Frames already reported for missing expected fields (drift)."""
 
     @property
@@ -204,18 +210,15 @@ def _usage(raw: dict[str, Any]) -> Usage:
 
 
 def _entry_usage(entries: Iterable[ModelUsageEntry]) -> tuple[Usage, float | None]:
-    total = Usage(cached_input_tokens=0, cache_write_tokens=0)
+    given = output = read = write = 0
     usd: float | None = 0.0
     for e in entries:
-        read, write = e.cache_read_input_tokens, e.cache_creation_input_tokens
-        total = total + Usage(
-            input_tokens=e.input_tokens + read + write,
-            output_tokens=e.output_tokens,
-            cached_input_tokens=read,
-            cache_write_tokens=write,
-        )
+        given += e.input_tokens
+        output += e.output_tokens
+        read += e.cache_read_input_tokens
+        write += e.cache_creation_input_tokens
         usd = None if usd is None or e.cost_usd is None else usd + e.cost_usd
-    return total, usd
+    return usage_of(given + read + write, output, read, write), usd
 
 
 def result_usage(result: ResultLine, base_cost_usd: float = 0.0) -> tuple[Usage, float | None]:
@@ -234,20 +237,32 @@ def result_usage(result: ResultLine, base_cost_usd: float = 0.0) -> tuple[Usage,
     return usage, usd
 
 
+_STREAM_USAGE: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
 def _stream_cost(make: EventFactory, state: ClaudeState, delta_usage: object) -> list[RuntimeEvent]:
+    """``message_delta``: the finished request's usage (each count from the delta, else from
+    ``message_start``) added to the run's stream totals, as a ``cost`` event."""
     start = state.message_usage
     delta = as_dict(delta_usage)
     state.message_usage = {}
+    counts: list[int] = []
+    for name in _STREAM_USAGE:
+        value = delta.get(name)
+        if type(value) is not int:
+            value = start.get(name)
+            if type(value) is not int:
+                value = 0
+        counts.append(value)
+    given, output, read, write = counts
     totals = state.stream_totals
-
-    def field(name: str) -> int:
-        value = as_int(delta.get(name))
-        return value if value is not None else as_int(start.get(name)) or 0
-
-    read = field("cache_read_input_tokens")
-    write = field("cache_creation_input_tokens")
-    totals[0] += field("input_tokens") + read + write
-    totals[1] += field("output_tokens")
+    totals[0] += given + read + write
+    totals[1] += output
     totals[2] += read
     totals[3] += write
     usage = usage_of(totals[0], totals[1], totals[2], totals[3])
@@ -594,7 +609,8 @@ def normalize_lines(
             unknown.append(frame_label(line))
         elif events:
             out += events
-    out += flush_text(make, state)
+    if state.pending:
+        out += flush_text(make, state)
     return out, unknown
 
 

@@ -126,6 +126,10 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+_WORKSPACE_CACHE_MAX = 64
+"""Directories whose built-in tools an adapter keeps built (the oldest is dropped first), and
+turn limits whose loop configuration it keeps."""
+
 STEER_KEY = ".ringleader/signal"
 """The ``write_context`` key whose value is steered in verbatim (``orchestrator.actor`` uses it)."""
 DISPLAY_KEY_PREFIX = ".ringleader/display/"
@@ -328,6 +332,8 @@ class NativeAdapter(AdapterBase):
         if self._workspace_tools:
             workspace_tools_for(".", names=self._workspace_tools)  # unknown names fail here
         self._live: dict[str, _Run] = {}
+        self._workspace_cache: dict[str, tuple[PermissionPolicy, list[Tool[Any]]]] = {}
+        self._loop_configs: dict[int, LoopConfig] = {}
         self._codec = NativeCodec(self)
         self.calls: list[RecordedCall] = []
 
@@ -388,15 +394,41 @@ class NativeAdapter(AdapterBase):
         extra = list(self._tools(opts) if callable(self._tools) else self._tools)
         builtin: list[Tool[Any]] = []
         if self._workspace_tools != ():
-            builtin = workspace_tools_for(
-                opts.cwd or self._workspace or os.getcwd(),
-                policy=self.permissions,
-                limits=self._workspace_limits,
-                bash=self._bash,
-                names=self._workspace_tools,
-            )
+            builtin = self._workspace_tools_in(opts.cwd or self._workspace or os.getcwd())
         names = {t.name for t in extra}
         return self._allowed(opts, [t for t in builtin if t.name not in names] + extra)
+
+    def _loop_config_for(self, max_turns: int | None) -> LoopConfig:
+        """The loop configuration with the run's compaction (built once per turn limit)."""
+        turns = max_turns or self._max_turns
+        config = self._loop_configs.get(turns)
+        if config is None:
+            if len(self._loop_configs) >= _WORKSPACE_CACHE_MAX:
+                self._loop_configs.clear()
+            compaction = self._compaction or CompactionConfig(max_turns=turns)
+            config = attrs.evolve(self._loop_config, compaction=compaction)
+            self._loop_configs[turns] = config
+        return config
+
+    def _workspace_tools_in(self, cwd: str) -> list[Tool[Any]]:
+        """The built-in tools confined to ``cwd`` with the policy's verdicts, built once per
+        directory and policy (they keep no state: each call opens its paths beneath the root,
+        like the extra tools every run shares)."""
+        policy = self.permissions
+        cached = self._workspace_cache.get(cwd)
+        if cached is not None and cached[0] is policy:
+            return cached[1]
+        if len(self._workspace_cache) >= _WORKSPACE_CACHE_MAX:
+            del self._workspace_cache[next(iter(self._workspace_cache))]
+        tools = workspace_tools_for(
+            cwd,
+            policy=policy,
+            limits=self._workspace_limits,
+            bash=self._bash,
+            names=self._workspace_tools,
+        )
+        self._workspace_cache[cwd] = (policy, tools)
+        return tools
 
     def _allowed(self, opts: StartOpts, tools: Iterable[Tool[Any]]) -> list[Tool[Any]]:
         """The policy's per-tool overrides applied, the run's blocklist (case-insensitive)
@@ -431,12 +463,10 @@ class NativeAdapter(AdapterBase):
             store=self._store(opts, session_id),
             display_manager=display,
             system_prompt=self._system_prompt,
-            compaction_config=self._compaction
-            or CompactionConfig(max_turns=opts.max_turns or self._max_turns),
             permission_handler=handler,
             builtin_tools=self._builtin_tools,
             unhandled_approval="deny",
-            loop_config=self._loop_config,
+            loop_config=self._loop_config_for(opts.max_turns),
         )
         for tool in self._tool_list(opts):
             glove.add_tool(tool)
@@ -529,8 +559,8 @@ class NativeAdapter(AdapterBase):
         """The run's skills directory if it exists (one ``stat``; no thread when absent)."""
         if self._skills_dir is None:
             return None
-        root = Path(opts.cwd or self._workspace or os.getcwd()) / self._skills_dir
-        return root if root.is_dir() else None
+        root = os.path.join(opts.cwd or self._workspace or os.getcwd(), self._skills_dir)
+        return Path(root) if os.path.isdir(root) else None
 
     async def _setup_app(self, run: _Run) -> None:
         """Content skills from the run's skills directory, then the ``app`` setup; the run's

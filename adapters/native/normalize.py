@@ -15,7 +15,7 @@ adapter can count and surface it.
 
 from __future__ import annotations
 
-from orchestrator.events import ApprovalCall, EventFactory, RuntimeEvent, Usage
+from orchestrator.events import ApprovalCall, EventFactory, RuntimeEvent, usage_of
 
 from .messages import format_tool_result_content
 from .pricing import PriceTable
@@ -62,11 +62,8 @@ def normalize_event(
             ]
         case TokenConsumption():
             t = event.consumption
-            delta = Usage(
-                input_tokens=t.tokens_in,
-                output_tokens=t.tokens_out,
-                cached_input_tokens=t.cache_read_input_tokens,
-                cache_write_tokens=t.cache_creation_input_tokens,
+            delta = usage_of(
+                t.tokens_in, t.tokens_out, t.cache_read_input_tokens, t.cache_creation_input_tokens
             )
             usd = prices.cost(event.model, t)
             # USD from the price table is a list-price estimate, never a bill

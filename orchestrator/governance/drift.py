@@ -99,6 +99,8 @@ def missing_fields(detail: str | None) -> tuple[str, tuple[str, ...]] | None:
 
 
 def _has(frame: Mapping[str, Any], path: str) -> bool:
+    if "." not in path:
+        return path in frame
     value: object = frame
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:

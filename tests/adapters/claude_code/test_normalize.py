@@ -373,3 +373,77 @@ def test_fast_path_leaves_sub_agents_and_odd_lines_to_the_full_decode() -> None:
 def test_non_objects_are_protocol_errors(line: bytes) -> None:
     with pytest.raises(ProtocolError):
         decode_line(line)
+
+
+# ---------------------------------------------------------------------------------- fast == slow
+
+
+def _stream_line(event: dict[str, Any], *, parent: str | None, ascii_only: bool) -> bytes:
+    """One stream line as Claude Code writes it (compact; non-ASCII raw unless ``ascii_only``)."""
+    frame = {"type": "stream_event", "event": event, "session_id": "s",
+             "parent_tool_use_id": parent, "uuid": "u"}  # fmt: skip
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=ascii_only).encode()
+
+
+_piece = st.one_of(
+    st.tuples(st.just("text"), st.text(max_size=12)),
+    st.tuples(st.just("thinking"), st.text(max_size=12)),
+    st.tuples(st.just("json"), st.text(max_size=6)),
+    st.tuples(st.just("stop"), st.just("")),
+    st.tuples(st.just("ping"), st.just("")),
+)
+
+
+@given(
+    blocks=st.lists(
+        st.tuples(st.sampled_from(["text", "thinking"]), st.lists(_piece, max_size=6)),
+        min_size=1,
+        max_size=4,
+    ),
+    parent=st.sampled_from([None, None, "toolu_parent"]),
+    ascii_only=st.booleans(),
+    batch=st.integers(1, 5),
+)
+def test_fast_paths_give_exactly_the_events_of_the_full_decode(
+    blocks: list[tuple[str, list[tuple[str, str]]]],
+    parent: str | None,
+    ascii_only: bool,
+    batch: int,
+) -> None:
+    """Any stream of hot lines (deltas with any text, block starts, input-JSON deltas, stops,
+    pings; main agent or sub-agent; escaped or raw non-ASCII), read in batches of any size:
+    what :func:`decode_line`'s fast paths give normalizes to exactly the events (wire JSON) of
+    the same lines decoded in full."""
+    lines = [_stream_line({"type": "message_start", "message": {"id": "m", "usage": {}}},
+                          parent=parent, ascii_only=ascii_only)]  # fmt: skip
+    for index, (kind, pieces) in enumerate(blocks):
+        start = {"type": kind, kind: ""} | ({"signature": ""} if kind == "thinking" else {})
+        event: dict[str, Any] = {"type": "content_block_start", "index": index,
+                                 "content_block": start}  # fmt: skip
+        lines.append(_stream_line(event, parent=parent, ascii_only=ascii_only))
+        for what, value in pieces:
+            if what == "stop":
+                event = {"type": "content_block_stop", "index": index}
+            elif what == "ping":
+                event = {"type": "ping"}
+            else:
+                delta = {"type": "input_json_delta", "partial_json": value} if what == "json" else {
+                    "type": f"{what}_delta", what: value}  # fmt: skip
+                event = {"type": "content_block_delta", "index": index, "delta": delta}
+            lines.append(_stream_line(event, parent=parent, ascii_only=ascii_only))
+
+    def normalized(decode: Any) -> list[str]:
+        make = EventFactory(run_id="r", session_id="k", clock=lambda: 1)
+        state = ClaudeState()
+        out: list[RuntimeEvent] = []
+        for i in range(0, len(lines), batch):
+            events, unknown = normalize_lines(
+                [decode(x) for x in lines[i : i + batch]], make, state
+            )
+            assert unknown == []
+            out += events
+        return [e.model_dump_json() for e in out]
+
+    assert normalized(decode_line) == normalized(json.loads)
+    if parent is None:  # the fast paths were taken: every line but message_start
+        assert all(type(decode_line(x)) is tuple for x in lines[1:])

@@ -201,6 +201,29 @@ async def test_the_workspace_option_is_used_without_a_cwd(tmp_path: Path) -> Non
     assert results(events)["list_files"].output == "marker.txt"
 
 
+async def test_runs_in_different_directories_each_see_their_own(tmp_path: Path) -> None:
+    """The built-in tools are built once per directory: a run sees its own directory, also
+    after a run elsewhere, and a policy set on the adapter later applies to the next run."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for d in (one, two):
+        d.mkdir()
+        (d / f"in-{d.name}.txt").write_text("")
+
+    def factory(opts: StartOpts) -> ScriptedModel:
+        calls = [("list_files", {}), ("write_file", {"path": "w.txt", "content": "x"})]
+        return scripted(Reply(tool_calls=calls), Reply(text="ok"))
+
+    async with NativeAdapter(model_factory=factory) as adapter:
+        seen = [
+            results(await run(adapter, start_opts(d)))["list_files"].output for d in (one, two, one)
+        ]
+        adapter.permissions = PermissionPolicy(write="deny")
+        denied = results(await run(adapter, start_opts(one)))["write_file"]
+    assert seen == ["in-one.txt", "in-two.txt", "in-one.txt\nw.txt"]
+    assert (one / "w.txt").read_text() == "x" and (two / "w.txt").read_text() == "x"
+    assert denied.is_error and "permission policy" in denied.output
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
