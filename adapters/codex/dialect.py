@@ -30,8 +30,6 @@ import json
 from collections.abc import Callable
 from typing import Any, Final, TypedDict, cast
 
-from orchestrator.errors import ProtocolError
-
 from .._json import json_object
 from .._jsonrpc import RpcKind, as_dict, as_int, as_str, rpc_kind
 
@@ -162,12 +160,9 @@ except ImportError:  # pragma: no cover - depends on the environment
 _fast_loads: Final[Callable[[bytes | str], object] | None] = cast(Any, _orjson_loads)
 
 
-def _loads(line: bytes | str) -> object:
-    if _fast_loads is not None:
-        try:
-            return _fast_loads(line)
-        except ValueError:
-            pass  # NaN, huge integers, lone surrogates …: the stdlib decides
+def _stdlib_loads(line: bytes | str) -> object:
+    """What ``orjson`` refuses (NaN, huge integers, lone surrogates …) the stdlib decides;
+    raises ``ValueError`` for a line that is not JSON."""
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
         obj, end = _scan_once(text, 0)
@@ -178,12 +173,41 @@ def _loads(line: bytes | str) -> object:
     return json.loads(line)
 
 
+def _loads(line: bytes | str) -> object:
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(line)
+        except ValueError:
+            pass
+    return _stdlib_loads(line)
+
+
+def _object(line: bytes | str, what: str) -> dict[str, Any]:
+    """One line as a JSON object (the slow path: error reporting and the stdlib fallback)."""
+    return json_object(line, _loads, runtime=what, adapter="codex")
+
+
+_TURN_STARTED: Final = b'{"type":"turn.started"}'
+"""The one exec line that is the same bytes every time (no decoding needed)."""
+
+
 def decode_exec_line(line: bytes | str) -> ExecEvent:
     """Decode one stdout line. Raises :class:`ProtocolError` unless it is a JSON object.
 
     An object without a string ``type`` is returned as is; the normalizer treats it as unknown.
     """
-    return cast(ExecEvent, json_object(line, _loads, runtime="codex", adapter="codex"))
+    if type(line) is bytes:
+        if line == _TURN_STARTED:
+            return {"type": "turn.started"}
+        if _fast_loads is not None:
+            try:
+                obj: Any = _fast_loads(line)
+            except ValueError:
+                pass
+            else:
+                if type(obj) is dict:  # (no ``cast``: a function call per line)
+                    return obj  # pyright: ignore[reportReturnType, reportUnknownVariableType]
+    return cast(ExecEvent, _object(line, "codex"))
 
 
 # ---------------------------------------------------------------------------------- app-server
@@ -222,14 +246,12 @@ class AppItem(TypedDict, total=False):
 
 def decode_rpc_line(line: bytes | str) -> RpcMessage:
     """Decode one app-server line; raises :class:`ProtocolError` unless it is a JSON object."""
-    try:
-        obj = _loads(line)
-    except ValueError:
-        raise ProtocolError(
-            "codex app-server wrote a line that is not JSON", line=line, adapter="codex"
-        ) from None
-    if type(obj) is not dict:
-        raise ProtocolError(
-            "codex app-server wrote a JSON line that is not an object", line=line, adapter="codex"
-        )
-    return cast(RpcMessage, obj)
+    if _fast_loads is not None:
+        try:
+            obj: Any = _fast_loads(line)
+        except ValueError:
+            pass
+        else:
+            if type(obj) is dict:
+                return obj  # pyright: ignore[reportReturnType, reportUnknownVariableType]
+    return cast(RpcMessage, _object(line, "codex app-server"))

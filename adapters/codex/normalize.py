@@ -56,7 +56,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final, cast
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple, cast
 
 import attrs
 
@@ -68,7 +69,6 @@ from .dialect import (
     AppItem,
     ExecEvent,
     ExecItem,
-    ExecUsage,
     as_dict,
     as_int,
     as_str,
@@ -110,18 +110,71 @@ def usd_for(prices: Mapping[str, Price], model: str | None, usage: Usage) -> flo
     return round(usd, 9)
 
 
-_RATE = re.compile(r"(?i)\b429\b|rate.?limit|too many requests|usage.?limit")
-_SERVER = re.compile(r"(?i)high demand|at capacity|overloaded|\b50[0-9]\b|internal server error")
-_STREAM = re.compile(r"(?i)stream disconnected|connection|timed? ?out")
+class _Words(NamedTuple):
+    """A case-insensitive search for failure words, written for speed: ``patterns`` are the
+    alternatives of one alternation, each opening with a literal (which ``re`` scans for fast,
+    where an alternation is tried at every position), and ``words`` the lowercased words one of
+    which every match contains (so a message with none of them is answered without a search)."""
+
+    words: tuple[str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+
+    def found(self, message: str) -> bool:
+        low = message.lower()
+        for word in self.words:
+            if word in low:
+                break
+        else:
+            if _ODD_FOLDS.search(message) is None:
+                return False
+        for pattern in self.patterns:  # noqa: SIM110 - a loop, not any() over a generator
+            if pattern.search(message) is not None:
+                return True
+        return False
+
+
+def _words(words: tuple[str, ...], *patterns: str) -> _Words:
+    return _Words(words, tuple(re.compile(p) for p in patterns))
+
+
+_ODD_FOLDS = re.compile("[\u0130\u0131\u017f\u212a]")
+"""The only non-ASCII characters ``re.IGNORECASE`` matches to ASCII letters (İ ı ſ K): with one
+of them the words are not a safe filter."""
+
+# ``\bN\b`` as ``N(?!\w)(?<!\wN)``: the same matches, opening with the literal
+_RATE = _words(
+    ("429", "limit", "too many requests"),
+    r"429(?!\w)(?<!\w429)",
+    r"(?i)rate.?limit",
+    r"(?i)too many requests",
+    r"(?i)usage.?limit",
+)
+"""``(?i)\b429\b|rate.?limit|too many requests|usage.?limit``"""
+_SERVER = _words(
+    ("high demand", "at capacity", "overloaded", "50", "internal server error"),
+    r"(?i)high demand",
+    r"(?i)at capacity",
+    r"(?i)overloaded",
+    r"50[0-9](?!\w)(?<!\w50[0-9])",
+    r"(?i)internal server error",
+)
+"""``(?i)high demand|at capacity|overloaded|\b50[0-9]\b|internal server error``"""
+_STREAM = _words(
+    ("stream disconnected", "connection", "time"),
+    r"(?i)stream disconnected",
+    r"(?i)connection",
+    r"(?i)timed? ?out",
+)
+"""``(?i)stream disconnected|connection|timed? ?out``"""
 
 
 def classify_failure(message: str) -> str:
     """The ``error.code`` for a Codex failure message (Codex gives no codes in exec mode)."""
-    if _RATE.search(message):
+    if _RATE.found(message):
         return "rate_limited"
-    if _SERVER.search(message):
+    if _SERVER.found(message):
         return "server_error"
-    if _STREAM.search(message):
+    if _STREAM.found(message):
         return "stream_connection_error"
     return "runtime_reported"
 
@@ -182,13 +235,20 @@ def _minus(total: Usage, base: Usage | None) -> Usage:
     )
 
 
+_NO_PRICES: Final[Mapping[str, Price]] = MappingProxyType({})
+_strs: Final = cast(Callable[[], set[str]], set)
+"""A typed ``set`` factory (``set[str]`` as a factory costs a generic-alias call per run)."""
+_texts: Final = cast(Callable[[], list[str]], list)
+
+
 @attrs.define(slots=True)
 class ExecState:
-    """What one exec run remembers between lines."""
+    """What one exec run remembers between lines (one per run: built with plain ``set``
+    factories, a quarter of the cost of ``set[str]``, as a run of a few lines pays it each time)."""
 
     model: str | None = None
     """The model the run was started with (Codex does not repeat it on its lines)."""
-    prices: Mapping[str, Price] = attrs.field(factory=dict[str, Price])
+    prices: Mapping[str, Price] = _NO_PRICES
     thread_id: str | None = None
     summary: str = ""
     """The last agent message."""
@@ -196,18 +256,20 @@ class ExecState:
     turn_failed: bool = False
     last_error: str | None = None
     """The last ``error`` line (retries and the final failure text)."""
-    closed_items: set[str] = attrs.field(factory=set[str])
+    closed_items: set[str] = attrs.field(factory=_strs)
     base_usage: Usage | None = None
     """The thread's total before this run: Codex reports the thread's cumulative usage, which for
     a resumed thread includes every earlier run."""
-    drift_noted: set[str] = attrs.field(factory=set[str])
+    drift_noted: set[str] = attrs.field(factory=_strs)
     """Frames already reported for missing expected fields (drift)."""
 
 
-def _exec_call(item: ExecItem, kind: str, make: EventFactory) -> RuntimeEvent:
-    item_id = as_str(item.get("id"))
+def _exec_call(item: ExecItem, kind: str, item_id: str, make: EventFactory) -> RuntimeEvent:
     if kind == "command_execution":
-        return make.tool_call(item_id, "exec_command", {"command": as_str(item.get("command"))})
+        command = item.get("command")
+        return make.tool_call(
+            item_id, "exec_command", {"command": command if type(command) is str else ""}
+        )
     if kind == "file_change":
         changes: Any = item.get("changes")
         return make.tool_call(
@@ -222,15 +284,18 @@ def _exec_call(item: ExecItem, kind: str, make: EventFactory) -> RuntimeEvent:
     return make.tool_call(item_id, "web_search", {"query": as_str(item.get("query"))})
 
 
-def _exec_result(item: ExecItem, kind: str, make: EventFactory) -> RuntimeEvent:
-    item_id = as_str(item.get("id"))
-    status = as_str(item.get("status"))
-    failed = status in ("failed", "declined")
+def _exec_result(item: ExecItem, kind: str, item_id: str, make: EventFactory) -> RuntimeEvent:
+    status = item.get("status")
+    failed = status == "failed" or status == "declined"
     if kind == "command_execution":
-        code = as_int(item.get("exit_code"))
-        output = _tool_output(as_str(item.get("aggregated_output")), code)
+        code = item.get("exit_code")
+        if type(code) is not int:  # what ``as_int`` accepts: an int, not a bool
+            code = None
+        output = item.get("aggregated_output")
         return make.tool_result(
-            item_id, output, is_error=failed or (code is not None and code != 0)
+            item_id,
+            _tool_output(output if type(output) is str else "", code),
+            is_error=failed or (code is not None and code != 0),
         )
     if kind == "file_change":
         changes = item.get("changes")
@@ -254,32 +319,42 @@ _TOOL_ITEMS: Final = frozenset({"command_execution", "file_change", "mcp_tool_ca
 def _exec_item(
     phase: str, item: ExecItem, make: EventFactory, state: ExecState
 ) -> list[RuntimeEvent] | None:
+    # the hot kinds first, strings compared before anything is built; inline type checks
+    # instead of the ``as_str`` calls (a function call is a tenth of a line's budget)
     kind = item.get("type")
+    if type(kind) is not str:
+        return None
     if kind in _TOOL_ITEMS:
-        item_id = as_str(item.get("id"))
+        item_id = item.get("id")
+        if type(item_id) is not str:
+            item_id = ""
         if item_id in state.closed_items:
             return []
         if phase == "item.completed":
             state.closed_items.add(item_id)
-            out: list[RuntimeEvent] = []
-            if item_id not in make.open_tool_calls:  # completed without a start: call first
-                out.append(_exec_call(item, kind, make))
-            out.append(_exec_result(item, kind, make))
-            return out
+            if item_id in make.open_tool_calls:
+                return [_exec_result(item, kind, item_id, make)]
+            # completed without a start: the call first
+            return [
+                _exec_call(item, kind, item_id, make),
+                _exec_result(item, kind, item_id, make),
+            ]
         if phase == "item.started" and item_id not in make.open_tool_calls:
-            return [_exec_call(item, kind, make)]
+            return [_exec_call(item, kind, item_id, make)]
         return []
+    if kind == "reasoning":
+        if phase != "item.completed":
+            return []
+        text = item.get("text")
+        return [make.text_delta(text, "reasoning")] if type(text) is str and text else []
     if kind == "agent_message":
         if phase != "item.completed":
             return []
-        text = as_str(item.get("text"))
-        if not text:
+        text = item.get("text")
+        if type(text) is not str or not text:
             return []
         state.summary = text
         return [make.text_delta(text)]
-    if kind == "reasoning":
-        text = as_str(item.get("text"))
-        return [make.text_delta(text, "reasoning")] if text and phase == "item.completed" else []
     if kind == "todo_list":
         return [make.status("running", detail=_todo_detail(item.get("items")))]
     if kind == "error":
@@ -290,13 +365,18 @@ def _exec_item(
     return None
 
 
-def _exec_usage(raw: ExecUsage | None) -> Usage:
-    usage = as_dict(raw)
+def _exec_usage(raw: object) -> Usage:
+    usage: dict[str, Any] = raw if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    fresh = usage.get("input_tokens")
+    out = usage.get("output_tokens")
+    cached = usage.get("cached_input_tokens")
+    written = usage.get("cache_write_input_tokens")
+    # ``type(x) is int``: what ``as_int`` accepts (an int, not a bool), without the calls
     return usage_of(
-        input_tokens=as_int(usage.get("input_tokens")) or 0,
-        output_tokens=as_int(usage.get("output_tokens")) or 0,
-        cached_input_tokens=as_int(usage.get("cached_input_tokens")),
-        cache_write_tokens=as_int(usage.get("cache_write_input_tokens")),
+        fresh if type(fresh) is int else 0,
+        out if type(out) is int else 0,
+        cached if type(cached) is int else None,
+        written if type(written) is int else None,
     )
 
 
@@ -316,29 +396,32 @@ def normalize_exec(
         if not isinstance(item, dict):
             return None
         return _exec_item(kind, item, make, state)
-    if kind == "thread.started":
-        thread_id = as_str(event.get("thread_id"))
-        if thread_id:
-            state.thread_id = thread_id
-        return [make.status("init", model=state.model), *_gaps(kind, event, make, state)]
     if kind == "turn.started":
         return [make.status("thinking", model=state.model)]
+    if kind == "thread.started":
+        thread_id = event.get("thread_id")
+        if type(thread_id) is str and thread_id:
+            state.thread_id = thread_id
+        out: list[RuntimeEvent] = [make.status("init", model=state.model)]
+        out += _gaps(kind, event, make, state)
+        return out
+    if kind == "turn.completed":
+        state.turn_completed = True
+        out = _gaps(kind, event, make, state)
+        out.append(_run_cost(_exec_usage(event.get("usage")), make, state))
+        return out
     if kind == "error":
         message = as_str(event.get("message")) or "codex error"
         state.last_error = message
-        if _RATE.search(message):  # Codex waits out the 429 itself, then retries
+        if _RATE.found(message):  # Codex waits out the 429 itself, then retries
             return [make.rate_limited(message)]
         return [make.status("running", detail=message)]
-    if kind == "turn.completed":
-        state.turn_completed = True
-        gaps = _gaps(kind, event, make, state)
-        return [*gaps, _run_cost(_exec_usage(event.get("usage")), make, state)]
     if kind == "turn.failed":
         state.turn_failed = True
         message = as_str(as_dict(event.get("error")).get("message")) or state.last_error or "error"
-        gaps = _gaps(kind, event, make, state)
-        fail = make.fail(message, code=classify_failure(message), summary=state.summary or message)
-        return [*gaps, *fail]
+        out = _gaps(kind, event, make, state)
+        out += make.fail(message, code=classify_failure(message), summary=state.summary or message)
+        return out
     return None
 
 
@@ -353,11 +436,24 @@ _EXPECTED: Final[dict[str, tuple[str, ...]]] = {
 }
 """What the adapter reads from these frames (drift: a frame without them is reported)."""
 
+_EXPECTED_KEYS: Final = {
+    label: tuple(tuple(path.split(".")) for path in paths) for label, paths in _EXPECTED.items()
+}
+""":data:`_EXPECTED` split once into key paths (checked on every such frame of every run)."""
+
 
 def _gaps(
     label: str, frame: Mapping[str, Any], make: EventFactory, state: ExecState | AppState
 ) -> list[RuntimeEvent]:
-    return note_missing_fields(make, state.drift_noted, label, frame, _EXPECTED[label])
+    """A drift ``status`` if ``frame`` lacks a field the adapter reads from it, else ``[]``
+    (the presence check runs here; :func:`note_missing_fields` only words a finding)."""
+    for keys in _EXPECTED_KEYS[label]:
+        value: Any = frame
+        for key in keys:
+            if not isinstance(value, dict) or key not in value:
+                return note_missing_fields(make, state.drift_noted, label, frame, _EXPECTED[label])
+            value = value[key]  # pyright: ignore[reportUnknownVariableType]
+    return []
 
 
 def exec_frame_label(event: ExecEvent) -> str:
@@ -376,19 +472,19 @@ class AppState:
     """What one app-server run (one turn) remembers between notifications."""
 
     model: str | None = None
-    prices: Mapping[str, Price] = attrs.field(factory=dict[str, Price])
+    prices: Mapping[str, Price] = _NO_PRICES
     thread_id: str | None = None
     turn_id: str | None = None
-    text: list[str] = attrs.field(factory=list[str])
+    text: list[str] = attrs.field(factory=_texts)
     """Assistant text of the turn, from the deltas."""
-    streamed_items: set[str] = attrs.field(factory=set[str])
+    streamed_items: set[str] = attrs.field(factory=_strs)
     """Items whose text arrived as deltas (their completion adds nothing)."""
-    closed_items: set[str] = attrs.field(factory=set[str])
+    closed_items: set[str] = attrs.field(factory=_strs)
     last_error: str | None = None
     base_usage: Usage | None = None
     """The thread's total before this run (a resumed thread reports its whole history)."""
     finished: bool = False
-    drift_noted: set[str] = attrs.field(factory=set[str])
+    drift_noted: set[str] = attrs.field(factory=_strs)
     """Frames already reported for missing expected fields (drift)."""
 
 
@@ -508,19 +604,13 @@ def _app_usage(total: dict[str, Any]) -> Usage:
     )
 
 
-def _app_delta(
-    params: dict[str, Any], make: EventFactory, state: AppState, channel: str
-) -> list[RuntimeEvent]:
-    delta = as_str(params.get("delta"))
-    item_id = as_str(params.get("itemId"))
-    if item_id:
+def _app_delta(params: dict[str, Any], state: AppState) -> str | None:
+    """The text of a delta notification (``None`` when empty); its item is marked streamed."""
+    item_id = params.get("itemId")
+    if type(item_id) is str and item_id:
         state.streamed_items.add(item_id)
-    if not delta:
-        return []
-    if channel == "assistant":
-        state.text.append(delta)
-        return [make.text_delta(delta)]
-    return [make.text_delta(delta, "reasoning")]
+    delta = params.get("delta")
+    return delta if type(delta) is str and delta else None
 
 
 def _app_turn_completed(
@@ -555,7 +645,7 @@ def _app_error(params: dict[str, Any], make: EventFactory, state: AppState) -> l
     # Retried (``willRetry``) or not (the turn fails next, reported there once), the error is
     # a status; a rate limit's (``httpStatusCode: 429``, ``usageLimitExceeded``) says so.
     info = error.get("codexErrorInfo")
-    if info is not None and _RATE.search(f"{json.dumps(info)} {message}"):
+    if info is not None and _RATE.found(f"{json.dumps(info)} {message}"):
         return [make.rate_limited(message)]
     return [make.status("running", detail=message)]
 
@@ -628,11 +718,16 @@ def _app_cost(params: dict[str, Any], make: EventFactory, state: AppState) -> li
 
 
 def _app_message_delta(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:
-    return _app_delta(p, m, s, "assistant")
+    delta = _app_delta(p, s)
+    if delta is None:
+        return []
+    s.text.append(delta)
+    return [m.text_delta(delta)]
 
 
 def _app_reasoning_delta(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent]:
-    return _app_delta(p, m, s, "reasoning")
+    delta = _app_delta(p, s)
+    return [] if delta is None else [m.text_delta(delta, "reasoning")]
 
 
 def _app_started(p: dict[str, Any], m: EventFactory, s: AppState) -> list[RuntimeEvent] | None:
@@ -672,7 +767,8 @@ def normalize_app(
     """
     handler = _APP_HANDLERS.get(method)
     if handler is not None:
-        return handler(as_dict(params), make, state)
+        args: dict[str, Any] = params if isinstance(params, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        return handler(args, make, state)
     if method in _APP_IGNORED:
         return []
     return None
