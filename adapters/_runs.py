@@ -122,12 +122,15 @@ class RunEmitter:
         return [self.factory.status("running", detail=f"ignored unknown frame type {frame_type!r}")]
 
     async def publish(self, events: Iterable[RuntimeEvent]) -> None:
-        """Deliver events in order to every subscriber (or the backlog), applying backpressure."""
+        """Deliver events in order to every subscriber (or the backlog), applying backpressure.
+        A batch is delivered whole: cancelled while it waits for room, it still reaches every
+        subscriber (past their bound) before ``Cancelled`` propagates, so no ``seq`` is lost."""
         batch = list(events)
         if self.finished.is_set():
             dropped, batch = batch, []
         else:
-            end = next((i for i, e in enumerate(batch) if isinstance(e, Done)), None)
+            kinds = list(map(type, batch))  # (``type() is``, not isinstance: 3× cheaper)
+            end = kinds.index(Done) if Done in kinds else None
             dropped = [] if end is None else batch[end + 1 :]
             if end is not None:
                 batch = batch[: end + 1]
@@ -135,19 +138,29 @@ class RunEmitter:
             self.dropped_after_done += 1
             _log.warning("%s: %s event after done dropped", self.handle.adapter_id, event.kind)
         backlog = 0
+        cancelled: trio.Cancelled | None = None
         if batch:
             for sub in tuple(self._subscribers):
                 queue = sub.queue
                 offset = sub.seq_offset
                 out = batch if not offset else [with_seq(e, e.seq - offset) for e in batch]
-                if not await queue.send_batch(out):
+                if cancelled is not None:  # the batch still reaches everyone: no seq gap
+                    delivered = queue.put_all(out)
+                else:
+                    try:
+                        delivered = await queue.send_batch(out)
+                    except trio.Cancelled as exc:  # queued whole all the same (send_batch)
+                        cancelled, delivered = exc, True
+                if not delivered:
                     self._unsubscribe(sub)
                 backlog = max(backlog, len(queue))
-            if isinstance(batch[-1], Done):
+            if type(batch[-1]) is Done:
                 self.finished.set()
                 if self.one_shot:
                     for sub in self._subscribers:
                         sub.queue.close()
+        if cancelled is not None:
+            raise cancelled
         # A producer that never waits on I/O must not starve its consumers (they would only
         # ever see coalesced deltas): yield once a subscriber has a backlog worth draining.
         if backlog >= _YIELD_BACKLOG:

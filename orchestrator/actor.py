@@ -217,30 +217,32 @@ class RunActor:
                         raw = await guarded.next_batch(_BATCH)
                     except StopAsyncIteration:
                         break
-                    batch: list[RuntimeEvent] = []
-                    for event in raw:
-                        seen += 1
-                        last_seq = event.seq
-                        if type(event) is ErrorEvent and self.endpoint is not None:
-                            event = name_endpoint(event, self.endpoint)
-                        batch += redactor.push(event)
-                        if isinstance(event, Done):
-                            break  # nothing after the terminal
+                    kinds = list(map(type, raw))  # (``type() is``, not isinstance: 3× cheaper)
+                    if Done in kinds:
+                        raw = raw[: kinds.index(Done) + 1]  # nothing after the terminal
+                    seen += len(raw)
+                    last_seq = raw[-1].seq
+                    endpoint = self.endpoint
+                    if endpoint is not None and ErrorEvent in kinds:
+                        raw = [
+                            name_endpoint(e, endpoint) if type(e) is ErrorEvent else e for e in raw
+                        ]
+                    batch = redactor.push_all(raw)
                     if guard is not None:
                         batch = guard.screen(batch)
                     for event in batch:
-                        if isinstance(event, TextDelta):
+                        if type(event) is TextDelta:
                             if event.channel == "assistant":
                                 text.append(event.text)
                                 produced = True
-                        elif isinstance(event, ToolCall):
+                        elif type(event) is ToolCall:
                             produced = True
-                        elif isinstance(event, Cost):
+                        elif type(event) is Cost:
                             cost = event
-                        elif isinstance(event, ErrorEvent):
+                        elif type(event) is ErrorEvent:
                             if event.fatal:
                                 fatal = event
-                        elif isinstance(event, Done):
+                        elif type(event) is Done:
                             done = event
                         elif type(event) is Status and event.detail is not None:
                             frame_type = unknown_frame_type(event.detail)  # drift: O(1)
@@ -251,8 +253,8 @@ class RunActor:
                                 if gap is not None:
                                     missing.append(gap)
                     # a run waiting for a person's approval is not silent
-                    last = raw[-1] if raw else None
-                    guarded.paused = isinstance(last, Status) and last.phase == "waiting_approval"
+                    last = raw[-1]
+                    guarded.paused = type(last) is Status and last.phase == "waiting_approval"
                     await self._deliver(batch)
                     if guard is not None and guard.tripped is not None and done is None:
                         await self._stop(guarded)

@@ -203,9 +203,26 @@ class EventQueue:
 
     async def send_batch(self, events: list[RuntimeEvent]) -> bool:
         """Queue several events in order, with the same policy as :meth:`send` (waiting only
-        when the buffer is full; one cancellation point for the batch otherwise)."""
+        when the buffer is full; one cancellation point for the batch otherwise).
+
+        A batch goes in whole: cancelled while it waits for room, the rest of it is queued
+        past the bound (:meth:`put_all`) before ``Cancelled`` propagates. The producer has
+        numbered these events; dropping the end of a batch would leave a gap in ``seq``."""
+        buf = self._buffer
+        if (
+            len(buf) + len(events) <= self._max
+            and not self._shift
+            and self._merging is None
+            and not self._closed
+            and not self._receiver_closed
+        ):  # room for all, nothing to renumber or seal: what _try_put does per event, at once
+            buf.extend(events)
+            if self._data:
+                self._data.unpark_all()
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return True
         try_put = self._try_put
-        for event in events:
+        for i, event in enumerate(events):
             while True:
                 if self._closed:
                     raise trio.ClosedResourceError("event queue already closed by its producer")
@@ -213,8 +230,27 @@ class EventQueue:
                     return False
                 if try_put(event):
                     break
-                await self._space.park()
+                try:
+                    await self._space.park()
+                except trio.Cancelled:
+                    self.put_all(events[i:])
+                    raise
         await trio.lowlevel.checkpoint_if_cancelled()
+        return True
+
+    def put_all(self, events: list[RuntimeEvent]) -> bool:
+        """Queue ``events`` now, past the bound if need be (the end of a batch whose send was
+        cancelled: the queue overshoots by at most that batch). ``False`` when the consumer
+        has gone."""
+        if self._closed:
+            raise trio.ClosedResourceError("event queue already closed by its producer")
+        if self._receiver_closed:
+            return False
+        self._seal()
+        shift = self._shift
+        self._buffer.extend([with_seq(e, e.seq - shift) for e in events] if shift else events)
+        if self._data:
+            self._data.unpark_all()
         return True
 
     def close(self) -> None:

@@ -238,29 +238,37 @@ class StreamRedactor:
 
     def __init__(self) -> None:
         self._held: TextDelta | None = None
-        self._tail = ""
+        self._tail: str = ""
 
     def push(self, event: RuntimeEvent) -> list[RuntimeEvent]:
+        return self.push_all((event,))
+
+    def push_all(self, events: Iterable[RuntimeEvent]) -> list[RuntimeEvent]:
+        """:meth:`push` of each event in turn (one call and one list per batch)."""
         out: list[RuntimeEvent] = []
-        held, tail = self._held, self._tail
-        self._held, self._tail = None, ""
-        if held is not None:
-            if isinstance(event, TextDelta) and event.channel == held.channel:
-                out.append(held)
-                event = event.model_copy(update={"text": tail + event.text})
-            else:
-                out.append(held.model_copy(update={"text": redact_text(held.text + tail)}))
-        if not isinstance(event, TextDelta):
-            out.append(redact_event(event))
-            return out
-        raw = event.text
-        cut = _undecided_tail(raw)
-        if cut:
-            self._held = event.model_copy(update={"text": redact_text(raw[:-cut])})
-            self._tail = raw[-cut:]
-            return out
-        text = redact_text(raw)
-        out.append(event if text == raw else event.model_copy(update={"text": text}))
+        append = out.append
+        for event in events:
+            held = self._held
+            if held is not None:
+                tail = self._tail
+                self._held, self._tail = None, ""
+                if type(event) is TextDelta and event.channel == held.channel:
+                    append(held)
+                    event = event.model_copy(update={"text": tail + event.text})
+                else:
+                    append(held.model_copy(update={"text": redact_text(held.text + tail)}))
+            # (``type() is``: an isinstance check on a model class costs 3× as much)
+            if type(event) is not TextDelta:
+                append(redact_event(event))
+                continue
+            raw = event.text
+            cut = _undecided_tail(raw)
+            if cut:
+                self._held = event.model_copy(update={"text": redact_text(raw[:-cut])})
+                self._tail = raw[-cut:]
+                continue
+            text = redact_text(raw)
+            append(event if text == raw else event.model_copy(update={"text": text}))
         return out
 
     def flush(self) -> list[RuntimeEvent]:

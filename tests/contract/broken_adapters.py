@@ -160,10 +160,10 @@ class LeaksBetweenRuns(ScriptedAdapter):
 class NoStandInAtTerminal(ScriptedAdapter):
     """Forgets its open tool calls when the run ends, fails or is aborted (no stand-in result)."""
 
-    async def _handle(self, run: Any, frame: Any) -> None:
+    def _normalize(self, run: Any, frame: Any) -> list[RuntimeEvent]:
         if getattr(frame, "type", None) == "result":
             run.emitter.factory.open_tool_calls.clear()
-        await super()._handle(run, frame)
+        return super()._normalize(run, frame)
 
     async def abort(self, run: RunHandle) -> None:
         emitter = self.emitter_for(run)
@@ -189,10 +189,10 @@ class UsdPerTurn(RewritingAdapter):
 class DropsUnknownSilently(ScriptedAdapter):
     """Ignores unknown frames without counting or surfacing them."""
 
-    async def _handle(self, run: Any, frame: Any) -> None:
+    def _normalize(self, run: Any, frame: Any) -> list[RuntimeEvent]:
         if isinstance(frame, str):
-            return
-        await super()._handle(run, frame)
+            return []
+        return super()._normalize(run, frame)
 
 
 class TsInSeconds(RewritingAdapter):
