@@ -119,13 +119,13 @@ class _Words(NamedTuple):
     words: tuple[str, ...]
     patterns: tuple[re.Pattern[str], ...]
 
-    def found(self, message: str) -> bool:
-        low = message.lower()
+    def found(self, message: str, low: str, odd: bool) -> bool:
+        """Whether ``message`` matches (``low``: it lowercased; ``odd``: :func:`_odd_folds`)."""
         for word in self.words:
             if word in low:
                 break
         else:
-            if _ODD_FOLDS.search(message) is None:
+            if not odd:
                 return False
         for pattern in self.patterns:  # noqa: SIM110 - a loop, not any() over a generator
             if pattern.search(message) is not None:
@@ -137,9 +137,13 @@ def _words(words: tuple[str, ...], *patterns: str) -> _Words:
     return _Words(words, tuple(re.compile(p) for p in patterns))
 
 
-_ODD_FOLDS = re.compile("[\u0130\u0131\u017f\u212a]")
-"""The only non-ASCII characters ``re.IGNORECASE`` matches to ASCII letters (İ ı ſ K): with one
-of them the words are not a safe filter."""
+def _odd_folds(message: str) -> bool:
+    """Whether ``message`` has one of the only non-ASCII characters ``re.IGNORECASE`` matches to
+    ASCII letters (İ ı ſ K): then the lowercased words are not a safe filter."""
+    return not message.isascii() and (
+        "\u0130" in message or "\u0131" in message or "\u017f" in message or "\u212a" in message
+    )
+
 
 # ``\bN\b`` as ``N(?!\w)(?<!\wN)``: the same matches, opening with the literal
 _RATE = _words(
@@ -168,13 +172,19 @@ _STREAM = _words(
 """``(?i)stream disconnected|connection|timed? ?out``"""
 
 
+def _rate_limited(message: str) -> bool:
+    return _RATE.found(message, message.lower(), _odd_folds(message))
+
+
 def classify_failure(message: str) -> str:
     """The ``error.code`` for a Codex failure message (Codex gives no codes in exec mode)."""
-    if _RATE.found(message):
+    low = message.lower()
+    odd = _odd_folds(message)
+    if _RATE.found(message, low, odd):
         return "rate_limited"
-    if _SERVER.found(message):
+    if _SERVER.found(message, low, odd):
         return "server_error"
-    if _STREAM.found(message):
+    if _STREAM.found(message, low, odd):
         return "stream_connection_error"
     return "runtime_reported"
 
@@ -413,7 +423,7 @@ def normalize_exec(
     if kind == "error":
         message = as_str(event.get("message")) or "codex error"
         state.last_error = message
-        if _RATE.found(message):  # Codex waits out the 429 itself, then retries
+        if _rate_limited(message):  # Codex waits out the 429 itself, then retries
             return [make.rate_limited(message)]
         return [make.status("running", detail=message)]
     if kind == "turn.failed":
@@ -436,10 +446,19 @@ _EXPECTED: Final[dict[str, tuple[str, ...]]] = {
 }
 """What the adapter reads from these frames (drift: a frame without them is reported)."""
 
-_EXPECTED_KEYS: Final = {
-    label: tuple(tuple(path.split(".")) for path in paths) for label, paths in _EXPECTED.items()
-}
-""":data:`_EXPECTED` split once into key paths (checked on every such frame of every run)."""
+
+def _key_groups(paths: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
+    """``paths`` as (the keys to the object, the names it must have): one ``keys() >=`` per
+    object instead of a walk per path."""
+    groups: dict[tuple[str, ...], set[str]] = {}
+    for path in paths:
+        *parents, name = path.split(".")
+        groups.setdefault(tuple(parents), set()).add(name)
+    return tuple((parents, frozenset(names)) for parents, names in groups.items())
+
+
+_EXPECTED_KEYS: Final = {label: _key_groups(paths) for label, paths in _EXPECTED.items()}
+""":data:`_EXPECTED` grouped per object (checked on every such frame of every run)."""
 
 
 def _gaps(
@@ -447,12 +466,12 @@ def _gaps(
 ) -> list[RuntimeEvent]:
     """A drift ``status`` if ``frame`` lacks a field the adapter reads from it, else ``[]``
     (the presence check runs here; :func:`note_missing_fields` only words a finding)."""
-    for keys in _EXPECTED_KEYS[label]:
-        value: Any = frame
-        for key in keys:
-            if not isinstance(value, dict) or key not in value:
-                return note_missing_fields(make, state.drift_noted, label, frame, _EXPECTED[label])
-            value = value[key]  # pyright: ignore[reportUnknownVariableType]
+    for parents, names in _EXPECTED_KEYS[label]:
+        value: object = frame
+        for key in parents:
+            value = as_dict(value).get(key)
+        if not as_dict(value).keys() >= names:
+            return note_missing_fields(make, state.drift_noted, label, frame, _EXPECTED[label])
     return []
 
 
@@ -645,7 +664,7 @@ def _app_error(params: dict[str, Any], make: EventFactory, state: AppState) -> l
     # Retried (``willRetry``) or not (the turn fails next, reported there once), the error is
     # a status; a rate limit's (``httpStatusCode: 429``, ``usageLimitExceeded``) says so.
     info = error.get("codexErrorInfo")
-    if info is not None and _RATE.found(f"{json.dumps(info)} {message}"):
+    if info is not None and _rate_limited(f"{json.dumps(info)} {message}"):
         return [make.rate_limited(message)]
     return [make.status("running", detail=message)]
 
