@@ -356,7 +356,7 @@ def event_path(cfg: Config) -> list[Row]:
     stock = statistics.median(stock_rates)
     thr.peers.append(
         figure(
-            "ringleader, stock ScriptedAdapter source",
+            "stock ScriptedAdapter source",
             stock_rates,
             UNIT,
             "higher",
