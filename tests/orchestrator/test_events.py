@@ -644,3 +644,17 @@ def test_values_of_other_types_still_go_through_validation() -> None:
     assert type(cost.cost_usd) is float
     with pytest.raises(pydantic.ValidationError):
         make.finish("nonsense")  # type: ignore[arg-type]
+
+
+def test_a_copy_with_updates_leaves_the_kinds_shared_fields_set_alone() -> None:
+    """The factory shares one fields-set per kind; ``model_copy(update=…)`` (as ``rate_limited``
+    does) must add to a copy of it, never to the set every other event holds."""
+    make = EventFactory(run_id="r", clock=lambda: 1)
+    before = make.status("running")
+    parked = make.rate_limited("held", resets_at=5)
+    after = make.status("running")
+    assert "resets_at" in parked.model_fields_set
+    assert "resets_at" not in before.model_fields_set | after.model_fields_set
+    assert (
+        before.model_dump(exclude_unset=True).keys() == after.model_dump(exclude_unset=True).keys()
+    )
