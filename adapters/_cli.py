@@ -92,6 +92,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, suppress
 from pathlib import Path
@@ -136,6 +137,7 @@ __all__ = [
     "CliRun",
     "CliSession",
     "OriginCodec",
+    "make_run_dirs",
     "probe_version",
     "prompt_input",
 ]
@@ -647,6 +649,26 @@ def prompt_input(prompt: str, limit: int = PROMPT_STDIN_BYTES) -> bytes | None:
     """``prompt`` as stdin bytes when it is too long for argv, else ``None`` (keep it on argv)."""
     data = prompt.encode("utf-8")
     return data if len(data) > limit else None
+
+
+HomeMaker = Callable[[str | None, Path | None, str], tuple[Path, bool]]
+"""A runtime's ``prepare_home(home_dir, state_root, run_name) -> (home, owned)`` (blocking)."""
+
+
+async def make_run_dirs(
+    prepare_home: HomeMaker, home_dir: str | None, state_root: Path | None, cwd: str | None
+) -> tuple[Path, bool, Path]:
+    """The run's home (``prepare_home`` under a fresh ``run-<id>`` name: the directory and
+    whether the adapter owns it) and its working directory (``cwd``, else ``<home>/workspace``),
+    made in one worker-thread hop (each hop is a thread wake-up on the way to the first event)."""
+
+    def make() -> tuple[Path, bool, Path]:
+        home, owned = prepare_home(home_dir, state_root, f"run-{uuid.uuid4().hex[:16]}")
+        where = Path(cwd) if cwd else home / "workspace"
+        where.mkdir(parents=True, exist_ok=True)
+        return home, owned, where
+
+    return await trio.to_thread.run_sync(make)
 
 
 async def probe_version(

@@ -465,6 +465,23 @@ class _Spawner:
         self._queue.put((future, fn))
         return future
 
+    async def run(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the spawner thread. Waited for without a worker thread of trio's (one
+        thread wake-up per spawn, not two) and not cancellable: once ``fn`` has forked, the
+        child is ours to reap, so the caller always gets it."""
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        future = self.submit(fn)
+
+        def wake(_: Future[T]) -> None:
+            with suppress(trio.RunFinishedError):  # only if our run crashed meanwhile
+                token.run_sync_soon(done.set)
+
+        future.add_done_callback(wake)
+        with trio.CancelScope(shield=True):
+            await done.wait()
+        return future.result()
+
     def _serve(self) -> None:
         while True:
             future, fn = self._queue.get()
@@ -543,7 +560,7 @@ async def _spawn(
             close_fds=True,
             preexec_fn=_die_with_parent(os.getpid()),
         )
-        proc: subprocess.Popen[bytes] = await trio.to_thread.run_sync(_SPAWNER.submit(popen).result)
+        proc: subprocess.Popen[bytes] = await _SPAWNER.run(popen)
     except BaseException:
         for fd in ours:
             os.close(fd)

@@ -154,10 +154,12 @@ class FeedSubscription:
                 raise trio.EndOfChannel
             await self._data.park()
         buf = self._buffer
-        n = min(max_items, len(buf))
-        if n == len(buf):
+        if len(buf) <= max_items:
             self._seal()
-        batch = [buf.popleft() for _ in range(n)]
+            batch = list(buf)
+            buf.clear()
+        else:
+            batch = [buf.popleft() for _ in range(max_items)]
         if self._space:
             self._space.unpark_all()
         return batch

@@ -342,13 +342,15 @@ class Runner:
             run_key = f"{current.session_key}:run-{uuid.uuid4().hex[:8]}"
             recorded = False
 
-            async def record_session_once(event: RuntimeEvent) -> None:
+            def record_session_once(event: RuntimeEvent) -> Awaitable[None] | None:
                 # As soon as the runtime has told us its id, the session is resumable: record it
-                # (with the origin working directory) before the run goes any further.
+                # (with the origin working directory) before the run goes any further. A plain
+                # function: called for every event, it makes a coroutine only when it records.
                 nonlocal recorded
-                if not recorded and log is not None and handle.run_id:
-                    recorded = True
-                    await self._record_session(log, adapter, handle, task, run_key)
+                if recorded or log is None or not handle.run_id:
+                    return None
+                recorded = True
+                return self._record_session(log, adapter, handle, task, run_key)
 
             actor = RunActor(
                 adapter=adapter,

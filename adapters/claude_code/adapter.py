@@ -33,7 +33,6 @@ its run). Side effects the adapter issues are recorded in :attr:`ClaudeCodeAdapt
 from __future__ import annotations
 
 import shutil
-import uuid
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
@@ -60,6 +59,7 @@ from .._cli import (
     CliRun,
     CliSession,
     OriginCodec,
+    make_run_dirs,
     prompt_input,
 )
 from .._jsonl import Frame
@@ -216,13 +216,11 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         home_dir = opts.home_dir
         if not home_dir and resume and resume in self._homes:
             home_dir = str(self._homes[resume])
-        home, owned = await trio.to_thread.run_sync(
-            prepare_home, home_dir, config.state_root, f"run-{uuid.uuid4().hex[:16]}"
+        home, owned, cwd = await make_run_dirs(
+            prepare_home, home_dir, config.state_root, self.origin(resume) or opts.cwd
         )
         if owned:
             self._owned.add(home)
-        cwd = Path(self.origin(resume) or opts.cwd or home / "workspace")
-        await trio.Path(cwd).mkdir(parents=True, exist_ok=True)
         state = ClaudeState(model=model)
         cli = CliRun(self.new_run(opts.session_key), ClaudeDialect(state, resume))
         run = _Run(cli, opts, cwd, model, home, resume, state)

@@ -33,7 +33,6 @@ run's child process (tests check that none outlives its run). Side effects the a
 from __future__ import annotations
 
 import shutil
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -57,6 +56,7 @@ from .._cli import (
     CliSession,
     OriginCodec,
     RpcDialect,
+    make_run_dirs,
     prompt_input,
 )
 from .._jsonrpc import METHOD_NOT_FOUND, RpcErrorReply
@@ -232,11 +232,9 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
         config = self.config
         resume, model = self.begin_start(opts, config.model)
-        home, owned = await trio.to_thread.run_sync(
-            prepare_home, opts.home_dir, config.state_root, f"run-{uuid.uuid4().hex[:16]}"
+        home, owned, cwd = await make_run_dirs(
+            prepare_home, opts.home_dir, config.state_root, opts.cwd or self.origin(resume)
         )
-        cwd = Path(opts.cwd or self.origin(resume) or home / "workspace")
-        await trio.Path(cwd).mkdir(parents=True, exist_ok=True)
         state = ExecState(model=model, prices=config.prices)
         if resume:
             state.base_usage = await trio.to_thread.run_sync(thread_total_usage, home, resume)

@@ -1,9 +1,14 @@
 """Codex's own wire formats, typed: ``codex exec --json`` lines and ``codex app-server`` JSON-RPC.
 
-Both are decoded with stdlib :func:`json.loads` and dispatched on a string (``type`` for exec
-lines, ``method`` for app-server messages) before anything else is built: the types below are
-``TypedDict`` views of the decoded objects, so parsing costs nothing beyond ``json.loads``.
-Every field is optional and every accessor checks the type it reads, so unknown fields, missing
+Both are decoded with ``orjson`` when it is installed (else the stdlib scanner; what ``orjson``
+refuses, the stdlib decides) and dispatched on a string (``type`` for exec lines, ``method`` for
+app-server messages) before anything else is built: the types below are ``TypedDict`` views of
+the decoded objects, so parsing costs nothing beyond the decode. The one line that is the same
+bytes every time, ``{"type":"turn.started"}``, is recognized without decoding. Other lines are not
+cut apart by their opening bytes as Claude Code's deltas are: Codex lines are short and their
+strings must be checked for escapes and control characters, and doing that in Python costs more
+than ``orjson.loads`` of the whole line (2.8 µs against 0.6 µs for an app-server text delta;
+measured 2026-11-26). Every field is optional and every accessor checks the type it reads, so unknown fields, missing
 fields and unknown frame types never raise (DESIGN §1: tolerant dialects). Only a line that is
 not a JSON object at all is a :class:`~orchestrator.errors.ProtocolError`.
 

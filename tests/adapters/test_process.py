@@ -6,13 +6,15 @@ import os
 import signal
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from adapters._jsonl import Frame
-from adapters._process import ChildProcess, child_env, open_child
+from adapters._process import _SPAWNER, ChildProcess, child_env, open_child  # pyright: ignore[reportPrivateUsage]
 from orchestrator.errors import (
     LineTooLongError,
     RuntimeExitedError,
@@ -236,6 +238,40 @@ async def test_cancelling_the_enclosing_scope_reaps_everything() -> None:
     assert child.terminated_by_us
     assert not alive(child.pid)
     assert not alive(gpid)
+
+
+async def test_a_spawn_cancelled_while_forking_is_still_reaped() -> None:
+    """The fork runs on the spawner thread and is never abandoned half-way: a caller cancelled
+    while it waits still gets its child, and leaving ``open_child`` terminates and reaps it."""
+    gate = threading.Event()
+    _SPAWNER.submit(gate.wait)  # the spawner is busy: open_child waits for its turn
+    seen: list[ChildProcess] = []
+
+    async def spawn(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            async with open_child(
+                py("import time; time.sleep(30)"),
+                env=env(),
+                sigint_grace=GRACE,
+                sigterm_grace=GRACE,
+            ) as child:
+                seen.append(child)
+                await trio.sleep_forever()
+        assert scope.cancelled_caught
+
+    try:
+        async with trio.open_nursery() as nursery:
+            scope = await nursery.start(spawn)
+            await wait_all_tasks_blocked()
+            scope.cancel()  # while the fork waits for the spawner
+            await wait_all_tasks_blocked()
+            gate.set()
+    finally:
+        gate.set()
+    (child,) = seen
+    assert child.returncode is not None
+    assert not alive(child.pid)
 
 
 async def test_leaving_the_scope_with_an_exception_terminates() -> None:
