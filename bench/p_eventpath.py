@@ -67,13 +67,14 @@ def _frames(n: int, *, paced: bool) -> list[dict[str, Any]]:
     return frames
 
 
-def _chunked_adapter() -> type[Any]:
+def _chunked_adapter(chunk: int = 64) -> type[Any]:
     import trio
 
     from adapters.scripted import ScriptedAdapter, normalize_frame, parse_frame
 
     class ChunkedScripted(ScriptedAdapter):
-        """Publishes the events of up to 64 frames at once (like a CLI adapter per read)."""
+        """Publishes the events of up to ``chunk`` frames at once (like a CLI adapter per read;
+        ``chunk=1``: one publish per frame, a CLI streaming tokens one line per read)."""
 
         async def _replay(self, run: Any, frames: list[dict[str, Any]]) -> None:
             emitter = run.emitter
@@ -91,7 +92,7 @@ def _chunked_adapter() -> type[Any]:
                         await trio.sleep_until(start + due)
                         continue
                     batch += normalize_frame(parse_frame(raw), emitter.factory, "")
-                    if n % 64 == 0:
+                    if n % chunk == 0:
                         await emitter.publish(batch)
                         batch = []
                         await trio.lowlevel.checkpoint()
@@ -104,7 +105,7 @@ def _chunked_adapter() -> type[Any]:
 
 
 async def _one_run(
-    frames: list[dict[str, Any]], db: Path, *, chunked: bool = True
+    frames: list[dict[str, Any]], db: Path, *, chunked: bool = True, chunk: int = 64
 ) -> dict[str, Any]:
     import trio
 
@@ -136,7 +137,7 @@ async def _one_run(
                     if item.kind == "done":
                         return
 
-        source = _chunked_adapter() if chunked else ScriptedAdapter
+        source = _chunked_adapter(chunk) if chunked else ScriptedAdapter
         async with source(frames, clock=clock_us) as adapter:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(consume, 0)
@@ -317,6 +318,11 @@ def event_path(cfg: Config) -> list[Row]:
                 gc.collect()
                 stock.append(await _one_run(flat, Path(tmp) / f"stock{i}.sqlite", chunked=False))
             out["stock"] = stock
+            per_line = []
+            for i in range(cfg.min_passes):
+                gc.collect()
+                per_line.append(await _one_run(flat, Path(tmp) / f"line{i}.sqlite", chunk=1))
+            out["per_line"] = per_line
         out["limits"] = await _channel_limits(n * 5, cfg)
 
     trio.run(main)
@@ -364,6 +370,21 @@ def event_path(cfg: Config) -> list[Row]:
         )
     )
     thr.notes.append(f"with the stock ScriptedAdapter replay as the source: {stock:,.0f} events/s")
+    line_rates = [r["events"] / r["elapsed"] for r in out["per_line"]]
+    thr.peers.append(
+        figure(
+            "one publish per frame",
+            line_rates,
+            UNIT,
+            "higher",
+            "the typical case: a CLI streaming tokens gives one line per read, one publish each",
+        )
+    )
+    thr.notes.append(
+        f"one publish per frame (the typical case: a CLI writes one line per read): "
+        f"{statistics.median(line_rates):,.0f} events/s"
+    )
+    thr.extra["per_frame_publish"] = statistics.median(line_rates)
     thr.extra["stock_scripted_source"] = stock
     thr.extra["limit_batched"] = figure("trio channel batched", batched, UNIT, "higher").to_json()
 

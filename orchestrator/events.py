@@ -312,12 +312,16 @@ class _NotPlain(Exception):
     """A value the fast construction leaves to validation."""
 
 
+_SCALARS = frozenset((str, int, bool, float, type(None)))
+
+
 def _json_copy(value: object, depth: int = 0) -> Any:
     """A copy of a plain JSON value (exact ``dict`` with ``str`` keys, ``list``, ``str``,
     ``int``, ``float``, ``bool``, ``None``), as JSON-value validation returns it; raises
-    :class:`_NotPlain` for anything else (subclasses, tuples, very deep nesting …)."""
+    :class:`_NotPlain` for anything else (subclasses, tuples, very deep nesting …).
+    Scalars inside a container are taken as they are, without a call each."""
     t = type(value)
-    if t is str or t is int or t is bool or t is float or value is None:
+    if t in _SCALARS:
         return value
     if depth > 32:
         raise _NotPlain
@@ -326,10 +330,12 @@ def _json_copy(value: object, depth: int = 0) -> Any:
         for k, v in cast(dict[Any, Any], value).items():
             if type(k) is not str:
                 raise _NotPlain
-            out[k] = _json_copy(v, depth + 1)
+            out[k] = v if type(v) in _SCALARS else _json_copy(v, depth + 1)
         return out
     if t is list:
-        return [_json_copy(v, depth + 1) for v in cast(list[Any], value)]
+        return [
+            v if type(v) in _SCALARS else _json_copy(v, depth + 1) for v in cast(list[Any], value)
+        ]
     raise _NotPlain
 
 

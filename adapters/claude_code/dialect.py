@@ -87,7 +87,7 @@ Line: TypeAlias = "dict[str, Any] | FastDelta | BlockStart | tuple[()]"
 _STREAM: Final = re.compile(
     rb'\{"type":"stream_event","event":\{"type":"(?:'
     rb'content_block_delta","index":(\d{1,9}),"delta":\{"type":"(?:'
-    rb'(?:text_delta","text|(thinking_delta","thinking))":"([^"\\]*(?:\\.[^"\\]*)*)"\}\},'
+    rb'(?:text_delta","text|(thinking_delta","thinking))":"([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)"\}\},'
     rb'|(input_json_delta"))'
     rb'|(content_block_stop"|message_stop"|ping")'
     rb'|content_block_start","index":(\d{1,9}),"content_block":\{"type":"'

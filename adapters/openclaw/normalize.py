@@ -20,7 +20,8 @@ the request's final response. The rules (runtimes.md §3.3–3.7, and the traps 
 * ``run_status`` ``retrying`` → ``status`` with OpenClaw's message; past ``retry_limit`` retries
   the state asks the adapter to stop the run (fail fast) instead of waiting out OpenClaw's own
   backoff (~85 s for a 500, minutes for a 429).
-* usage → cumulative ``cost``. The USD OpenClaw reports is computed from the prices in its config
+* usage → cumulative ``cost``, once its counts are known (the ``usage`` stream carries only the
+  output tokens; the final response brings the input: until then no ``cost``). The USD OpenClaw reports is computed from the prices in its config
   (zero when none are configured), so ``cost_usd`` is ``None`` unless ``prices_configured``.
 """
 
@@ -275,14 +276,20 @@ def _run_status(data: dict[str, object], state: RunState, make: EventFactory) ->
 
 
 def _usage(data: dict[str, object], state: RunState, make: EventFactory) -> list[RuntimeEvent]:
+    """A ``usage`` frame as a cumulative ``cost`` once every count is known. OpenClaw 2026.9.6
+    streams only the run's output tokens here (``emitAgentRunOutputTokens``); the input comes
+    with the final response. A count not known yet is never reported as 0: the frame waits."""
+    prev = make.usage
     inp = as_int(data.get("inputTokens"))
     out = as_int(data.get("outputTokens"))
-    if inp is None and out is None:
+    if prev is not None:
+        inp = prev.input_tokens if inp is None else inp
+        out = prev.output_tokens if out is None else out
+    if inp is None or out is None:
         return []
-    prev = make.usage
     usage = Usage(
-        input_tokens=inp if inp is not None else (prev.input_tokens if prev else 0),
-        output_tokens=out if out is not None else (prev.output_tokens if prev else 0),
+        input_tokens=inp,
+        output_tokens=out,
         cached_input_tokens=as_int(data.get("cacheReadTokens")),
         cache_write_tokens=as_int(data.get("cacheWriteTokens")),
     )

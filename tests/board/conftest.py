@@ -9,13 +9,13 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -40,12 +40,6 @@ def chromium_path() -> str | None:
         if found:
             return found
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def first_line(proc: subprocess.Popen[str], timeout_s: float = START_TIMEOUT_S) -> str:
@@ -79,7 +73,9 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> None:
 
 
 class Served:
-    """A running ``ringleader serve`` on a fixed port, restartable (same port, same log)."""
+    """A running ``ringleader serve``, restartable (same port, same log). The first start binds
+    port 0 and reads the port the server got from its first line (no port picked here and bound
+    later: another process could take it in between); a restart binds that port again."""
 
     def __init__(
         self, state: Path, env: dict[str, str], config: Path | None, extra: tuple[str, ...] = ()
@@ -88,8 +84,8 @@ class Served:
         self.state = state
         self.env = env
         self.config = config
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = 0
+        self.url = ""
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
@@ -105,7 +101,12 @@ class Served:
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert first_line(self.proc) == f"{self.url}/events"
+        events = urlsplit(first_line(self.proc))
+        assert events.scheme == "http" and events.path == "/events", events
+        assert events.hostname == "127.0.0.1" and events.port, events
+        assert self.port in (0, events.port), f"restarted on {events.port}, not {self.port}"
+        self.port = events.port
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def kill(self) -> None:
         assert self.proc is not None

@@ -6,12 +6,14 @@ import json
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from .conftest import (
     Served,
@@ -118,6 +120,47 @@ def test_ctrl_c_on_serve_ends_its_runs_as_aborted(
     assert '"status": "aborted"' in replay.stdout or '"status":"aborted"' in replay.stdout, (
         replay.stdout
     )
+
+
+def test_the_board_binds_its_own_port_and_no_picked_free_port_can_be_lost(
+    tmp_path: Path, board_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of a port picked free and bound later, lost on purpose: the moment this process
+    releases a port it bound, another socket takes it. The server binds port 0 itself and says
+    which port it got; a restart gets that port again."""
+    held: dict[int, int] = {}
+    squatters: list[socket.socket] = []
+    bind, close = socket.socket.bind, socket.socket.close
+
+    def remember(self: socket.socket, address: object) -> None:
+        bind(self, address)
+        if self.family == socket.AF_INET:
+            held[id(self)] = int(self.getsockname()[1])
+
+    def take_over(self: socket.socket) -> None:
+        port = held.pop(id(self), None)
+        close(self)
+        if port is not None:
+            squatter = socket.socket()
+            bind(squatter, ("127.0.0.1", port))
+            squatter.listen()
+            squatters.append(squatter)
+
+    monkeypatch.setattr(socket.socket, "bind", remember)
+    monkeypatch.setattr(socket.socket, "close", take_over)
+    server = Served(tmp_path, board_env, None)
+    try:
+        server.start()
+        assert httpx2.get(server.url + "/board").status_code == 200
+        port = server.port
+        server.kill()
+        server.start()
+        assert server.port == port
+        assert httpx2.get(server.url + "/board").status_code == 200
+    finally:
+        server.close()
+        for squatter in squatters:
+            close(squatter)
 
 
 def test_pages_and_data_refuse_a_foreign_host(tmp_path: Path, board_env: dict[str, str]) -> None:

@@ -221,7 +221,8 @@ async def test_text(gateway: SharedGateway) -> None:
     assert text(events) == "FINAL: hello from openclaw"  # increments, not doubled by chat frames
     assert done(events).reason == "success"
     costs = [e for e in events if isinstance(e, Cost)]
-    assert costs and costs[-1].usage.input_tokens > 0 and costs[-1].cost_usd is None
+    assert costs and costs[-1].cost_usd is None
+    assert all(c.usage.input_tokens > 0 for c in costs)  # never an unknown input as 0
 
 
 async def test_tool_call_and_result(gateway: SharedGateway) -> None:

@@ -365,6 +365,8 @@ def test_fast_path_leaves_sub_agents_and_odd_lines_to_the_full_decode() -> None:
     assert isinstance(decode_line(spaced), dict)
     with pytest.raises(ProtocolError):
         decode_line(delta_line("cut")[:-20])  # a truncated line is not silently accepted
+    with pytest.raises(ProtocolError):  # a raw control character: not JSON, as in the full decode
+        decode_line(delta_line("a\x01b").replace(b"\\u0001", b"\x01"))
     skip = b'{"type":"stream_event","event":{"type":"content_block_stop","index":0},"x":1}'
     assert decode_line(skip) == SKIP
 

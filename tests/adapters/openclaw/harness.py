@@ -197,8 +197,8 @@ class OpenClawHarness:
             ]  # fmt: skip
         if kind == "cost":
             s.usage = (intent["input"], intent["output"])
-            return [self._agent(s, "usage", {"inputTokens": intent["input"],
-                                              "outputTokens": intent["output"]})]  # fmt: skip
+            # as OpenClaw 2026.9.6: the usage stream carries only the run's output tokens
+            return [self._agent(s, "usage", {"outputTokens": intent["output"]})]
         if kind == "final":
             inp, out = s.usage
             message = {"role": "assistant", "content": [{"type": "text", "text": s.text}]}

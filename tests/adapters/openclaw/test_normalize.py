@@ -97,6 +97,42 @@ def test_final_usage_is_cumulative_cost_and_unpriced_usd_is_unknown() -> None:
     assert isinstance(done, Done) and done.usage == last.usage and done.cost_usd is None
 
 
+@pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.jsonl")))
+def test_every_cost_of_a_recorded_run_has_its_input_tokens(name: str) -> None:
+    """OpenClaw streams only output tokens before the final response: no ``cost`` reports the
+    input as 0 meanwhile (DESIGN §3: an unknown figure is never 0)."""
+    events, _ = replay(name, retry_limit=1 if "failfast" in name else None)
+    costs = [e for e in events if isinstance(e, Cost)]
+    assert [c.usage.input_tokens for c in costs if c.usage.input_tokens == 0] == []
+    if name in ("text", "tool", "resume-first", "resume-second", "resume-restart"):
+        assert costs and costs[-1].usage.output_tokens > 0
+
+
+def test_a_usage_frame_waits_for_the_input_tokens_and_then_carries_them() -> None:
+    make = EventFactory(run_id="r", clock=lambda: 0)
+    state = RunState()
+    output_only = decode_frame(json.dumps({
+        "type": "event", "event": "agent", "seq": 1,
+        "payload": {"runId": "r", "stream": "usage", "data": {"outputTokens": 5}},
+    }))  # fmt: skip
+    assert normalize(output_only, state, make) == []
+    both = decode_frame(json.dumps({
+        "type": "event", "event": "agent", "seq": 2,
+        "payload": {"runId": "r", "stream": "usage",
+                    "data": {"inputTokens": 10, "outputTokens": 5}},
+    }))  # fmt: skip
+    first = normalize(both, state, make)
+    assert first is not None and isinstance(first[0], Cost)
+    assert (first[0].usage.input_tokens, first[0].usage.output_tokens) == (10, 5)
+    more = decode_frame(json.dumps({
+        "type": "event", "event": "agent", "seq": 3,
+        "payload": {"runId": "r", "stream": "usage", "data": {"outputTokens": 9}},
+    }))  # fmt: skip
+    later = normalize(more, state, make)
+    assert later is not None and isinstance(later[0], Cost)
+    assert (later[0].usage.input_tokens, later[0].usage.output_tokens) == (10, 9)
+
+
 def test_configured_prices_give_an_estimated_usd() -> None:
     make = EventFactory(run_id="r", clock=lambda: 0)
     state = RunState(prices_configured=True)
