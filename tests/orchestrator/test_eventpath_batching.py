@@ -10,12 +10,18 @@ from typing import Any
 
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters import ScriptedAdapter
 from orchestrator import Done, EventFactory, RuntimeEvent, TextDelta
 from orchestrator.actor import RunActor
 from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.eventlog import EventLog, LoggedEvent
+from orchestrator.eventlog import (
+    EventLog,
+    LoggedEvent,
+    _insert_rows,  # pyright: ignore[reportPrivateUsage]
+)
 from orchestrator.feed import Feed, FeedSubscription, RecordingSink
 from orchestrator.queue import EventQueue
 
@@ -148,3 +154,88 @@ async def test_rows_go_in_in_order_across_multi_row_statements(tmp_path: Path) -
     assert [i.seq for i in items if i.run_key == "a"] == list(range(1, 151))
     assert [i.seq for i in items if i.run_key == "b"] == [1, 2, 3]
     assert [i.gid for i in items] == list(range(1, 154))
+
+
+_KINDS = st.sampled_from(["a", "r", "s"])
+"""An assistant delta, a reasoning delta (never merged with an assistant one), a status."""
+
+
+def _events(make: EventFactory, kinds: list[str]) -> list[RuntimeEvent]:
+    out: list[RuntimeEvent] = []
+    for i, kind in enumerate(kinds):
+        if kind == "s":
+            out.append(make.status("running", detail=str(i)))
+        else:
+            out.append(make.text_delta(f"{kind}{i} ", "assistant" if kind == "a" else "reasoning"))
+    return out
+
+
+def _shape(events: list[RuntimeEvent]) -> list[tuple[str, int, str]]:
+    return [(e.kind, e.seq, e.text if isinstance(e, TextDelta) else "") for e in events]
+
+
+def _text(events: list[RuntimeEvent], channel: str) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel == channel)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cap=st.integers(1, 6), first=st.lists(_KINDS, max_size=10), second=st.lists(_KINDS, max_size=14)
+)
+def test_a_batch_send_queues_what_sending_one_by_one_would(
+    cap: int, first: list[str], second: list[str]
+) -> None:
+    async def main() -> None:
+        make = EventFactory(run_id="r", clock=lambda: 1)
+        head, tail = _events(make, first), _events(make, second)
+        one, many = EventQueue(cap), EventQueue(cap)
+        finished: list[str] = []
+
+        async def per_event() -> None:
+            for event in [*head, *tail]:
+                await one.send(event)
+            finished.append("one")
+
+        async def batched() -> None:
+            await many.send_batch(head)
+            await many.send_batch(tail)
+            finished.append("many")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(per_event)
+            nursery.start_soon(batched)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()  # whichever waits for room (nobody consumes)
+        got = many.take_ready(100)
+        if "one" in finished:  # nothing had to wait: the same queue, event for event
+            assert finished == ["one", "many"] or finished == ["many", "one"]
+            assert _shape(got) == _shape(one.take_ready(100))
+            assert many.coalesced == one.coalesced
+            return
+        # something had to wait and was cancelled: the batches went in whole, seq gapless
+        sent = len(got) + many.coalesced
+        assert sent in (len(head), len(head) + len(tail))
+        assert [e.seq for e in got] == list(range(1, len(got) + 1))
+        whole = [*head, *tail][:sent]
+        for channel in ("assistant", "reasoning"):
+            assert _text(got, channel) == _text(whole, channel)
+
+    trio.run(main)
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes=st.lists(st.integers(0, 200), min_size=1, max_size=5))
+def test_multi_row_inserts_write_what_executemany_writes(sizes: list[int]) -> None:
+    insert = "INSERT INTO events (run_key, seq, kind, ts, body) VALUES (?, ?, ?, ?, ?)"
+    schema = "CREATE TABLE events (gid INTEGER PRIMARY KEY AUTOINCREMENT, run_key TEXT, seq INTEGER, kind TEXT, ts INTEGER, body TEXT, UNIQUE (run_key, seq))"
+    ours, reference = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (ours, reference):
+        conn.execute(schema)
+    seq = 0
+    for size in sizes:
+        rows = [("k", seq + i, "text-delta", i, f'{{"n":{seq + i}}}') for i in range(size)]
+        seq += size
+        _insert_rows(ours, rows)
+        reference.executemany(insert, rows)
+    dump = "SELECT gid, run_key, seq, kind, ts, body FROM events ORDER BY gid"
+    assert ours.execute(dump).fetchall() == reference.execute(dump).fetchall()
