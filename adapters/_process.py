@@ -521,12 +521,26 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
     return preexec
 
 
+def _kill_group(pid: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 async def _spawn(
-    args: list[str], *, stdin: bool, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+    args: list[str],
+    *,
+    stdin: bool,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str] | None,
+    on_spawned: Callable[[int], None] | None = None,
 ) -> trio.Process:
-    """Start the child in its own session; on Linux it is SIGKILLed if we die (see _Spawner)."""
+    """Start the child in its own session; on Linux it is SIGKILLed if we die (see _Spawner).
+
+    ``on_spawned(pid)`` (blocking; e.g. recording the child in the process registry) runs right
+    after the fork — on the spawner thread, so it costs no thread hop of its own. If it raises,
+    the child's group is killed and reaped and the error propagates."""
     if _LIBC_PRCTL is None:
-        return await trio.lowlevel.open_process(
+        started = await trio.lowlevel.open_process(
             args,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -536,6 +550,16 @@ async def _spawn(
             start_new_session=True,
             close_fds=True,
         )
+        if on_spawned is not None:
+            try:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(on_spawned, started.pid)
+            except BaseException:
+                _kill_group(started.pid)
+                with trio.CancelScope(shield=True):
+                    await started.wait()
+                raise
+        return started
     ours: list[int] = []
     theirs: list[int] = []
     try:
@@ -560,7 +584,19 @@ async def _spawn(
             close_fds=True,
             preexec_fn=_die_with_parent(os.getpid()),
         )
-        proc: subprocess.Popen[bytes] = await _SPAWNER.run(popen)
+
+        def spawn() -> subprocess.Popen[bytes]:
+            proc = popen()
+            if on_spawned is not None:
+                try:
+                    on_spawned(proc.pid)
+                except BaseException:
+                    _kill_group(proc.pid)
+                    proc.wait()
+                    raise
+            return proc
+
+        proc: subprocess.Popen[bytes] = await _SPAWNER.run(spawn)
     except BaseException:
         for fd in ours:
             os.close(fd)
@@ -635,8 +671,14 @@ async def open_child(
         )
     mark = uuid.uuid4().hex
     env[MARK_ENV] = mark  # inherited by every descendant, whatever session it moves to
+    registry = current_process_registry.get()
+    record = (
+        None
+        if registry is None
+        else functools.partial(registry.record, mark, adapter=adapter, session_key=session_key)
+    )
     try:
-        proc = await _spawn(args, stdin=stdin, env=env, cwd=cwd)
+        proc = await _spawn(args, stdin=stdin, env=env, cwd=cwd, on_spawned=record)
     except OSError as exc:
         raise RuntimeStartError(
             f"could not start {args[0]}: {exc}", adapter=adapter, session_key=session_key
@@ -652,14 +694,6 @@ async def open_child(
         session_key=session_key,
         mark=mark,
     )
-    registry = current_process_registry.get()
-    if registry is not None:
-        with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(
-                functools.partial(
-                    registry.record, mark, proc.pid, adapter=adapter, session_key=session_key
-                )
-            )
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(child._drain_stderr)  # pyright: ignore[reportPrivateUsage]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -21,6 +22,7 @@ from orchestrator.errors import (
     RuntimeNotFoundError,
     RuntimeStartError,
 )
+from orchestrator.lifetime import ProcessRegistry, current_process_registry
 
 GRACE = 0.3
 
@@ -272,6 +274,52 @@ async def test_a_spawn_cancelled_while_forking_is_still_reaped() -> None:
     (child,) = seen
     assert child.returncode is not None
     assert not alive(child.pid)
+
+
+async def test_the_process_registry_holds_the_child_while_it_runs(tmp_path: Path) -> None:
+    registry = ProcessRegistry(tmp_path / "procs")
+    token = current_process_registry.set(registry)
+    try:
+        async with open_child(
+            py("import time; time.sleep(30)"), env=env(), sigint_grace=GRACE, sigterm_grace=GRACE
+        ) as child:
+            entry = json.loads((registry.directory / f"{child.mark}.json").read_text())
+            assert entry["pid"] == child.pid
+            assert entry["ownerPid"] == os.getpid()
+    finally:
+        current_process_registry.reset(token)
+    assert list(registry.directory.iterdir()) == []  # forgotten once the tree is gone
+
+
+def _alive_with(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line holds ``marker``."""
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    held = marker.encode() in f.read()
+            except OSError:
+                continue
+            if held and alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
+async def test_a_child_the_registry_cannot_record_is_not_left_running(tmp_path: Path) -> None:
+    """Recording happens right after the fork; if it fails, the start fails and the child is
+    killed and reaped (it would otherwise run on with nobody to end it)."""
+    blocked = tmp_path / "procs"
+    blocked.write_text("not a directory")
+    marker = f"ringleader-unrecorded-{os.getpid()}-{id(blocked)}"
+    token = current_process_registry.set(ProcessRegistry(blocked))
+    try:
+        with pytest.raises(RuntimeStartError):
+            async with open_child(py(f"import time; time.sleep(30)  # {marker}"), env=env()):
+                pytest.fail("must not start")
+    finally:
+        current_process_registry.reset(token)
+    assert _alive_with(marker) == []
 
 
 async def test_leaving_the_scope_with_an_exception_terminates() -> None:
