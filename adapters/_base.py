@@ -97,7 +97,7 @@ class AdapterBase:
 
     def __init__(self, *, clock: Callable[[], int] = now_ms) -> None:
         self._clock = clock
-        self._runs = RunTable()
+        self._runs = RunTable(on_forget=self.forget_run)
         self._stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
@@ -173,6 +173,10 @@ class AdapterBase:
         """Override: the real check (may be slow or raise; :meth:`health` bounds it)."""
         await trio.lowlevel.checkpoint()
         return HealthResult(ok=True)
+
+    def forget_run(self, session_key: str) -> None:
+        """Override: drop the adapter's own record of a finished run the run table forgot
+        (see :data:`~adapters._runs.KEEP_FINISHED`)."""
 
     def new_run(self, session_key: str) -> RunEmitter:
         """Register a new run's emitter (replacing any earlier run with the same key)."""

@@ -840,6 +840,9 @@ class CliAdapterBase(AdapterBase, Generic[C, R]):
     def session_codec(self) -> OriginCodec:
         return self._codec
 
+    def forget_run(self, session_key: str) -> None:
+        self._live.pop(session_key, None)
+
     def record(self, call: str, /, **params: Any) -> None:
         """Record a side effect the adapter issued (in :attr:`calls`)."""
         self.calls.append(RecordedCall(call, params))

@@ -196,14 +196,46 @@ class RunEmitter:
             )
 
 
+KEEP_FINISHED = 256
+"""Finished runs an adapter keeps (the most recent): their emitters replay to a late subscriber
+and their records answer ``session_of``/``write_context``; older ones are forgotten, so a
+long-lived adapter's memory does not grow with every run it ever made."""
+
+
+def _forget_nothing(session_key: str) -> None:
+    del session_key
+
+
 @attrs.define
 class RunTable:
-    """An adapter's runs by session key (a new run for a key replaces the old one)."""
+    """An adapter's runs by session key (a new run for a key replaces the old one).
+
+    Live runs are always kept; of the finished ones only the :data:`KEEP_FINISHED` most recent
+    (by start). ``on_forget`` is told each session key dropped, so the adapter can drop its own
+    record of that run too."""
 
     runs: dict[str, RunEmitter] = attrs.field(factory=dict[str, RunEmitter])
+    keep_finished: int = KEEP_FINISHED
+    on_forget: Callable[[str], None] = _forget_nothing
+    _prune_at: int = attrs.field(init=False, default=0)
 
     def add(self, emitter: RunEmitter) -> None:
-        self.runs[emitter.handle.session_key] = emitter
+        runs = self.runs
+        key = emitter.handle.session_key
+        runs.pop(key, None)  # a new run for a key counts as the newest
+        runs[key] = emitter
+        if len(runs) > max(self._prune_at, self.keep_finished):
+            self._prune()
+
+    def _prune(self) -> None:
+        """Forget the oldest finished runs beyond :attr:`keep_finished` (amortized: the next
+        prune waits until a quarter of the cap more runs were added)."""
+        runs = self.runs
+        finished = [key for key, emitter in runs.items() if emitter.done]
+        for key in finished[: max(0, len(finished) - self.keep_finished)]:
+            del runs[key]
+            self.on_forget(key)
+        self._prune_at = len(runs) + max(1, self.keep_finished // 4)
 
     def get(self, run: RunHandle) -> RunEmitter | None:
         return self.runs.get(run.session_key)

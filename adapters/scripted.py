@@ -268,6 +268,9 @@ class ScriptedAdapter(AdapterBase):
             if not emitter.done:
                 await emitter.finish("success", "".join(run.text))
 
+    def forget_run(self, session_key: str) -> None:
+        self._live.pop(session_key, None)
+
     async def inject(self, frame: dict[str, Any], session_key: str | None = None) -> None:
         """Push a native frame into a run (the latest run when ``session_key`` is None)."""
         run = (

@@ -661,6 +661,9 @@ class NativeAdapter(AdapterBase):
         if not answered:
             raise ConfigError(f"display slot {slot_id!r} is not waiting for an answer")
 
+    def forget_run(self, session_key: str) -> None:
+        self._live.pop(session_key, None)
+
     def glove_for(self, run: RunHandle) -> Glove | None:
         """The live run's Glove (tests and hosts that want the store or the display)."""
         live = self._live.get(run.session_key)

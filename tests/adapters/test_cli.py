@@ -11,6 +11,7 @@ import trio
 
 from adapters import RunEmitter
 from adapters._cli import PROMPT_STDIN_BYTES, prompt_input
+from adapters._runs import RunTable
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
 from adapters.codex import CodexAdapter, CodexConfig
 from contract.fake_cli import fake_cli_argv
@@ -74,6 +75,30 @@ async def test_fail_with_a_codeless_runtime_error_uses_the_event_code() -> None:
     await emitter.fail_with(RuntimeReportedError("failed"))
     events = [e async for e in stream]
     assert next(e for e in events if isinstance(e, ErrorEvent)).code == "runtime_reported"
+
+
+# ---------------------------------------------------------------- RunTable: finished runs capped
+
+
+async def test_the_run_table_forgets_the_oldest_finished_runs_never_a_live_one() -> None:
+    forgotten: list[str] = []
+    table = RunTable(keep_finished=3, on_forget=forgotten.append)
+    emitters = [
+        RunEmitter(handle=RunHandle(adapter_id="x", session_key=f"k{i}", run_id=None))
+        for i in range(10)
+    ]
+    for i, emitter in enumerate(emitters):
+        table.add(emitter)
+        if i % 3:  # every third run stays live
+            await emitter.finish("success", "")
+    live = [f"k{i}" for i in range(10) if i % 3 == 0]
+    assert all(key in table.runs for key in live)
+    finished_kept = [key for key in table.runs if key not in live]
+    assert 3 <= len(finished_kept) <= 4  # the cap, plus what came since the last prune
+    assert forgotten == [f"k{i}" for i in range(10) if i % 3 and f"k{i}" not in finished_kept]
+    assert (
+        finished_kept == [k for k in (f"k{i}" for i in range(10) if i % 3)][-len(finished_kept) :]
+    )
 
 
 # ---------------------------------------------------------------- a lost answer (#14 item 10)

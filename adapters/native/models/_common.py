@@ -8,6 +8,7 @@ from typing import Any, Literal, cast
 import anthropic
 import httpx2
 import openai
+import trio
 
 from adapters.native.messages import ContentPart, ToolCall
 
@@ -15,19 +16,44 @@ from .base import ModelError, classify_status
 
 __all__ = ["convert_error", "data_url", "parse_arguments", "shared_http_client"]
 
-_shared: list[httpx2.AsyncClient] = []
+_RUN_CLIENT: trio.lowlevel.RunVar[httpx2.AsyncClient | None] = trio.lowlevel.RunVar(
+    "native_shared_http_client"
+)
+_outside_trio: list[httpx2.AsyncClient] = []
 
 
 def shared_http_client() -> httpx2.AsyncClient:
-    """The process-wide httpx2 client every SDK client is built on (connection reuse)."""
-    if not _shared or _shared[0].is_closed:
-        _shared[:] = [
-            httpx2.AsyncClient(
-                timeout=httpx2.Timeout(600.0, connect=10.0),
-                limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
-            )
-        ]
-    return _shared[0]
+    """The httpx2 client every SDK client of this trio run is built on (connection reuse). It
+    lives as long as the run: when the run ends it is closed, its pooled keep-alive connections
+    with it (none is left to the garbage collector, none is reused by a later run). Outside a
+    trio run (an SDK client built before ``trio.run``): one process-wide client."""
+    try:
+        client = _RUN_CLIENT.get(None)
+    except RuntimeError:  # not in a trio run
+        if not _outside_trio or _outside_trio[0].is_closed:
+            _outside_trio[:] = [_new_http_client()]
+        return _outside_trio[0]
+    if client is None or client.is_closed:
+        client = _new_http_client()
+        _RUN_CLIENT.set(client)
+        trio.lowlevel.spawn_system_task(_close_when_the_run_ends, client, name="native http")
+    return client
+
+
+def _new_http_client() -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(
+        timeout=httpx2.Timeout(600.0, connect=10.0),
+        limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+    )
+
+
+async def _close_when_the_run_ends(client: httpx2.AsyncClient) -> None:
+    """A system task: trio cancels it when the run's main task returns."""
+    try:
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            await client.aclose()
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -215,3 +215,19 @@ async def test_scripted_demo_runs_a_tool_turn(tmp_path: Path) -> None:
     costs = [e for e in events if isinstance(e, Cost)]
     assert costs[-1].cost_usd == pytest.approx((300 * 1.0 + 40 * 5.0) / 1e6)
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
+
+
+async def test_a_long_lived_adapter_keeps_only_its_recent_finished_runs() -> None:
+    # an adapter serving run after run must not hold every finished run forever (its glove, store,
+    # emitter): past the cap the oldest finished ones are forgotten; live runs never are
+    model = ScriptedModel([*(Reply(text="hi") for _ in range(12)), Sleep(60), Reply(text="x")])
+    async with NativeAdapter(model_factory=lambda o: model) as adapter:
+        adapter._runs.keep_finished = 4  # pyright: ignore[reportPrivateUsage]
+        runs = [(await run_to_done(adapter, opts(f"k{i}")))[0] for i in range(12)]
+        live = await adapter.start(TaskHandle(), opts("live"))
+        assert adapter.glove_for(runs[-1]) is not None  # the most recent are still there
+        kept = [r for r in runs if adapter.emitter_for(r) is not None]
+        assert kept == runs[len(runs) - len(kept) :] and 4 <= len(kept) <= 5
+        assert all(adapter.glove_for(r) is None for r in runs[: len(runs) - len(kept)])
+        assert adapter.emitter_for(live) is not None and adapter.glove_for(live) is not None
+        await adapter.abort(live)
