@@ -6,7 +6,8 @@ Guarantees on top of the adapter's own contract:
 * the sink sees exactly one ``done`` per run, last: a stream that ends without one (a silent
   runtime cut by the idle guard, an adapter bug) gets ``error`` + ``done{error}``, or
   ``done{aborted}`` if an abort was asked for, with ``seq`` continuing gaplessly;
-* events reach the sink in batches (one sink call per burst, not per event);
+* events reach the sink in batches (one sink call per burst, not per event; a producer still
+  publishing frame by frame is batched too, see ``_QUIET``);
 * ``steer`` is refused with :class:`~orchestrator.errors.CapabilityError` unless the runtime is
   ``steerable``; messages to a finished or fenced actor raise
   :class:`~orchestrator.errors.MailboxClosedError`;
@@ -57,6 +58,9 @@ STEER_KEY = ".ringleader/signal"
 """The ``write_context`` key a steerable runtime reads as a steer into the live conversation."""
 
 _BATCH = 256
+_QUIET = 2
+"""Scheduler rounds without a new event after which a batch goes to the sink (trio runs a
+round's tasks in random order: one round may pass before a producer that is still going)."""
 
 
 class EventSink(Protocol):
@@ -217,6 +221,19 @@ class RunActor:
                         raw = await guarded.next_batch(_BATCH)
                     except StopAsyncIteration:
                         break
+                    # a producer that is still going (one publish per frame: a CLI streaming
+                    # tokens one line per read) adds to the batch while we yield: keep taking
+                    # until _QUIET rounds add nothing (a burst that has ended costs two rounds,
+                    # tens of µs; a steady stream goes to the log in batches, not one by one)
+                    quiet = 0
+                    while len(raw) < _BATCH and type(raw[-1]) is not Done and quiet < _QUIET:
+                        await trio.lowlevel.cancel_shielded_checkpoint()
+                        more = guarded.take_ready(_BATCH - len(raw))
+                        if more:
+                            raw += more
+                            quiet = 0
+                        else:
+                            quiet += 1
                     kinds = list(map(type, raw))  # (``type() is``, not isinstance: 3× cheaper)
                     if Done in kinds:
                         raw = raw[: kinds.index(Done) + 1]  # nothing after the terminal

@@ -165,6 +165,13 @@ class IdleGuard(Generic[T]):
             return [first]
         return [first, *take(max_items - 1)]
 
+    def take_ready(self, max_items: int = 256) -> list[T]:
+        """What the source already holds (at most ``max_items``), without waiting: ``[]`` when
+        it holds nothing, has ended, or cannot say (a source without ``take_ready``)."""
+        if self._ended or self._take_ready is None:
+            return []
+        return self._take_ready(max_items)
+
     async def _wait_one(self) -> T:
         while True:
             window = self._grace_s if self._idled else self._idle_s

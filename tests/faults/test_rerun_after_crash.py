@@ -38,7 +38,7 @@ ORCHESTRATOR = textwrap.dedent(
 
     session = "native-" + sys.argv[4]
     script = [{"type": "init", "sessionId": session, "model": "m"}]
-    script += [{"type": "text", "text": f"chunk-{i} "} for i in range(200)]
+    script += [{"type": "text", "text": f"chunk-{i} "} for i in range(1000)]  # > one batch (256)
     script += [{"type": "result", "ok": True, "summary": "all done"}]
 
     async def main():

@@ -239,3 +239,61 @@ def test_multi_row_inserts_write_what_executemany_writes(sizes: list[int]) -> No
         reference.executemany(insert, rows)
     dump = "SELECT gid, run_key, seq, kind, ts, body FROM events ORDER BY gid"
     assert ours.execute(dump).fetchall() == reference.execute(dump).fetchall()
+
+
+class _BatchSink:
+    """Records each ``deliver`` call (one batch) with the trio time it came at."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[float, list[RuntimeEvent]]] = []
+
+    async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
+        self.batches.append((trio.current_time(), list(events)))
+        await trio.lowlevel.checkpoint()
+
+    @property
+    def events(self) -> list[RuntimeEvent]:
+        return [e for _, batch in self.batches for e in batch]
+
+
+async def test_a_producer_publishing_frame_by_frame_reaches_the_sink_in_batches() -> None:
+    sink = _BatchSink()
+    async with ScriptedAdapter() as adapter:  # no script: frames are injected one at a time
+        run = await adapter.start(
+            TaskHandle(), StartOpts(agent_id="a", session_key="k", message="go")
+        )
+        actor = RunActor(adapter, run, "run-1", sink, adapter.capabilities())
+
+        async def produce() -> None:
+            await adapter.inject({"type": "init", "sessionId": "s-1"})
+            for i in range(300):  # one publish per scheduler round, like one line per read
+                await trio.lowlevel.checkpoint()
+                await adapter.inject({"type": "text", "text": f"w{i} "})
+            await adapter.inject({"type": "result", "ok": True})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(produce)
+            outcome = await actor.run()
+    assert outcome.reason == "success" and outcome.text == "".join(f"w{i} " for i in range(300))
+    assert [e.seq for e in sink.events] == list(range(1, 303))
+    assert len(sink.batches) < 302 // 4  # batched on the way to the log, not one by one
+
+
+async def test_a_paced_producer_is_delivered_without_waiting_for_more(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    frames: list[dict[str, Any]] = [{"type": "init", "sessionId": "s-1"}]
+    for i in range(5):
+        frames += [{"type": "sleep", "seconds": 1}, {"type": "text", "text": f"w{i} "}]
+    sink = _BatchSink()
+    async with ScriptedAdapter(frames) as adapter:
+        start = trio.current_time()
+        run = await adapter.start(
+            TaskHandle(), StartOpts(agent_id="a", session_key="k", message="go")
+        )
+        actor = RunActor(adapter, run, "run-1", sink, adapter.capabilities())
+        await actor.run()
+    # each delta reaches the sink at the (virtual) second it was published, on its own
+    deltas = [(t - start, e) for t, batch in sink.batches for e in batch if e.kind == "text-delta"]
+    assert [round(t) for t, _ in deltas] == [1, 2, 3, 4, 5]
+    assert all(len(batch) == 1 for t, batch in sink.batches if 0 < t - start < 5)
