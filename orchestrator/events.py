@@ -48,6 +48,7 @@ __all__ = [
     "now_ms",
     "usage_of",
     "with_seq",
+    "with_text",
 ]
 
 RuntimeEventKind: TypeAlias = Literal[
@@ -419,11 +420,24 @@ def with_seq(event: _E, seq: int) -> _E:
     without its generic copying)."""
     if type(seq) is not int:
         return event.model_copy(update={"seq": seq})
+    return _replaced(event, "seq", seq)
+
+
+def with_text(event: TextDelta, text: str) -> TextDelta:
+    """A copy of a delta with another ``text`` (what ``model_copy(update={"text": text})``
+    gives, without its generic copying: the redactor and the queues re-text deltas)."""
+    if type(text) is not str:
+        return event.model_copy(update={"text": text})
+    return _replaced(event, "text", text)
+
+
+def _replaced(event: _E, field: str, value: object) -> _E:
     values = dict(event.__dict__)
-    values["seq"] = seq
+    values[field] = value
     copy = _new(type(event))
     _set_dict(copy, values)
-    _set_fields_set(copy, {*event.__pydantic_fields_set__, "seq"})
+    fields_set = event.__pydantic_fields_set__
+    _set_fields_set(copy, fields_set if field in fields_set else {*fields_set, field})
     _set_extra(copy, event.__pydantic_extra__)
     _set_private(copy, event.__pydantic_private__)
     return copy

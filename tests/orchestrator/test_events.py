@@ -26,7 +26,7 @@ from orchestrator import (
     event_to_json,
     now_ms,
 )
-from orchestrator.events import StatusPhase, TextChannel, usage_of, with_seq
+from orchestrator.events import StatusPhase, TextChannel, usage_of, with_seq, with_text
 
 
 def factory(**kw: Any) -> EventFactory:
@@ -658,3 +658,11 @@ def test_a_copy_with_updates_leaves_the_kinds_shared_fields_set_alone() -> None:
     assert (
         before.model_dump(exclude_unset=True).keys() == after.model_dump(exclude_unset=True).keys()
     )
+
+
+@given(text=st.text(max_size=20), new=st.text(max_size=20), seq=st.integers(1, 10**6))
+def test_with_text_and_with_seq_equal_model_copy(text: str, new: str, seq: int) -> None:
+    event = EventFactory(run_id="r", session_id="s", clock=lambda: 3).text_delta(text, "reasoning")
+    _same(with_text(event, new), event.model_copy(update={"text": new}))
+    _same(with_seq(event, seq), event.model_copy(update={"seq": seq}))
+    assert event.text == text and event.seq == 1  # the original is untouched
