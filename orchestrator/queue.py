@@ -27,7 +27,7 @@ from typing import Any, Generic, Self, TypeVar
 import trio
 
 from .adapter import EventStream
-from .events import Done, RuntimeEvent, TextDelta, with_seq
+from .events import Done, RuntimeEvent, TextDelta, with_seq, with_text
 
 __all__ = [
     "DEFAULT_QUEUE_MAX",
@@ -162,7 +162,7 @@ class EventQueue:
             self._merging = None
             last = self._buffer[-1]
             assert isinstance(last, TextDelta)
-            self._buffer[-1] = last.model_copy(update={"text": "".join(parts)})
+            self._buffer[-1] = with_text(last, "".join(parts))
 
     def _try_put(self, event: RuntimeEvent) -> bool:
         """Put without waiting if possible (room, or a delta that can be coalesced)."""

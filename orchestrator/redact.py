@@ -36,7 +36,7 @@ from typing import Any, Final, cast
 
 from pydantic import BaseModel
 
-from .events import RuntimeEvent, TextDelta
+from .events import RuntimeEvent, TextDelta, with_text
 
 __all__ = [
     "MIN_SECRET_CHARS",
@@ -272,9 +272,9 @@ class StreamRedactor:
                 self._held, self._tail = None, ""
                 if type(event) is TextDelta and event.channel == held.channel:
                     append(held)
-                    event = event.model_copy(update={"text": tail + event.text})
+                    event = with_text(event, tail + event.text)
                 else:
-                    append(held.model_copy(update={"text": redact_text(held.text + tail)}))
+                    append(with_text(held, redact_text(held.text + tail)))
             # (``type() is``: an isinstance check on a model class costs 3× as much)
             if type(event) is not TextDelta:
                 append(redact_event(event))
@@ -282,11 +282,11 @@ class StreamRedactor:
             raw = event.text
             cut = _undecided_tail(raw)
             if cut:
-                self._held = event.model_copy(update={"text": redact_text(raw[:-cut])})
+                self._held = with_text(event, redact_text(raw[:-cut]))
                 self._tail = raw[-cut:]
                 continue
             text = redact_text(raw)
-            append(event if text == raw else event.model_copy(update={"text": text}))
+            append(event if text == raw else with_text(event, text))
         return out
 
     def flush(self) -> list[RuntimeEvent]:
@@ -294,7 +294,7 @@ class StreamRedactor:
         self._held, self._tail = None, ""
         if held is None:
             return []
-        return [held.model_copy(update={"text": redact_text(held.text + tail)})]
+        return [with_text(held, redact_text(held.text + tail))]
 
 
 def _undecided_tail(text: str) -> int:
