@@ -33,23 +33,3 @@ from ._process import open_child as open_child
 from ._runs import RunEmitter as RunEmitter
 from .scripted import RecordedCall as RecordedCall
 from .scripted import ScriptedAdapter as ScriptedAdapter
-
-__all__ = [
-    "DEFAULT_ENV_ALLOW",
-    "AdapterBase",
-    "ChildProcess",
-    "ChildSpec",
-    "CliAdapterBase",
-    "CliDialect",
-    "CliRun",
-    "LineFramer",
-    "RecordedCall",
-    "RunEmitter",
-    "ScriptedAdapter",
-    "child_env",
-    "confined_path",
-    "open_child",
-    "probe_version",
-    "validate_context_key",
-    "write_context_file",
-]

@@ -19,16 +19,16 @@ from typing import Any, ClassVar, Self
 
 import trio
 
-from orchestrator.adapter import (
+from orchestrator.core.adapter import (
     HEALTH_TIMEOUT_S,
     HealthResult,
     ParticipantKind,
     RunHandle,
     SessionCodec,
 )
-from orchestrator.errors import ConfigError, exception_leaves, redact_secrets
-from orchestrator.events import now_ms
-from orchestrator.queue import EventQueue, QueueEventStream
+from orchestrator.core.errors import ConfigError, exception_leaves, redact_secrets
+from orchestrator.core.events import now_ms
+from orchestrator.core.queue import EventQueue, QueueEventStream
 
 from ._confine import EscapeError, write_beneath
 from ._runs import RunEmitter, RunTable
@@ -206,7 +206,7 @@ class AdapterBase:
 
 
 class JsonSessionCodec:
-    """The reference's session blob: ``{"sessionKey", "sessionId"}`` JSON, where ``sessionId``
+    """The original executor's session blob: ``{"sessionKey", "sessionId"}`` JSON, where ``sessionId``
     is the runtime's own id for the session (the bound run id)."""
 
     def __init__(self, adapter: AdapterBase) -> None:

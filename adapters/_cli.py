@@ -8,7 +8,7 @@ frame, with the run's state) and the child's :class:`ChildSpec` (argv, environme
     import json
     from adapters import AdapterBase, ChildSpec, CliDialect, CliRun
     from adapters._process import child_env
-    from orchestrator.errors import ProtocolError
+    from orchestrator.core.errors import ProtocolError
 
     class EchoDialect(CliDialect):
         name = "echo"
@@ -101,8 +101,8 @@ from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, cast
 import attrs
 import trio
 
-from orchestrator.adapter import HealthResult, RunHandle, StartOpts
-from orchestrator.errors import (
+from orchestrator.core.adapter import HealthResult, RunHandle, StartOpts
+from orchestrator.core.errors import (
     LineTooLongError,
     ProtocolError,
     RingleaderError,
@@ -110,7 +110,7 @@ from orchestrator.errors import (
     RuntimeReportedError,
     redact_secrets,
 )
-from orchestrator.events import Done, EventFactory, RuntimeEvent, TextDelta, now_ms
+from orchestrator.core.events import Done, EventFactory, RuntimeEvent, TextDelta, now_ms
 
 from ._base import AdapterBase, validate_context_key, write_context_file
 from ._jsonl import Frame
@@ -230,7 +230,7 @@ class CliDialect:
         runtime's own failures, e.g. a stale resume pointer)."""
         tail = child.stderr_tail
         if self.resume and self.missing_session and self.missing_session in tail:
-            # A stale resume pointer: permanent, never retried into a loop (executor-spec §14.2 #9).
+            # A stale resume pointer: permanent, never retried into a loop (the original executor leaves this case open; see docs/architecture.md, Lineage).
             return RuntimeReportedError(
                 f"{self.name} has no session {self.resume} in its home ({self.missing_session})",
                 code="session_not_found",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from orchestrator.errors import ProtocolError
+from orchestrator.core.errors import ProtocolError
 
 __all__ = ["as_dict", "as_float", "as_int", "as_list", "as_str", "json_object"]
 

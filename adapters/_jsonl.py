@@ -11,13 +11,13 @@ Rules:
   lines are delivered as ``b""`` (dialect parsers skip them).
 * The cap (``max_line_bytes``, default 8 MiB) counts every byte before the ``\\n``, including the
   ``\\r`` of a ``\\r\\n``. A line longer than that is discarded up to its newline and reported in its
-  place, in order, as a :class:`~orchestrator.errors.LineTooLongError` carrying ``limit`` and the
+  place, in order, as a :class:`~orchestrator.core.errors.LineTooLongError` carrying ``limit`` and the
   line's first bytes. It is reported as soon as the cap trips, so a runaway line never grows the
   buffer beyond the cap; the lines after it are delivered normally.
 * At end of input, :meth:`LineFramer.close` returns a final unterminated line if there is one. A
   runtime that writes one JSON object per line always ends its last line with ``\\n``, so such a
   line is usually a truncated frame (the process died mid-write): the dialect parser reports it as a
-  :class:`~orchestrator.errors.ProtocolError` when it fails to decode.
+  :class:`~orchestrator.core.errors.ProtocolError` when it fails to decode.
 
 Performance: the work per chunk is one ``bytes.split`` plus, only when needed, a ``b"".join`` for a
 line that spans chunks, a length check when the chunk could hold an over-cap line at all, and a
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, TypeAlias
 
-from orchestrator.errors import LineTooLongError
+from orchestrator.core.errors import LineTooLongError
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "Frame", "LineFramer"]
 

@@ -23,7 +23,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 import trio
 
-from orchestrator.errors import RuntimeReportedError, redact_secrets
+from orchestrator.core.errors import RuntimeReportedError, redact_secrets
 
 from ._json import as_dict, as_float, as_int, as_list, as_str, json_object
 

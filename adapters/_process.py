@@ -25,7 +25,7 @@ What it guarantees:
 * **stdin** is the null device unless ``stdin=True`` (then :meth:`ChildProcess.send_line`).
 * **stdout** goes through :class:`~adapters._jsonl.LineFramer` (hard line cap) and is delivered in
   batches, one per pipe read, so a consumer pays one checkpoint per read, not per line. An over-cap
-  line arrives in place as a :class:`~orchestrator.errors.LineTooLongError` frame.
+  line arrives in place as a :class:`~orchestrator.core.errors.LineTooLongError` frame.
 * **stderr** is drained continuously (so the child never blocks on it) into a bounded tail (last
   64 KiB by default); :attr:`ChildProcess.stderr_tail` is that text with secrets redacted.
 * **Termination** (:meth:`ChildProcess.terminate`) sends SIGINT to the group, waits ``sigint_grace``
@@ -60,14 +60,14 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     RuntimeExitedError,
     RuntimeNotFoundError,
     RuntimeStartError,
     redact_secrets,
 )
-from orchestrator.lifetime import MARK_ENV, current_process_registry, marked_pids
-from orchestrator.redact import register_env_secrets
+from orchestrator.core.lifetime import MARK_ENV, current_process_registry, marked_pids
+from orchestrator.core.redact import register_env_secrets
 
 from ._jsonl import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer
 
@@ -102,7 +102,7 @@ DEFAULT_ENV_ALLOW: Final[tuple[str, ...]] = (
 )
 """Variables a child inherits from our environment by default. ``NAME*`` matches a prefix.
 
-``HOME`` is deliberately absent: every run gets its own (DESIGN §7), passed in ``extra``.
+``HOME`` is deliberately absent: every run gets its own (docs/architecture.md, Security), passed in ``extra``.
 """
 
 DEFAULT_SIGINT_GRACE: Final = 3.0

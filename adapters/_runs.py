@@ -1,9 +1,9 @@
 """One run's outbound events: the shared mechanism every adapter publishes through.
 
-A :class:`RunEmitter` owns the run's :class:`~orchestrator.events.EventFactory` (gapless ``seq``,
+A :class:`RunEmitter` owns the run's :class:`~orchestrator.core.events.EventFactory` (gapless ``seq``,
 tool-call bookkeeping, cumulative cost, one terminal) and its subscribers. An adapter's normalizer
 turns native frames into events with ``emitter.factory``; the adapter hands them to
-:meth:`RunEmitter.publish`. The emitter then keeps the contracts of DESIGN §3 for everyone:
+:meth:`RunEmitter.publish`. The emitter then keeps the contracts of docs/architecture.md (Contracts) for everyone:
 
 * events published before anyone subscribed are buffered for the first subscriber (a runtime
   may speak before the host calls ``events()``);
@@ -12,7 +12,7 @@ turns native frames into events with ``emitter.factory``; the adapter hands them
 * the run id is bound late: by :meth:`bind_run_id` from the runtime's own id, else on the first
   event from a generated id, and the :class:`RunHandle` sees it;
 * nothing is delivered after ``done``; after ``done`` a one-shot run's streams close;
-* the backpressure policy of :class:`~orchestrator.queue.EventQueue` (coalesce text deltas,
+* the backpressure policy of :class:`~orchestrator.core.queue.EventQueue` (coalesce text deltas,
   make the producer wait for everything else) applies per subscriber;
 * unknown native frames are counted and surfaced once per type as a ``status`` detail.
 """
@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable
 import attrs
 import trio
 
-from orchestrator.adapter import RunHandle
-from orchestrator.errors import RingleaderError, RuntimeReportedError, redact_secrets
-from orchestrator.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms, with_seq
-from orchestrator.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
+from orchestrator.core.adapter import RunHandle
+from orchestrator.core.errors import RingleaderError, RuntimeReportedError, redact_secrets
+from orchestrator.core.events import Done, DoneReason, EventFactory, RuntimeEvent, now_ms, with_seq
+from orchestrator.core.queue import DEFAULT_QUEUE_MAX, EventQueue, QueueEventStream
 
 __all__ = ["RunEmitter", "RunTable"]
 

@@ -21,7 +21,7 @@ import platform
 from pathlib import Path
 from typing import Final
 
-from orchestrator.errors import ConfigError, RuntimeNotFoundError
+from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
 
 __all__ = [
     "PINNED_VERSIONS",
@@ -41,7 +41,7 @@ PINNED_VERSIONS: Final[dict[str, str]] = {
     "hermes": "0.19.0",
     "openclaw": "2026.9.6",
 }
-"""The versions ``scripts/install-runtimes`` installs (measured in runtimes.md)."""
+"""The versions ``scripts/install-runtimes`` installs (measured in docs/runtimes.md)."""
 
 RUNTIME_IDS: Final = tuple(PINNED_VERSIONS)
 

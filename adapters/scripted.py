@@ -22,8 +22,8 @@ import attrs
 import trio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
-from orchestrator.adapter import Capabilities, RunHandle, StartOpts, TaskHandle
-from orchestrator.events import EventFactory, RuntimeEvent, now_ms, usage_of
+from orchestrator.core.adapter import Capabilities, RunHandle, StartOpts, TaskHandle
+from orchestrator.core.events import EventFactory, RuntimeEvent, now_ms, usage_of
 
 from ._base import AdapterBase, JsonSessionCodec, validate_context_key, write_context_file
 from ._runs import RunEmitter
@@ -177,7 +177,7 @@ class _Run:
 
 
 class ScriptedCodec(JsonSessionCodec):
-    """Session codec: ``{"sessionKey", "sessionId"}`` JSON, like the reference's driver adapters."""
+    """Session codec: ``{"sessionKey", "sessionId"}`` JSON, like the original executor's driver adapters."""
 
 
 Script: TypeAlias = Sequence[dict[str, Any]] | Callable[[StartOpts], Sequence[dict[str, Any]]]

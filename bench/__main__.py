@@ -3,7 +3,7 @@
 It first makes sure the ``bench`` extra (orjson and the peers) is installed in this interpreter's
 environment (``pip install -e .[bench]`` when something is missing), prints the machine and the
 versions, then runs each path in its own worker process and prints, per row: our figure, the
-limit and the peers measured in the same run on the same input, the ratios, and DESIGN §9's target
+limit and the peers measured in the same run on the same input, the ratios, and target (docs/architecture.md, Speed targets)
 with how far we are from it. ``--json FILE`` writes every number (all passes) for tracking.
 """
 
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     worst = furthest(rows)
     if worst is not None:
         print(
-            f"\nfurthest from its DESIGN §9 target: {worst['title']} "
+            f"\nfurthest from its target: {worst['title']} "
             f"(shortfall {worst['shortfall']:.2f}×; > 1 misses)"
         )
     for row in rows:

@@ -4,7 +4,7 @@ A *path* is a function ``(cfg) -> list[Row]`` registered with :func:`path`; it r
 worker process (``python -m bench._worker KEY``) so one path's imports, garbage and event loop
 (trio for ours, asyncio for the peers) never touch another's figures or RSS.
 
-The method (shared/reference/style-and-performance.md, Part B): one warm-up pass, then the median
+The method (docs/architecture.md, Speed targets): one warm-up pass, then the median
 of at least five passes, the spread reported as (max − min) / median; every result is dropped as
 soon as it is produced (keeping 20k decoded objects alive halves decode rates through GC rescans).
 """
@@ -53,7 +53,7 @@ class Figure:
 
 @dataclass
 class Target:
-    """DESIGN §9's target for a row.
+    """The target of a row (docs/architecture.md, Speed targets).
 
     ``kind``: ``min_ratio_to_limit`` (ours/limit ≥ value), ``max_ratio_to_limit`` (ours/limit ≤
     value), ``max`` (ours ≤ value, in the row's unit), ``min`` (ours ≥ value).

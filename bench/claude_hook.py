@@ -27,7 +27,7 @@ def make_pass(normalize: Any, dialect: Any) -> tuple[Callable[..., Callable[[], 
             "not built yet: adapters/claude_code lacks normalize_lines/ClaudeState/decode_line"
         )
 
-    from orchestrator.events import EventFactory
+    from orchestrator.core.events import EventFactory
 
     def factory(sessions: list[Session], chunk: int = CHUNK) -> Callable[[], None]:
         if chunk == 1:  # one line per read: the common case of a CLI streaming tokens

@@ -1,4 +1,4 @@
-"""Deterministic transcripts shaped like the real CLIs' lines (runtimes.md §1.5, §2.4, §2.9).
+"""Deterministic transcripts shaped like the real CLIs' lines (docs/runtimes.md §1.5, §2.4, §2.9).
 
 Every generator takes a seed and returns the same bytes every time. Lines are ``bytes`` without
 the trailing newline, as the line framer hands them to a normalizer. Transcripts are lists of

@@ -188,7 +188,7 @@ def _codex_exec_ours(sessions: list[Session]) -> Callable[[], Callable[[], None]
     def make() -> Callable[[], None]:
         from adapters.codex.dialect import decode_exec_line
         from adapters.codex.normalize import ExecState, normalize_exec
-        from orchestrator.events import EventFactory
+        from orchestrator.core.events import EventFactory
 
         def run() -> None:
             for session in sessions:
@@ -222,7 +222,7 @@ def _codex_app_ours(sessions: list[Session]) -> Callable[[], Callable[[], None]]
     def make() -> Callable[[], None]:
         from adapters.codex.dialect import as_dict, as_str, decode_rpc_line, rpc_kind
         from adapters.codex.normalize import AppState, normalize_app
-        from orchestrator.events import EventFactory
+        from orchestrator.core.events import EventFactory
 
         def run() -> None:
             for session in sessions:

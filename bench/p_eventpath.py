@@ -110,10 +110,10 @@ async def _one_run(
     import trio
 
     from adapters.scripted import ScriptedAdapter
-    from orchestrator.actor import RunActor
-    from orchestrator.adapter import StartOpts, TaskHandle
-    from orchestrator.eventlog import EventLog
-    from orchestrator.feed import Feed, RecordingSink
+    from orchestrator.core.adapter import StartOpts, TaskHandle
+    from orchestrator.engine.actor import RunActor
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import Feed, RecordingSink
 
     def clock_us() -> int:
         return time.perf_counter_ns() // 1000

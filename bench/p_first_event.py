@@ -102,8 +102,8 @@ async def _side_by_side(
     """(the CLI's first line, ours) in ms, one of each per pass, interleaved (the order swapped
     every pass) so that load drift on a shared machine weighs on both alike. Ours is
     ``start()`` → ``events()`` → the first event; then abort and drain to ``done`` (untimed)."""
-    from orchestrator.adapter import StartOpts, TaskHandle
-    from orchestrator.events import Done
+    from orchestrator.core.adapter import StartOpts, TaskHandle
+    from orchestrator.core.events import Done
 
     async def ours() -> float:
         t0 = time.perf_counter()
@@ -144,7 +144,7 @@ async def _side_by_side(
 
 def _codex(cfg: Config, url: str, state: Path, next_marker: Callable[[], str]) -> Row:
     from adapters._runtimes import runtime_binary
-    from orchestrator.errors import RuntimeNotFoundError
+    from orchestrator.core.errors import RuntimeNotFoundError
 
     row = Row(
         "first-event-codex",
@@ -189,7 +189,7 @@ def _codex(cfg: Config, url: str, state: Path, next_marker: Callable[[], str]) -
 
 def _claude(cfg: Config, url: str, state: Path, next_marker: Callable[[], str]) -> Row:
     from adapters._runtimes import runtime_binary
-    from orchestrator.errors import RuntimeNotFoundError
+    from orchestrator.core.errors import RuntimeNotFoundError
 
     row = Row(
         "first-event-claude-code",

@@ -60,11 +60,11 @@ def _one_pass(n: int, url: str, tmp: Path) -> dict[str, object]:
 
     from adapters.native import NativeAdapter, Tool, ToolContext
     from adapters.native.models.providers import create_adapter
-    from orchestrator.eventlog import EventLog
-    from orchestrator.events import now_ms
-    from orchestrator.feed import Feed, RecordingSink
-    from orchestrator.registry import RuntimeRegistry
-    from orchestrator.runner import Runner, TaskSpec
+    from orchestrator.core.events import now_ms
+    from orchestrator.core.registry import RuntimeRegistry
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import Feed, RecordingSink
+    from orchestrator.engine.runner import Runner, TaskSpec
 
     class EchoInput(BaseModel):
         text: str = ""

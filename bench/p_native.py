@@ -71,8 +71,8 @@ def _ours(cfg: Config) -> tuple[Figure, Figure, Figure]:
 
     from adapters.native import Glove, NativeAdapter, ScriptedModel, Tool, ToolContext
     from adapters.native.models.scripted import Reply
-    from orchestrator.adapter import StartOpts, TaskHandle
-    from orchestrator.events import Done
+    from orchestrator.core.adapter import StartOpts, TaskHandle
+    from orchestrator.core.events import Done
 
     class EchoInput(BaseModel):
         text: str = ""

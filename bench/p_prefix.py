@@ -4,7 +4,7 @@ A task with all three tiers (a stable task statement, a context tier, a volatile
 tier) runs on the native runtime against the scripted model server (in process): three tool
 turns, then ``max_turns`` rotates it into a fresh session that finishes in two turns. The server
 measures each request's prompt in cache order (tools, system, messages) against the request
-before it (:func:`contract.model_server.prefix_reuse_report`). Reported:
+before it (:func:`orchestrator.model_server.prefix_reuse_report`). Reported:
 
 * ours — the share of prompt bytes (≈ input tokens, at the server's four bytes per token) that
   repeat the previous request, median over every turn after a session's first;
@@ -60,8 +60,9 @@ def measure(tmp: Path) -> dict[str, Any]:
 
     from adapters.native import NativeAdapter
     from adapters.native.models.providers import create_adapter
-    from contract.model_server import prefix_reuse_report, serve_model_server
-    from orchestrator import Runner, RuntimeRegistry, TaskSpec
+    from orchestrator.core import RuntimeRegistry
+    from orchestrator.engine import Runner, TaskSpec
+    from orchestrator.model_server import prefix_reuse_report, serve_model_server
 
     workspace = tmp / "ws"
     workspace.mkdir()

@@ -1,7 +1,7 @@
 """Path 7: the head's event log under N concurrent remote runs (``RayHost``'s relay, simulated).
 
 How far does one head scale when its runs live on other nodes? Every remote run's events reach
-the head through ``orchestrator.hosts.relay``: the node's runner writes ops into an ``Outbox``,
+the head through ``orchestrator.engine.hosts.relay``: the node's runner writes ops into an ``Outbox``,
 the head pulls them in batches (by count and by time) and a ``HeadApplier`` writes them to the
 head's durable ``EventLog`` (WAL, group commit) through the ``RecordingSink``. Here the nodes are
 simulated in the same process (``NODES`` outboxes; fake runtimes: each run emits ``status``,
@@ -35,11 +35,11 @@ def _one_pass(runs: int, tmp: Path, relayed: bool) -> tuple[float, int]:
     """(seconds, events committed) for ``runs`` concurrent fake runs."""
     import trio
 
-    from orchestrator.actor import EventSink
-    from orchestrator.eventlog import EventLog
-    from orchestrator.events import EventFactory, Usage
-    from orchestrator.feed import RecordingSink
-    from orchestrator.hosts.relay import (
+    from orchestrator.core.events import EventFactory, Usage
+    from orchestrator.engine.actor import EventSink
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import RecordingSink
+    from orchestrator.engine.hosts.relay import (
         HeadApplier,
         Outbox,
         OutboxRecorder,

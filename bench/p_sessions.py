@@ -1,6 +1,6 @@
 """Path 5: N concurrent native sessions against the scripted model server.
 
-The model server runs in its own process (``python -m contract.model_server``; it is not the
+The model server runs in its own process (``python -m orchestrator.model_server``; it is not the
 orchestrator) with one conversation per session: a ``echo`` tool call, then a streamed text
 answer. This worker is the orchestrator: one ``NativeAdapter`` on the Anthropic Messages API
 (the official SDK over the shared httpx2 client), N runs started at once, each drained to
@@ -74,7 +74,7 @@ def model_server(script_data: dict[str, Any], tmp: Path) -> Iterator[str]:
     script = tmp / f"script-{time.monotonic_ns()}.json"
     script.write_text(json.dumps(script_data))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "contract.model_server", "--script", str(script)],
+        [sys.executable, "-m", "orchestrator.model_server", "--script", str(script)],
         cwd=_REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -102,8 +102,8 @@ def _batch(n: int, url: str) -> tuple[float, int]:
 
     from adapters.native import NativeAdapter, Tool, ToolContext
     from adapters.native.models.providers import create_adapter
-    from orchestrator.adapter import StartOpts, TaskHandle
-    from orchestrator.events import Done
+    from orchestrator.core.adapter import StartOpts, TaskHandle
+    from orchestrator.core.events import Done
 
     class EchoInput(BaseModel):
         text: str = ""
@@ -179,7 +179,7 @@ def native_sessions(cfg: Config) -> list[Row]:
                 f"5. {n} concurrent native sessions (1 tool turn each), orchestrator RSS",
                 "MiB",
                 "lower",
-                # DESIGN §9 says < 500 MB; issue #16 tightened it to < 300 MB for 1,000 sessions
+                # the first target was < 500 MB; issue #16 tightened it to < 300 MB for 1,000 sessions
                 Target("1,000 on 2 cores, RSS < 300 MB", "max", 300 * 1e6 / 2**20),
                 ours=figure("peak RSS", [hwm], "MiB", "lower"),
             )

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from orchestrator.adapter import RunHandle, RuntimeAdapter
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter
 
 __all__ = [
     "AdapterTestHarness",

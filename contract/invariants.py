@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from orchestrator.events import Cost, Done, ErrorEvent, RuntimeEvent, ToolCall, ToolResult
+from orchestrator.core.events import Cost, Done, ErrorEvent, RuntimeEvent, ToolCall, ToolResult
 
 __all__ = ["ContractViolation", "check_stream", "violation"]
 

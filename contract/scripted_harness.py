@@ -6,7 +6,7 @@ import itertools
 from typing import Any
 
 from adapters.scripted import ScriptedAdapter
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 
 from .harness import RecordedCall
 

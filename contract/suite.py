@@ -45,7 +45,7 @@ from hypothesis import configuration as hypothesis_configuration
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from orchestrator.adapter import (
+from orchestrator.core.adapter import (
     HEALTH_TIMEOUT_S,
     Capabilities,
     EventStream,
@@ -53,8 +53,8 @@ from orchestrator.adapter import (
     RunHandle,
     RuntimeAdapter,
 )
-from orchestrator.errors import ConfigError
-from orchestrator.events import (
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,
@@ -343,7 +343,7 @@ class AdapterContract:
                 await adapter.abort(run)
             await harness.emit(frames.aborted(), run)
 
-    # -- the reference's nine tests --------------------------------------------------------------
+    # -- the original executor's nine tests --------------------------------------------------------------
 
     def test_stable_id_and_participant_kind(self, harness: AdapterTestHarness) -> None:
         adapter = harness.make_adapter()
@@ -478,7 +478,7 @@ class AdapterContract:
 
         self.run_with(harness, body, "write-context-side-effect")
 
-    # -- what the reference never checks -----------------------------------------------------
+    # -- what the original executor never checks -----------------------------------------------------
 
     def test_write_context_confined_to_workspace(self, harness: AdapterTestHarness) -> None:
         async def body(adapter: RuntimeAdapter) -> None:

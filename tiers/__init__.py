@@ -8,14 +8,3 @@ from ._assemble import assemble_tiers as assemble_tiers
 from ._assemble import date_stamp as date_stamp
 from ._assemble import sort_tool_defs as sort_tool_defs
 from ._assemble import utf8_len as utf8_len
-
-__all__ = [
-    "SEPARATOR",
-    "AssembledPrompt",
-    "CacheBreakpoint",
-    "PromptTiers",
-    "assemble_tiers",
-    "date_stamp",
-    "sort_tool_defs",
-    "utf8_len",
-]

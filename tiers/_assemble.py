@@ -1,13 +1,13 @@
 """Prompt tiers: stable → context → volatile, with UTF-8 cache breakpoints.
 
-Byte-exact with the reference: tiers are joined with ``"\\n\\n"``; an empty *context* or *volatile*
+Byte-exact with the original executor (docs/architecture.md, Lineage): tiers are joined with ``"\\n\\n"``; an empty *context* or *volatile*
 tier is skipped (empty means the empty string; whitespace is content); the *stable* tier is never
 skipped, so an empty stable tier with a context gives a prefix starting with ``"\\n\\n"``.
 Breakpoints mark the end of each tier (before the separator) as UTF-8 byte offsets into the prompt.
 
 Lone surrogates: Python strings may hold them (JavaScript's UTF-8 encoder replaces each with
 U+FFFD, 3 bytes). We count them as 3 bytes too (``surrogatepass`` encodes one surrogate in exactly
-3 bytes), so offsets match the reference for every input, and :func:`utf8_len` never raises. The
+3 bytes), so offsets match the original executor for every input, and :func:`utf8_len` never raises. The
 prompt text itself is returned unchanged; replacing the surrogate is the transport's business.
 """
 
@@ -86,7 +86,7 @@ def date_stamp(moment: _dt.datetime | _dt.date) -> str:
     """``YYYY-MM-DD`` from the UTC date (a naive datetime is taken as UTC). Never finer.
 
     A finer timestamp would bust the prompt cache at every rebuild; wall-clock time is a tool.
-    The year is not padded, like the reference.
+    The year is not padded, like the original executor.
     """
     if isinstance(moment, _dt.datetime):
         if moment.tzinfo is not None:

@@ -12,14 +12,3 @@ from .driver import PermissionPolicy as PermissionPolicy
 from .normalize import AcpState as AcpState
 from .normalize import normalize_prompt_end as normalize_prompt_end
 from .normalize import normalize_update as normalize_update
-
-__all__ = [
-    "AcpAdapter",
-    "AcpConfig",
-    "AcpDialect",
-    "AcpRun",
-    "AcpState",
-    "PermissionPolicy",
-    "normalize_prompt_end",
-    "normalize_update",
-]

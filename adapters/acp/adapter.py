@@ -31,8 +31,8 @@ from typing import Any, Final
 import attrs
 import trio
 
-from orchestrator.adapter import Capabilities, HealthResult, RunHandle, StartOpts, TaskHandle
-from orchestrator.errors import (
+from orchestrator.core.adapter import Capabilities, HealthResult, RunHandle, StartOpts, TaskHandle
+from orchestrator.core.errors import (
     ConfigError,
     ProtocolError,
     RingleaderError,
@@ -40,7 +40,7 @@ from orchestrator.errors import (
     RuntimeStartError,
     redact_secrets,
 )
-from orchestrator.events import EventFactory, RuntimeEvent, now_ms
+from orchestrator.core.events import EventFactory, RuntimeEvent, now_ms
 
 from .._cli import CliAdapterBase, CliRun, RpcDialect
 from .._jsonrpc import (

@@ -22,7 +22,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 from .._base import confined_path
 from .._jsonrpc import as_dict, as_int, as_list, as_str

@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from orchestrator.events import EventFactory, RuntimeEvent, Usage
+from orchestrator.core.events import EventFactory, RuntimeEvent, Usage
 
 from .._jsonrpc import as_dict, as_float, as_int, as_list, as_str
 from .dialect import KNOWN_UPDATES, AcpUsage, content_text, tool_content_text, usage_of

@@ -24,24 +24,3 @@ from .normalize import classify_result as classify_result
 from .normalize import flush_text as flush_text
 from .normalize import normalize_line as normalize_line
 from .normalize import normalize_lines as normalize_lines
-
-__all__ = [
-    "ClaudeCodeAdapter",
-    "ClaudeCodeCodec",
-    "ClaudeCodeConfig",
-    "ClaudeCodeSession",
-    "ClaudeState",
-    "ControlClient",
-    "Mode",
-    "PermissionDecision",
-    "PermissionPolicy",
-    "allow_all",
-    "classify_result",
-    "claude_args",
-    "decode_line",
-    "deny_all",
-    "flush_text",
-    "normalize_line",
-    "normalize_lines",
-    "run_env",
-]

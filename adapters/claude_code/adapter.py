@@ -41,16 +41,21 @@ from typing import Any, Final, cast
 import attrs
 import trio
 
-from orchestrator.actor import STEER_KEY
-from orchestrator.adapter import (
+from orchestrator.core.adapter import (
+    STEER_KEY,
     Capabilities,
     NativeHomeClaim,
     RunHandle,
     StartOpts,
     TaskHandle,
 )
-from orchestrator.errors import ProtocolError, RingleaderError, RuntimeStartError, redact_secrets
-from orchestrator.events import EventFactory, RuntimeEvent, now_ms
+from orchestrator.core.errors import (
+    ProtocolError,
+    RingleaderError,
+    RuntimeStartError,
+    redact_secrets,
+)
+from orchestrator.core.events import EventFactory, RuntimeEvent, now_ms
 
 from .._cli import (
     DEFAULT_EXIT_WAIT,

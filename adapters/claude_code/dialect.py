@@ -1,7 +1,7 @@
 """Claude Code's own wire format, typed: ``--output-format stream-json`` lines and the control
-protocol of ``--input-format stream-json`` (measured on Claude Code 2.1.330, runtimes.md §1.5–1.10).
+protocol of ``--input-format stream-json`` (measured on Claude Code 2.1.330, docs/runtimes.md §1.5–1.10).
 
-Speed first (DESIGN §9): most lines of a streamed turn are small ``stream_event`` lines carrying
+Speed first (docs/architecture.md, Speed targets): most lines of a streamed turn are small ``stream_event`` lines carrying
 one text delta. :func:`decode_line` recognizes those by their fixed opening bytes and decodes only
 the delta's string (the C string scanner behind :mod:`json`), returning a :class:`FastDelta`;
 ``input_json_delta`` and ``thinking_tokens`` lines, which the normalizer ignores, are recognized
@@ -11,7 +11,7 @@ normalizer dispatches on ``type`` / ``subtype`` / ``event.type`` strings before 
 Rare frames (``system/init``, ``result``, ``api_retry``, ``permission_denied``,
 ``rate_limit_event``, control requests) are then read through the pydantic models below, which
 ignore unknown fields and give every field a default, so a newer CLI never breaks the parse. Only
-a line that is not a JSON object at all is a :class:`~orchestrator.errors.ProtocolError`.
+a line that is not a JSON object at all is a :class:`~orchestrator.core.errors.ProtocolError`.
 
 Line kinds (``type``; ``subtype`` for ``system``):
 

@@ -9,7 +9,7 @@ Everything here is about the *process*; the event mapping lives in :mod:`.normal
   permission mode and tool lists; in one-shot mode the prompt last, after ``--`` (a prompt that
   starts with ``-`` stays a prompt).
 * :func:`run_env` — the allow-listed environment plus the run's own ``CLAUDE_CONFIG_DIR`` and
-  ``HOME``, the variables that stop all non-essential traffic (runtimes.md §1.2: with them the CLI
+  ``HOME``, the variables that stop all non-essential traffic (docs/runtimes.md §1.2: with them the CLI
   makes exactly one connection, to the model server, and no DNS lookups) and a retry cap
   (``CLAUDE_CODE_MAX_RETRIES``; the CLI's default of 10 takes 165 s on a persistent 500).
 * :func:`prepare_home` — the run's state directory (mode 0700) with ``home/`` inside.
@@ -30,7 +30,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from orchestrator.errors import ConfigError, RuntimeReportedError, redact_secrets
+from orchestrator.core.errors import ConfigError, RuntimeReportedError, redact_secrets
 
 from .._cli import Answers
 from .._process import DEFAULT_ENV_ALLOW, child_env

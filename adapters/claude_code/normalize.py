@@ -45,9 +45,9 @@ from typing import Any, Final, cast
 
 import attrs
 
-from orchestrator.errors import redact_secrets
-from orchestrator.events import EventFactory, RuntimeEvent, TextChannel, Usage, usage_of
-from orchestrator.governance.drift import note_missing_fields
+from orchestrator.core.drift import note_missing_fields
+from orchestrator.core.errors import redact_secrets
+from orchestrator.core.events import EventFactory, RuntimeEvent, TextChannel, Usage, usage_of
 
 from .dialect import (
     ApiRetryLine,

@@ -19,20 +19,3 @@ from .normalize import Price as Price
 from .normalize import classify_failure as classify_failure
 from .normalize import normalize_app as normalize_app
 from .normalize import normalize_exec as normalize_exec
-
-__all__ = [
-    "AppState",
-    "CodexAdapter",
-    "CodexCodec",
-    "CodexConfig",
-    "CodexProvider",
-    "CodexSession",
-    "ExecState",
-    "JsonRpcClient",
-    "Price",
-    "classify_failure",
-    "decode_exec_line",
-    "decode_rpc_line",
-    "normalize_app",
-    "normalize_exec",
-]

@@ -40,14 +40,20 @@ from typing import Any, Final
 import attrs
 import trio
 
-from orchestrator.adapter import Capabilities, NativeHomeClaim, RunHandle, StartOpts, TaskHandle
-from orchestrator.errors import (
+from orchestrator.core.adapter import (
+    Capabilities,
+    NativeHomeClaim,
+    RunHandle,
+    StartOpts,
+    TaskHandle,
+)
+from orchestrator.core.errors import (
     ProtocolError,
     RingleaderError,
     RuntimeReportedError,
     RuntimeStartError,
 )
-from orchestrator.events import EventFactory, RuntimeEvent, now_ms
+from orchestrator.core.events import EventFactory, RuntimeEvent, now_ms
 
 from .._cli import (
     CliAdapterBase,

@@ -9,10 +9,10 @@ cut apart by their opening bytes as Claude Code's deltas are: Codex lines are sh
 strings must be checked for escapes and control characters, and doing that in Python costs more
 than ``orjson.loads`` of the whole line (2.8 µs against 0.6 µs for an app-server text delta;
 measured 2026-11-26). Every field is optional and every accessor checks the type it reads, so unknown fields, missing
-fields and unknown frame types never raise (DESIGN §1: tolerant dialects). Only a line that is
-not a JSON object at all is a :class:`~orchestrator.errors.ProtocolError`.
+fields and unknown frame types never raise (docs/architecture.md, Contracts: dialects). Only a line that is
+not a JSON object at all is a :class:`~orchestrator.core.errors.ProtocolError`.
 
-Exec (measured on Codex 0.169.0, runtimes.md §2.4–2.5)::
+Exec (measured on Codex 0.169.0, docs/runtimes.md §2.4–2.5)::
 
     {"type":"thread.started","thread_id":"01a2…"}
     {"type":"turn.started"}
@@ -24,7 +24,7 @@ Exec (measured on Codex 0.169.0, runtimes.md §2.4–2.5)::
 Item types: ``agent_message``, ``reasoning``, ``command_execution``, ``file_change``,
 ``mcp_tool_call``, ``web_search``, ``todo_list``, ``error`` (a non-fatal warning item).
 
-App-server (runtimes.md §2.9): one JSON object per line, no ``"jsonrpc"`` field; a message with
+App-server (docs/runtimes.md §2.9): one JSON object per line, no ``"jsonrpc"`` field; a message with
 ``id`` and ``result``/``error`` is a response, with ``id`` and ``method`` a server request (tool
 approvals), with only ``method`` a notification.
 """

@@ -4,7 +4,7 @@ Everything here is about the *process*; the event mapping lives in :mod:`.normal
 
 * :class:`CodexProvider` — a custom model provider (``wire_api = "responses"``), the only way to
   point Codex at a local server: ``OPENAI_BASE_URL`` is ignored and ``openai_base_url`` tries
-  WebSockets first (runtimes.md §2.2, §6.2 #3). The API key travels in an environment variable
+  WebSockets first (docs/runtimes.md §2.2, §6.2 #3). The API key travels in an environment variable
   named by ``env_key``, never on the command line.
 * :func:`exec_argv` / :func:`app_server_argv` — the argv (no shell), with plugins and analytics
   off (no outbound traffic besides the model server), the sandbox as a ``-c`` override (``exec
@@ -15,7 +15,7 @@ Everything here is about the *process*; the event mapping lives in :mod:`.normal
   directory: Codex warns on every command there).
 * :class:`JsonRpcClient` (the shared one, :mod:`adapters._jsonrpc`, without the ``"jsonrpc"``
   member Codex does not need) — requests with ids over the child's stdin, responses routed back by the
-  adapter's reader (app-server, runtimes.md §2.9).
+  adapter's reader (app-server, docs/runtimes.md §2.9).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 
-from orchestrator.errors import ConfigError
-from orchestrator.events import Usage
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import Usage
 
 from .._jsonrpc import JsonRpcClient
 from .._process import DEFAULT_ENV_ALLOW, child_env

@@ -48,7 +48,7 @@ limits: ``account/rateLimits/updated`` with a used-up window (``usedPercent`` â‰
 ``status{rate_limited, resets_at}`` (its ``resetsAt``), an ``error`` whose ``codexErrorInfo`` is a
 429 or ``usageLimitExceeded`` is ``status{rate_limited}``, and a turn that fails on one is
 ``error{rate_limited}`` (the runner then parks the task until the reset; see
-``orchestrator.governance.ratelimit``).
+``orchestrator.engine.governance.ratelimit``).
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ from typing import Any, Final, NamedTuple, cast
 
 import attrs
 
-from orchestrator.events import EventFactory, RuntimeEvent, Usage, usage_of
-from orchestrator.governance.drift import note_missing_fields
+from orchestrator.core.drift import note_missing_fields
+from orchestrator.core.events import EventFactory, RuntimeEvent, Usage, usage_of
 
 from .._jsonrpc import as_float
 from .dialect import (

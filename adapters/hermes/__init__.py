@@ -4,5 +4,3 @@
 from .adapter import HermesAdapter as HermesAdapter
 from .adapter import HermesConfig as HermesConfig
 from .adapter import hermes_config_yaml as hermes_config_yaml
-
-__all__ = ["HermesAdapter", "HermesConfig", "hermes_config_yaml"]

@@ -10,7 +10,7 @@
   own "smart" mode), no environment probe, no lazy installs. The key is never written: the file
   says ``api_key: ${NAME}`` and the child gets that one variable (Hermes expands it).
 * **Honest failures.** Hermes reports a model failure as ordinary assistant text with
-  ``stopReason: end_turn`` and no ``usage`` (runtimes.md §4.4). When a prompt ends that way, its
+  ``stopReason: end_turn`` and no ``usage`` (docs/runtimes.md §4.4). When a prompt ends that way, its
   session store (``state.db``) is read: if no assistant message was recorded after the prompt,
   the run fails with the text Hermes streamed (``error{server_error|rate_limited|auth_error|
   runtime_reported}`` + ``done{error}``).
@@ -30,13 +30,9 @@ from typing import Final, Literal
 import attrs
 import trio
 
-from orchestrator.adapter import Capabilities, HealthResult, NativeHomeClaim
-from orchestrator.errors import (
-    ConfigError,
-    RingleaderError,
-    RuntimeReportedError,
-)
-from orchestrator.events import now_ms
+from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
+from orchestrator.core.errors import ConfigError, RingleaderError, RuntimeReportedError
+from orchestrator.core.events import now_ms
 
 from .._jsonrpc import as_dict, as_str
 from .._runtimes import runtime_binary

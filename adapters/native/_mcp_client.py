@@ -36,7 +36,7 @@ from mcp_types import (
 )
 from mcp_types import Tool as McpTool
 
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     ConfigError,
     LineTooLongError,
     McpServerDiedError,
@@ -47,7 +47,7 @@ from orchestrator.errors import (
     redact_secrets,
     single_exception,
 )
-from orchestrator.redact import register_secret
+from orchestrator.core.redact import register_secret
 
 from .._process import ChildProcess, child_env, open_child
 from .mcp import (

@@ -13,7 +13,7 @@ one ``done``, open tool calls closed, streams closed after ``done``).
 * ``write_context`` steers the live conversation: the text is appended as a user message at the
   next turn boundary. A steer that arrives while the final answer is generated still lands: the
   loop keeps going, and if it arrives after the loop returned the run continues on it before
-  ``done`` (the reference drops it). Keys other than the steer key are also written to the run's
+  ``done`` (the original executor drops it). Keys other than the steer key are also written to the run's
   working directory (confined), and reach the model as ``[context update: key]``.
 * cost is cumulative and honest: USD from a user-extendable :class:`~.pricing.PriceTable`,
   ``None`` for an unpriced model.
@@ -21,7 +21,7 @@ one ``done``, open tool calls closed, streams closed after ``done``).
   ``cwd``, behind a :class:`~.policy.PermissionPolicy` (default ``workspace-write``: files read
   and written, ``bash`` asks, and asking without a ``permission_handler`` denies — unless the
   run's ``StartOpts.approvals_db`` names an approval book, where the call waits for a person,
-  durably: :mod:`orchestrator.approvals`); the run's ``child_tool_blocklist`` removes tools by
+  durably: :mod:`orchestrator.core.approvals`); the run's ``child_tool_blocklist`` removes tools by
   name.
 * the app layer: ``app(glove, opts)`` (sync or async) defines hooks, skills and sub-agents on
   each run's Glove; skills in ``<cwd>/.claude/skills/<name>/SKILL.md`` (``skills_dir``) are
@@ -64,7 +64,8 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
-from orchestrator.adapter import (
+from orchestrator.core.adapter import (
+    STEER_KEY,
     Capabilities,
     HealthResult,
     NativeHomeClaim,
@@ -72,14 +73,14 @@ from orchestrator.adapter import (
     StartOpts,
     TaskHandle,
 )
-from orchestrator.approvals import ApprovalBook
-from orchestrator.errors import (
+from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.errors import (
     ConfigError,
     McpServerDiedError,
     RingleaderError,
     redact_secrets,
 )
-from orchestrator.events import now_ms
+from orchestrator.core.events import now_ms
 
 from .._base import (
     AdapterBase,
@@ -117,7 +118,6 @@ from .workspace import workspace_tools as workspace_tools_for
 
 __all__ = [
     "DISPLAY_KEY_PREFIX",
-    "STEER_KEY",
     "NativeAdapter",
     "NativeCodec",
     "RecordedCall",
@@ -130,8 +130,6 @@ _WORKSPACE_CACHE_MAX = 64
 """Directories whose built-in tools an adapter keeps built (the oldest is dropped first), and
 turn limits whose loop configuration it keeps."""
 
-STEER_KEY = ".ringleader/signal"
-"""The ``write_context`` key whose value is steered in verbatim (``orchestrator.actor`` uses it)."""
 DISPLAY_KEY_PREFIX = ".ringleader/display/"
 """``write_context`` keys under this prefix answer display slots (``display=True``)."""
 

@@ -8,7 +8,7 @@ does the same with the in-process scripted model, so the demo also runs with not
 
 from __future__ import annotations
 
-from orchestrator.adapter import StartOpts
+from orchestrator.core.adapter import StartOpts
 
 from .adapter import NativeAdapter
 from .models.base import ModelAdapter

@@ -9,10 +9,10 @@ Per call, in order (Glove's steps, with the Part C decisions):
    with ``jsonschema``); a compact error naming each field (C#10);
 4. permission, on the *validated* input, fail-closed (C#21): the tool's policy verdict
    (:mod:`.policy`) ``deny`` denies, ``allow`` runs, ``ask`` consults the store and the approval
-   handler (the request's, else the executor's; :mod:`orchestrator.approvals`), which may
+   handler (the request's, else the executor's; :mod:`orchestrator.core.approvals`), which may
    approve (with an edited input, validated again), or reject with a message the model sees; a
    store without the permissions capability denies; an ``unset`` decision with no handler raises
-   :class:`~orchestrator.errors.ToolApprovalRequiredError` (``unhandled="raise"``, the library
+   :class:`~orchestrator.core.errors.ToolApprovalRequiredError` (``unhandled="raise"``, the library
    default) or denies (``unhandled="deny"``, the adapter's);
 5. run, with a per-tool timeout (C#16), retries for ``idempotent`` tools with backoff (C#15), and
    ``un_abortable`` tools shielded from a cancel for a grace period (C#42).
@@ -37,14 +37,14 @@ import attrs
 import trio
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.approvals import (
+from orchestrator.core.approvals import (
     ApprovalDecision,
     ApprovalHandler,
     ApprovalRequest,
     RecordingHandler,
     as_decision,
 )
-from orchestrator.errors import ToolApprovalRequiredError
+from orchestrator.core.errors import ToolApprovalRequiredError
 
 from .cancel import CancelToken
 from .lifecycle import Lifecycle, RequestApproval, RunStopped
@@ -60,7 +60,7 @@ _log = logging.getLogger(__name__)
 
 PermissionRequest = ApprovalRequest
 """The request an approval handler gets (the older name of
-:class:`orchestrator.approvals.ApprovalRequest`)."""
+:class:`orchestrator.core.approvals.ApprovalRequest`)."""
 PermissionHandler: TypeAlias = ApprovalHandler
 Unhandled: TypeAlias = Literal["raise", "deny"]
 """What an ``ask`` with no approval handler does (see the module docstring)."""

@@ -30,7 +30,7 @@ from typing import Any, Self, TypeVar
 import attrs
 from pydantic import BaseModel
 
-from orchestrator.approvals import ApprovalHandler
+from orchestrator.core.approvals import ApprovalHandler
 from tiers import AssembledPrompt, PromptTiers, assemble_tiers
 
 from .cancel import CancelToken

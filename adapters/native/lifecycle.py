@@ -133,7 +133,7 @@ class RequestApproval:
     """Ask the run's approval handler before the call runs, whatever the policy says (Anvia's
     ``tool.requestApproval``; a policy ``deny`` still denies): ``reason`` goes with the request,
     ``reject_message`` is what the model sees when a rejection gives none. With no handler the
-    library run raises ``ToolApprovalRequiredError`` (:mod:`orchestrator.approvals`)."""
+    library run raises ``ToolApprovalRequiredError`` (:mod:`orchestrator.core.approvals`)."""
 
     reason: str | None = None
     reject_message: str | None = None

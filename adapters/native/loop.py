@@ -9,7 +9,7 @@ One request, in order:
    is checked (an exact cap of ``max_turns`` model calls, the final answer included); the model is
    called on the context view with a per-turn snapshot of the tool list; the reply is stored and
    its usage counted; a reply without tool calls ends the request — unless a steer arrived while
-   it was being generated, in which case the loop goes on so the steer lands (the reference loses
+   it was being generated, in which case the loop goes on so the steer lands (the original executor loses
    it); otherwise the tools run and their results are stored as one user message;
 4. model calls that fail with a transient error (429, 5xx, network) are retried with full-jitter
    backoff (``Retry-After`` honoured) unless the call already streamed something (C#43);
@@ -34,8 +34,8 @@ from typing import Any, Literal, Protocol, TypeAlias
 import attrs
 import trio
 
-from orchestrator.approvals import ApprovalHandler
-from orchestrator.errors import OutputValidationError
+from orchestrator.core.approvals import ApprovalHandler
+from orchestrator.core.errors import OutputValidationError
 
 from .cancel import CancelToken
 from .compaction import CompactionConfig, build_summary_message, should_compact

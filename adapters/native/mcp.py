@@ -22,8 +22,8 @@ Lifetime: :func:`open_mcp_servers` opens a nursery; each server has one *holder*
 its transport and ``ClientSession`` and waits until the block ends, so the servers start in
 parallel and close together, and no child outlives the block. A server that cannot start (spawn,
 handshake, ``tools/list``, ``start_timeout_s``) stops the others and raises
-:class:`~orchestrator.errors.McpStartError`. A server that dies while in use is reported once to
-``on_died`` (a :class:`~orchestrator.errors.McpServerDiedError`); every call of its tools then
+:class:`~orchestrator.core.errors.McpStartError`. A server that dies while in use is reported once to
+``on_died`` (a :class:`~orchestrator.core.errors.McpServerDiedError`); every call of its tools then
 ends in an error result that says so, and the run goes on (the model can do without it). A
 server's ``notifications/tools/list_changed`` re-lists its tools into :attr:`McpHub.tools` and
 calls ``on_tools_changed``; a tool call whose server announced a change before answering
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import attrs
 
-from orchestrator.errors import ConfigError, McpServerDiedError
+from orchestrator.core.errors import ConfigError, McpServerDiedError
 
 from .policy import Decision
 from .tools import Tool

@@ -15,7 +15,7 @@ adapter can count and surface it.
 
 from __future__ import annotations
 
-from orchestrator.events import ApprovalCall, EventFactory, RuntimeEvent, usage_of
+from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent, usage_of
 
 from .messages import format_tool_result_content
 from .pricing import PriceTable

@@ -24,7 +24,7 @@ from typing import Final, Literal, TypeAlias, cast, get_args
 
 import attrs
 
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 __all__ = [
     "FULL_ACCESS",

@@ -3,7 +3,7 @@
 A price covers fresh input, output, and (when known) cache reads and writes; without explicit
 cache prices, reads cost 10% and writes 125% of the input price (Anthropic's multipliers). A
 model not in the table has an unknown price: :meth:`PriceTable.cost` returns ``None``, never 0.
-Lookup is exact after stripping a trailing ``-YYYYMMDD`` (no fuzzy matching, like the reference).
+Lookup is exact after stripping a trailing ``-YYYYMMDD`` (no fuzzy matching, like the original executor).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ by prefix on their own (OpenAI) receive the same text.
 
 from __future__ import annotations
 
-from orchestrator.adapter import StartOpts
+from orchestrator.core.adapter import StartOpts
 
 from .messages import ContentPart
 

@@ -26,7 +26,7 @@ import attrs
 import trio
 from pydantic import BaseModel, Field
 
-from orchestrator.errors import LineTooLongError, RuntimeNotFoundError, RuntimeStartError
+from orchestrator.core.errors import LineTooLongError, RuntimeNotFoundError, RuntimeStartError
 
 from .._process import DEFAULT_ENV_ALLOW, ChildProcess, child_env, open_child
 from .messages import ToolResultData

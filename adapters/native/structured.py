@@ -13,7 +13,7 @@
    message and the model answers again, at most ``output_retries`` times (each retry is a model
    call and counts against ``max_turns``);
 4. the validated value is ``AskResult.output``; when the retries are spent the request raises
-   :class:`~orchestrator.errors.OutputValidationError` (``error{fatal, code: output_invalid}``
+   :class:`~orchestrator.core.errors.OutputValidationError` (``error{fatal, code: output_invalid}``
    on the adapter's stream).
 
 Where Anvia differs: 0.26 only hands the schema to the provider and never validates; v1 parses,

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
-from orchestrator.approvals import ApprovalRequest
+from orchestrator.core.approvals import ApprovalRequest
 
 from .messages import Message, TokenCounter, ToolCall, ToolResultData
 

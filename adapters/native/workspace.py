@@ -32,7 +32,7 @@ import attrs
 import trio
 from pydantic import BaseModel, Field
 
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 from .._confine import EscapeError, open_beneath, write_beneath
 from .messages import ToolErrorKind, ToolResultData
@@ -615,7 +615,7 @@ def workspace_tools(
 ) -> list[Tool[Any]]:
     """The built-in tools confined to ``root``, each carrying ``policy``'s verdict.
 
-    ``names`` picks a subset (unknown names raise :class:`~orchestrator.errors.ConfigError`); ``bash`` and ``limits`` tune
+    ``names`` picks a subset (unknown names raise :class:`~orchestrator.core.errors.ConfigError`); ``bash`` and ``limits`` tune
     the shell and the output caps.
     """
     ws = Workspace(os.fspath(root), limits or WorkspaceLimits())

@@ -11,15 +11,3 @@ from .client import open_gateway_client as open_gateway_client
 from .gateway import GatewayManager as GatewayManager
 from .gateway import GatewaySettings as GatewaySettings
 from .gateway import ModelProvider as ModelProvider
-
-__all__ = [
-    "AGENT_FILES",
-    "GatewayClient",
-    "GatewayManager",
-    "GatewaySettings",
-    "ModelProvider",
-    "OpenClawAdapter",
-    "OpenClawCodec",
-    "OpenClawConfig",
-    "open_gateway_client",
-]

@@ -30,7 +30,7 @@ WebSocket connection (:mod:`adapters.openclaw.client`) carries every run.
 * Tool blocklist: OpenClaw has no per-run tool policy in ``agent``; the blocklist is applied
   gateway-wide (``tools.deny``) when the adapter starts the gateway with it
   (``GatewaySettings.tool_deny``). A run whose blocklist the gateway does not already enforce is
-  refused with :class:`~orchestrator.errors.ConfigError` rather than run with tools it must not
+  refused with :class:`~orchestrator.core.errors.ConfigError` rather than run with tools it must not
   have.
 """
 
@@ -48,20 +48,14 @@ from typing import Any, Final
 import attrs
 import trio
 
-from orchestrator.adapter import (
-    Capabilities,
-    HealthResult,
-    RunHandle,
-    StartOpts,
-    TaskHandle,
-)
-from orchestrator.errors import (
+from orchestrator.core.adapter import Capabilities, HealthResult, RunHandle, StartOpts, TaskHandle
+from orchestrator.core.errors import (
     ConfigError,
     RingleaderError,
     RuntimeExitedError,
     RuntimeReportedError,
 )
-from orchestrator.events import now_ms
+from orchestrator.core.events import now_ms
 
 from .._base import AdapterBase, validate_context_key
 from .._confine import EscapeError, write_beneath

@@ -11,7 +11,7 @@ One :class:`GatewayClient` holds one connection and serves every run of an adapt
   trusted local backend (``client.id:"gateway-client"``, ``mode:"backend"``); ``hello-ok``
   completes it. ``UNAVAILABLE`` with ``retryable`` (``startup-sidecars``) and a refused connection
   while the gateway starts are retried; a wrong token is permanent
-  (:class:`~orchestrator.errors.RuntimeStartError`).
+  (:class:`~orchestrator.core.errors.RuntimeStartError`).
 * **Requests** are correlated by id (:meth:`GatewayClient.request`). The ``agent`` method answers
   twice under one id: :meth:`GatewayClient.start_agent` returns the first answer
   (``accepted``) and delivers the second (the run's final result) to the run's subscription, in
@@ -19,7 +19,7 @@ One :class:`GatewayClient` holds one connection and serves every run of an adapt
 * **Events** are routed by ``payload.runId`` to the subscription of that run, else by
   ``payload.sessionKey`` (:meth:`GatewayClient.subscribe`). Frames for nobody are dropped.
 * **Reconnect** — when the connection drops, every pending request fails with
-  :class:`~orchestrator.errors.RuntimeExitedError`, every subscription gets a
+  :class:`~orchestrator.core.errors.RuntimeExitedError`, every subscription gets a
   :class:`Disconnected` marker, and the client reconnects with exponential backoff; after
   ``hello-ok`` every subscription gets :class:`Reconnected`.
 """
@@ -39,7 +39,7 @@ import trio
 from httpx2.websockets import HTTPXWSException
 from httpx2.websockets._api import AsyncWebSocketSession, aconnect_ws
 
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     AdapterError,
     ProtocolError,
     RuntimeExitedError,
@@ -333,7 +333,7 @@ class GatewayClient:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Connect, serve, reconnect with backoff until cancelled. ``started`` after the first
         ``hello-ok``; a permanent failure (or no connection within ``connect_timeout``) before
-        that raises :class:`~orchestrator.errors.RuntimeStartError`."""
+        that raises :class:`~orchestrator.core.errors.RuntimeStartError`."""
         started = False
         delay = self.backoff_initial
         deadline = trio.current_time() + self.connect_timeout

@@ -1,6 +1,6 @@
 """OpenClaw's Gateway protocol (version 4) as typed frames.
 
-The Gateway speaks JSON text frames over a WebSocket (runtimes.md §3.3):
+The Gateway speaks JSON text frames over a WebSocket (docs/runtimes.md §3.3):
 
 * request ``{type:"req", id, method, params}`` (we send these);
 * response ``{type:"res", id, ok, payload | error:{code, message, details?, retryable?,
@@ -22,7 +22,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from orchestrator.errors import ProtocolError
+from orchestrator.core.errors import ProtocolError
 
 __all__ = [
     "PROTOCOL_VERSION",

@@ -1,6 +1,6 @@
 """The OpenClaw Gateway process: start one and share it, or attach to a running one.
 
-A gateway is heavy (~11 s to ``hello-ok``, ~1.2 GB resident: runtimes.md §3.10), so one serves
+A gateway is heavy (~11 s to ``hello-ok``, ~1.2 GB resident: docs/runtimes.md §3.10), so one serves
 every session of an adapter (OpenClaw is a *connected substrate*). :class:`GatewayManager`
 
 * **starts** ``openclaw gateway run`` on loopback with token auth, a generated config
@@ -33,7 +33,12 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from orchestrator.errors import ConfigError, RuntimeExitedError, RuntimeStartError, redact_secrets
+from orchestrator.core.errors import (
+    ConfigError,
+    RuntimeExitedError,
+    RuntimeStartError,
+    redact_secrets,
+)
 
 from .._jsonl import Frame
 from .._process import ChildProcess, child_env, open_child
@@ -184,7 +189,7 @@ def gateway_env(
     settings: GatewaySettings, *, state_dir: Path, config_path: Path, tmp_dir: Path
 ) -> dict[str, str]:
     """The gateway's environment: allow-listed variables, Node 24 first on ``PATH``, the state
-    and config paths, and the embedding flags that stop background work (runtimes.md §3.3)."""
+    and config paths, and the embedding flags that stop background work (docs/runtimes.md §3.3)."""
     extra = {
         "HOME": str(state_dir / "home"),
         "TMPDIR": str(tmp_dir),

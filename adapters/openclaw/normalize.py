@@ -1,7 +1,7 @@
 """OpenClaw Gateway frames → ``RuntimeEvent``s: pure functions of (frame, state, factory).
 
 One run is one ``agent`` request. Its frames are the ``event:"agent"`` items of that run id and
-the request's final response. The rules (runtimes.md §3.3–3.7, and the traps seen in real
+the request's final response. The rules (docs/runtimes.md §3.3–3.7, and the traps seen in real
 2026.9.6 frames):
 
 * ``assistant`` frames carry both the cumulative ``text`` of an item and a ``delta``; events carry
@@ -31,7 +31,7 @@ from typing import Final, Literal
 
 import attrs
 
-from orchestrator.events import EventFactory, RuntimeEvent, Usage
+from orchestrator.core.events import EventFactory, RuntimeEvent, Usage
 
 from .dialect import (
     AgentFrame,

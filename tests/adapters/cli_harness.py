@@ -18,7 +18,7 @@ from adapters._process import ChildProcess
 from adapters._runtimes import PINNED_VERSIONS
 from contract import RecordedCall
 from contract.fake_cli import fake_cli_argv
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 
 Frame = list[dict[str, Any]]
 """What a harness sends to the fake for one abstract event."""

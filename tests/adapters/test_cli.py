@@ -15,7 +15,7 @@ from adapters._runs import RunTable
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
 from adapters.codex import CodexAdapter, CodexConfig
 from contract.fake_cli import fake_cli_argv
-from orchestrator import (
+from orchestrator.core import (
     Done,
     ErrorEvent,
     RunHandle,

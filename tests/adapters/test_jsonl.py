@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters._jsonl import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer
-from orchestrator.errors import LineTooLongError, ProtocolError
+from orchestrator.core.errors import LineTooLongError, ProtocolError
 
 
 def reference(data: bytes, cap: int) -> list[bytes | tuple[str, int]]:

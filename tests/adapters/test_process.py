@@ -16,13 +16,13 @@ from trio.testing import wait_all_tasks_blocked
 
 from adapters._jsonl import Frame
 from adapters._process import _SPAWNER, ChildProcess, child_env, open_child  # pyright: ignore[reportPrivateUsage]
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     LineTooLongError,
     RuntimeExitedError,
     RuntimeNotFoundError,
     RuntimeStartError,
 )
-from orchestrator.lifetime import ProcessRegistry, current_process_registry
+from orchestrator.core.lifetime import ProcessRegistry, current_process_registry
 
 GRACE = 0.3
 
@@ -197,7 +197,7 @@ GRANDCHILD = (
 
 async def test_grandchild_is_dead_after_terminate_even_when_the_child_exits_first() -> None:
     # The child dies on SIGINT at once; its grandchild ignores SIGINT and SIGTERM. Escalation must
-    # continue on the group after the direct child is gone (the reference bug orphaned it).
+    # continue on the group after the direct child is gone (the original executor's bug orphaned it).
     code = GRANDCHILD + "import time\ntime.sleep(30)"
     async with open_child(py(code), env=env(), sigint_grace=GRACE, sigterm_grace=GRACE) as child:
         lines = await read_until(child, b"ready")

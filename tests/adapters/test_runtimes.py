@@ -13,7 +13,7 @@ import pytest
 from adapters import _runtimes
 from adapters._process import child_env, open_child
 from adapters._runtimes import install_hint, installed_spec, runtime_binary, runtime_path_dirs
-from orchestrator.errors import ConfigError, RuntimeNotFoundError
+from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
 
 
 def test_missing_runtime_raises_with_install_hint(

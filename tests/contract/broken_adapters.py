@@ -7,9 +7,9 @@ from typing import Any, Self
 
 from adapters.scripted import ScriptedAdapter
 from contract import ScriptedHarness
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
-from orchestrator.events import Cost, Done, RuntimeEvent, TextDelta, ToolResult, Usage
-from orchestrator.queue import QueueEventStream
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.events import Cost, Done, RuntimeEvent, TextDelta, ToolResult, Usage
+from orchestrator.core.queue import QueueEventStream
 
 
 class RewritingStream:

@@ -26,7 +26,7 @@ from adapters._runs import RunEmitter
 from adapters.scripted import ScriptedFrame, TextFrame, normalize_frame, parse_frame
 from contract import RecordedCall, ScriptedFrames
 from contract.fake_cli import fake_cli_argv
-from orchestrator import (
+from orchestrator.core import (
     Capabilities,
     HealthResult,
     LineTooLongError,

@@ -21,7 +21,7 @@ from contract.fake_cli import (
     grandchild_pids,
     hang_switch,
 )
-from orchestrator.errors import LineTooLongError
+from orchestrator.core.errors import LineTooLongError
 
 GRACE = 0.3
 REPO = Path(__file__).resolve().parents[2]

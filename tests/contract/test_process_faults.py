@@ -19,7 +19,7 @@ from adapters._process import child_env
 from adapters.scripted import ResultFrame, normalize_frame, parse_frame
 from contract import ContractViolation, ProcessFaultContract
 from contract.fake_cli import fake_cli_argv
-from orchestrator import (
+from orchestrator.core import (
     Capabilities,
     EventFactory,
     ProtocolError,

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from contract.model_server import ModelServer, serve_model_server
+from orchestrator.model_server import ModelServer, serve_model_server
 
 
 @pytest.fixture

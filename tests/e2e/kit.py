@@ -18,11 +18,11 @@ import trio
 from adapters._process import ChildProcess
 from adapters._runtimes import install_hint, runtime_binary
 from contract import check_stream, collect_run
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
-from orchestrator.errors import RuntimeNotFoundError
-from orchestrator.events import Done, RuntimeEvent, Status, TextDelta, event_to_json
-from orchestrator.governance.drift import missing_fields, unknown_frame_type
-from orchestrator.queue import QueueEventStream
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.drift import missing_fields, unknown_frame_type
+from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.events import Done, RuntimeEvent, Status, TextDelta, event_to_json
+from orchestrator.core.queue import QueueEventStream
 
 
 class ChildRuntime(RuntimeAdapter, Protocol):

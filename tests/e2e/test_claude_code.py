@@ -23,10 +23,8 @@ import trio
 
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, Mode, PermissionDecision
 from contract import check_stream, collect_run
-from contract.model_server import ModelServer
-from orchestrator.actor import STEER_KEY
-from orchestrator.adapter import RunHandle
-from orchestrator.events import (
+from orchestrator.core.adapter import STEER_KEY, RunHandle
+from orchestrator.core.events import (
     Cost,
     ErrorEvent,
     RuntimeEvent,
@@ -35,6 +33,7 @@ from orchestrator.events import (
     ToolCall,
     ToolResult,
 )
+from orchestrator.model_server import ModelServer
 
 from .kit import (
     alive,

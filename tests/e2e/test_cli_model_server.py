@@ -24,9 +24,8 @@ import pytest
 import trio
 
 from adapters._runtimes import install_hint, runtime_binary
-from orchestrator.errors import RuntimeNotFoundError
-from orchestrator.eventlog import EventLog, RunRow
-from orchestrator.events import (
+from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.events import (
     Done,
     ErrorEvent,
     RuntimeEvent,
@@ -35,6 +34,7 @@ from orchestrator.events import (
     ToolResult,
     event_from_json,
 )
+from orchestrator.engine.eventlog import EventLog, RunRow
 
 pytestmark = pytest.mark.e2e
 

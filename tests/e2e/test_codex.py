@@ -24,9 +24,8 @@ import trio
 from adapters.codex import CodexAdapter, CodexConfig, CodexProvider
 from adapters.codex.driver import Mode, default_state_root
 from contract import check_stream, collect_run
-from contract.model_server import ModelServer
-from orchestrator.adapter import RunHandle
-from orchestrator.events import (
+from orchestrator.core.adapter import RunHandle
+from orchestrator.core.events import (
     Cost,
     ErrorEvent,
     RuntimeEvent,
@@ -35,6 +34,7 @@ from orchestrator.events import (
     ToolCall,
     ToolResult,
 )
+from orchestrator.model_server import ModelServer
 
 from .kit import (
     alive,

@@ -12,17 +12,10 @@ import trio
 
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
 from contract import check_stream
-from contract.model_server import ModelServer
-from orchestrator import (
-    Cost,
-    Done,
-    ErrorEvent,
-    Runner,
-    RuntimeEvent,
-    RuntimeRegistry,
-    TaskSpec,
-)
-from orchestrator.governance import Budget, Governance
+from orchestrator.core import Cost, Done, ErrorEvent, RuntimeEvent, RuntimeRegistry
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.governance import Budget, Governance
+from orchestrator.model_server import ModelServer
 
 from .kit import assert_no_drift, installed
 

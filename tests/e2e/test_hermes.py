@@ -24,10 +24,9 @@ import trio
 from adapters._runtimes import install_hint, runtime_binary
 from adapters.hermes import HermesAdapter, HermesConfig
 from contract import check_stream
-from contract.model_server import ModelServer, serve_model_server
-from orchestrator.adapter import RunHandle, StartOpts, TaskHandle
-from orchestrator.errors import RuntimeNotFoundError
-from orchestrator.events import (
+from orchestrator.core.adapter import RunHandle, StartOpts, TaskHandle
+from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,
@@ -36,6 +35,7 @@ from orchestrator.events import (
     ToolCall,
     ToolResult,
 )
+from orchestrator.model_server import ModelServer, serve_model_server
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from adapters._runtimes import runtime_binary
-from contract.model_server import ModelServer, serve_model_server
+from orchestrator.model_server import ModelServer, serve_model_server
 
 pytestmark = pytest.mark.e2e
 

@@ -33,10 +33,9 @@ from adapters.openclaw import (
     OpenClawConfig,
 )
 from contract import check_stream, collect_run
-from contract.model_server import ModelServer, serve_model_server
-from orchestrator.adapter import RunHandle, StartOpts, TaskHandle
-from orchestrator.errors import RuntimeNotFoundError
-from orchestrator.events import (
+from orchestrator.core.adapter import RunHandle, StartOpts, TaskHandle
+from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,
@@ -46,6 +45,7 @@ from orchestrator.events import (
     ToolResult,
     event_to_json,
 )
+from orchestrator.model_server import ModelServer, serve_model_server
 
 pytestmark = pytest.mark.e2e
 

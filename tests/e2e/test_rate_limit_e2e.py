@@ -31,19 +31,10 @@ from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
 from adapters.codex import CodexAdapter, CodexConfig, CodexProvider
 from adapters.codex.driver import Mode, default_state_root
 from contract import check_stream
-from contract.model_server import ModelServer
-from orchestrator import (
-    Done,
-    ErrorEvent,
-    RestartPolicy,
-    Runner,
-    RuntimeEvent,
-    RuntimeRegistry,
-    Status,
-    TaskOutcome,
-    TaskSpec,
-)
-from orchestrator.governance import Governance
+from orchestrator.core import Done, ErrorEvent, RuntimeEvent, RuntimeRegistry, Status
+from orchestrator.engine import RestartPolicy, Runner, TaskOutcome, TaskSpec
+from orchestrator.engine.governance import Governance
+from orchestrator.model_server import ModelServer
 
 from .kit import assert_no_drift, installed, text
 

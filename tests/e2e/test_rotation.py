@@ -35,12 +35,12 @@ from typing import Any
 import attrs
 import pytest
 
-from contract.model_server import ModelServer, prefix_reuse_report, serve_model_server
-from orchestrator import EventLog, RotationRecord, Runner, TaskOutcome, TaskSpec
-from orchestrator.config import load_config
-from orchestrator.eventlog import RunRow, SessionRow
-from orchestrator.feed import RecordingSink
-from orchestrator.registry import RuntimeRegistry, discover_runtimes
+from orchestrator.core.config import load_config
+from orchestrator.core.registry import RuntimeRegistry, discover_runtimes
+from orchestrator.engine import EventLog, RotationRecord, Runner, TaskOutcome, TaskSpec
+from orchestrator.engine.eventlog import RunRow, SessionRow
+from orchestrator.engine.feed import RecordingSink
+from orchestrator.model_server import ModelServer, prefix_reuse_report, serve_model_server
 
 from .kit import installed
 
@@ -88,7 +88,7 @@ AFTER_USAGE = {"input_tokens": 300, "output_tokens": 7}
 
 
 def expected_note(last_progress: str) -> str:
-    """The handoff note as the reference renders it (``rotation.build_rotation_handoff_note``)."""
+    """The handoff note as the original executor renders it (``rotation.build_rotation_handoff_note``)."""
     return (
         "Session handoff (rotation): the previous session reached its context limit.\n"
         "- Reason: context_watermark\n"

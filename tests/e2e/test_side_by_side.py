@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from adapters._runtimes import install_hint, runtime_binary
-from orchestrator.errors import RuntimeNotFoundError
-from orchestrator.events import event_from_json
+from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.events import event_from_json
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from adapters import AdapterBase
 from adapters._process import ChildProcess, child_env, open_child
 from adapters._runs import RunEmitter
 from adapters.scripted import InitFrame, ScriptedCodec, normalize_frame, parse_frame
-from orchestrator import (
+from orchestrator.core import (
     Capabilities,
     LineTooLongError,
     ProtocolError,

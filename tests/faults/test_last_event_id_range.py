@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx2
 import trio
 
-from orchestrator import EventFactory
-from orchestrator.eventlog import EventLog
-from orchestrator.feed import Feed, serve_feed
+from orchestrator.core import EventFactory
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.feed import Feed, serve_feed
 
 
 async def test_out_of_range_or_garbage_cursor_is_a_400(tmp_path: Path) -> None:

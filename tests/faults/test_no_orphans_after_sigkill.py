@@ -19,8 +19,8 @@ from pathlib import Path
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator.eventlog import EventLog
-from orchestrator.lifetime import ProcessIdentity
+from orchestrator.core.lifetime import ProcessIdentity
+from orchestrator.engine.eventlog import EventLog
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,8 +47,8 @@ ORCHESTRATOR = textwrap.dedent(
     """
     import sys, trio
     from orchestrator import Runner, RuntimeRegistry, TaskSpec
-    from orchestrator.eventlog import EventLog
-    from orchestrator.feed import RecordingSink
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import RecordingSink
     from tests.faults.pipe_runtime import PipeRuntime, python_argv
 
     db, state, pids, mode, fake = sys.argv[1:6]

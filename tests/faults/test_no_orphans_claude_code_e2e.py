@@ -18,9 +18,9 @@ import pytest
 import trio
 
 from adapters._runtimes import install_hint, runtime_binary
-from orchestrator.errors import RuntimeNotFoundError
-from orchestrator.eventlog import EventLog
-from orchestrator.lifetime import ProcessIdentity, marked_pids
+from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.lifetime import ProcessIdentity, marked_pids
+from orchestrator.engine.eventlog import EventLog
 
 pytestmark = pytest.mark.e2e
 
@@ -31,10 +31,10 @@ ORCHESTRATOR = textwrap.dedent(
     import sys, trio
     from pathlib import Path
     from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
-    from contract.model_server import serve_model_server
+    from orchestrator.model_server import serve_model_server
     from orchestrator import Runner, RuntimeRegistry, TaskSpec
-    from orchestrator.eventlog import EventLog
-    from orchestrator.feed import RecordingSink
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import RecordingSink
 
     db, state, ws, marker = sys.argv[1:5]
     MODEL = "claude-sonnet-4-6"

@@ -14,19 +14,19 @@ from pathlib import Path
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator import RuntimeRegistry
-from orchestrator.eventlog import EventLog
-from orchestrator.feed import RecordingSink
-from orchestrator.hosts import LocalHost
-from orchestrator.runner import Runner
+from orchestrator.core import RuntimeRegistry
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.feed import RecordingSink
+from orchestrator.engine.hosts import LocalHost
+from orchestrator.engine.runner import Runner
 
 ORCHESTRATOR = textwrap.dedent(
     """
     import sys, trio
     from adapters import ScriptedAdapter
     from orchestrator import Runner, RuntimeRegistry, TaskSpec
-    from orchestrator.eventlog import EventLog
-    from orchestrator.feed import RecordingSink
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import RecordingSink
 
     class Announce:
         seen = 0

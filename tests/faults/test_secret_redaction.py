@@ -18,9 +18,10 @@ from pathlib import Path
 import httpx2
 import trio
 
-from orchestrator import Runner, RuntimeRegistry, TaskSpec
-from orchestrator.eventlog import EventLog
-from orchestrator.feed import Feed, RecordingSink, serve_feed
+from orchestrator.core import RuntimeRegistry
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.feed import Feed, RecordingSink, serve_feed
 
 from .pipe_runtime import PipeRuntime, python_argv
 

@@ -9,16 +9,15 @@ from typing import Any
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator import (
+from orchestrator.core import (
     Capabilities,
     NativeHomeClaim,
-    Runner,
     RuntimeEvent,
     RuntimeRegistry,
     StartOpts,
-    TaskSpec,
 )
-from orchestrator.hosts.local import LocalHost
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.hosts.local import LocalHost
 
 RUNS = 200
 

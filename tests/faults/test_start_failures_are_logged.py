@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import Runner, RuntimeRegistry, StartOpts, TaskSpec
-from orchestrator.eventlog import EventLog
-from orchestrator.feed import RecordingSink
+from orchestrator.core import RuntimeRegistry, StartOpts
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.feed import RecordingSink
 
 from .pipe_runtime import ArgvFor, PipeRuntime
 

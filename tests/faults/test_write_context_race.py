@@ -15,7 +15,7 @@ import pytest
 
 from adapters import ScriptedAdapter
 from adapters._base import _write_context_file_sync as write_confined_sync  # pyright: ignore[reportPrivateUsage]
-from orchestrator import ConfigError, StartOpts, TaskHandle
+from orchestrator.core import ConfigError, StartOpts, TaskHandle
 
 ATTEMPTS = 3000
 _LIBC = ctypes.CDLL(None, use_errno=True)

@@ -13,7 +13,7 @@ import pydantic
 import pytest
 import trio
 
-from contract.model_server import ModelServer, Script, load_script, serve_model_server
+from orchestrator.model_server import ModelServer, Script, load_script, serve_model_server
 
 
 def anthropic_client(

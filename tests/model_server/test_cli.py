@@ -1,4 +1,4 @@
-"""`ringleader model-server --script FILE` and `python -m contract.model_server --script FILE`
+"""`ringleader model-server --script FILE` and `python -m orchestrator.model_server --script FILE`
 print the server's URL and serve until interrupted."""
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ def test_model_server_commands_serve_the_script_until_interrupted(tmp_path: Path
     log = tmp_path / "requests.jsonl"
     commands = [
         [sys.executable, "-m", "orchestrator.cli", "model-server", "--script", str(SCRIPT)],
-        [sys.executable, "-m", "contract.model_server", "--script", str(SCRIPT), "--log", str(log)],
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.model_server",
+            "--script",
+            str(SCRIPT),
+            "--log",
+            str(log),
+        ],
     ]
     # started together so that their (slow) imports overlap
     procs = [

@@ -8,8 +8,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contract.model_server import ToolCallSpec, Turn, anthropic_api, openai_chat, openai_responses
-from contract.model_server._sse import Ids
+from orchestrator.model_server import (
+    ToolCallSpec,
+    Turn,
+    anthropic_api,
+    openai_chat,
+    openai_responses,
+)
+from orchestrator.model_server._sse import Ids
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),

@@ -10,7 +10,7 @@ import httpx2
 import openai
 import pytest
 
-from contract.model_server import ModelServer, serve_model_server
+from orchestrator.model_server import ModelServer, serve_model_server
 
 TOOLS_MARKER = "[[scenario:tools]]"
 

@@ -17,12 +17,12 @@ from typing import IO, Any
 import pytest
 import trio
 
-from orchestrator.acp_server import event_to_update
-from orchestrator.approvals import ApprovalBook, ApprovalRequest, RunInfo, approve, reject
-from orchestrator.errors import ConfigError
-from orchestrator.eventlog import EventLog
-from orchestrator.events import ApprovalCall, EventFactory, Status
-from orchestrator.redact import redact_event
+from orchestrator.acp.server import event_to_update
+from orchestrator.core.approvals import ApprovalBook, ApprovalRequest, RunInfo, approve, reject
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import ApprovalCall, EventFactory, Status
+from orchestrator.core.redact import redact_event
+from orchestrator.engine.eventlog import EventLog
 
 DEADLINE_S = 60.0
 

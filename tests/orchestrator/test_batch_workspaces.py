@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import ConfigError, create_workspace, workspace_changes
-from orchestrator._batch import load_batch
+from orchestrator.cli.batch import load_batch
+from orchestrator.core import ConfigError
+from orchestrator.engine import create_workspace, workspace_changes
 
 
 def git(*args: str, cwd: Path) -> str:

@@ -1,4 +1,4 @@
-"""The board's projection (orchestrator/board.py): columns from events, property-tested."""
+"""The board's projection (orchestrator/board/projection.py): columns from events, property-tested."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.board import (
+from orchestrator.board.projection import (
     COLUMNS,
     TERMINAL_COLUMNS,
     Board,
@@ -18,9 +18,9 @@ from orchestrator.board import (
     column_of,
     project,
 )
-from orchestrator.board_server import read_board
-from orchestrator.eventlog import EventLog, LoggedEvent
-from orchestrator.events import ApprovalCall, EventFactory, RuntimeEvent, Usage
+from orchestrator.board.server import read_board
+from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent, Usage
+from orchestrator.engine.eventlog import EventLog, LoggedEvent
 
 ENDINGS = ("success", "max_turns", "aborted", "error", "interrupted", "start-failed")
 EXPECTED = {

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from orchestrator import Done, TextDelta, event_from_json
+from orchestrator.core import Done, TextDelta, event_from_json
 
 
 def ringleader(*args: str, state: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -21,11 +21,11 @@ HEAVY = (
     "ray",
     "opentelemetry",
     "rich.live",
-    "orchestrator.board_server",
-    "orchestrator.acp_server",
-    "orchestrator._sidebyside",
-    "orchestrator.hosts",
-    "orchestrator.otel",
+    "orchestrator.board.server",
+    "orchestrator.acp.server",
+    "orchestrator.cli.sidebyside",
+    "orchestrator.engine.hosts",
+    "orchestrator.engine.otel",
 )
 
 PROBE = f"""

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import (
+from orchestrator.core.config import (
     Config,
     RuntimeConfig,
     env_var_for,
     load_config,
     user_config_path,
 )
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 
 @pytest.fixture

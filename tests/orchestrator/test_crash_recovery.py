@@ -14,15 +14,15 @@ from pathlib import Path
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator.eventlog import EventLog
+from orchestrator.engine.eventlog import EventLog
 
 ORCHESTRATOR = textwrap.dedent(
     """
     import sys, trio
     from adapters import ScriptedAdapter
     from orchestrator import Runner, RuntimeRegistry, TaskSpec
-    from orchestrator.eventlog import EventLog
-    from orchestrator.feed import RecordingSink
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import RecordingSink
 
     class Announce:
         seen = 0

@@ -12,9 +12,10 @@ import trio
 
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
 from contract.fake_cli import fake_cli_argv
-from orchestrator import EventLog, Runner, RuntimeRegistry, Status, TaskSpec
-from orchestrator.feed import RecordingSink
-from orchestrator.governance.drift import drift_report, unknown_frame_type
+from orchestrator.core import RuntimeRegistry, Status
+from orchestrator.core.drift import drift_report, unknown_frame_type
+from orchestrator.engine import EventLog, Runner, TaskSpec
+from orchestrator.engine.feed import RecordingSink
 
 FIXTURE = (
     Path(__file__).resolve().parents[1] / "fixtures" / "claude_code" / "2.1.330" / "text.jsonl"
@@ -55,9 +56,9 @@ async def test_injected_unknown_frame_is_logged_and_reported_by_doctor(
     [finding] = drift_report(rows)
     assert finding.runtime_id == "claude-code" and finding.frame_types == {"brand_new_frame": 1}
 
-    from orchestrator._doctor import doctor
-    from orchestrator.config import load_config
-    from orchestrator.registry import discover_runtimes
+    from orchestrator.cli.doctor import doctor
+    from orchestrator.core.config import load_config
+    from orchestrator.core.registry import discover_runtimes
 
     monkeypatch.setenv("RINGLEADER_STATE_DIR", str(state))
     specs = discover_runtimes()
@@ -76,9 +77,9 @@ async def test_doctor_reports_each_runs_version_and_frames_missing_fields(
 ) -> None:
     """A runtime upgrade that drops a field the adapter reads (the result's USD) is drift too,
     reported against the version the run used."""
-    from orchestrator._doctor import doctor
-    from orchestrator.config import load_config
-    from orchestrator.registry import Installed, RuntimeSpec
+    from orchestrator.cli.doctor import doctor
+    from orchestrator.core.config import load_config
+    from orchestrator.core.registry import Installed, RuntimeSpec
 
     lines = FIXTURE.read_text(encoding="utf-8").splitlines()
     result = json.loads(lines[-1])
@@ -124,9 +125,9 @@ async def test_doctor_reports_each_runs_version_and_frames_missing_fields(
 
 
 async def test_doctor_lists_open_breakers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator._doctor import doctor
-    from orchestrator.config import load_config
-    from orchestrator.governance import BreakerBoard, BreakerPolicy
+    from orchestrator.cli.doctor import doctor
+    from orchestrator.core.config import load_config
+    from orchestrator.engine.governance import BreakerBoard, BreakerPolicy
 
     state = tmp_path / "state"
     monkeypatch.setenv("RINGLEADER_STATE_DIR", str(state))
@@ -147,8 +148,8 @@ async def test_doctor_lists_open_breakers(tmp_path: Path, monkeypatch: pytest.Mo
 async def test_doctor_without_drift_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orchestrator._doctor import doctor
-    from orchestrator.config import load_config
+    from orchestrator.cli.doctor import doctor
+    from orchestrator.core.config import load_config
 
     monkeypatch.setenv("RINGLEADER_STATE_DIR", str(tmp_path / "empty"))
     out = io.StringIO()

@@ -13,19 +13,17 @@ import pytest
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator import (
+from orchestrator.core import (
     ErrorEvent,
     EventFactory,
-    RestartPolicy,
-    Runner,
     RuntimeConfig,
     RuntimeEvent,
     RuntimeRegistry,
     RuntimeSpec,
-    TaskSpec,
 )
-from orchestrator._endpoints import loopback_address, name_endpoint, unreachable
-from orchestrator.errors import RuntimeStartError
+from orchestrator.core.errors import RuntimeStartError
+from orchestrator.engine import RestartPolicy, Runner, TaskSpec
+from orchestrator.engine.endpoints import loopback_address, name_endpoint, unreachable
 
 TASK = TaskSpec(task_id="t1", title="say hi")
 

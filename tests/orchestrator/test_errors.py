@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from orchestrator import (
+from orchestrator.core import (
     ActorCrashedError,
     ActorError,
     AdapterError,
@@ -30,7 +30,7 @@ from orchestrator import (
     redact_secrets,
     single_exception,
 )
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     AgentOptionsError,
     MaxTurnsError,
     PromptCancelledError,

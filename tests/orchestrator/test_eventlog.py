@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from orchestrator import EventFactory, RuntimeEvent, Usage
-from orchestrator.eventlog import EventLog, LoggedEvent
-from orchestrator.runner import recoverable_tasks, resumable_task
+from orchestrator.core import EventFactory, RuntimeEvent, Usage
+from orchestrator.engine.eventlog import EventLog, LoggedEvent
+from orchestrator.engine.runner import recoverable_tasks, resumable_task
 
 
 def deltas(n: int, run_id: str = "r", start: int = 0) -> list[RuntimeEvent]:
@@ -260,7 +260,7 @@ WRITER = textwrap.dedent(
     """
     import sys, trio
     from orchestrator import EventFactory
-    from orchestrator.eventlog import EventLog
+    from orchestrator.engine.eventlog import EventLog
 
     async def main():
         async with EventLog.open(sys.argv[1]) as log:

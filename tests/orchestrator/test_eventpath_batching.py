@@ -14,16 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import ScriptedAdapter
-from orchestrator import Done, EventFactory, RuntimeEvent, TextDelta
-from orchestrator.actor import RunActor
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.eventlog import (
-    EventLog,
-    LoggedEvent,
-    _insert_rows,  # pyright: ignore[reportPrivateUsage]
-)
-from orchestrator.feed import Feed, FeedSubscription, RecordingSink
-from orchestrator.queue import EventQueue
+from orchestrator.core import Done, EventFactory, RuntimeEvent, TextDelta
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.queue import EventQueue
+from orchestrator.engine.actor import RunActor
+from orchestrator.engine.eventlog import EventLog, LoggedEvent, _insert_rows
+from orchestrator.engine.feed import Feed, FeedSubscription, RecordingSink
 
 
 def script(n: int) -> list[dict[str, Any]]:

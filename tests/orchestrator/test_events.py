@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import (
+from orchestrator.core import (
     Cost,
     Done,
     ErrorEvent,
@@ -26,7 +26,7 @@ from orchestrator import (
     event_to_json,
     now_ms,
 )
-from orchestrator.events import StatusPhase, TextChannel, usage_of, with_seq, with_text
+from orchestrator.core.events import StatusPhase, TextChannel, usage_of, with_seq, with_text
 
 
 def factory(**kw: Any) -> EventFactory:

@@ -15,13 +15,14 @@ import trio
 import trio.testing
 
 from adapters import ScriptedAdapter
-from orchestrator import ConfigError, EventFactory, Runner, RuntimeEvent, RuntimeRegistry, TaskSpec
-from orchestrator.eventlog import EventLog, LoggedEvent
-from orchestrator.feed import (
+from orchestrator.core import ConfigError, EventFactory, RuntimeEvent, RuntimeRegistry
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.eventlog import EventLog, LoggedEvent
+from orchestrator.engine.feed import (
     Feed,
     FeedSubscription,
     RecordingSink,
-    _SSEStream,  # pyright: ignore[reportPrivateUsage]
+    _SSEStream,
     jsonl_line,
     serve_feed,
     write_jsonl,

@@ -10,21 +10,19 @@ import pytest
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator import (
+from orchestrator.core import (
     Capabilities,
     ConfigError,
     Cost,
     Done,
     ErrorEvent,
-    RestartPolicy,
-    Runner,
     RuntimeEvent,
     RuntimeRegistry,
-    TaskSpec,
     ToolResult,
     Usage,
 )
-from orchestrator.governance import (
+from orchestrator.engine import RestartPolicy, Runner, TaskSpec
+from orchestrator.engine.governance import (
     SHIPPED_PRICES_DATE,
     BreakerBoard,
     BreakerPolicy,
@@ -319,7 +317,7 @@ async def test_budget_failures_do_not_trip_the_breaker(tmp_path: Path) -> None:
 
 def test_breakers_persist_and_are_shared_through_their_file(tmp_path: Path) -> None:
     """Two boards on one file (two ``ringleader`` commands, or two at once) see one breaker."""
-    from orchestrator.errors import BreakerOpenError
+    from orchestrator.core.errors import BreakerOpenError
 
     now = [1_000.0]
     policy = BreakerPolicy(failures=2, cooldown_s=60)
@@ -364,7 +362,7 @@ def test_cli_breakers_outlive_the_command(tmp_path: Path, monkeypatch: pytest.Mo
     import io
     import json
 
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     failing = tmp_path / "failing.json"
     failing.write_text(json.dumps(FAIL), encoding="utf-8")
@@ -389,7 +387,7 @@ def test_cli_breakers_outlive_the_command(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_native_breakers_are_per_provider() -> None:
-    from orchestrator.governance import breaker_key
+    from orchestrator.engine.governance import breaker_key
 
     assert breaker_key("native", "anthropic:claude-haiku-4-5") == "native:anthropic"
     assert breaker_key("native", None) == "native"
@@ -400,7 +398,7 @@ def test_native_breakers_are_per_provider() -> None:
 
 
 def test_budget_and_breaker_from_config_files_with_flags_winning(tmp_path: Path) -> None:
-    from orchestrator.config import load_config
+    from orchestrator.core.config import load_config
 
     (tmp_path / "ringleader.toml").write_text(
         "[budget]\nusd = 2.0\ntokens = 1000\nhost_usd = 10\nallow_estimates = true\n"
@@ -420,7 +418,7 @@ def test_budget_and_breaker_from_config_files_with_flags_winning(tmp_path: Path)
 
 
 def test_a_bad_budget_in_the_config_is_one_clear_error(tmp_path: Path) -> None:
-    from orchestrator.config import load_config
+    from orchestrator.core.config import load_config
 
     (tmp_path / "ringleader.toml").write_text("[budget]\nusd = -1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"budget\.usd"):
@@ -430,7 +428,7 @@ def test_a_bad_budget_in_the_config_is_one_clear_error(tmp_path: Path) -> None:
 def test_cli_budget_flags_stop_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     monkeypatch.setenv("RINGLEADER_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
@@ -459,7 +457,7 @@ def resuming(first: Frames, then: Frames) -> tuple[Any, list[Any]]:
 async def test_a_429_with_a_reset_parks_then_resumes_the_session(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    from orchestrator import Status
+    from orchestrator.core import Status
 
     limited: Frames = [
         {"type": "init", "sessionId": "sess-1"},
@@ -505,7 +503,7 @@ async def test_a_429_with_a_reset_parks_then_resumes_the_session(
 async def test_a_reset_too_far_away_is_not_waited_for(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    from orchestrator.governance import ParkPolicy
+    from orchestrator.engine.governance import ParkPolicy
 
     limited: Frames = [
         {"type": "text", "text": "x"},
@@ -532,7 +530,7 @@ async def test_a_reset_too_far_away_is_not_waited_for(
 
 
 def test_reset_times_are_read_from_the_runtimes_words() -> None:
-    from orchestrator.governance import reset_from_text
+    from orchestrator.engine.governance import reset_from_text
 
     now = 1_000_000
     assert reset_from_text("rate limit rejected (five_hour) resets at 1795500000", now) == (
@@ -548,8 +546,8 @@ def test_reset_times_are_read_from_the_runtimes_words() -> None:
 def test_a_status_with_a_structured_reset_parks_the_rate_limit_that_follows() -> None:
     """An adapter that knows the reset (Codex's ``account/rateLimits/updated``, Claude Code's
     429 retry delay) puts it in ``status.resets_at``; the failure after it carries no time."""
-    from orchestrator.events import EventFactory
-    from orchestrator.governance import RunGuard
+    from orchestrator.core.events import EventFactory
+    from orchestrator.engine.governance import RunGuard
 
     make = EventFactory(run_id="r", session_id="s", clock=lambda: 1_000)
     guard = RunGuard(ledgers=(), clock=lambda: 2_000)
@@ -566,8 +564,8 @@ def test_a_status_with_a_structured_reset_parks_the_rate_limit_that_follows() ->
 
 
 def test_a_rate_limit_with_no_known_reset_does_not_park() -> None:
-    from orchestrator.events import EventFactory
-    from orchestrator.governance import RunGuard
+    from orchestrator.core.events import EventFactory
+    from orchestrator.engine.governance import RunGuard
 
     make = EventFactory(run_id="r", session_id="s", clock=lambda: 1_000)
     guard = RunGuard(ledgers=(), clock=lambda: 2_000)

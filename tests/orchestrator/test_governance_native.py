@@ -10,19 +10,18 @@ import trio
 from adapters.native import NativeAdapter
 from adapters.native.models.providers import create_adapter
 from contract import check_stream
-from contract.model_server import serve_model_server
-from orchestrator import (
+from orchestrator.core import (
     Cost,
     Done,
     ErrorEvent,
-    Runner,
     RuntimeEvent,
     RuntimeRegistry,
     StartOpts,
-    TaskSpec,
     TextDelta,
 )
-from orchestrator.governance import Budget, Governance
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.governance import Budget, Governance
+from orchestrator.model_server import serve_model_server
 
 
 def tool_turn(n: int) -> dict[str, Any]:
@@ -162,7 +161,7 @@ async def test_native_429_with_retry_after_parks_and_continues_its_session(
         )
         with trio.fail_after(60):
             outcome = await runner.run_task("native", TaskSpec(task_id="n2", title="hello"))
-    from orchestrator import Status
+    from orchestrator.core import Status
 
     assert outcome.status == "success"
     parked = [e for e in sink.events if isinstance(e, Status) and e.phase == "rate_limited"]

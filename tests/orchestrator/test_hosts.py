@@ -9,8 +9,9 @@ import pytest
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator import ConfigError, Runner, RuntimeRegistry, TaskSpec
-from orchestrator.hosts import LocalHost
+from orchestrator.core import ConfigError, RuntimeRegistry
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.hosts import LocalHost
 
 
 def runner(tmp_path: Path) -> Runner:

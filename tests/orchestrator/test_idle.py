@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator import (
+from orchestrator.core import (
     DEFAULT_RUN_SILENT_TIMEOUT_S,
     IDLE_ABORT_GRACE_S,
     Done,
@@ -196,7 +196,7 @@ async def _raise_async() -> None:
 async def test_an_on_idle_that_raises_is_swallowed(
     on_idle: Any, caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="orchestrator.idle"):
+    with caplog.at_level(logging.WARNING, logger="orchestrator.core.idle"):
         async with with_idle_timeout(
             timed([(1.5, "terminal")]), idle_s=1.0, grace_s=1.0, on_idle=on_idle
         ) as guarded:

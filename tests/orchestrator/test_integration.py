@@ -1,4 +1,4 @@
-"""The integration plan: every branch of executor-spec §7 and the capability matrix of §11.2."""
+"""The integration plan: every branch of the original executor's integration plans and its capability matrix."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import (
+from orchestrator.core import (
     Capabilities,
     ConnectedHome,
     EphemeralHome,
@@ -196,7 +196,7 @@ def test_plan_wire_names_are_camel_case() -> None:
     }
 
 
-# -- executor-spec §11.2: the shipped runtimes' capability matrix and their resolved plans -------
+# -- the shipped runtimes' capability matrix and their resolved plans -------
 
 MATRIX: dict[str, tuple[dict[str, Any], tuple[str, bool, bool, bool]]] = {
     "openclaw": (

@@ -8,8 +8,7 @@ import json
 import trio
 from rich.console import Console
 
-from orchestrator import EventFactory, RuntimeEvent, Usage, event_from_json
-from orchestrator._live import (
+from orchestrator.cli.live import (
     JsonView,
     PlainView,
     RichView,
@@ -18,6 +17,7 @@ from orchestrator._live import (
     lane_key,
     wants_color,
 )
+from orchestrator.core import EventFactory, RuntimeEvent, Usage, event_from_json
 
 
 def script(run_id: str) -> list[RuntimeEvent]:

@@ -13,9 +13,10 @@ from opentelemetry.trace import StatusCode
 
 from adapters.native import NativeAdapter
 from adapters.native.models.providers import create_adapter
-from contract.model_server import serve_model_server
-from orchestrator import Runner, RuntimeRegistry, StartOpts, TaskSpec
-from orchestrator.otel import OtelSink
+from orchestrator.core import RuntimeRegistry, StartOpts
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.otel import OtelSink
+from orchestrator.model_server import serve_model_server
 
 SCRIPT: dict[str, Any] = {
     "conversations": [
@@ -101,7 +102,7 @@ def test_cli_trace_file_writes_the_spans(tmp_path: Path, monkeypatch: Any) -> No
     import io
     import json
 
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     monkeypatch.setenv("RINGLEADER_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))

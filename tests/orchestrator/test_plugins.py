@@ -15,9 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import RuntimeConfig
-from orchestrator.errors import ConfigError
-from orchestrator.registry import ENTRY_POINT_GROUP, RuntimeRegistry, RuntimeSpec, discover_runtimes
+from orchestrator.core.config import RuntimeConfig
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.registry import (
+    ENTRY_POINT_GROUP,
+    RuntimeRegistry,
+    RuntimeSpec,
+    discover_runtimes,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,7 +30,7 @@ PLUGIN_MODULE = '''
 """A third-party runtime: a scripted adapter under its own id, echoing its configuration."""
 
 from adapters.scripted import ScriptedAdapter
-from orchestrator.registry import RuntimeSpec
+from orchestrator.core.registry import RuntimeSpec
 
 
 class ToyAdapter(ScriptedAdapter):

@@ -1,4 +1,4 @@
-"""AsyncQueue (the reference semantics), EventQueue (coalesce deltas, backpressure everything
+"""AsyncQueue (the original executor's semantics), EventQueue (coalesce deltas, backpressure everything
 else) and QueueEventStream."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import (
+from orchestrator.core import (
     DEFAULT_QUEUE_MAX,
     AsyncQueue,
     Done,

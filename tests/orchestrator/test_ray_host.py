@@ -24,14 +24,14 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ray: Any = pytest.importorskip("ray", reason="Ray is not installed: pip install 'ringleader[ray]'")
 
-from contract.model_server import serve_model_server  # noqa: E402
-from orchestrator.config import RuntimeConfig  # noqa: E402
-from orchestrator.errors import NodeLostError, NoNodeForRuntimeError  # noqa: E402
-from orchestrator.eventlog import EventLog  # noqa: E402
-from orchestrator.feed import RecordingSink  # noqa: E402
-from orchestrator.hosts.ray import RayHost  # noqa: E402
-from orchestrator.registry import RuntimeRegistry, discover_runtimes  # noqa: E402
-from orchestrator.runner import Runner, TaskSpec  # noqa: E402
+from orchestrator.core.config import RuntimeConfig  # noqa: E402
+from orchestrator.core.errors import NodeLostError, NoNodeForRuntimeError  # noqa: E402
+from orchestrator.core.registry import RuntimeRegistry, discover_runtimes  # noqa: E402
+from orchestrator.engine.eventlog import EventLog  # noqa: E402
+from orchestrator.engine.feed import RecordingSink  # noqa: E402
+from orchestrator.engine.hosts.ray import RayHost  # noqa: E402
+from orchestrator.engine.runner import Runner, TaskSpec  # noqa: E402
+from orchestrator.model_server import serve_model_server  # noqa: E402
 
 KEY_ENV = "RINGLEADER_RAY_TEST_KEY"
 MODEL = "claude-haiku-4-5"
@@ -317,8 +317,8 @@ async def test_budgets_stop_a_remote_run_within_one_event_and_span_the_cluster(
     """The task's token budget is enforced on the node (the crossing ``cost`` is the run's last
     word, then ``error{budget_exceeded}`` + ``done{error}``); the host budget counts what every
     node spent, so the next task is refused once it is gone."""
-    from orchestrator.events import Cost
-    from orchestrator.governance import Budget, Governance
+    from orchestrator.core.events import Cost
+    from orchestrator.engine.governance import Budget, Governance
 
     monkeypatch.setenv(KEY_ENV, "placeholder-key-for-the-model-server")
     script = spend_script("spend")

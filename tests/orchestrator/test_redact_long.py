@@ -8,14 +8,14 @@ import base64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import EventFactory, TextDelta
-from orchestrator.redact import (
-    _KNOWN,  # pyright: ignore[reportPrivateUsage]
+from orchestrator.core import EventFactory, TextDelta
+from orchestrator.core.redact import (
+    _KNOWN,
     REDACTED,
     StreamRedactor,
-    _mentions_known,  # pyright: ignore[reportPrivateUsage]
-    _undecided_tail,  # pyright: ignore[reportPrivateUsage]
-    _variants,  # pyright: ignore[reportPrivateUsage]
+    _mentions_known,
+    _undecided_tail,
+    _variants,
     redact_text,
     register_secret,
 )

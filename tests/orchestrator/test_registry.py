@@ -6,7 +6,7 @@ from typing import Any, cast
 
 import pytest
 
-from orchestrator import ConfigError, RuntimeAdapter, RuntimeRegistry
+from orchestrator.core import ConfigError, RuntimeAdapter, RuntimeRegistry
 
 
 class Fake:

@@ -1,4 +1,4 @@
-"""The relay between a node's runs and the head's log (``orchestrator.hosts.relay``), without Ray:
+"""The relay between a node's runs and the head's log (``orchestrator.engine.hosts.relay``), without Ray:
 batching by count and by time, acknowledgement and re-delivery, backpressure, exactly-once
 application in order, and closing the open runs of a lost node."""
 
@@ -10,10 +10,10 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.eventlog import EventLog
-from orchestrator.events import ErrorEvent, EventFactory, RuntimeEvent
-from orchestrator.feed import RecordingSink
-from orchestrator.hosts.relay import (
+from orchestrator.core.events import ErrorEvent, EventFactory, RuntimeEvent
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.feed import RecordingSink
+from orchestrator.engine.hosts.relay import (
     EventsOp,
     HeadApplier,
     Op,

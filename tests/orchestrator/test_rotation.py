@@ -8,13 +8,12 @@ from typing import Any, cast
 import attrs
 import pytest
 
-from orchestrator import (
+from orchestrator.core import RunHandle, RuntimeAdapter
+from orchestrator.engine import (
     DEFAULT_ROTATION,
     RotationHandoff,
     RotationRecord,
     RotationTrigger,
-    RunHandle,
-    RuntimeAdapter,
     build_rotation_handoff_note,
     rotate_session,
     should_rotate,
@@ -230,7 +229,7 @@ async def test_codec_failure_gives_none_and_the_rotation_proceeds(
         calls.append("record")
         records.append(rec)
 
-    with caplog.at_level(logging.WARNING, logger="orchestrator.rotation"):
+    with caplog.at_level(logging.WARNING, logger="orchestrator.engine.rotation"):
         got = await rotate_session(
             adapter=adapter(Codec(calls, fail=True)),
             current=CURRENT,
@@ -313,7 +312,7 @@ async def test_record_rotation_failures_are_swallowed(
     record: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls: list[str] = []
-    with caplog.at_level(logging.WARNING, logger="orchestrator.rotation"):
+    with caplog.at_level(logging.WARNING, logger="orchestrator.engine.rotation"):
         got = await rotate_session(
             adapter=adapter(Codec(calls)),
             current=CURRENT,

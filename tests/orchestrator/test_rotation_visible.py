@@ -14,19 +14,19 @@ import pytest
 from rich.console import Console
 
 from adapters import ScriptedAdapter
-from orchestrator import (
+from orchestrator.cli.commands import replay, rotation_chain
+from orchestrator.cli.live import Lane, PlainView
+from orchestrator.cli.main import main
+from orchestrator.core import RuntimeRegistry
+from orchestrator.engine import (
     EventLog,
     RotationRecord,
     Runner,
-    RuntimeRegistry,
     TaskSpec,
     build_rotation_handoff_note,
 )
-from orchestrator._commands import replay, rotation_chain
-from orchestrator._live import Lane, PlainView
-from orchestrator.actor import EventSink
-from orchestrator.cli import main
-from orchestrator.feed import RecordingSink
+from orchestrator.engine.actor import EventSink
+from orchestrator.engine.feed import RecordingSink
 
 from .test_runner import Scripts, caps, make_runner, registry_with, result, usage
 
@@ -189,8 +189,8 @@ def test_rotate_to_an_unknown_runtime_is_refused(
 def test_watermark_and_rotate_to_from_the_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orchestrator.cli import _parser, _rotation  # pyright: ignore[reportPrivateUsage]
-    from orchestrator.config import load_config
+    from orchestrator.cli.main import _parser, _rotation  # pyright: ignore[reportPrivateUsage]
+    from orchestrator.core.config import load_config
 
     (tmp_path / "ringleader.toml").write_text(
         '[runtimes.scripted]\nwatermark = 70\nrotate_to = "native"\n'

@@ -12,25 +12,22 @@ import trio
 
 from adapters import ScriptedAdapter
 from adapters._base import closed_stream
-from orchestrator import (
+from orchestrator.core import (
     Capabilities,
     CapabilityError,
     ConfigError,
     Done,
     MailboxClosedError,
     NativeHomeClaim,
-    RestartPolicy,
-    RunActor,
     RunHandle,
-    Runner,
     RuntimeEvent,
     RuntimeRegistry,
     StartOpts,
     TaskHandle,
-    TaskSpec,
 )
-from orchestrator.eventlog import EventLog
-from orchestrator.queue import QueueEventStream
+from orchestrator.core.queue import QueueEventStream
+from orchestrator.engine import RestartPolicy, RunActor, Runner, TaskSpec
+from orchestrator.engine.eventlog import EventLog
 
 Frames = list[dict[str, Any]]
 
@@ -362,8 +359,8 @@ async def test_a_fenced_actor_delivers_nothing() -> None:
 
 
 async def test_runs_and_sessions_are_recorded_for_resume(tmp_path: Path) -> None:
-    from orchestrator.eventlog import EventLog
-    from orchestrator.feed import RecordingSink
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.feed import RecordingSink
 
     scripts = Scripts([{"type": "init", "sessionId": "native-7"}, result(summary="ok")])
     async with EventLog.open(tmp_path / "log.db") as log:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import httpx2
 
-from orchestrator import EventFactory, EventLog, Feed, event_from_json, serve_feed
+from orchestrator.core import EventFactory, event_from_json
+from orchestrator.engine import EventLog, Feed, serve_feed
 
 
 async def test_runs_are_camel_case_and_unknown_runs_are_404(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from orchestrator.actor import RunOutcome
-from orchestrator.errors import ConfigError, RuntimeReportedError, RuntimeStartError
-from orchestrator.supervisor import (
+from orchestrator.core.errors import ConfigError, RuntimeReportedError, RuntimeStartError
+from orchestrator.engine.actor import RunOutcome
+from orchestrator.engine.supervisor import (
     RestartPolicy,
     RetryNotice,
     Supervisor,

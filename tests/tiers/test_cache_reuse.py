@@ -15,20 +15,15 @@ import pytest
 from adapters.native import NativeAdapter
 from adapters.native.models.providers import create_adapter
 from adapters.native.prompt_cache import tiered_request
-from contract.model_server import (
+from orchestrator.core import RuntimeRegistry, StartOpts
+from orchestrator.engine import Runner, TaskSpec, build_rotation_handoff_note
+from orchestrator.engine.rotation import RotationHandoff
+from orchestrator.model_server import (
     LoggedRequest,
     ModelServer,
     prefix_reuse_report,
     serve_model_server,
 )
-from orchestrator import (
-    Runner,
-    RuntimeRegistry,
-    StartOpts,
-    TaskSpec,
-    build_rotation_handoff_note,
-)
-from orchestrator.rotation import RotationHandoff
 from tiers import PromptTiers, assemble_tiers, utf8_len
 
 TITLE = "[[tiers]] Tidy the parser"

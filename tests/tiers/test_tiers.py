@@ -1,4 +1,4 @@
-"""Prompt tiers byte for byte with executor-spec §9, plus properties over any text."""
+"""Prompt tiers byte for byte with the original executor, plus properties over any text."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tiers import (
     utf8_len,
 )
 
-# -- assemble_tiers: the reference examples ----------------------------------------------------
+# -- assemble_tiers: the original executor's examples ----------------------------------------------------
 
 
 def test_stable_and_context() -> None:

@@ -1,10 +1,10 @@
 """The Anvia agent surface on the native loop: ``AnviaAgent``, its requests, stream events,
 sessions and memories, agents as tools, dynamic context and tools, skill sets."""
 
-from orchestrator.errors import AgentOptionsError as AgentOptionsError
-from orchestrator.errors import MaxTurnsError as MaxTurnsError
-from orchestrator.errors import PromptCancelledError as PromptCancelledError
-from orchestrator.errors import ToolCallError as ToolCallError
+from orchestrator.core.errors import AgentOptionsError as AgentOptionsError
+from orchestrator.core.errors import MaxTurnsError as MaxTurnsError
+from orchestrator.core.errors import PromptCancelledError as PromptCancelledError
+from orchestrator.core.errors import ToolCallError as ToolCallError
 
 from .agent import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS
 from .agent import AgentSession as AgentSession
@@ -38,42 +38,3 @@ from .retrieval import SearchResult as SearchResult
 from .retrieval import tool_index as tool_index
 from .skills import SkillSet as SkillSet
 from .skills import skill_set as skill_set
-
-__all__ = [
-    "DEFAULT_MAX_TURNS",
-    "AgentBuilder",
-    "AgentDone",
-    "AgentError",
-    "AgentFinal",
-    "AgentMemory",
-    "AgentOptionsError",
-    "AgentReasoningDelta",
-    "AgentRequest",
-    "AgentSession",
-    "AgentStreamEvent",
-    "AgentTextDelta",
-    "AgentToolCall",
-    "AgentToolEvent",
-    "AgentToolInput",
-    "AgentToolResult",
-    "AgentTurnEnd",
-    "AgentTurnStart",
-    "AnviaAgent",
-    "Document",
-    "DynamicContext",
-    "DynamicTools",
-    "InMemoryAgentMemory",
-    "KeywordIndex",
-    "MaxTurnsError",
-    "MemoryContext",
-    "PromptCancelledError",
-    "PromptResponse",
-    "SavePolicy",
-    "SearchIndex",
-    "SearchResult",
-    "SkillSet",
-    "SqliteAgentMemory",
-    "ToolCallError",
-    "skill_set",
-    "tool_index",
-]

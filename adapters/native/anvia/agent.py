@@ -46,8 +46,8 @@ from adapters.native.stores.memory import MemoryStore
 from adapters.native.structured import OutputSchema, OutputSpec, as_output_schema
 from adapters.native.subscriber import discard
 from adapters.native.tools import Tool, ToolContext, ToolDefinition
-from orchestrator.approvals import ApprovalHandler
-from orchestrator.errors import (
+from orchestrator.core.approvals import ApprovalHandler
+from orchestrator.core.errors import (
     AgentOptionsError,
     ConfigError,
     MaxTurnsError,
@@ -145,7 +145,7 @@ class AnviaAgent:
     approvals: ApprovalHandler | None = None
     """Decides tool calls that need approval (``AgentBuilder.approvals``); a request's
     ``approvals(...)`` overrides it; with neither such a call raises
-    :class:`~orchestrator.errors.ToolApprovalRequiredError` (:mod:`orchestrator.approvals`)."""
+    :class:`~orchestrator.core.errors.ToolApprovalRequiredError` (:mod:`orchestrator.core.approvals`)."""
     hooks: tuple[LifecycleHooks, ...] = attrs.field(default=(), converter=tuple)
     """Lifecycle hooks of every run (:mod:`adapters.native.lifecycle`); a request's
     ``with_hook`` replaces them. A hook's ``StopRun`` ends the run in PromptCancelledError."""

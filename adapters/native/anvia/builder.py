@@ -13,7 +13,7 @@ from adapters.native.mcp import McpServer
 from adapters.native.models.base import ModelAdapter, ToolChoice
 from adapters.native.structured import OutputSpec
 from adapters.native.tools import Tool
-from orchestrator.approvals import ApprovalHandler
+from orchestrator.core.approvals import ApprovalHandler
 
 from .agent import AnviaAgent
 from .memory import AgentMemory, SavePolicy

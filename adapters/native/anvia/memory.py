@@ -31,7 +31,7 @@ import attrs
 import trio
 
 from adapters.native.messages import Message, messages_from_json, messages_to_json
-from orchestrator.errors import redact_secrets
+from orchestrator.core.errors import redact_secrets
 
 __all__ = [
     "AgentMemory",

@@ -46,8 +46,8 @@ from adapters.native.subscriber import (
     ToolUseResult,
     TurnStart,
 )
-from orchestrator.approvals import ApprovalHandler
-from orchestrator.errors import (
+from orchestrator.core.approvals import ApprovalHandler
+from orchestrator.core.errors import (
     AgentOptionsError,
     MaxTurnsError,
     PromptCancelledError,

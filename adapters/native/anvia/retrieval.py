@@ -1,4 +1,4 @@
-"""Dynamic context and dynamic tools, evaluated before every model turn (Anvia §B.12).
+"""Dynamic context and dynamic tools, evaluated before every model turn (Anvia's dynamic context and tools).
 
 A :class:`SearchIndex` answers ``search(query, top_k, threshold, filter)`` with scored
 results; plug in any vector store. :class:`KeywordIndex` is the built-in one: documents scored by

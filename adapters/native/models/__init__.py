@@ -11,17 +11,3 @@ from .scripted import Reply as Reply
 from .scripted import ScriptedModel as ScriptedModel
 from .scripted import Sleep as Sleep
 from .scripted import Usage as Usage
-
-__all__ = [
-    "Delta",
-    "Emit",
-    "Fail",
-    "ModelAdapter",
-    "ModelError",
-    "ModelResponse",
-    "PromptRequest",
-    "Reply",
-    "ScriptedModel",
-    "Sleep",
-    "Usage",
-]

@@ -20,7 +20,7 @@ import httpx2
 import openai
 
 from adapters.native.subscriber import NotifyFn
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 from ._common import convert_error, shared_http_client
 from .base import ModelOptions, ModelResponse, PromptRequest, SpecificTool, SystemPrompt, ToolChoice

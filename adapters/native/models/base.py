@@ -22,7 +22,7 @@ import attrs
 from adapters.native.messages import Message, ReasoningBlock, TokenCounter, ToolCall
 from adapters.native.subscriber import NotifyFn
 from adapters.native.tools import ToolDefinition
-from orchestrator.errors import redact_secrets
+from orchestrator.core.errors import redact_secrets
 from tiers import AssembledPrompt
 
 __all__ = [
@@ -86,7 +86,7 @@ _OVERFLOW = re.compile(
 
 
 def classify_status(status: int | None, message: str = "") -> ModelErrorCode:
-    """HTTP status (and message) → code, like the reference's router."""
+    """HTTP status (and message) → code, like the original executor's router."""
     if status in (401, 403):
         return "auth"
     if status == 429:
@@ -114,7 +114,7 @@ ToolChoice: TypeAlias = Literal["auto", "none", "required"] | SpecificTool
 class ModelOptions:
     """Per-request sampling options a model adapter may accept (the Anvia agent's
     ``temperature``, ``tool_choice`` and ``additional_params``). An adapter that accepts them
-    has ``check_options(options)``, which raises :class:`~orchestrator.errors.ConfigError` for
+    has ``check_options(options)``, which raises :class:`~orchestrator.core.errors.ConfigError` for
     what it cannot send; an adapter without it accepts none."""
 
     temperature: float | None = None

@@ -1,10 +1,10 @@
-"""The provider table and ``create_adapter`` (Glove's ``providers.ts``, plus the reference's list).
+"""The provider table and ``create_adapter`` (Glove's ``providers.ts``, plus the original executor's list).
 
 Each provider names its wire format, base URL, API-key variable, default model and output limit.
 ``create_adapter(provider=…)`` picks the adapter class; the base URL can be overridden by
 argument or by ``<PROVIDER>_BASE_URL`` in the environment; the key comes from the argument or
 the provider's variable. Unknown providers, a missing model or a missing key raise
-:class:`~orchestrator.errors.ConfigError` (whose message never contains a key).
+:class:`~orchestrator.core.errors.ConfigError` (whose message never contains a key).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 import attrs
 import httpx2
 
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 from .base import ModelAdapter
 

@@ -7,13 +7,3 @@ from .memory import MemoryStore as MemoryStore
 from .sqlite import SqliteStore as SqliteStore
 from .sqlite import list_sessions as list_sessions
 from .sqlite import resolve_inbox_item as resolve_inbox_item
-
-__all__ = [
-    "MemoryStore",
-    "SqliteStore",
-    "Store",
-    "StoreCapabilities",
-    "list_sessions",
-    "permission_key",
-    "resolve_inbox_item",
-]

@@ -24,7 +24,7 @@ import trio
 from adapters.acp import AcpAdapter, AcpConfig
 from contract import RecordedCall
 from contract.fake_cli import fake_cli_argv
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 
 from .conftest import conversation
 

@@ -16,11 +16,10 @@ import pytest
 
 from adapters.acp import AcpAdapter, AcpConfig
 from contract import check_stream, collect_run
-from contract.model_server import serve_model_server
-from orchestrator.acp_server import event_to_update
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.approvals import ApprovalBook
-from orchestrator.events import (
+from orchestrator.acp.server import event_to_update
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.events import (
     Cost,
     Done,
     EventFactory,
@@ -29,6 +28,7 @@ from orchestrator.events import (
     ToolCall,
     ToolResult,
 )
+from orchestrator.model_server import serve_model_server
 
 
 def acp_adapter(

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from adapters.acp import AcpState, normalize_prompt_end, normalize_update
 from contract.invariants import check_stream
-from orchestrator.events import (
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,

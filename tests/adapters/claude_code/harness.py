@@ -18,7 +18,7 @@ from typing import Any
 
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
 from contract.fake_cli import fake_cli_argv
-from orchestrator.adapter import RunHandle
+from orchestrator.core.adapter import RunHandle
 
 from ..cli_harness import EMIT_RULES, FakeCliFaultHarness, FakeCliHarness, Frame, emit
 from .conftest import fixture_lines

@@ -15,7 +15,7 @@ from adapters.claude_code.driver import (
     permission_answer,
     prepare_home,
 )
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 
 def test_one_shot_argv_streams_partial_messages_and_ends_with_the_prompt() -> None:
@@ -117,8 +117,8 @@ async def test_codec_round_trip_remembers_the_origin(tmp_path: Path) -> None:
 
 
 async def test_missing_binary_fails_with_the_install_command(tmp_path: Path) -> None:
-    from orchestrator.adapter import StartOpts, TaskHandle
-    from orchestrator.errors import RuntimeNotFoundError
+    from orchestrator.core.adapter import StartOpts, TaskHandle
+    from orchestrator.core.errors import RuntimeNotFoundError
 
     config = ClaudeCodeConfig(binary=str(tmp_path / "nope"), state_root=tmp_path)
     async with ClaudeCodeAdapter(config) as adapter:

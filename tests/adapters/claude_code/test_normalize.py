@@ -19,8 +19,8 @@ from adapters.claude_code import (
 )
 from adapters.claude_code.dialect import SKIP
 from contract import check_stream
-from orchestrator.errors import ProtocolError
-from orchestrator.events import (
+from orchestrator.core.errors import ProtocolError
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,

@@ -16,7 +16,7 @@ from typing import Any
 
 from adapters.codex import CodexAdapter, CodexConfig
 from contract.fake_cli import fake_cli_argv
-from orchestrator.adapter import RuntimeAdapter
+from orchestrator.core.adapter import RuntimeAdapter
 
 from ..cli_harness import EMIT_RULES, FakeCliFaultHarness, FakeCliHarness, Frame, emit
 from .conftest import app_messages, fixture_lines

@@ -18,9 +18,9 @@ from adapters.codex.driver import (
     run_env,
     thread_total_usage,
 )
-from orchestrator.adapter import RunHandle
-from orchestrator.errors import ConfigError, RuntimeReportedError
-from orchestrator.events import Usage
+from orchestrator.core.adapter import RunHandle
+from orchestrator.core.errors import ConfigError, RuntimeReportedError
+from orchestrator.core.events import Usage
 
 PROVIDER = CodexProvider(
     base_url="http://127.0.0.1:18080/v1", api_key="sk-secret-123456789", request_max_retries=1

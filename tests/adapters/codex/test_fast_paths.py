@@ -24,9 +24,9 @@ from adapters.codex import (
     normalize_app,
     normalize_exec,
 )
-from orchestrator.errors import ProtocolError
-from orchestrator.events import EventFactory, RuntimeEvent, Status
-from orchestrator.governance.drift import missing_fields_detail
+from orchestrator.core.drift import missing_fields_detail
+from orchestrator.core.errors import ProtocolError
+from orchestrator.core.events import EventFactory, RuntimeEvent, Status
 
 # ------------------------------------------------------------------------------- the slow path
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from adapters.codex import AppState, normalize_app
 from contract import check_stream
-from orchestrator.events import (
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,

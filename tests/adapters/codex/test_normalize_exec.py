@@ -13,8 +13,8 @@ from adapters.codex import ExecState, classify_failure, decode_exec_line, normal
 from adapters.codex.dialect import ExecEvent
 from adapters.codex.normalize import Price, exec_frame_label
 from contract import check_stream
-from orchestrator.errors import ProtocolError
-from orchestrator.events import (
+from orchestrator.core.errors import ProtocolError
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,
@@ -168,8 +168,8 @@ def ev(obj: dict[str, Any]) -> ExecEvent:
 
 
 def test_item_wrapped_agent_message_is_captured() -> None:
-    """Regression (executor-spec §14.2 #1): the item-wrapped agent_message becomes the text and
-    the summary (the reference produced empty summaries)."""
+    """Regression (a bug of the original executor): the item-wrapped agent_message becomes the text and
+    the summary (it produced empty summaries)."""
     lines = [
         b'{"type":"thread.started","thread_id":"t"}',
         b'{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"the answer"}}',

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrator import RuntimeEvent, event_from_json
+from orchestrator.core import RuntimeEvent, event_from_json
 
 CLI = (sys.executable, "-m", "orchestrator.cli")
 

@@ -21,7 +21,7 @@ from adapters.native.models.scripted import Delta, Emit, Fail, Reply, ScriptedMo
 from adapters.native.subscriber import UnknownEvent
 from adapters.native.tools import Tool, ToolContext
 from contract import RecordedCall
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 
 
 @attrs.frozen

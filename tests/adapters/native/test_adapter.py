@@ -9,13 +9,21 @@ import pytest
 import trio
 import trio.testing
 
-from adapters.native.adapter import STEER_KEY, NativeAdapter
+from adapters.native.adapter import NativeAdapter
 from adapters.native.models.scripted import Reply, ScriptedModel, Sleep
 from adapters.native.pricing import Price, PriceTable
 from adapters.native.tools import Tool, ToolContext
 from contract import check_stream, collect_run
-from orchestrator.adapter import RunHandle, StartOpts, TaskHandle
-from orchestrator.events import Cost, Done, RuntimeEvent, Status, TextDelta, ToolCall, ToolResult
+from orchestrator.core.adapter import STEER_KEY, RunHandle, StartOpts, TaskHandle
+from orchestrator.core.events import (
+    Cost,
+    Done,
+    RuntimeEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 
 from .conftest import EchoInput
 

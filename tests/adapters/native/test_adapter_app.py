@@ -28,9 +28,17 @@ from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.tasks_inbox import TASK_TOOL_NAME
 from adapters.native.tools import Tool, ToolContext
 from contract import check_stream, collect_run
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.errors import ConfigError
-from orchestrator.events import Cost, Done, RuntimeEvent, Status, TextDelta, ToolCall, ToolResult
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import (
+    Cost,
+    Done,
+    RuntimeEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 
 from .conftest import CityInput
 
@@ -254,7 +262,7 @@ async def test_subagent_events_are_tagged_with_the_parent_run_and_the_agent(
     """Between its brackets, every event the sub-agent caused says so (``parentRunId``: the run
     carrying it, ``agentId``: which sub-agent, ``outer/inner`` when nested); its words go to
     the reasoning channel, so the run's answer stays the parent's."""
-    from orchestrator.events import event_from_json, event_to_json
+    from orchestrator.core.events import event_from_json, event_to_json
 
     parent = ScriptedModel(
         [

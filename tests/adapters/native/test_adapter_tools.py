@@ -16,10 +16,10 @@ from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.shell import BashOptions
 from adapters.native.tools import Tool, ToolContext
 from contract import check_stream, collect_run
-from contract.model_server import serve_model_server
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.errors import ConfigError
-from orchestrator.events import Done, RuntimeEvent, ToolCall, ToolResult
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import Done, RuntimeEvent, ToolCall, ToolResult
+from orchestrator.model_server import serve_model_server
 
 from .conftest import EchoInput
 

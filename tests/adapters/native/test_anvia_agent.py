@@ -71,7 +71,7 @@ from adapters.native.models.openai_responses import OpenAIResponsesModel
 from adapters.native.models.scripted import Delta, Fail, Reply, ScriptedModel, Sleep
 from adapters.native.subscriber import NotifyFn
 from adapters.native.tools import Tool, ToolContext, tool
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     AgentOptionsError,
     ConfigError,
     MaxTurnsError,

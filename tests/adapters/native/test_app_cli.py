@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from adapters.builtin import NATIVE
-from orchestrator.cli import main
-from orchestrator.config import RuntimeConfig, load_config
-from orchestrator.errors import ConfigError
+from adapters.native.spec import NATIVE
+from orchestrator.cli.main import main
+from orchestrator.core.config import RuntimeConfig, load_config
+from orchestrator.core.errors import ConfigError
 
 
 def cli(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[Any]]:
@@ -124,7 +124,7 @@ def test_subagents_in_the_config_file_and_only_for_native(tmp_path: Path) -> Non
     NATIVE.create(native)  # builds
     rows = {key: value for key, value, _ in loaded.describe(["native"])}
     assert rows["runtimes.native.subagents.reviewer"] == "Reviews diffs."
-    from adapters.builtin import CLAUDE_CODE
+    from adapters.claude_code.spec import CLAUDE_CODE
 
     with pytest.raises(ConfigError, match=r"runtimes\.claude-code\.subagents: not used"):
         CLAUDE_CODE.create(

@@ -20,8 +20,8 @@ from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.stores.memory import MemoryStore
 from adapters.native.tools import Tool, ToolContext
 from contract import check_stream, collect_run
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.approvals import (
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.approvals import (
     DEFAULT_REJECT_MESSAGE,
     ApprovalDecision,
     ApprovalRequest,
@@ -29,10 +29,10 @@ from orchestrator.approvals import (
     approve,
     reject,
 )
-from orchestrator.errors import ToolApprovalRequiredError
-from orchestrator.events import RuntimeEvent, Status, ToolResult
-from orchestrator.registry import RuntimeRegistry
-from orchestrator.runner import Runner, TaskSpec
+from orchestrator.core.errors import ToolApprovalRequiredError
+from orchestrator.core.events import RuntimeEvent, Status, ToolResult
+from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.runner import Runner, TaskSpec
 
 from .conftest import EchoInput
 

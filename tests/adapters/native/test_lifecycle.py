@@ -649,7 +649,7 @@ async def test_the_adapter_runs_its_hooks_and_a_stop_ends_in_done_aborted() -> N
     from adapters.native import NativeAdapter
     from adapters.native.tools import tool
     from contract import check_stream, collect_run
-    from orchestrator import Done, StartOpts, Status, TaskHandle, ToolResult
+    from orchestrator.core import Done, StartOpts, Status, TaskHandle, ToolResult
 
     tally = Tally()
     model = two_turns()

@@ -35,10 +35,10 @@ from adapters.native.models.providers import create_adapter
 from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.tools import ToolContext
 from contract import check_stream, collect_run
-from contract.model_server import ModelServer, serve_model_server
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.errors import ConfigError, McpStartError
-from orchestrator.events import Done, ErrorEvent, RuntimeEvent, Status, ToolCall, ToolResult
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.errors import ConfigError, McpStartError
+from orchestrator.core.events import Done, ErrorEvent, RuntimeEvent, Status, ToolCall, ToolResult
+from orchestrator.model_server import ModelServer, serve_model_server
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 CTX = ToolContext(call_id="c1", tool_name="mcp__web__add", idempotency_key="s:c1")

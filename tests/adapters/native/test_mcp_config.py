@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from adapters.builtin import CODEX, NATIVE
+from adapters.codex.spec import CODEX
 from adapters.native import McpHttpServer, McpStdioServer, NativeAdapter
-from orchestrator.config import McpServerConfig, RuntimeConfig, load_config
-from orchestrator.errors import ConfigError
-from orchestrator.events import Done, ToolCall, ToolResult
+from adapters.native.spec import NATIVE
+from orchestrator.core.config import McpServerConfig, RuntimeConfig, load_config
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import Done, ToolCall, ToolResult
 
 from .cli_run import run_native_cli
 

@@ -21,7 +21,7 @@ from adapters.native.models.openai_chat import OpenAIChatModel, format_chat_mess
 from adapters.native.models.openai_responses import OpenAIResponsesModel
 from adapters.native.models.providers import create_adapter, get_available_providers
 from adapters.native.tools import ToolContext
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 from tiers import PromptTiers, assemble_tiers
 
 from .conftest import Recorder

@@ -11,8 +11,8 @@ import trio
 from adapters.native import NativeAdapter
 from adapters.native.models.providers import create_adapter
 from contract import check_stream, collect_run
-from contract.model_server import serve_model_server
-from orchestrator import Cost, Done, StartOpts, TaskHandle, TextDelta, ToolCall, ToolResult
+from orchestrator.core import Cost, Done, StartOpts, TaskHandle, TextDelta, ToolCall, ToolResult
+from orchestrator.model_server import serve_model_server
 
 TWO_TURNS: dict[str, Any] = {
     "conversations": [

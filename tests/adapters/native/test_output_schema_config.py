@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.builtin import ACP, CODEX, NATIVE
+from adapters.acp.spec import ACP
+from adapters.codex.spec import CODEX
 from adapters.native import NativeAdapter
-from orchestrator.config import RuntimeConfig, load_config
-from orchestrator.errors import ConfigError
-from orchestrator.events import Done, ErrorEvent, Status
+from adapters.native.spec import NATIVE
+from orchestrator.core.config import RuntimeConfig, load_config
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import Done, ErrorEvent, Status
 
 from .cli_run import run_native_cli
 
@@ -74,7 +76,7 @@ def test_a_bad_schema_file_is_a_config_error_naming_the_key(
 
 @pytest.mark.parametrize("spec", [CODEX, ACP], ids=lambda s: s.id)
 def test_other_runtimes_refuse_an_output_schema(spec: object) -> None:
-    from orchestrator.registry import RuntimeSpec
+    from orchestrator.core.registry import RuntimeSpec
 
     assert isinstance(spec, RuntimeSpec)
     with pytest.raises(ConfigError, match=rf"runtimes\.{spec.id}\.output_schema: not used"):

@@ -10,7 +10,7 @@ import trio
 from adapters.native.glove import Glove
 from adapters.native.models._common import shared_http_client
 from adapters.native.models.providers import create_adapter
-from contract.model_server import serve_model_server
+from orchestrator.model_server import serve_model_server
 
 SCRIPT = {"conversations": [{"name": "hello", "turns": [{"text": "hello there"}]}]}
 

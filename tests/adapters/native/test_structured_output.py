@@ -18,9 +18,9 @@ from adapters.native.models.providers import create_adapter
 from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.structured import OutputSchema, extract_json
 from contract import check_stream, collect_run
-from contract.model_server import serve_model_server
-from orchestrator import Done, ErrorEvent, StartOpts, Status, TaskHandle
-from orchestrator.errors import OutputValidationError
+from orchestrator.core import Done, ErrorEvent, StartOpts, Status, TaskHandle
+from orchestrator.core.errors import OutputValidationError
+from orchestrator.model_server import serve_model_server
 
 from .conftest import Recorder
 

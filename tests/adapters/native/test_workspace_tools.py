@@ -22,7 +22,7 @@ from adapters.native.stores.memory import MemoryStore
 from adapters.native.subscriber import SubscriberEvent
 from adapters.native.tools import Tool
 from adapters.native.workspace import WorkspaceLimits, glob_regex, workspace_tools
-from orchestrator.errors import ConfigError
+from orchestrator.core.errors import ConfigError
 
 
 async def _ignore(event: SubscriberEvent) -> None:

@@ -21,7 +21,7 @@ import trio
 
 from adapters.openclaw import OpenClawAdapter, OpenClawConfig
 from contract import RecordedCall
-from orchestrator.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
 
 from .fake_gateway import FakeGateway
 

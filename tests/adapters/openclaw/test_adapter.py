@@ -19,9 +19,9 @@ from adapters.openclaw import (
 )
 from adapters.openclaw.gateway import gateway_config, gateway_env
 from contract import check_stream, collect_run
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.errors import ConfigError
-from orchestrator.events import Done, ErrorEvent, Status
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.events import Done, ErrorEvent, Status
 
 from .harness import OpenClawHarness
 

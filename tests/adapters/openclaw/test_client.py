@@ -17,7 +17,7 @@ from adapters.openclaw.client import (
     open_gateway_client,
 )
 from adapters.openclaw.dialect import AgentFrame, EventFrame, ResFrame
-from orchestrator.errors import RuntimeExitedError, RuntimeReportedError, RuntimeStartError
+from orchestrator.core.errors import RuntimeExitedError, RuntimeReportedError, RuntimeStartError
 
 from .fake_gateway import FakeGateway, free_port
 

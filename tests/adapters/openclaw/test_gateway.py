@@ -15,8 +15,8 @@ import trio
 
 from adapters.openclaw import GatewaySettings, ModelProvider, OpenClawAdapter, OpenClawConfig
 from contract import check_stream, collect_run
-from orchestrator.adapter import StartOpts, TaskHandle
-from orchestrator.errors import RuntimeExitedError, RuntimeStartError
+from orchestrator.core.adapter import StartOpts, TaskHandle
+from orchestrator.core.errors import RuntimeExitedError, RuntimeStartError
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -21,8 +21,8 @@ from adapters.openclaw.dialect import (
 )
 from adapters.openclaw.normalize import RunState, finish_from_lifecycle, normalize
 from contract import check_stream
-from orchestrator.errors import ProtocolError
-from orchestrator.events import (
+from orchestrator.core.errors import ProtocolError
+from orchestrator.core.events import (
     Cost,
     Done,
     ErrorEvent,
@@ -100,7 +100,7 @@ def test_final_usage_is_cumulative_cost_and_unpriced_usd_is_unknown() -> None:
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.jsonl")))
 def test_every_cost_of_a_recorded_run_has_its_input_tokens(name: str) -> None:
     """OpenClaw streams only output tokens before the final response: no ``cost`` reports the
-    input as 0 meanwhile (DESIGN §3: an unknown figure is never 0)."""
+    input as 0 meanwhile (docs/architecture.md, Contracts: an unknown figure is never 0)."""
     events, _ = replay(name, retry_limit=1 if "failfast" in name else None)
     costs = [e for e in events if isinstance(e, Cost)]
     assert [c.usage.input_tokens for c in costs if c.usage.input_tokens == 0] == []

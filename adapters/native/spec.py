@@ -1,0 +1,154 @@
+"""The native runtime's spec: how ringleader builds it from its configuration
+(registered in the ``ringleader.runtimes`` entry-point group, as a third party's runtime is).
+The adapter is imported when a run is built, never when the spec is listed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from adapters.builtin import refuse_unused
+from orchestrator.core.adapter import RuntimeAdapter, StartOpts
+from orchestrator.core.config import RuntimeConfig, SubagentConfig
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.registry import ModelServerHook, RuntimeSpec
+
+if TYPE_CHECKING:
+    from adapters.native.mcp import McpServer
+    from adapters.native.structured import OutputSchema
+
+__all__ = ["NATIVE"]
+
+
+def _native(config: RuntimeConfig) -> RuntimeAdapter:
+    from adapters.native import NativeAdapter, PermissionPolicy, Price, PriceTable, create_adapter
+    from adapters.native.models.base import ModelAdapter
+
+    refuse_unused("native", config, "binary", "extra_args", "mode")
+    key = config.api_key()
+    if config.api_key_env and key is None:
+        raise ConfigError(
+            f"runtimes.native.api_key_env: the variable {config.api_key_env} is not set"
+        )
+
+    def model_factory(opts: StartOpts) -> ModelAdapter:
+        env: dict[str, str] = {**os.environ, **opts.env}
+        provider = config.provider or env.get("RINGLEADER_NATIVE_PROVIDER", "anthropic")
+        model = opts.model or config.model
+        if model and ":" in model:
+            provider, model = model.split(":", 1)
+        return create_adapter(
+            provider=provider, model=model or None, api_key=key, base_url=config.base_url, env=env
+        )
+
+    prices = PriceTable()
+    for model, price in config.prices.items():
+        prices.add(model, Price(price.input, price.output, cache_read=price.cached_input))
+
+    # the workspace tools ship by default (confined to the run's cwd); `permission` sets what
+    # writes and bash may do (default: the native `workspace-write` policy, bash asks)
+    perm = config.permission
+    policy = PermissionPolicy() if perm is None else PermissionPolicy(write=perm, bash=perm)
+    return NativeAdapter(
+        model_factory=model_factory,
+        prices=prices,
+        permissions=policy,
+        mcp_servers=_mcp_servers(config),
+        skills_dir=config.skills_dir or ".claude/skills",
+        app=_subagents_app(config.subagents, model_factory) if config.subagents else None,
+        output_schema=_output_schema(config),
+    )
+
+
+def _subagents_app(
+    subagents: Mapping[str, SubagentConfig], model_factory: Callable[[StartOpts], Any]
+) -> Callable[[Any, StartOpts], None]:
+    """The app setup that defines the configured sub-agents on each run's Glove: each call
+    builds a fresh child Glove (its own model client, its instructions as system prompt)."""
+    from adapters.native.extensions import SubAgentFactoryContext
+    from adapters.native.glove import Glove
+
+    def app(glove: Glove, opts: StartOpts) -> None:
+        for name, sub in subagents.items():
+
+            def factory(_ctx: SubAgentFactoryContext, sub: SubagentConfig = sub) -> Glove:
+                model = model_factory(opts.model_copy(update={"model": sub.model or opts.model}))
+                return Glove(model=model, system_prompt=sub.instructions).build()
+
+            description = sub.description or sub.instructions.strip().splitlines()[0]
+            glove.define_sub_agent(name, factory, description=description)
+
+    return app
+
+
+def _output_schema(config: RuntimeConfig) -> OutputSchema | None:
+    """``runtimes.native.output_schema``: the JSON Schema file, read and checked now."""
+    from adapters.native.structured import OutputSchema
+
+    path = config.output_schema
+    if not path:
+        return None
+    where = "runtimes.native.output_schema"
+    try:
+        schema: Any = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read {path} ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {path} is not JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise ConfigError(f"{where}: {path} must hold a JSON Schema object")
+    try:
+        return OutputSchema.of(cast(dict[str, Any], schema))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {path}: {exc}") from None
+
+
+def _mcp_servers(config: RuntimeConfig) -> list[McpServer]:
+    """``runtimes.native.mcp_servers`` as the native runtime's server specs; a variable the
+    configuration names (``env_vars``, ``headers_env``) must be set."""
+    from adapters.native.mcp import McpHttpServer, McpStdioServer
+
+    servers: list[McpServer] = []
+    for name, server in config.mcp_servers.items():
+        where = f"runtimes.native.mcp_servers.{name}"
+        for var in (*server.env_vars, *server.headers_env.values()):
+            if var not in os.environ:
+                raise ConfigError(f"{where}: the variable {var} is not set")
+        options = server.model_dump(include={"permission", "start_timeout_s", "call_timeout_s"})
+        spec: McpServer
+        if server.url is not None:
+            spec = McpHttpServer(name, server.url, headers=server.resolved_headers(), **options)
+        else:
+            assert server.command is not None
+            env = server.resolved_env()
+            spec = McpStdioServer(
+                name, server.command, server.args, env=env, cwd=server.cwd, **options
+            )
+        servers.append(spec)
+    return servers
+
+
+def _native_keys(config: RuntimeConfig) -> tuple[str, ...]:
+    from adapters.native.models.providers import PROVIDERS
+
+    provider = config.provider or os.environ.get("RINGLEADER_NATIVE_PROVIDER", "anthropic")
+    spec = PROVIDERS.get(provider)
+    env_var = spec.env_var if spec is not None and spec.requires_api_key else None
+    return tuple(v for v in (config.api_key_env, env_var) if v)
+
+
+NATIVE = RuntimeSpec(
+    id="native",
+    factory=_native,
+    model_server=ModelServerHook(
+        api="anthropic",
+        model="claude-haiku-4-5",
+        provider="anthropic",
+        tool_call={"name": "list_files", "input": {"path": "."}},
+    ),
+    key_envs=_native_keys,
+    summary="ringleader's in-process agent loop",
+)

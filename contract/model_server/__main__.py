@@ -1,3 +1,0 @@
-from .serve import main
-
-raise SystemExit(main())

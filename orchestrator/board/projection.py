@@ -1,0 +1,249 @@
+"""The board's projection: a run's events → its card (column, phase, tokens, cost, last line).
+
+Pure: :func:`apply` folds one event into a :class:`Card` (no I/O, no clock), :func:`project`
+folds a whole stream, and :class:`Board` keeps one card per run key over the log's interleaved
+events. The board page (``orchestrator/board/static/board.js``) applies the same rules to the
+live SSE feed; ``GET /board`` serves this module's projection of the log, so a page that loads
+the snapshot and then follows the feed shows the same board as one that watched from the start.
+
+Columns: ``queued`` (a run with no event yet), ``running`` (events, no ``done``), ``waiting``
+(running, with a tool call waiting for a person's approval — an overlay the hosting process
+knows, see :func:`column_of`), and one terminal column per ending: ``done`` (``done{success}`` or
+``done{max_turns}``: the run ended normally; the runner may rotate it), ``failed``
+(``done{error}``), ``aborted`` (``done{aborted}``), ``interrupted`` (``done{error}`` after an
+``error{code: interrupted}`` — the log closed a run whose owner process died). The first ``done``
+fixes the column: anything after it is counted but changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from orchestrator.core.events import (
+    Cost,
+    Done,
+    ErrorEvent,
+    RuntimeEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    assert_exhaustive,
+)
+from orchestrator.engine.eventlog import LoggedEvent
+
+__all__ = [
+    "COLUMNS",
+    "TERMINAL_COLUMNS",
+    "Board",
+    "BoardColumn",
+    "Card",
+    "apply",
+    "column_of",
+    "project",
+]
+
+BoardColumn: TypeAlias = Literal[
+    "queued", "running", "waiting", "done", "failed", "aborted", "interrupted"
+]
+COLUMNS: tuple[BoardColumn, ...] = (
+    "queued",
+    "running",
+    "waiting",
+    "done",
+    "failed",
+    "aborted",
+    "interrupted",
+)
+TERMINAL_COLUMNS: frozenset[BoardColumn] = frozenset({"done", "failed", "aborted", "interrupted"})
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""Line breaks as the page's JavaScript splits them (not ``str.splitlines``'s wider set)."""
+
+LAST_LINE_CHARS = 200
+"""The card keeps at most this much of the last line of assistant text."""
+
+
+@attrs.frozen
+class Card:
+    """One run's card. ``cost_usd`` is ``None`` while no ``cost``/``done`` reported a price
+    (shown as unknown, never as 0); ``estimated`` marks a derived (list-price) figure."""
+
+    run_key: str
+    column: BoardColumn = "queued"
+    phase: str = "queued"
+    reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    estimated: bool = False
+    started_ts: int | None = None
+    updated_ts: int | None = None
+    ended_ts: int | None = None
+    last_line: str = ""
+    text_tail: str = ""
+    """The end of the assistant text (``2 * LAST_LINE_CHARS``), where the last line comes from."""
+    events: int = 0
+    open_tool_calls: tuple[str, ...] = ()
+    error: str | None = None
+    error_code: str | None = None
+    after_done: int = 0
+    """Events that arrived after the run's ``done`` (a broken stream; ignored)."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.column in TERMINAL_COLUMNS
+
+    def to_json(self) -> dict[str, Any]:
+        """The card with the wire's camelCase names (what ``GET /board`` serves)."""
+        return {
+            "runKey": self.run_key,
+            "column": self.column,
+            "phase": self.phase,
+            "reason": self.reason,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "costUsd": self.cost_usd,
+            "estimated": self.estimated,
+            "startedTs": self.started_ts,
+            "updatedTs": self.updated_ts,
+            "endedTs": self.ended_ts,
+            "lastLine": self.last_line,
+            "textTail": self.text_tail,
+            "events": self.events,
+            "openToolCalls": list(self.open_tool_calls),
+            "error": self.error,
+            "errorCode": self.error_code,
+        }
+
+
+def _last_line(tail: str) -> str:
+    """The last non-empty line of ``tail`` (capped from the left)."""
+    lines = [line for line in _LINE_BREAK.split(tail) if line.strip()]
+    return lines[-1][-LAST_LINE_CHARS:] if lines else ""
+
+
+def _ending(reason: str, error_code: str | None) -> BoardColumn:
+    if reason == "aborted":
+        return "aborted"
+    if reason == "error":
+        return "interrupted" if error_code == "interrupted" else "failed"
+    return "done"
+
+
+def apply(card: Card, event: RuntimeEvent) -> Card:
+    """``card`` after ``event`` (pure)."""
+    if card.terminal:
+        return attrs.evolve(card, after_done=card.after_done + 1, events=card.events + 1)
+    started = card.started_ts if card.started_ts is not None else event.ts
+    base = attrs.evolve(
+        card,
+        events=card.events + 1,
+        started_ts=started,
+        updated_ts=event.ts,
+        column="running" if card.column == "queued" else card.column,
+        phase="running" if card.phase == "queued" else card.phase,
+    )
+    match event:
+        case TextDelta():
+            if event.channel == "reasoning":
+                return attrs.evolve(base, phase="thinking")
+            tail = (card.text_tail + event.text)[-2 * LAST_LINE_CHARS :]
+            return attrs.evolve(base, text_tail=tail, last_line=_last_line(tail))
+        case ToolCall():
+            calls = card.open_tool_calls
+            if event.tool_call_id not in calls:
+                calls = (*calls, event.tool_call_id)
+            return attrs.evolve(base, open_tool_calls=calls, phase=f"tool: {event.name}")
+        case ToolResult():
+            calls = tuple(c for c in card.open_tool_calls if c != event.tool_call_id)
+            return attrs.evolve(base, open_tool_calls=calls, phase="running")
+        case Status():
+            return attrs.evolve(base, phase=event.phase)
+        case Cost():
+            return attrs.evolve(
+                base,
+                input_tokens=max(card.input_tokens, event.usage.input_tokens),
+                output_tokens=max(card.output_tokens, event.usage.output_tokens),
+                cost_usd=event.cost_usd if event.cost_usd is not None else card.cost_usd,
+                estimated=event.estimated if event.cost_usd is not None else card.estimated,
+            )
+        case ErrorEvent():
+            return attrs.evolve(base, error=event.message, error_code=event.code)
+        case Done():
+            usage = event.usage
+            return attrs.evolve(
+                base,
+                column=_ending(event.reason, card.error_code),
+                phase=event.reason,
+                reason=event.reason,
+                ended_ts=event.ts,
+                open_tool_calls=(),
+                input_tokens=max(card.input_tokens, usage.input_tokens if usage else 0),
+                output_tokens=max(card.output_tokens, usage.output_tokens if usage else 0),
+                cost_usd=event.cost_usd if event.cost_usd is not None else card.cost_usd,
+            )
+        case _:
+            assert_exhaustive(event)
+
+
+def project(run_key: str, events: Iterable[RuntimeEvent]) -> Card:
+    """The card of ``run_key`` after ``events`` (in order)."""
+    card = Card(run_key)
+    for event in events:
+        card = apply(card, event)
+    return card
+
+
+def column_of(card: Card, pending_approvals: Iterable[str] = ()) -> BoardColumn:
+    """The card's column, with the pending approvals (tool call ids) laid over it: a running run
+    whose last status is ``waiting_approval``, or with an open tool call that waits for a person,
+    is ``waiting``."""
+    asked = card.phase == "waiting_approval" or set(card.open_tool_calls).intersection(
+        pending_approvals
+    )
+    if card.column == "running" and asked:
+        return "waiting"
+    return card.column
+
+
+@attrs.define
+class Board:
+    """Every run's card, fed with the log's events in ``gid`` order (live or replayed).
+
+    Idempotent per ``gid``: an event at or below :attr:`cursor` was already applied and is
+    skipped, so a resumed feed that repeats an event cannot count it twice."""
+
+    cards: dict[str, Card] = attrs.field(factory=dict[str, Card])
+    cursor: int = 0
+
+    def add_run(self, run_key: str) -> Card:
+        """The card of ``run_key`` (a queued card if it has no event yet)."""
+        card = self.cards.get(run_key)
+        if card is None:
+            card = self.cards[run_key] = Card(run_key)
+        return card
+
+    def apply(self, item: LoggedEvent) -> bool:
+        """Apply one logged event; False when it was already applied (``gid <= cursor``)."""
+        if item.gid <= self.cursor:
+            return False
+        self.cursor = item.gid
+        self.cards[item.run_key] = apply(self.add_run(item.run_key), item.event)
+        return True
+
+    def apply_all(self, items: Iterable[LoggedEvent]) -> None:
+        for item in items:
+            self.apply(item)
+
+    def columns(self, pending_approvals: Iterable[str] = ()) -> Mapping[BoardColumn, list[Card]]:
+        """Cards by column (every column present, possibly empty), in insertion order."""
+        pending = set(pending_approvals)
+        out: dict[BoardColumn, list[Card]] = {c: [] for c in COLUMNS}
+        for card in self.cards.values():
+            out[column_of(card, pending)].append(card)
+        return out

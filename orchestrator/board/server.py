@@ -1,0 +1,365 @@
+"""The board: a web page over the feed, with actions on the runs this process hosts.
+
+:func:`board_app` serves, next to the feed's routes (``/events``, ``/runs``, ``/runs/KEY``):
+
+* ``GET /`` — the board (a column per state, a card per run), ``GET /run/KEY`` — one run's page;
+  static files from ``orchestrator/board/static`` (plain JavaScript modules, no build step);
+* ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
+  plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
+* ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
+  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
+  "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
+  approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503.
+
+Security (docs/architecture.md, Security): reads follow the feed's rules (loopback ``Host`` without a token, else the
+bearer token). Every POST needs ``Authorization: Bearer <token>`` — a header, never a cookie, so
+another site's page cannot make the browser send it (CSRF) — and a JSON body, and is refused if
+its ``Origin`` is not this server. Without a configured token (loopback only) the server makes a
+random *action token* per process and writes it into the pages it serves: a page of another
+origin cannot read it (same-origin policy), and DNS rebinding is refused by the ``Host`` check.
+Run text reaches the page only as JSON and is inserted with ``textContent``: never as markup.
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib.resources
+import json
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
+
+import attrs
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from orchestrator.board.projection import Board
+from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
+from orchestrator.core.errors import (
+    CapabilityError,
+    ConfigError,
+    MailboxClosedError,
+    RingleaderError,
+)
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
+from orchestrator.engine.hosts import LocalHost, TaskRef
+from orchestrator.engine.runner import TaskSpec
+
+__all__ = ["BoardHost", "board_app"]
+
+MAX_BODY_BYTES = 256 * 1024
+"""The largest POST body the board accepts (a prompt or a steer)."""
+
+
+@attrs.define(eq=False)
+class BoardHost:
+    """The runs this process hosts, for the board's actions: tasks go to ``host``.
+
+    ``runtimes`` lists the runtime ids ``POST /tasks`` accepts; ``task_defaults`` fill the
+    :class:`~orchestrator.engine.runner.TaskSpec` of a posted task (``cwd``, ``agent_id`` …)."""
+
+    host: LocalHost
+    runtimes: tuple[str, ...]
+    approvals: ApprovalBook | None = None
+    """The approval book the hosted runs wait in (their runner's ``approvals``); the board
+    lists its pending entries, runs of other processes' included, and decides them."""
+    task_defaults: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
+    titles: dict[str, str] = attrs.field(factory=dict[str, str])
+    """Base run key (``runtime:ID:task:TASK``) → the task's title, for cards of live runs."""
+
+    def submit(self, prompt: str, runtime_id: str, model: str | None) -> TaskRef:
+        if runtime_id not in self.runtimes:
+            raise ConfigError(
+                f"unknown runtime {runtime_id!r}; this board runs: {', '.join(self.runtimes)}"
+            )
+        task_id = f"board-{secrets.token_hex(4)}"
+        task = TaskSpec(
+            task_id=task_id, title=prompt, model=model or None, **dict(self.task_defaults)
+        )
+        ref = self.host.submit(runtime_id, task)
+        self.titles[base_key(runtime_id, task_id)] = prompt
+        return ref
+
+    def find(self, run_key: str) -> TaskRef | None:
+        """The hosted task whose current run is ``run_key`` (or one of its earlier runs)."""
+        for ref in self.host.tasks:
+            if ref.actor is not None and ref.actor.run_key == run_key:
+                return ref
+        for ref in self.host.tasks:
+            if run_key.startswith(base_key(ref.runtime_id, ref.task.task_id) + ":"):
+                return ref
+        return None
+
+    def title(self, run_key: str) -> str | None:
+        """The title of the hosted task ``run_key`` belongs to."""
+        for base, title in self.titles.items():
+            if run_key.startswith(base + ":"):
+                return title
+        ref = self.find(run_key)
+        return ref.task.title if ref is not None else None
+
+
+def base_key(runtime_id: str, task_id: str) -> str:
+    """The run-key prefix of every run of ``task_id`` on ``runtime_id`` (the runner's)."""
+    return f"runtime:{runtime_id}:task:{task_id}"
+
+
+def _static_dir() -> str:
+    return str(importlib.resources.files("orchestrator.board.projection") / "static")
+
+
+def _page(name: str, action_token: str, hosting: bool) -> str:
+    text = (importlib.resources.files("orchestrator.board.projection") / "static" / name).read_text(
+        "utf-8"
+    )
+    meta = (
+        f'<meta name="ringleader-action-token" content="{action_token}">'
+        f'<meta name="ringleader-hosting" content="{"yes" if hosting else "no"}">'
+    )
+    return text.replace("<!--ringleader-meta-->", meta, 1)
+
+
+async def read_board(log: EventLog, page: int = 5000) -> Board:
+    """:mod:`orchestrator.board.projection`'s projection of the whole log (every run, queued ones too)."""
+    board = Board()
+    for row in await log.runs():
+        board.add_run(row.run_key)
+    while True:
+        batch = await log.read_since(board.cursor, limit=page)
+        if not batch:
+            return board
+        board.apply_all(batch)
+
+
+def board_app(
+    feed: Feed,
+    log: EventLog,
+    *,
+    token: str | None = None,
+    hosted: BoardHost | None = None,
+    keepalive_s: float = 15.0,
+    action_token: str | None = None,
+) -> Starlette:
+    """The board (see the module docstring). ``hosted``: the runs this process hosts (actions
+    and ``POST /tasks``); without it the board is read-only. ``action_token`` (tests) replaces
+    the random per-process one used when ``token`` is None."""
+    auth = FeedAuth(token)
+    acting = token if token is not None else (action_token or secrets.token_urlsafe(24))
+    page_token = "" if token is not None else acting  # a configured token is never in a page
+
+    def may_act(request: Request) -> Response | None:
+        if token is None and not auth.host_ok(request):
+            return refused()
+        if not hmac.compare_digest(auth.bearer(request).encode(), acting.encode()):
+            return refused()
+        origin = request.headers.get("origin")
+        host = request.headers.get("host", "")
+        if origin is not None and origin.split("://", 1)[-1] != host:
+            return JSONResponse({"error": "cross-origin request refused"}, status_code=403)
+        return None
+
+    async def body(request: Request) -> dict[str, Any] | Response:
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "send JSON (Content-Type: application/json)"}, 415)
+        raw = await request.body()
+        if len(raw) > MAX_BODY_BYTES:
+            return JSONResponse({"error": f"body over {MAX_BODY_BYTES} bytes"}, 413)
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return JSONResponse({"error": "the body is not JSON"}, 400)
+        if not isinstance(data, dict):
+            return JSONResponse({"error": "the body must be a JSON object"}, 400)
+        return dict[str, Any](data)  # pyright: ignore[reportUnknownArgumentType]
+
+    def action(
+        fn: Callable[[dict[str, Any], BoardHost], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            denied = may_act(request)
+            if denied is not None:
+                return denied
+            if hosted is None:
+                return JSONResponse(
+                    {"error": "this server hosts no runs (start them with `ringleader serve`)"},
+                    503,
+                )
+            data = await body(request)
+            if isinstance(data, Response):
+                return data
+            try:
+                return await fn(data, hosted)
+            except RingleaderError as exc:
+                return JSONResponse({"error": " ".join(str(exc).split())}, 409)
+
+        return endpoint
+
+    def text_field(data: Mapping[str, Any], name: str) -> str:
+        value = data.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{name!r} must be a non-empty string")
+        return value
+
+    async def tasks(data: dict[str, Any], h: BoardHost) -> Response:
+        prompt, runtime = text_field(data, "prompt"), text_field(data, "runtime")
+        model = data.get("model")
+        if model is not None and not isinstance(model, str):
+            raise ConfigError("'model' must be a string")
+        ref = h.submit(prompt, runtime, model)
+        key = base_key(ref.runtime_id, ref.task.task_id)
+        return JSONResponse({"taskId": ref.task.task_id, "runKeyPrefix": key}, 201)
+
+    def live_ref(data: Mapping[str, Any], h: BoardHost) -> TaskRef:
+        run = text_field(data, "run")
+        ref = h.find(run)
+        if ref is None:
+            raise MailboxClosedError(
+                f"run {run!r} is not hosted by this server (only its own runs can be acted on)",
+                actor_id=run,
+            )
+        if ref.finished:
+            raise MailboxClosedError(f"run {run!r} has finished", actor_id=run)
+        return ref
+
+    async def abort(data: dict[str, Any], h: BoardHost) -> Response:
+        ref = live_ref(data, h)
+        ref.abort()
+        await trio.lowlevel.checkpoint()
+        return JSONResponse({"ok": True, "run": data["run"]}, 202)
+
+    async def steer(data: dict[str, Any], h: BoardHost) -> Response:
+        ref = live_ref(data, h)
+        text = text_field(data, "text")
+        try:
+            ref.steer(text)
+        except CapabilityError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 422)
+        await trio.lowlevel.checkpoint()
+        return JSONResponse({"ok": True, "run": data["run"]}, 202)
+
+    async def approve(data: dict[str, Any], h: BoardHost) -> Response:
+        approval_id = text_field(data, "id")
+        allow = data.get("allow")
+        if not isinstance(allow, bool):
+            raise ConfigError("'allow' must be true or false")
+        message, edited = data.get("message"), data.get("input")
+        if message is not None and not isinstance(message, str):
+            raise ConfigError("'message' must be a string")
+        if edited is not None and not isinstance(edited, dict):
+            raise ConfigError("'input' must be a JSON object")
+        if h.approvals is None:
+            return JSONResponse({"error": "this board's runs do not wait for approvals"}, 404)
+        decision = ApprovalDecision(
+            allow,
+            reject_message=None if allow else message or None,
+            input=cast(dict[str, Any], edited) if allow and edited is not None else None,
+        )
+        try:
+            await h.approvals.decide(approval_id, decision)
+        except ConfigError as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        return JSONResponse({"ok": True, "id": approval_id, "allow": allow}, 202)
+
+    async def pending_approvals() -> list[dict[str, Any]]:
+        if hosted is None or hosted.approvals is None:
+            await trio.lowlevel.checkpoint()
+            return []
+        return [entry.to_json() for entry in await hosted.approvals.pending()]
+
+    async def board(request: Request) -> Response:
+        if not auth.reads(request):
+            return refused()
+        snapshot = await read_board(log)
+        rows = {r.run_key: r for r in await log.runs()}
+        cards: list[dict[str, Any]] = []
+        for card in snapshot.cards.values():
+            row = rows.get(card.run_key)
+            title = hosted.title(card.run_key) if hosted is not None else None
+            if title is None and row is not None and row.outcome:
+                title = row.outcome.get("title")
+            cards.append(
+                card.to_json()
+                | {
+                    "runtimeId": row.runtime_id if row is not None else None,
+                    "title": title,
+                    "resumedFrom": (row.outcome or {}).get("resumedFrom") if row else None,
+                }
+            )
+        pending = await pending_approvals()
+        return JSONResponse(
+            {
+                "cursor": snapshot.cursor,
+                "cards": cards,
+                "approvals": pending,
+                "hosting": hosted is not None,
+                "runtimes": list(hosted.runtimes) if hosted else [],
+            }
+        )
+
+    async def approvals(request: Request) -> Response:
+        if not auth.reads(request):
+            return refused()
+        return JSONResponse(await pending_approvals())
+
+    async def run_meta(request: Request) -> Response:
+        """The run's row, its title, and the runs of the same task (retries, rotations, resumes)."""
+        if not auth.reads(request):
+            return refused()
+        key: str = request.query_params.get("run", "")
+        rows = await log.runs()
+        mine = next((r for r in rows if r.run_key == key), None)
+        if mine is None:
+            return JSONResponse({"error": "no such run"}, 404)
+        task_base = key.split(":r", 1)[0].split(":a", 1)[0].split(":run-", 1)[0]
+        related = [
+            run_json(r)
+            for r in rows
+            if r.run_key != key
+            and (
+                r.run_key.startswith(task_base + ":")
+                or (r.outcome or {}).get("resumedFrom") == key
+                or (mine.outcome or {}).get("resumedFrom") == r.run_key
+            )
+        ]
+        title = hosted.title(key) if hosted is not None else None
+        if title is None and mine.outcome:
+            title = mine.outcome.get("title")
+        return JSONResponse({"run": run_json(mine), "title": title, "related": related})
+
+    def html(name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            if token is None and not auth.host_ok(request):
+                return refused()
+            await trio.lowlevel.checkpoint()
+            return HTMLResponse(
+                _page(name, page_token, hosted is not None),
+                headers={
+                    "cache-control": "no-store",
+                    "content-security-policy": "default-src 'self'; style-src 'self'; "
+                    "script-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+                    "x-content-type-options": "nosniff",
+                    "referrer-policy": "no-referrer",
+                },
+            )
+
+        return endpoint
+
+    routes: list[Route | Mount] = [
+        Route("/", html("index.html")),
+        Route("/run/{key:path}", html("run.html")),
+        Route("/board", board),
+        Route("/approvals", approvals),
+        Route("/run-meta", run_meta),
+        Route("/tasks", action(tasks), methods=["POST"]),
+        Route("/abort", action(abort), methods=["POST"]),
+        Route("/steer", action(steer), methods=["POST"]),
+        Route("/approve", action(approve), methods=["POST"]),
+        *feed_routes(feed, log, auth, keepalive_s=keepalive_s),
+        Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
+    ]
+    return Starlette(routes=routes)

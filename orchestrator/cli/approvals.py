@@ -1,0 +1,103 @@
+"""``ringleader approvals`` and ``ringleader approve``: the CLI side of the approval book
+(:mod:`orchestrator.core.approvals`). Part of the CLI: the library never imports this module."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.core.approvals import ApprovalBook, ApprovalDecision, ApprovalEntry
+from orchestrator.core.errors import ConfigError
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.runner import RESUME_PROMPT, TaskSpec, resumable_task
+
+__all__ = ["approve_command", "decision_from_args", "list_approvals"]
+
+Resume = Callable[[str, TaskSpec], Awaitable[int]]
+"""Runs the resumed task on its runtime (with approvals on); the exit code."""
+
+
+def decision_from_args(allow: bool, message: str | None, edit: str | None) -> ApprovalDecision:
+    """``--allow [--edit JSON]`` or ``--deny [--message M]``."""
+    if not allow:
+        if edit is not None:
+            raise ConfigError("--edit goes with --allow (a denied call does not run)")
+        return ApprovalDecision(False, reject_message=message or None)
+    if message is not None:
+        raise ConfigError("--message goes with --deny (it is what the model is told)")
+    if edit is None:
+        return ApprovalDecision(True)
+    try:
+        edited: Any = json.loads(edit)
+    except ValueError as exc:
+        raise ConfigError(f"--edit: not JSON ({exc})") from None
+    if not isinstance(edited, dict):
+        raise ConfigError("--edit: the tool's input must be a JSON object")
+    return ApprovalDecision(True, input=cast(dict[str, Any], edited))
+
+
+async def list_approvals(state: Path, *, as_json: bool, out: TextIO) -> int:
+    """The pending approvals of the state directory, oldest first."""
+    entries = await ApprovalBook.in_state_dir(state).pending()
+    if as_json:
+        for entry in entries:
+            out.write(json.dumps(entry.to_json(), default=str) + "\n")
+        return 0
+    if not entries:
+        out.write("ringleader: no pending approvals\n")
+        return 0
+    table = Table("id", "tool", "input", "waiting", "age", "run", box=None)
+    now = time.time() * 1000
+    for entry in entries:
+        alive = entry.owner is not None and entry.owner.alive()
+        table.add_row(
+            entry.id,
+            entry.tool,
+            _short(json.dumps(entry.input, default=str)),
+            f"pid {entry.owner.pid}" if alive and entry.owner else "no (resumes on approve)",
+            f"{max(0, (now - entry.created_ms) / 1000):.0f}s",
+            entry.session_key or entry.session_id,
+        )
+    Console(file=out, soft_wrap=True, no_color=True).print(table)
+    return 0
+
+
+async def approve_command(
+    state: Path, approval_id: str, decision: ApprovalDecision, *, resume: Resume, out: TextIO
+) -> int:
+    """Decide ``approval_id``; if no live process waits on it, resume its run here."""
+    entry = await ApprovalBook.in_state_dir(state).decide(approval_id, decision)
+    verb = "approved" if decision.approved else "rejected"
+    out.write(f"ringleader: {entry.id} {verb} ({entry.tool})\n")
+    out.flush()
+    if entry.owner is not None and entry.owner.alive():
+        out.write(f"ringleader: the run waiting on it (pid {entry.owner.pid}) goes on\n")
+        return 0
+    runtime_id, task = await _task(state, entry)
+    assert task.resume is not None
+    print(
+        f"ringleader: its process is gone; resuming {task.resume.run_key} on {runtime_id}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return await resume(runtime_id, task)
+
+
+async def _task(state: Path, entry: ApprovalEntry) -> tuple[str, TaskSpec]:
+    if not entry.session_key:
+        raise ConfigError(f"approval {entry.id}: its run recorded no session to resume")
+    async with EventLog.open(state / "events.db") as log:
+        session = await log.get_session(entry.session_key)  # its latest run
+        key = session.run_key if session is not None and session.run_key else entry.session_key
+        return await resumable_task(log, key, RESUME_PROMPT, agent_id=entry.agent_id or "agent")
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,113 @@
+"""The core: what an adapter may import, and everything above it stands on.
+
+The adapter trait (:mod:`.adapter`), the seven normalized events and their factory
+(:mod:`.events`), the one error hierarchy (:mod:`.errors`), queues (:mod:`.queue`), the idle guard
+(:mod:`.idle`), secret redaction (:mod:`.redact`), process lifetime and private state
+(:mod:`.lifetime`), integration plans (:mod:`.integration`), the approval book (:mod:`.approvals`),
+the runtime registry (:mod:`.registry`), configuration (:mod:`.config`), drift wording
+(:mod:`.drift`) and listening on a port (:mod:`.listen`). Core imports nothing above it; the
+rule is ``tests/test_layers.py``, the map ``docs/architecture.md``.
+"""
+
+from orchestrator.core.adapter import HEALTH_TIMEOUT_S as HEALTH_TIMEOUT_S
+from orchestrator.core.adapter import STEER_KEY as STEER_KEY
+from orchestrator.core.adapter import Capabilities as Capabilities
+from orchestrator.core.adapter import EventStream as EventStream
+from orchestrator.core.adapter import HealthResult as HealthResult
+from orchestrator.core.adapter import NativeHomeClaim as NativeHomeClaim
+from orchestrator.core.adapter import ParticipantKind as ParticipantKind
+from orchestrator.core.adapter import RunHandle as RunHandle
+from orchestrator.core.adapter import RuntimeAdapter as RuntimeAdapter
+from orchestrator.core.adapter import RuntimeClass as RuntimeClass
+from orchestrator.core.adapter import RuntimeId as RuntimeId
+from orchestrator.core.adapter import SessionCodec as SessionCodec
+from orchestrator.core.adapter import StartOpts as StartOpts
+from orchestrator.core.adapter import TaskHandle as TaskHandle
+from orchestrator.core.approvals import ApprovalBook as ApprovalBook
+from orchestrator.core.approvals import ApprovalDecision as ApprovalDecision
+from orchestrator.core.approvals import ApprovalEntry as ApprovalEntry
+from orchestrator.core.approvals import ApprovalRequest as ApprovalRequest
+from orchestrator.core.approvals import approve as approve
+from orchestrator.core.approvals import reject as reject
+from orchestrator.core.config import Config as Config
+from orchestrator.core.config import LoadedConfig as LoadedConfig
+from orchestrator.core.config import ModelPrice as ModelPrice
+from orchestrator.core.config import RuntimeConfig as RuntimeConfig
+from orchestrator.core.config import load_config as load_config
+from orchestrator.core.errors import ActorCrashedError as ActorCrashedError
+from orchestrator.core.errors import ActorError as ActorError
+from orchestrator.core.errors import AdapterError as AdapterError
+from orchestrator.core.errors import BreakerOpenError as BreakerOpenError
+from orchestrator.core.errors import BudgetExceededError as BudgetExceededError
+from orchestrator.core.errors import CapabilityError as CapabilityError
+from orchestrator.core.errors import ConfigError as ConfigError
+from orchestrator.core.errors import HostError as HostError
+from orchestrator.core.errors import LineTooLongError as LineTooLongError
+from orchestrator.core.errors import MailboxClosedError as MailboxClosedError
+from orchestrator.core.errors import McpServerDiedError as McpServerDiedError
+from orchestrator.core.errors import McpServerError as McpServerError
+from orchestrator.core.errors import McpStartError as McpStartError
+from orchestrator.core.errors import NodeLostError as NodeLostError
+from orchestrator.core.errors import NoNodeForRuntimeError as NoNodeForRuntimeError
+from orchestrator.core.errors import OutputValidationError as OutputValidationError
+from orchestrator.core.errors import ProtocolError as ProtocolError
+from orchestrator.core.errors import RingleaderError as RingleaderError
+from orchestrator.core.errors import RuntimeExitedError as RuntimeExitedError
+from orchestrator.core.errors import RuntimeNotFoundError as RuntimeNotFoundError
+from orchestrator.core.errors import RuntimeReportedError as RuntimeReportedError
+from orchestrator.core.errors import RuntimeStartError as RuntimeStartError
+from orchestrator.core.errors import ToolApprovalRequiredError as ToolApprovalRequiredError
+from orchestrator.core.errors import exception_leaves as exception_leaves
+from orchestrator.core.errors import redact_secrets as redact_secrets
+from orchestrator.core.errors import single_exception as single_exception
+from orchestrator.core.events import ApprovalCall as ApprovalCall
+from orchestrator.core.events import Cost as Cost
+from orchestrator.core.events import Done as Done
+from orchestrator.core.events import DoneReason as DoneReason
+from orchestrator.core.events import ErrorEvent as ErrorEvent
+from orchestrator.core.events import EventBase as EventBase
+from orchestrator.core.events import EventFactory as EventFactory
+from orchestrator.core.events import RuntimeEvent as RuntimeEvent
+from orchestrator.core.events import RuntimeEventKind as RuntimeEventKind
+from orchestrator.core.events import Status as Status
+from orchestrator.core.events import StatusPhase as StatusPhase
+from orchestrator.core.events import TextChannel as TextChannel
+from orchestrator.core.events import TextDelta as TextDelta
+from orchestrator.core.events import ToolCall as ToolCall
+from orchestrator.core.events import ToolResult as ToolResult
+from orchestrator.core.events import Usage as Usage
+from orchestrator.core.events import assert_exhaustive as assert_exhaustive
+from orchestrator.core.events import event_from_json as event_from_json
+from orchestrator.core.events import event_to_json as event_to_json
+from orchestrator.core.events import now_ms as now_ms
+from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S as DEFAULT_RUN_SILENT_TIMEOUT_S
+from orchestrator.core.idle import IDLE_ABORT_GRACE_S as IDLE_ABORT_GRACE_S
+from orchestrator.core.idle import IdleGuard as IdleGuard
+from orchestrator.core.idle import with_idle_timeout as with_idle_timeout
+from orchestrator.core.integration import ConnectedHome as ConnectedHome
+from orchestrator.core.integration import EphemeralHome as EphemeralHome
+from orchestrator.core.integration import IntegrationHome as IntegrationHome
+from orchestrator.core.integration import PersistentHome as PersistentHome
+from orchestrator.core.integration import RuntimeIntegrationPlan as RuntimeIntegrationPlan
+from orchestrator.core.integration import resolve_runtime_integration as resolve_runtime_integration
+from orchestrator.core.lifetime import ProcessIdentity as ProcessIdentity
+from orchestrator.core.lifetime import ProcessRegistry as ProcessRegistry
+from orchestrator.core.queue import DEFAULT_QUEUE_MAX as DEFAULT_QUEUE_MAX
+from orchestrator.core.queue import AsyncQueue as AsyncQueue
+from orchestrator.core.queue import EventQueue as EventQueue
+from orchestrator.core.queue import QueueEventStream as QueueEventStream
+from orchestrator.core.queue import collect_until_done as collect_until_done
+from orchestrator.core.queue import create_async_queue as create_async_queue
+from orchestrator.core.redact import StreamRedactor as StreamRedactor
+from orchestrator.core.redact import redact_event as redact_event
+from orchestrator.core.redact import redact_text as redact_text
+from orchestrator.core.redact import register_env_secrets as register_env_secrets
+from orchestrator.core.redact import register_secret as register_secret
+from orchestrator.core.registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from orchestrator.core.registry import AdapterFactory as AdapterFactory
+from orchestrator.core.registry import Installed as Installed
+from orchestrator.core.registry import ModelServerHook as ModelServerHook
+from orchestrator.core.registry import RuntimeFactory as RuntimeFactory
+from orchestrator.core.registry import RuntimeRegistry as RuntimeRegistry
+from orchestrator.core.registry import RuntimeSpec as RuntimeSpec
+from orchestrator.core.registry import discover_runtimes as discover_runtimes

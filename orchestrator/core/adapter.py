@@ -1,0 +1,209 @@
+"""The ``RuntimeAdapter`` trait and the types around it.
+
+Every runtime (native, Claude Code, Codex, OpenClaw, Hermes, scripted) is an adapter with this
+shape. Wire types (capabilities, start options, health) are frozen pydantic models; the run handle
+is a small mutable attrs class because the runtime tells us its run id late.
+
+Contracts every adapter keeps (docs/architecture.md, Contracts): ``capabilities()`` is pure and starts nothing;
+``health()`` never raises and answers within 2 s; ``start()`` returns a handle whose ``run_id`` is
+``None``; an adapter is an async context manager (``async with adapter:``) that owns whatever its
+runs need (child processes, sockets, tasks) and ends them all on exit; ``events()`` is *not* async and subscribes before it returns, so nothing emitted between
+``events()`` and the first pull is lost; ``abort()`` is idempotent; one-shot streams close after
+their single ``done``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Literal, Protocol, Self, TypeAlias, runtime_checkable
+
+import attrs
+from pydantic import BaseModel, Field
+
+from orchestrator.core.events import WIRE_CONFIG, RuntimeEvent
+
+__all__ = [
+    "HEALTH_TIMEOUT_S",
+    "STEER_KEY",
+    "Capabilities",
+    "EventStream",
+    "HealthResult",
+    "NativeHomeClaim",
+    "ParticipantKind",
+    "RunHandle",
+    "RuntimeAdapter",
+    "RuntimeClass",
+    "RuntimeId",
+    "SessionCodec",
+    "StartOpts",
+    "TaskHandle",
+]
+
+RuntimeId: TypeAlias = str
+"""An open set: "native", "claude-code", "codex", "openclaw", "hermes", "scripted", or any other."""
+ParticipantKind: TypeAlias = Literal["agent", "human"]
+RuntimeClass: TypeAlias = Literal["wrapped-oneshot", "connected-substrate", "native"]
+
+HEALTH_TIMEOUT_S = 2.0
+"""``health()`` must answer within this many seconds."""
+
+STEER_KEY = ".ringleader/signal"
+"""The ``write_context`` key a steerable runtime reads as a steer into the live conversation: its
+value is steered in verbatim (the actor's ``steer`` writes it; an adapter that is steerable reads it)."""
+
+
+class NativeHomeClaim(BaseModel):
+    """Where a runtime claims to accrue state; the host decides the actual path."""
+
+    model_config = WIRE_CONFIG
+
+    scope: Literal["per-identity", "per-run"]
+    persist: bool
+
+
+class Capabilities(BaseModel):
+    """What a runtime can do. Absent optional fields resolve to the conservative defaults."""
+
+    model_config = WIRE_CONFIG
+
+    streaming: bool
+    """Emits incremental text deltas (vs one whole message at the end of a turn)."""
+    mcp: bool
+    """Can discover and call MCP tool servers."""
+    worktrees: bool
+    """Runs work in isolated git worktrees."""
+    resume: bool
+    """Can resume a prior session from a serialized handle."""
+    tool_approval: bool
+    """The runtime can surface tool-approval gates."""
+    models: tuple[str, ...] = ()
+    """Model ids usable (may be empty when unknown)."""
+    steerable: bool = False
+    """Text written with ``write_context`` reaches the model during the current run."""
+    context_window_tokens: int | None = None
+    """Context window in tokens; drives the rotation watermark (None or 0: watermark inert)."""
+    runtime_class: RuntimeClass | None = None
+    reports_cost_usd: bool | None = None
+    """The runtime reports its spend in USD (perhaps only at the end of a run); None or False:
+    only tokens, so a USD budget needs list-price estimates (see ``orchestrator.engine.governance``)."""
+    native_home: NativeHomeClaim | None = None
+    native_skills: Literal["preserve", "none"] | None = None
+    native_memory: Literal["preserve", "none"] | None = None
+    native_channels: Literal["gateway", "none"] | None = None
+    native_scheduler: bool | None = None
+    """Informational only: the host scheduler always owns when to run."""
+
+
+class HealthResult(BaseModel):
+    """The answer of ``health()``."""
+
+    model_config = WIRE_CONFIG
+
+    ok: bool
+    message: str | None = None
+
+
+class TaskHandle(BaseModel):
+    """References to the durable board task; both optional so a run can be ad hoc."""
+
+    model_config = WIRE_CONFIG
+
+    task_id: str | None = None
+    team_id: str | None = None
+
+
+class StartOpts(BaseModel):
+    """Everything ``start()`` needs for one run.
+
+    Beyond the original executor: ``cwd`` (the working directory the runtime works in, recorded as the
+    session's origin), ``home_dir`` (the state directory the host prepared from the integration
+    plan), ``resume_session_id`` (a native session id to resume), ``max_turns``, and ``env``
+    (extra environment for child runtimes, e.g. a model base URL and key; never serialized or
+    shown in reprs because it may hold secrets).
+    """
+
+    model_config = WIRE_CONFIG
+
+    agent_id: str
+    session_key: str
+    message: str
+    model: str | None = None
+    context: str | None = None
+    child_tool_blocklist: tuple[str, ...] = ()
+    cwd: str | None = None
+    home_dir: str | None = None
+    resume_session_id: str | None = None
+    max_turns: int | None = None
+    cache_breakpoints: tuple[int, ...] = ()
+    """UTF-8 byte offsets into ``message`` where a prompt-cache tier ends (from
+    :func:`tiers.assemble_tiers`); a runtime that places its own cache markers (the native
+    runtime on Anthropic Messages) cuts the first user message there. Others ignore it."""
+    approvals_db: str | None = None
+    """The :class:`~orchestrator.core.approvals.ApprovalBook` file a tool call that needs approval
+    waits in for a person (``None``: such a call is denied, fail-closed)."""
+    env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
+
+    def full_message(self) -> str:
+        """The context block (if any) followed by the message, as runtimes receive it."""
+        return f"{self.context}\n\n{self.message}" if self.context else self.message
+
+
+@attrs.define
+class RunHandle:
+    """One run. ``run_id`` is ``None`` after ``start()`` and bound from the runtime's first frame."""
+
+    adapter_id: str = attrs.field(on_setattr=attrs.setters.frozen)
+    session_key: str = attrs.field(on_setattr=attrs.setters.frozen)
+    run_id: str | None = None
+
+
+@runtime_checkable
+class EventStream(Protocol):
+    """An async iterator of events that must be closed (``aclose`` releases the subscription)."""
+
+    def __aiter__(self) -> AsyncIterator[RuntimeEvent]: ...
+    async def __anext__(self) -> RuntimeEvent: ...
+    async def aclose(self) -> None: ...
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+class SessionCodec(Protocol):
+    """Turns a run into a blob that can resume it later, and back."""
+
+    async def serialize(self, run: RunHandle) -> str: ...
+    async def restore(self, blob: str) -> RunHandle: ...
+
+
+@runtime_checkable
+class RuntimeAdapter(Protocol):
+    """One runtime behind the common trait. See the module docstring for the contracts."""
+
+    @property
+    def id(self) -> RuntimeId: ...
+    @property
+    def participant_kind(self) -> ParticipantKind: ...
+    @property
+    def session_codec(self) -> SessionCodec | None: ...
+
+    def capabilities(self) -> Capabilities: ...
+    async def health(self) -> HealthResult: ...
+    async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle: ...
+    def events(self, run: RunHandle) -> EventStream: ...
+    async def abort(self, run: RunHandle) -> None: ...
+    async def set_model(self, run: RunHandle, model: str) -> None: ...
+    async def write_context(self, run: RunHandle, key: str, value: str) -> None: ...
+    async def aclose(self) -> None: ...
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

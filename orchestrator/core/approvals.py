@@ -1,0 +1,460 @@
+"""Tool approvals: the request a handler sees, the decisions it may give, and the durable book
+every process of a state directory shares.
+
+Anvia's approval rules (``anvia-core-agent.txt``, "Tool Approvals"), as the native loop applies
+them (:mod:`adapters.native.executor`):
+
+* a handler is an async function of an :class:`ApprovalRequest`; it is set for the Glove (or
+  the adapter) and may be **overridden per request** (``glove.process_request(...,
+  approvals=handler)``): the request's handler wins;
+* its decision is ``True`` / ``False``, an :class:`ApprovalDecision` (:func:`approve`,
+  :func:`reject`) or the seed's mapping shape ``{"approved": bool, "reason"?,
+  "reject_message"?}``;
+* approved runs the tool — with the decision's **edited input** when it has one (validated
+  again like the model's input);
+* rejected skips the tool; the model sees ``reject_message``, else ``reason``, else
+  ``"Tool approval was rejected."`` as the tool's (error) result;
+* a call that needs approval with **no handler** raises
+  :class:`~orchestrator.core.errors.ToolApprovalRequiredError` from the run (the library default);
+  runs through the native adapter keep the fail-closed default instead (the call is denied and
+  the model is told so) unless the run waits in an :class:`ApprovalBook`.
+
+**Durable approvals.** :class:`ApprovalBook` (``<state dir>/approvals.db``, SQLite) is the one
+approval mechanism of the board, the ACP server and the CLI: a run started with
+``StartOpts.approvals_db`` (``Runner(approvals=True)``; ``ringleader run --approvals wait``,
+``ringleader serve``, ``ringleader acp --approvals wait``) records each call that needs approval
+as a *pending* entry (the call, its session, the process waiting on it) and waits, polling, for
+a decision. Anyone with the state directory decides: ``POST /approve`` on the board,
+``ringleader approve ID``, or :meth:`ApprovalBook.decide`. The waiting process picks it up; if
+that process is gone (killed, crashed, the machine rebooted) the native session still holds the
+call unanswered, and ``ringleader approve`` resumes the run from its session: the loop runs the
+unanswered calls first (:meth:`adapters.native.loop.Agent.ask`), and the book answers this one
+from its record. An abort while waiting (Ctrl-C, ``abort``) cancels the entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
+
+import attrs
+import trio
+
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.lifetime import ProcessIdentity
+from orchestrator.core.redact import redact_text
+
+__all__ = [
+    "APPROVALS_DB",
+    "DEFAULT_REJECT_MESSAGE",
+    "ApprovalBook",
+    "ApprovalDecision",
+    "ApprovalEntry",
+    "ApprovalHandler",
+    "ApprovalRequest",
+    "ApprovalStatus",
+    "BookHandler",
+    "DecisionLike",
+    "RecordingHandler",
+    "RunInfo",
+    "approve",
+    "as_decision",
+    "reject",
+]
+
+DEFAULT_REJECT_MESSAGE: Final = "Tool approval was rejected."
+
+
+@attrs.frozen
+class ApprovalRequest:
+    """One tool call waiting for a decision (its input already validated)."""
+
+    tool_name: str
+    tool_input: Any
+    """The validated input as JSON (what the tool would run with)."""
+    call_id: str
+    """The model's tool call id."""
+    session_id: str = ""
+    """The run's session (the native store's id)."""
+    reason: str | None = None
+    """Why it needs approval (the policy's ``ask``, or a hook's request)."""
+
+    @property
+    def id(self) -> str:
+        """The approval's id: stable for the call of the session (``ringleader approve ID``)."""
+        digest = hashlib.sha256(f"{self.session_id}\0{self.call_id}".encode()).hexdigest()
+        return f"ap-{digest[:12]}"
+
+
+@attrs.frozen
+class ApprovalDecision:
+    """A handler's answer. ``input`` (approve only) replaces the call's input."""
+
+    approved: bool
+    reason: str | None = None
+    reject_message: str | None = None
+    """What the model sees when rejected (wins over ``reason``)."""
+    input: Mapping[str, Any] | None = None
+
+    def rejection_text(self) -> str:
+        return self.reject_message or self.reason or DEFAULT_REJECT_MESSAGE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "approved": self.approved,
+            "reason": self.reason,
+            "rejectMessage": self.reject_message,
+            "input": None if self.input is None else dict(self.input),
+        }
+
+
+DecisionLike: TypeAlias = bool | ApprovalDecision | Mapping[str, Any]
+ApprovalHandler: TypeAlias = Callable[[ApprovalRequest], Awaitable[DecisionLike]]
+
+
+@runtime_checkable
+class RecordingHandler(Protocol):
+    """A handler that records the request somewhere others can decide it (the book): the loop
+    calls :meth:`record` before it announces ``status{waiting_approval}``, so the approval the
+    event names can always be decided."""
+
+    async def record(self, request: ApprovalRequest) -> None: ...
+
+    def __call__(self, request: ApprovalRequest) -> Awaitable[DecisionLike]: ...
+
+
+def approve(
+    reason: str | None = None, *, input: Mapping[str, Any] | None = None
+) -> ApprovalDecision:
+    """Run the tool (with ``input`` instead of the model's, when given)."""
+    return ApprovalDecision(True, reason=reason, input=input)
+
+
+def reject(message: str | None = None, *, reason: str | None = None) -> ApprovalDecision:
+    """Skip the tool; the model sees ``message`` (else ``reason``, else the default text)."""
+    return ApprovalDecision(False, reason=reason, reject_message=message)
+
+
+def as_decision(value: DecisionLike) -> ApprovalDecision:
+    """Any decision shape a handler may return, as an :class:`ApprovalDecision`."""
+    if isinstance(value, ApprovalDecision):
+        return value
+    if isinstance(value, bool):
+        return ApprovalDecision(value)
+    data = value
+    edited = data.get("input")
+    return ApprovalDecision(
+        approved=data.get("approved") is True,
+        reason=_opt_str(data.get("reason")),
+        reject_message=_opt_str(data.get("reject_message", data.get("rejectMessage"))),
+        input=cast(Mapping[str, Any], edited) if isinstance(edited, Mapping) else None,
+    )
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+# -- the durable book ------------------------------------------------------------------------------
+
+APPROVALS_DB: Final = "approvals.db"
+"""The book's file name in the state directory."""
+
+ApprovalStatus: TypeAlias = Literal["pending", "approved", "rejected", "cancelled"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    input TEXT NOT NULL,
+    reason TEXT,
+    runtime_id TEXT,
+    agent_id TEXT,
+    session_key TEXT,
+    owner_pid INTEGER,
+    owner_start INTEGER,
+    decision TEXT,
+    created_ms INTEGER NOT NULL,
+    decided_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status, created_ms);
+"""
+_COLUMNS = (
+    "id, status, session_id, call_id, tool, input, reason, runtime_id, agent_id, session_key, "
+    "owner_pid, owner_start, decision, created_ms, decided_ms"
+)
+T = TypeVar("T")
+
+
+@attrs.frozen
+class ApprovalEntry:
+    """One approval in the book: the call, where it runs, and its decision once there is one."""
+
+    id: str
+    status: ApprovalStatus
+    session_id: str
+    call_id: str
+    tool: str
+    input: Any
+    reason: str | None
+    runtime_id: str | None
+    agent_id: str | None
+    session_key: str | None
+    """The orchestrator's session key of the run (``runtime:native:task:…``): its event-log
+    sessions name the run to resume."""
+    owner: ProcessIdentity | None
+    """The process that last waited on it (alive: it takes the decision itself)."""
+    decision: ApprovalDecision | None
+    created_ms: int
+    decided_ms: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status,
+            "tool": self.tool,
+            "input": self.input,
+            "reason": self.reason,
+            "callId": self.call_id,
+            "session": self.session_id,
+            "run": self.session_key or "",
+            "runtime": self.runtime_id,
+            "waiting": self.owner is not None and self.owner.alive(),
+            "createdMs": self.created_ms,
+            "decision": None if self.decision is None else self.decision.to_json(),
+        }
+
+
+def _entry(row: tuple[Any, ...]) -> ApprovalEntry:
+    (id_, status, sid, cid, tool, inp, reason, rt, agent, skey, pid, start, dec, cms, dms) = row
+    decision = None if dec is None else as_decision(cast(Mapping[str, Any], json.loads(dec)))
+    owner = None if pid is None else ProcessIdentity(int(pid), None if start is None else start)
+    return ApprovalEntry(
+        id_,
+        status,
+        sid,
+        cid,
+        tool,
+        _loads(inp),
+        reason,
+        rt,
+        agent,
+        skey,
+        owner,
+        decision,
+        cms,
+        dms,
+    )
+
+
+def _loads(text: str) -> Any:
+    """A stored input (redacted: a pattern that ate a quote leaves the text as it is)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@attrs.define(eq=False)
+class ApprovalBook:
+    """The durable approvals of a state directory (see the module docstring).
+
+    Every call opens its own short SQLite connection in a worker thread: processes share the
+    file, and nothing blocks the trio loop."""
+
+    path: Path = attrs.field(converter=Path)
+    poll_s: float = 0.25
+    """How often a waiting run looks for its decision."""
+
+    @classmethod
+    def in_state_dir(cls, state_dir: str | os.PathLike[str]) -> ApprovalBook:
+        return cls(Path(state_dir) / APPROVALS_DB)
+
+    async def _db(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        path = self.path
+
+        def work() -> T:
+            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            try:
+                conn.executescript(_SCHEMA)
+                return fn(conn)
+            finally:
+                conn.close()
+
+        if not path.exists():
+            await trio.to_thread.run_sync(lambda: _create_private(path))
+        return await trio.to_thread.run_sync(work)
+
+    # -- the handler a run waits in --------------------------------------------------------------
+
+    def handler(
+        self, *, runtime_id: str = "", agent_id: str = "", session_key: str = ""
+    ) -> BookHandler:
+        """An approval handler for one run: its calls wait in the book."""
+        return BookHandler(self, RunInfo(runtime_id, agent_id, session_key))
+
+    async def wait(self, request: ApprovalRequest, run: RunInfo | None = None) -> ApprovalDecision:
+        """Record ``request`` as pending (or take over its pending entry) and wait for its
+        decision; an entry already decided (a resumed run) answers at once. A cancel while
+        waiting marks it ``cancelled``."""
+        entry = await self.record(request, run)
+        try:
+            while entry.decision is None:
+                await trio.sleep(self.poll_s)
+                found = await self.get(request.id)
+                if found is None:  # the book was cleared under us: fail closed
+                    return reject("The approval request was withdrawn.")
+                entry = found
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self._set_status(request.id, "cancelled", only_pending=True)
+            raise
+        return entry.decision
+
+    async def record(self, request: ApprovalRequest, run: RunInfo | None = None) -> ApprovalEntry:
+        """``request`` as a pending entry owned by this process (an entry already there is
+        taken over, and a cancelled one is pending again; a decided one stays decided)."""
+        me = ProcessIdentity.current()
+        run = run or RunInfo()
+        values = (
+            request.id,
+            request.session_id,
+            request.call_id,
+            request.tool_name,
+            redact_text(json.dumps(request.tool_input, default=str)),
+            request.reason,
+            run.runtime_id or None,
+            run.agent_id or None,
+            run.session_key or None,
+            me.pid,
+            me.start,
+            _now_ms(),
+        )
+
+        def register(conn: sqlite3.Connection) -> ApprovalEntry:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    f"INSERT INTO approvals ({_COLUMNS}) "
+                    "VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL) "
+                    "ON CONFLICT (id) DO UPDATE SET owner_pid = excluded.owner_pid, "
+                    "owner_start = excluded.owner_start, status = CASE status "
+                    "WHEN 'cancelled' THEN 'pending' ELSE status END",
+                    values,
+                )
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (request.id,)
+                ).fetchone()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return _entry(row)
+
+        return await self._db(register)
+
+    # -- reading and deciding -------------------------------------------------------------------
+
+    async def get(self, approval_id: str) -> ApprovalEntry | None:
+        def query(conn: sqlite3.Connection) -> ApprovalEntry | None:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)
+            ).fetchone()
+            return None if row is None else _entry(row)
+
+        return await self._db(query)
+
+    async def pending(self) -> list[ApprovalEntry]:
+        """The entries waiting for a decision, oldest first."""
+
+        def query(conn: sqlite3.Connection) -> list[ApprovalEntry]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM approvals WHERE status = 'pending' ORDER BY created_ms, id"
+            ).fetchall()
+            return [_entry(r) for r in rows]
+
+        return await self._db(query)
+
+    async def decide(self, approval_id: str, decision: DecisionLike) -> ApprovalEntry:
+        """Record the decision of a pending entry.
+
+        Raises:
+            ConfigError: no such entry, or it is not pending (decided, or its run was aborted).
+        """
+        made = as_decision(decision)
+        blob = json.dumps(made.to_json())
+        now = _now_ms()
+        status = "approved" if made.approved else "rejected"
+
+        def update(conn: sqlite3.Connection) -> ApprovalEntry:
+            done = conn.execute(
+                "UPDATE approvals SET status = ?, decision = ?, decided_ms = ? "
+                "WHERE id = ? AND status = 'pending'",
+                (status, blob, now, approval_id),
+            ).rowcount
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)
+            ).fetchone()
+            if row is None:
+                raise ConfigError(f"no approval {approval_id!r} (see `ringleader approvals`)")
+            entry = _entry(row)
+            if not done:
+                raise ConfigError(f"approval {approval_id!r} is not pending (it is {entry.status})")
+            return entry
+
+        return await self._db(update)
+
+    async def _set_status(self, approval_id: str, status: str, *, only_pending: bool) -> None:
+        where = " AND status = 'pending'" if only_pending else ""
+
+        def update(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"UPDATE approvals SET status = ? WHERE id = ?{where}", (status, approval_id)
+            )
+
+        await self._db(update)
+
+
+@attrs.frozen
+class RunInfo:
+    """Where a run that waits in the book runs: enough for ``ringleader approve`` to resume it."""
+
+    runtime_id: str = ""
+    agent_id: str = ""
+    session_key: str = ""
+    """The orchestrator's session key (``runtime:native:task:…``)."""
+
+
+@attrs.frozen
+class BookHandler:
+    """One run's approval handler on an :class:`ApprovalBook` (a :class:`RecordingHandler`:
+    the entry is in the book before the run says it waits)."""
+
+    book: ApprovalBook
+    run: RunInfo = attrs.field(factory=RunInfo)
+
+    async def record(self, request: ApprovalRequest) -> None:
+        await self.book.record(request, self.run)
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        return await self.book.wait(request, self.run)
+
+
+def _create_private(path: Path) -> None:
+    """The book's file, created 0600 (tool inputs may be private)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)

@@ -1,0 +1,560 @@
+"""The validated configuration: per-runtime settings from files and the environment.
+
+Sources, lowest precedence first; a later source overrides an earlier one key by key:
+
+1. the user config file, ``$XDG_CONFIG_HOME/ringleader/config.toml`` (else
+   ``~/.config/ringleader/config.toml``);
+2. ``ringleader.toml`` in the working directory;
+3. the file given with ``--config FILE`` (it must exist);
+4. environment variables ``RINGLEADER_<RUNTIME>_<FIELD>`` (runtime id upper-cased, ``-`` → ``_``;
+   e.g. ``RINGLEADER_CODEX_MODEL``, ``RINGLEADER_CLAUDE_CODE_BASE_URL``; ``EXTRA_ARGS`` is split
+   like a shell would).
+
+The file format::
+
+    [runtimes.codex]
+    model = "gpt-5.5"
+    base_url = "http://127.0.0.1:8080/v1"
+    api_key_env = "MY_OPENAI_KEY"       # the NAME of the variable holding the key
+    permission = "deny"                 # allow | ask | deny
+    extra_args = ["model_reasoning_effort=low"]
+    watermark = 80                      # rotate past 80% of the context window
+    rotate_to = "claude-code"           # … onto this runtime
+
+    [runtimes.codex.prices."gpt-5.5"]   # USD per million tokens
+    input = 1.25
+    output = 10.0
+    cached_input = 0.125
+
+    [runtimes.native]
+    output_schema = "answer.schema.json"  # the final answer: JSON matching this JSON Schema
+
+    [runtimes.native.mcp_servers.files] # an MCP server of the native runtime (stdio)
+    command = "npx"
+    args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+    env_vars = ["GITHUB_TOKEN"]         # passed through from our environment (by NAME)
+
+    [runtimes.native.mcp_servers.search]  # … or streamable HTTP
+    url = "http://127.0.0.1:8931/mcp"
+    headers_env = { Authorization = "SEARCH_AUTH" }  # header value from this variable
+
+    [budget]                            # governance (see orchestrator.engine.governance)
+    usd = 2.0                           # per task; run --budget-usd wins
+    tokens = 500000                     # per task; run --budget-tokens wins
+    wall_s = 900                        # per run; run --max-wall wins
+    host_usd = 20.0                     # over every task of one `run`/`batch`
+    allow_estimates = true              # list-price USD for runtimes that report only tokens
+
+    [breaker]                           # opt-in circuit breakers
+    failures = 3
+    cooldown_s = 60
+    fallback = { codex = "claude-code" }
+
+A key itself is never accepted in a file (a field named like one, or a value shaped like one):
+the file names the environment variable that holds it (``api_key_env``). Every problem is one
+:class:`~orchestrator.core.errors.ConfigError` line naming the file, the key and what is wrong.
+
+Each runtime's factory receives its resolved :class:`RuntimeConfig`; :meth:`RuntimeConfig.api_key`
+reads the key from the environment when the adapter is built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias, TypeVar
+
+import attrs
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from orchestrator.core.errors import ConfigError, redact_secrets
+
+__all__ = [
+    "CONFIG_FILE_NAME",
+    "BreakerConfig",
+    "BudgetConfig",
+    "Config",
+    "LoadedConfig",
+    "McpServerConfig",
+    "ModelPrice",
+    "PermissionPolicyName",
+    "RuntimeConfig",
+    "env_var_for",
+    "load_config",
+    "user_config_path",
+]
+
+CONFIG_FILE_NAME: Final = "ringleader.toml"
+"""The per-project config file, looked up in the working directory."""
+
+PermissionPolicyName: TypeAlias = Literal["allow", "ask", "deny"]
+"""What a runtime does when its agent wants to write or run something: ``allow`` it, ``ask``
+(with no way to ask, that denies), or ``deny`` it."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_FIELDS: Final = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "key",
+        "token",
+        "secret",
+        "password",
+        "auth_token",
+        "access_token",
+        "bearer",
+    }
+)
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class ModelPrice(BaseModel):
+    """USD per million tokens for one model."""
+
+    model_config = _STRICT
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    """Cache reads; ``None``: the runtime's own rule."""
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server (the native runtime's ``mcp_servers.<name>``): ``command`` (stdio) or
+    ``url`` (streamable HTTP). Secrets come from the environment by variable NAME."""
+
+    model_config = _STRICT
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    """Plain variables for a stdio server (no secrets: use ``env_vars``)."""
+    env_vars: tuple[str, ...] = ()
+    """Names of our environment variables passed through to a stdio server."""
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    """Plain headers for an HTTP server (no secrets: use ``headers_env``)."""
+    headers_env: dict[str, str] = Field(default_factory=dict[str, str])
+    """Header name → the NAME of the environment variable holding its value."""
+    permission: PermissionPolicyName = "allow"
+    """Calls of its tools: ``allow`` (configuring a server is consent), ``ask`` or ``deny``."""
+    start_timeout_s: float = Field(default=30.0, gt=0)
+    call_timeout_s: float | None = Field(default=None, gt=0)
+
+    @field_validator("env_vars")
+    @classmethod
+    def _env_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @field_validator("headers_env")
+    @classmethod
+    def _header_env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value.values():
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set exactly one of command (stdio) or url (streamable HTTP)")
+        stdio_only = ("args", "env", "env_vars", "cwd")
+        http_only = ("headers", "headers_env")
+        for field in http_only if self.command is not None else stdio_only:
+            if getattr(self, field):
+                transport = "a stdio" if self.command is not None else "an HTTP"
+                raise ValueError(f"{field} is not used by {transport} server")
+        return self
+
+    def resolved_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``env`` plus the ``env_vars`` that are set in ``environ`` (default: ours)."""
+        src = os.environ if environ is None else environ
+        return {**self.env, **{n: src[n] for n in self.env_vars if n in src}}
+
+    def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``headers`` plus each ``headers_env`` header whose variable is set."""
+        src = os.environ if environ is None else environ
+        return {**self.headers, **{h: src[n] for h, n in self.headers_env.items() if n in src}}
+
+    def describe(self) -> str:
+        if self.url is not None:
+            return self.url
+        return shlex.join([self.command or "", *self.args])
+
+
+class SubagentConfig(BaseModel):
+    """``[runtimes.native.subagents.<name>]``: a sub-agent the native runtime's model can hand a
+    self-contained job to (``glove_invoke_subagent``); it answers with a model call of its own
+    (no tools), and its events travel in the run's stream tagged ``agentId: <name>``."""
+
+    model_config = _STRICT
+    instructions: str = Field(min_length=1)
+    """Its system prompt."""
+    description: str = ""
+    """What the parent model is told it is for (default: the first line of ``instructions``)."""
+    model: str | None = None
+    """Its model (default: the run's)."""
+
+    def describe(self) -> str:
+        first = self.instructions.strip().splitlines()[0]
+        model = f" (model {self.model})" if self.model else ""
+        return f"{self.description or first}{model}"
+
+
+class RuntimeConfig(BaseModel):
+    """One runtime's settings. ``None`` everywhere means "the runtime's own default"."""
+
+    model_config = _STRICT
+
+    binary: str | None = None
+    """The executable to run (CLI runtimes); default: the one ``scripts/install-runtimes`` put
+    under ``.runtimes/``."""
+    model: str | None = None
+    """The default model (``run --model`` wins)."""
+    provider: str | None = None
+    """The model provider (native: ``anthropic``, ``openai``, ``openrouter``, …)."""
+    base_url: str | None = None
+    """Where the runtime sends model requests (a proxy, a local server)."""
+    api_key_env: str | None = None
+    """The NAME of the environment variable holding the API key (never the key)."""
+    permission: PermissionPolicyName | None = None
+    """Writes and commands: ``allow``, ``ask`` (denies when nobody can be asked) or ``deny``."""
+    mode: str | None = None
+    """Runtime-specific (claude-code: ``one-shot`` | ``long-lived``; codex: ``exec`` |
+    ``app-server``)."""
+    extra_args: tuple[str, ...] = ()
+    """More arguments for the runtime's command line (codex: ``key=value`` overrides)."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
+    """USD per million tokens by model, for runtimes that do not report cost themselves."""
+    watermark: float | None = Field(default=None, gt=0, le=100)
+    """Rotation: a run that ends short (max turns, or a failure) past this percentage of the
+    context window continues in a fresh session with a handoff note (default 85; ``run
+    --watermark`` wins)."""
+    rotate_to: str | None = None
+    """Rotation: the runtime the fresh session starts on (default: the same; ``run
+    --rotate-to`` wins)."""
+    skills_dir: str | None = None
+    """Native: where content skills live (``<name>/SKILL.md``), relative to the run's working
+    directory or absolute (default ``.claude/skills``; ``run --skills-dir`` wins)."""
+    subagents: dict[str, SubagentConfig] = Field(default_factory=dict[str, SubagentConfig])
+    """Native: sub-agents by name (``run --subagent NAME=INSTRUCTIONS`` adds one)."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
+    """MCP servers by name (native); their tools are ``mcp__<name>__<tool>``."""
+    output_schema: str | None = None
+    """A JSON Schema file (native; relative to the working directory): the final answer must
+    be JSON matching it; a mismatch goes back to the model (twice at most), then the run fails
+    with ``error{output_invalid}``."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if redact_secrets(value) != value:
+            raise ValueError(
+                "looks like an API key; give the NAME of the environment variable that holds "
+                "it (e.g. OPENAI_API_KEY)"
+            )
+        if not _ENV_NAME.match(value):
+            raise ValueError(f"{value!r} is not an environment variable name")
+        return value
+
+    def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The key from the environment variable named by :attr:`api_key_env` (``None`` when
+        no variable is named or it is unset)."""
+        if not self.api_key_env:
+            return None
+        env = os.environ if environ is None else environ
+        return env.get(self.api_key_env) or None
+
+
+class BudgetConfig(BaseModel):
+    """``[budget]``: limits per task (``usd``, ``tokens``), per run (``wall_s``) and over every
+    task of one invocation (``host_usd``, ``host_tokens``)."""
+
+    model_config = _STRICT
+    usd: float | None = Field(default=None, gt=0)
+    tokens: int | None = Field(default=None, gt=0)
+    wall_s: float | None = Field(default=None, gt=0)
+    host_usd: float | None = Field(default=None, gt=0)
+    host_tokens: int | None = Field(default=None, gt=0)
+    allow_estimates: bool = False
+
+
+class BreakerConfig(BaseModel):
+    """``[breaker]``: circuit breakers per runtime (per provider for native); off unless set."""
+
+    model_config = _STRICT
+    failures: int = Field(default=3, ge=1)
+    cooldown_s: float = Field(default=60.0, gt=0)
+    fallback: dict[str, str] = Field(default_factory=dict[str, str])
+
+
+_SECTIONS: Final = ("budget", "breaker")
+
+
+class Config(BaseModel):
+    """The whole configuration: settings per runtime id, and governance."""
+
+    model_config = _STRICT
+    runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    breaker: BreakerConfig | None = None
+
+    def runtime(self, runtime_id: str) -> RuntimeConfig:
+        """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
+        return self.runtimes.get(runtime_id) or RuntimeConfig()
+
+
+_FIELDS: Final = tuple(RuntimeConfig.model_fields)
+_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents")
+"""Fields that are tables keyed by name (a model, a server): merged entry by entry."""
+_ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
+
+
+def env_var_for(runtime_id: str, field: str) -> str:
+    """The environment variable that overrides ``field`` of ``runtime_id``
+    (``env_var_for("claude-code", "base_url") == "RINGLEADER_CLAUDE_CODE_BASE_URL"``)."""
+    slug = re.sub(r"[^A-Za-z0-9]", "_", runtime_id).upper()
+    return f"RINGLEADER_{slug}_{field.upper()}"
+
+
+def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/ringleader/config.toml``, else ``~/.config/ringleader/config.toml``."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".config"
+    return base / "ringleader" / "config.toml"
+
+
+@attrs.frozen
+class LoadedConfig:
+    """The effective configuration and where each value came from."""
+
+    config: Config
+    sources: Mapping[str, str]
+    """``"runtimes.<id>.<field>"`` (prices: ``…prices.<model>``) → the file path or
+    ``env NAME`` that set it. Absent keys are defaults."""
+    files: tuple[Path, ...] = ()
+    """The files that were read, lowest precedence first."""
+
+    def runtime(self, runtime_id: str) -> RuntimeConfig:
+        return self.config.runtime(runtime_id)
+
+    def with_runtime(self, runtime_id: str, source: str, **values: Any) -> LoadedConfig:
+        """A copy with ``values`` set on ``runtime_id`` (e.g. ``--model-server`` pointing a
+        runtime at the built-in model server), recorded as coming from ``source``."""
+        current = self.config.runtime(runtime_id)
+        updated = RuntimeConfig.model_validate(current.model_dump() | values)
+        runtimes = dict(self.config.runtimes) | {runtime_id: updated}
+        sources = dict(self.sources) | {f"runtimes.{runtime_id}.{k}": source for k in values}
+        config = self.config.model_copy(update={"runtimes": runtimes})
+        return LoadedConfig(config, sources, self.files)
+
+    def describe(self, runtime_ids: Iterable[str] = ()) -> list[tuple[str, str, str]]:
+        """``(key, value, source)`` rows for every runtime named in the configuration or in
+        ``runtime_ids``; values are redacted and an ``api_key_env`` says whether it is set."""
+        rows: list[tuple[str, str, str]] = []
+        ids = list(dict.fromkeys([*self.config.runtimes, *runtime_ids]))
+        for runtime_id in ids:
+            cfg = self.config.runtime(runtime_id)
+            for field in _FIELDS:
+                key = f"runtimes.{runtime_id}.{field}"
+                if field in ("mcp_servers", "subagents"):  # tables of entries that describe()
+                    entries: Mapping[str, McpServerConfig | SubagentConfig] = getattr(cfg, field)
+                    for name, entry in entries.items():
+                        entry_key = f"{key}.{name}"
+                        shown = redact_secrets(entry.describe())
+                        rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
+                    continue
+                if field == "prices":
+                    for model, price in cfg.prices.items():
+                        price_key = f"{key}.{model}"
+                        text = ", ".join(
+                            f"{k}={v}" for k, v in price.model_dump().items() if v is not None
+                        )
+                        rows.append((price_key, text, self.sources.get(price_key, "default")))
+                    continue
+                value: Any = getattr(cfg, field)
+                if field == "api_key_env" and value:
+                    shown = f"{value} ({'set' if cfg.api_key() else 'not set'})"
+                elif field == "extra_args":
+                    shown = shlex.join(value) if value else "-"
+                else:
+                    shown = "-" if value is None else str(value)
+                rows.append((key, redact_secrets(shown), self.sources.get(key, "default")))
+        return rows
+
+
+def load_config(
+    config_file: str | os.PathLike[str] | None = None,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    runtime_ids: Iterable[str] = (),
+) -> LoadedConfig:
+    """The effective configuration (see the module docstring for the sources and their order).
+
+    ``runtime_ids``: runtimes whose ``RINGLEADER_<RUNTIME>_<FIELD>`` variables are read (the
+    runtimes named in a file are always included).
+
+    Raises:
+        ConfigError: one line naming the file (or variable), the key and the problem.
+    """
+    env = os.environ if environ is None else environ
+    paths: list[Path] = []
+    user = user_config_path(env)
+    if user.is_file():
+        paths.append(user)
+    local = Path(cwd if cwd is not None else os.getcwd()) / CONFIG_FILE_NAME
+    if local.is_file():
+        paths.append(local)
+    if config_file is not None:
+        explicit = Path(config_file)
+        if not explicit.is_file():
+            raise ConfigError(f"{explicit}: config file not found")
+        if explicit.resolve() not in {p.resolve() for p in paths}:
+            paths.append(explicit)
+        else:  # named explicitly: it wins even over a later default file
+            paths = [p for p in paths if p.resolve() != explicit.resolve()] + [explicit]
+    merged: dict[str, dict[str, Any]] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    sources: dict[str, str] = {}
+    for path in paths:
+        data, tables = _read_file(path)
+        _merge(merged, sources, data, str(path))
+        for name, table in tables.items():  # key by key, a later file wins
+            sections.setdefault(name, {}).update(table)
+            sources.update({f"{name}.{key}": str(path) for key in table})
+    ids = list(dict.fromkeys([*merged, *runtime_ids]))
+    for runtime_id in ids:
+        for field in _ENV_FIELDS:
+            name = env_var_for(runtime_id, field)
+            raw = env.get(name)
+            if raw is None or raw == "":
+                continue
+            value: Any = _env_value(name, field, raw)
+            _validate_one(f"env {name}", runtime_id, {field: value})
+            merged.setdefault(runtime_id, {})[field] = value
+            sources[f"runtimes.{runtime_id}.{field}"] = f"env {name}"
+    config = _validate(Config, {"runtimes": merged, **sections}, "the merged configuration")
+    return LoadedConfig(config, sources, tuple(paths))
+
+
+# -- internals -------------------------------------------------------------------------------
+
+
+def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    _refuse_secrets(path, data, ())
+    config = _validate(Config, data, str(path))
+    # keep only what the file set, so lower-precedence files still show through
+    runtimes: dict[str, dict[str, Any]] = {}
+    raw_runtimes: dict[str, Any] = data.get("runtimes", {})
+    for runtime_id, table in raw_runtimes.items():
+        parsed = config.runtime(runtime_id)
+        runtimes[runtime_id] = {
+            field: getattr(parsed, field) for field in _FIELDS if field in table
+        }
+    tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    return runtimes, tables
+
+
+def _refuse_secrets(path: Path, data: Any, where: tuple[str, ...]) -> None:
+    if isinstance(data, dict):
+        for key, value in data.items():  # pyright: ignore[reportUnknownVariableType]
+            here = (*where, str(key))  # pyright: ignore[reportUnknownArgumentType]
+            dotted = ".".join(here)
+            if str(key).lower() in _SECRET_FIELDS:  # pyright: ignore[reportUnknownArgumentType]
+                raise ConfigError(
+                    f"{path}: {dotted}: keys are not allowed in a config file; put the key in an "
+                    f"environment variable and set api_key_env to its name"
+                )
+            _refuse_secrets(path, value, here)
+    elif isinstance(data, str) and redact_secrets(data) != data:
+        raise ConfigError(
+            f"{path}: {'.'.join(where)}: the value looks like an API key; keys are not allowed "
+            f"in a config file (name the environment variable with api_key_env)"
+        )
+    elif isinstance(data, list):
+        for index, item in enumerate(data):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            _refuse_secrets(path, item, (*where, f"[{index}]"))
+
+
+def _merge(
+    merged: dict[str, dict[str, Any]],
+    sources: dict[str, str],
+    data: dict[str, dict[str, Any]],
+    source: str,
+) -> None:
+    for runtime_id, fields in data.items():
+        target = merged.setdefault(runtime_id, {})
+        for field, value in fields.items():
+            if field in _TABLE_FIELDS:
+                table: dict[str, Any] = dict(target.get(field, {}))
+                for name, entry in value.items():
+                    table[name] = entry
+                    sources[f"runtimes.{runtime_id}.{field}.{name}"] = source
+                target[field] = table
+            else:
+                target[field] = value
+                sources[f"runtimes.{runtime_id}.{field}"] = source
+
+
+def _env_value(name: str, field: str, raw: str) -> Any:
+    if field == "extra_args":
+        try:
+            return tuple(shlex.split(raw))
+        except ValueError as exc:
+            raise ConfigError(f"env {name}: runtimes extra_args: {exc}") from None
+    return raw
+
+
+def _validate_one(source: str, runtime_id: str, values: dict[str, Any]) -> None:
+    _validate(Config, {"runtimes": {runtime_id: values}}, source)
+
+
+def _validate(model: type[_M], data: Any, source: str) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        problem = _problem(first)
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ConfigError(f"{source}: {key}: {problem}{more}") from None
+
+
+def _problem(error: Any) -> str:
+    kind = str(error.get("type", ""))
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "literal_error":
+        return redact_secrets(str(error.get("msg", "invalid value")))
+    message = str(error.get("msg", "invalid value"))
+    message = message.removeprefix("Value error, ")
+    return redact_secrets(message)

@@ -1,0 +1,220 @@
+"""Process identity and private state: who owns a run, whether that owner is still alive.
+
+A pid alone does not name a process for long (pids are reused), so an owner is recorded as
+``(pid, start)`` where ``start`` is the process's start time in clock ticks since boot (field 22
+of ``/proc/<pid>/stat``). ``start`` is ``None`` where ``/proc`` is missing; then liveness falls
+back to the pid alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import stat
+from collections.abc import Collection
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+__all__ = [
+    "MARK_ENV",
+    "ProcessIdentity",
+    "ProcessRegistry",
+    "current_process_registry",
+    "ensure_private_dir",
+    "kill_marked",
+    "marked_pids",
+    "process_start_time",
+]
+
+
+def process_start_time(pid: int) -> int | None:
+    """``pid``'s start time (clock ticks since boot), or ``None`` if unknown or gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ..." — comm may hold spaces and parentheses: split after the last ")"
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+@attrs.frozen
+class ProcessIdentity:
+    """A process named so that a reused pid is not mistaken for it."""
+
+    pid: int
+    start: int | None
+
+    @classmethod
+    def of(cls, pid: int) -> ProcessIdentity:
+        return cls(pid, process_start_time(pid))
+
+    @classmethod
+    def current(cls) -> ProcessIdentity:
+        return cls.of(os.getpid())
+
+    def alive(self) -> bool:
+        """Whether this very process is still running (a zombie counts as gone)."""
+        if self.pid <= 0:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True  # no /proc: trust kill(0)
+        fields = data[data.rfind(b")") + 2 :].split()
+        if fields and fields[0] in (b"Z", b"X"):
+            return False
+        if self.start is None:
+            return True
+        try:
+            return int(fields[19]) == self.start
+        except (IndexError, ValueError):
+            return True
+
+
+def ensure_private_dir(path: str | os.PathLike[str], *, tighten: bool = False) -> Path:
+    """Create ``path`` (and missing parents) with mode 0700.
+
+    With ``tighten``, an existing directory that we own is narrowed to 0700 too (never a shared
+    sticky directory such as ``/tmp``): use it for ringleader's own state directory.
+    """
+    target = Path(path)
+    target.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if tighten:
+        st = target.stat()
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid == os.getuid() and mode & 0o077 and not mode & stat.S_ISVTX:
+            os.chmod(target, mode & 0o700)
+    return target
+
+
+# -- child processes: marks, the on-disk registry, reaping ------------------------------------
+
+MARK_ENV: Final = "RINGLEADER_PROC_MARK"
+"""Set in every runtime child's environment to a unique mark. Descendants inherit it whatever
+session or process group they move to (Claude Code puts its Bash tool in a session of its own),
+so the whole tree of one child can be found in ``/proc`` — even after the orchestrator died."""
+
+
+def marked_pids(mark: str, *, exclude: Collection[int] = ()) -> list[int]:
+    """Live processes (not zombies) whose environment carries ``mark`` (Linux; ``[]`` elsewhere)."""
+    needle = b"\0" + f"{MARK_ENV}={mark}".encode() + b"\0"
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    me = os.getpid()
+    found: list[int] = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me or pid in exclude:
+            continue
+        # environ ends without a trailing NUL on some kernels: test with one appended
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                data = b"\0" + f.read() + b"\0"
+        except OSError:
+            continue
+        if needle in data and ProcessIdentity(pid, None).alive():
+            found.append(pid)
+    return found
+
+
+def kill_marked(mark: str, sig: int = signal.SIGKILL) -> list[int]:
+    """Send ``sig`` to every live process carrying ``mark``; returns their pids."""
+    pids = marked_pids(mark)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+    return pids
+
+
+@attrs.define
+class ProcessRegistry:
+    """One file per live runtime child under ``directory`` (``<state_dir>/procs``), naming its
+    owner (this process), the child and its mark. The entry goes when the child's whole tree is
+    gone. If the owner dies first (SIGKILL, OOM, power), :meth:`reap` — run by the next start —
+    kills every process still carrying the mark and removes the entry."""
+
+    directory: Path
+
+    def record(self, mark: str, pid: int, *, adapter: str | None, session_key: str | None) -> None:
+        ensure_private_dir(self.directory)
+        owner = ProcessIdentity.current()
+        entry = {
+            "mark": mark,
+            "ownerPid": owner.pid,
+            "ownerStart": owner.start,
+            "pid": pid,
+            "start": process_start_time(pid),
+            "adapter": adapter,
+            "sessionKey": session_key,
+        }
+        path = self.directory / f"{mark}.json"
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f)
+        os.replace(tmp, path)
+
+    def forget(self, mark: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.directory / f"{mark}.json").unlink()
+
+    def reap(self) -> list[int]:
+        """Kill the trees of children whose owner process is dead; returns the pids killed."""
+        killed: list[int] = []
+        try:
+            entries = sorted(self.directory.glob("*.json"))
+        except OSError:
+            return killed
+        for path in entries:
+            try:
+                entry: dict[str, Any] = json.loads(path.read_text())
+                owner = ProcessIdentity(int(entry["ownerPid"]), entry.get("ownerStart"))
+                mark = str(entry["mark"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if owner.alive():
+                continue
+            child = ProcessIdentity(int(entry.get("pid") or 0), entry.get("start"))
+            if child.alive():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+            # kill until none is left (a dying parent may still fork once)
+            for _ in range(10):
+                pids = kill_marked(mark)
+                if not pids:
+                    break
+                killed.extend(pids)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        return killed
+
+
+current_process_registry: ContextVar[ProcessRegistry | None] = ContextVar(
+    "ringleader_process_registry", default=None
+)
+"""The registry runtime children started in this context are recorded in (set by the
+:class:`~orchestrator.engine.runner.Runner` for the duration of a task; ``None``: not recorded)."""

@@ -1,0 +1,249 @@
+"""The runtime registry: adapters and adapter factories by runtime id.
+
+The reference keeps a map of adapter instances (unused in production) beside a separate map of
+factories that build a fresh adapter per run. One registry holds both here: :meth:`register` an
+instance, or :meth:`register_factory` a zero-argument callable; :meth:`create` gives a fresh
+adapter from the factory when there is one, else the registered instance. Ids keep their first
+insertion position; re-registering an id replaces its entry in place.
+
+Runtimes are *discovered* through the entry-point group ``ringleader.runtimes`` (ours too): each
+entry point's name is a runtime id and its object a :class:`RuntimeSpec` (or a bare factory
+``(RuntimeConfig) -> RuntimeAdapter``). :func:`discover_runtimes` loads them;
+:meth:`RuntimeRegistry.from_specs` binds each factory to its runtime's resolved configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
+from importlib import metadata
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from orchestrator.core.adapter import RuntimeAdapter
+from orchestrator.core.config import RuntimeConfig
+from orchestrator.core.errors import ConfigError
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "AdapterFactory",
+    "Installed",
+    "ModelServerHook",
+    "RuntimeFactory",
+    "RuntimeRegistry",
+    "RuntimeSpec",
+    "discover_runtimes",
+]
+
+_log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP: Final = "ringleader.runtimes"
+"""The entry-point group runtimes register in (name: runtime id; object: a RuntimeSpec)."""
+
+AdapterFactory = Callable[[], RuntimeAdapter]
+RuntimeFactory: TypeAlias = Callable[[RuntimeConfig], RuntimeAdapter]
+"""Builds a fresh adapter from the runtime's resolved configuration (binary, model, provider,
+base URL, key variable name, permission policy, extra args, prices)."""
+
+
+@attrs.frozen
+class ModelServerHook:
+    """How ``ringleader run --model-server`` points a runtime at the scripted model server.
+
+    The CLI starts the server on 127.0.0.1 and calls the runtime's factory with its
+    configuration updated: ``base_url`` (``http://127.0.0.1:PORT`` for ``anthropic``,
+    ``…/v1`` for ``responses`` and ``chat``), ``api_key_env`` (a variable holding a placeholder
+    key), ``model`` and, when given, ``provider``. ``tool_call`` is the one real tool call the
+    built-in script makes (a tool this runtime offers by default, harmless in any directory)."""
+
+    api: Literal["anthropic", "responses", "chat"]
+    model: str
+    tool_call: Mapping[str, Any] | None = None
+    """``{"name": …, "input": {…}}`` in the model server's script format."""
+    provider: str | None = None
+
+
+@attrs.frozen
+class Installed:
+    """Where a runtime's executable is and which version it is (``None``: unknown)."""
+
+    path: str
+    version: str | None = None
+
+
+@attrs.frozen
+class RuntimeSpec:
+    """One runtime as registered in the ``ringleader.runtimes`` entry-point group."""
+
+    id: str
+    factory: RuntimeFactory
+    model_server: ModelServerHook | None = None
+    """Set when the runtime can be pointed at the built-in model server."""
+    key_envs: Callable[[RuntimeConfig], tuple[str, ...]] | None = None
+    """The environment variables that can carry the runtime's key (``runtimes`` shows whether
+    one is set); ``None``: the runtime needs no key. A configured ``api_key_env`` comes first."""
+    locate: Callable[[RuntimeConfig], Installed] | None = None
+    """Finds the installed executable (raises :class:`~orchestrator.core.errors.RuntimeNotFoundError`
+    when missing); ``None`` for in-process runtimes."""
+    summary: str = ""
+
+    def create(self, config: RuntimeConfig) -> RuntimeAdapter:
+        return self.factory(config)
+
+
+def _as_spec(name: str, obj: object) -> RuntimeSpec:
+    if isinstance(obj, RuntimeSpec):
+        if obj.id != name:
+            return attrs.evolve(obj, id=name)
+        return obj
+    if callable(obj):
+        factory: RuntimeFactory = obj  # pyright: ignore[reportAssignmentType]
+        return RuntimeSpec(id=name, factory=factory)
+    raise TypeError(f"{type(obj).__name__} is neither a RuntimeSpec nor a factory")
+
+
+def _broken(name: str, value: str, error: BaseException) -> RuntimeSpec:
+    message = f"runtime plugin {name!r} ({value}) failed to load: {type(error).__name__}: {error}"
+
+    def factory(config: RuntimeConfig) -> RuntimeAdapter:
+        raise ConfigError(message)
+
+    return RuntimeSpec(id=name, factory=factory, summary=message)
+
+
+def discover_runtimes(
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+) -> list[RuntimeSpec]:
+    """Every runtime in the ``ringleader.runtimes`` group: ringleader's own first (in the order
+    it declares them), then third parties' by id. A plugin that fails to load becomes a runtime
+    whose factory raises :class:`ConfigError` saying why (the others are unaffected); an id
+    registered twice keeps its first registration (ours win)."""
+    found = list(
+        metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
+    )
+
+    def ours(ep: metadata.EntryPoint) -> bool:
+        return ep.dist is not None and ep.dist.name == "ringleader"
+
+    ordered = [ep for ep in found if ours(ep)] + sorted(
+        (ep for ep in found if not ours(ep)), key=lambda ep: ep.name
+    )
+    specs: dict[str, RuntimeSpec] = {}
+    for ep in ordered:
+        if ep.name in specs:
+            _log.warning("runtime %r registered twice; keeping the first (%s)", ep.name, ep.value)
+            continue
+        try:
+            specs[ep.name] = _as_spec(ep.name, ep.load())
+        except Exception as exc:
+            specs[ep.name] = _broken(ep.name, ep.value, exc)
+    return list(specs.values())
+
+
+class RuntimeRegistry:
+    """Adapters and adapter factories keyed by ``adapter.id``, in insertion order."""
+
+    def __init__(self) -> None:
+        self._adapters: dict[str, RuntimeAdapter] = {}
+        self._factories: dict[str, AdapterFactory] = {}
+        self._order: dict[str, None] = {}
+        self._locators: dict[str, Callable[[], Installed]] = {}
+        self._endpoints: dict[str, str] = {}
+
+    @classmethod
+    def from_specs(
+        cls,
+        specs: Iterable[RuntimeSpec],
+        configs: Callable[[str], RuntimeConfig] | None = None,
+    ) -> RuntimeRegistry:
+        """A registry with a factory per spec, each bound to ``configs(runtime_id)`` (all
+        defaults when ``configs`` is ``None``)."""
+        registry = cls()
+        for spec in specs:
+            config = configs(spec.id) if configs is not None else RuntimeConfig()
+            registry.register_factory(spec.id, _bind(spec, config))
+            locate = spec.locate
+            if locate is not None:
+                registry._locators[spec.id] = partial(locate, config)
+            if config.base_url:
+                registry._endpoints[spec.id] = config.base_url
+        return registry
+
+    def version(self, runtime_id: str) -> str | None:
+        """The installed version of ``runtime_id``'s executable, when its spec can locate it
+        (``None``: in-process, not found, or unknown). Reads the install stamp: call it from a
+        thread in async code."""
+        locate = self._locators.get(runtime_id)
+        if locate is None:
+            return None
+        try:
+            return locate().version
+        except Exception:
+            return None
+
+    def register(self, adapter: RuntimeAdapter) -> None:
+        """Register an adapter instance under its ``id`` (replacing one with the same id)."""
+        if not adapter.id:
+            raise ConfigError("an adapter id must be a non-empty string")
+        self._adapters[adapter.id] = adapter
+        self._order.setdefault(adapter.id, None)
+
+    def register_factory(self, runtime_id: str, factory: AdapterFactory) -> None:
+        """Register a factory that builds a fresh adapter for each run."""
+        if not runtime_id:
+            raise ConfigError("a runtime id must be a non-empty string")
+        self._factories[runtime_id] = factory
+        self._order.setdefault(runtime_id, None)
+
+    def unregister(self, runtime_id: str) -> None:
+        """Forget the adapter and factory registered under ``runtime_id`` (no-op if absent)."""
+        self._adapters.pop(runtime_id, None)
+        self._factories.pop(runtime_id, None)
+        self._order.pop(runtime_id, None)
+        self._endpoints.pop(runtime_id, None)
+
+    def endpoint(self, runtime_id: str) -> str | None:
+        """The model endpoint ``runtime_id`` is configured with (its ``base_url``), if any: a
+        connection failure names it, and one on loopback is checked before a run starts."""
+        return self._endpoints.get(runtime_id)
+
+    def get(self, runtime_id: str) -> RuntimeAdapter | None:
+        """The registered adapter instance, or ``None``."""
+        return self._adapters.get(runtime_id)
+
+    def has(self, runtime_id: str) -> bool:
+        return runtime_id in self._order
+
+    def __contains__(self, runtime_id: object) -> bool:
+        return runtime_id in self._order
+
+    def ids(self) -> list[str]:
+        """Registered ids in insertion order."""
+        return list(self._order)
+
+    def list(self) -> list[RuntimeAdapter]:
+        """Registered adapter instances in insertion order (factories are not instantiated)."""
+        return [self._adapters[i] for i in self._order if i in self._adapters]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids())
+
+    def create(self, runtime_id: str) -> RuntimeAdapter:
+        """A fresh adapter from the factory, else the registered instance.
+
+        Raises :class:`ConfigError` naming the known ids when ``runtime_id`` is unknown.
+        """
+        factory = self._factories.get(runtime_id)
+        if factory is not None:
+            return factory()
+        adapter = self._adapters.get(runtime_id)
+        if adapter is not None:
+            return adapter
+        known = ", ".join(self.ids()) or "none"
+        raise ConfigError(f"unknown runtime {runtime_id!r} (known: {known})")
+
+
+def _bind(spec: RuntimeSpec, config: RuntimeConfig) -> AdapterFactory:
+    return lambda: spec.factory(config)

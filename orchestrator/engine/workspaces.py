@@ -1,0 +1,183 @@
+"""Per-run workspaces: each of several runs of one task works in its own copy of the directory.
+
+* In a git repository (with at least one commit): a **git worktree** of ``HEAD``, detached, under
+  ``<state_dir>/workspaces/`` (uncommitted changes of the origin are not in it). Afterwards the
+  changes are ``git diff --shortstat`` against ``HEAD``, untracked files included.
+* Elsewhere: a **temporary copy** of the directory (in ``$TMPDIR``), without version-control and
+  cache folders (``.git``, ``.venv``, ``node_modules``, …); a directory too large to copy is
+  refused with a :class:`~orchestrator.core.errors.ConfigError`. Afterwards the changes are counted
+  against a snapshot (size, mtime) taken right after the copy.
+
+Workspaces are kept after the runs so their changes can be inspected; a worktree goes away with
+``git worktree remove PATH``, a copy with ``rm -r PATH``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+import attrs
+import trio
+
+from orchestrator.core.errors import ConfigError
+
+__all__ = [
+    "COPY_IGNORED",
+    "COPY_MAX_BYTES",
+    "COPY_MAX_FILES",
+    "Workspace",
+    "create_workspace",
+    "workspace_changes",
+]
+
+COPY_IGNORED = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".runtimes",
+    }
+)
+"""Folder names a temporary copy leaves out."""
+COPY_MAX_FILES = 5_000
+COPY_MAX_BYTES = 200 * 1024 * 1024
+
+WorkspaceKind = Literal["git worktree", "temporary copy"]
+
+
+@attrs.frozen
+class Workspace:
+    """Where one run works: ``path`` (its working directory), and how it was made."""
+
+    path: Path
+    kind: WorkspaceKind
+    origin: Path
+    root: Path
+    """The worktree's top level, or the copy itself (``path`` may be a folder inside it)."""
+    baseline: dict[str, tuple[int, int]] = attrs.field(
+        factory=dict[str, tuple[int, int]], repr=False
+    )
+
+
+def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+    )
+
+
+def _git_toplevel(origin: Path) -> Path | None:
+    if shutil.which("git") is None:
+        return None
+    top = _git("rev-parse", "--show-toplevel", cwd=origin)
+    if top.returncode != 0:
+        return None
+    if _git("rev-parse", "--verify", "--quiet", "HEAD", cwd=origin).returncode != 0:
+        return None  # no commit yet: nothing to check out
+    return Path(top.stdout.strip())
+
+
+def _walk(root: Path) -> dict[str, tuple[int, int]]:
+    found: dict[str, tuple[int, int]] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in COPY_IGNORED]
+        for name in files:
+            path = Path(folder, name)
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            found[str(path.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _copy(origin: Path, name: str) -> Workspace:
+    listing = _walk(origin)
+    size = sum(s for s, _ in listing.values())
+    if len(listing) > COPY_MAX_FILES or size > COPY_MAX_BYTES:
+        raise ConfigError(
+            f"{origin} is too large to copy into a workspace ({len(listing)} files, "
+            f"{size // (1024 * 1024)} MB; limits {COPY_MAX_FILES} files, "
+            f"{COPY_MAX_BYTES // (1024 * 1024)} MB): run from a git repository or a smaller directory"
+        )
+    target = Path(tempfile.mkdtemp(prefix=f"ringleader-{name}-"))
+    shutil.copytree(
+        origin,
+        target,
+        symlinks=True,
+        ignore=lambda _dir, names: [n for n in names if n in COPY_IGNORED],
+        dirs_exist_ok=True,
+    )
+    return Workspace(
+        path=target, kind="temporary copy", origin=origin, root=target, baseline=_walk(target)
+    )
+
+
+def _worktree(origin: Path, top: Path, name: str, state_dir: Path) -> Workspace:
+    base = state_dir / "workspaces"
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    target = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
+    target.rmdir()  # git creates it
+    added = _git("worktree", "add", "--detach", "--quiet", str(target), "HEAD", cwd=top)
+    if added.returncode != 0:
+        raise ConfigError(
+            f"could not create a git worktree of {top}: {added.stderr.strip() or added.stdout.strip()}"
+        )
+    return Workspace(
+        path=target / origin.relative_to(top), kind="git worktree", origin=origin, root=target
+    )
+
+
+def _create(origin: Path, name: str, state_dir: Path) -> Workspace:
+    if not origin.is_dir():
+        raise ConfigError(f"working directory {origin} does not exist")
+    top = _git_toplevel(origin)
+    if top is not None:
+        return _worktree(origin, top, name, state_dir)
+    return _copy(origin, name)
+
+
+async def create_workspace(origin: str | Path, name: str, *, state_dir: Path) -> Workspace:
+    """A new workspace of ``origin`` for the run called ``name`` (see the module docstring).
+
+    Create the workspaces of one repository one after the other (git locks its worktree list)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "run"
+    return await trio.to_thread.run_sync(lambda: _create(Path(origin).resolve(), safe, state_dir))
+
+
+def _changes(ws: Workspace) -> str:
+    if ws.kind == "git worktree":
+        _git("add", "-A", cwd=ws.root)
+        stat = _git("diff", "--cached", "--shortstat", "HEAD", cwd=ws.root)
+        if stat.returncode != 0:
+            return "unknown"
+        return stat.stdout.strip() or "none"
+    now = _walk(ws.root)
+    added = len(now.keys() - ws.baseline.keys())
+    deleted = len(ws.baseline.keys() - now.keys())
+    modified = sum(1 for k in now.keys() & ws.baseline.keys() if now[k] != ws.baseline[k])
+    total = added + deleted + modified
+    if not total:
+        return "none"
+    return f"{total} file{'s' if total != 1 else ''} changed (+{added} ~{modified} -{deleted})"
+
+
+async def workspace_changes(ws: Workspace) -> str:
+    """What the run changed in its workspace, as one short line (``none`` when nothing)."""
+    return await trio.to_thread.run_sync(_changes, ws)

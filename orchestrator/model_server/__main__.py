@@ -1,0 +1,3 @@
+from orchestrator.model_server.serve import main
+
+raise SystemExit(main())
