@@ -1,7 +1,7 @@
 """The import rule of ``docs/architecture.md``, read from the source (ast), never by importing.
 
 Layers, lowest first: ``tiers`` (no ringleader imports) → ``orchestrator.core`` → ``adapters`` →
-``orchestrator.engine`` → the surfaces (``orchestrator.model_server``, ``orchestrator.board.projection``,
+``orchestrator.engine`` → the surfaces (``orchestrator.model_server``, ``orchestrator.board``,
 ``orchestrator.acp``, ``orchestrator.cli``), with ``contract`` (the adapter authors' test kit)
 beside the adapters. A violation fails with ``file:line``, the import and the rule it breaks.
 """
@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("orchestrator", "adapters", "tiers", "contract")
 SURFACES = (
-    "orchestrator.board.projection",
+    "orchestrator.board",
     "orchestrator.acp",
     "orchestrator.cli",
     "orchestrator.model_server",
@@ -103,8 +103,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "contract": ("contract", "orchestrator.core", "orchestrator.model_server", "adapters", "tiers"),
     "orchestrator.engine": ("orchestrator.engine", "orchestrator.core", "tiers"),
     "orchestrator.model_server": ("orchestrator.model_server", "orchestrator.core"),
-    "orchestrator.board.projection": (
-        "orchestrator.board.projection",
+    "orchestrator.board": (
+        "orchestrator.board",
         "orchestrator.engine",
         "orchestrator.core",
         "tiers",
@@ -112,18 +112,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "orchestrator.acp": ("orchestrator.acp", "orchestrator.engine", "orchestrator.core", "tiers"),
     "orchestrator.cli": (
         "orchestrator.cli",
-        "orchestrator.board.projection",
+        "orchestrator.board",
         "orchestrator.acp",
         "orchestrator.model_server",
         "orchestrator.engine",
         "orchestrator.core",
-        "adapters.builtin",
         "tiers",
     ),
     "orchestrator": (),
 }
-"""What each layer may import of ours. The CLI reaches the adapters only through the registry
-(``adapters.builtin`` for the shipped list); the engine never imports an adapter."""
+"""What each layer may import of ours. The CLI and the engine reach the adapters only through the
+registry (the ``ringleader.runtimes`` entry points), never by import."""
 
 RULES = {
     "tiers": "tiers imports nothing of ringleader's",
@@ -132,9 +131,9 @@ RULES = {
     "contract": "the contract kit imports only the core, the model server and adapters",
     "orchestrator.engine": "the engine imports only the core: never a surface, never an adapter",
     "orchestrator.model_server": "the model server imports only the core",
-    "orchestrator.board.projection": "a surface imports the engine and the core, not another surface",
+    "orchestrator.board": "a surface imports the engine and the core, not another surface",
     "orchestrator.acp": "a surface imports the engine and the core, not another surface",
-    "orchestrator.cli": "the CLI imports the layers below it (adapters through the registry)",
+    "orchestrator.cli": "the CLI imports the layers below it, never an adapter (the registry finds them)",
     "orchestrator": "orchestrator/__init__.py re-exports nothing",
 }
 

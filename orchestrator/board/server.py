@@ -110,13 +110,11 @@ def base_key(runtime_id: str, task_id: str) -> str:
 
 
 def _static_dir() -> str:
-    return str(importlib.resources.files("orchestrator.board.projection") / "static")
+    return str(importlib.resources.files("orchestrator.board") / "static")
 
 
 def _page(name: str, action_token: str, hosting: bool) -> str:
-    text = (importlib.resources.files("orchestrator.board.projection") / "static" / name).read_text(
-        "utf-8"
-    )
+    text = (importlib.resources.files("orchestrator.board") / "static" / name).read_text("utf-8")
     meta = (
         f'<meta name="ringleader-action-token" content="{action_token}">'
         f'<meta name="ringleader-hosting" content="{"yes" if hosting else "no"}">'

@@ -13,10 +13,11 @@ from typing import Any, TextIO, cast
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator.core.adapter import RESUME_PROMPT
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision, ApprovalEntry
 from orchestrator.core.errors import ConfigError
 from orchestrator.engine.eventlog import EventLog
-from orchestrator.engine.runner import RESUME_PROMPT, TaskSpec, resumable_task
+from orchestrator.engine.runner import TaskSpec, resumable_task
 
 __all__ = ["approve_command", "decision_from_args", "list_approvals"]
 

@@ -25,6 +25,7 @@ from orchestrator.core.events import WIRE_CONFIG, RuntimeEvent
 
 __all__ = [
     "HEALTH_TIMEOUT_S",
+    "RESUME_PROMPT",
     "STEER_KEY",
     "Capabilities",
     "EventStream",
@@ -47,6 +48,9 @@ RuntimeClass: TypeAlias = Literal["wrapped-oneshot", "connected-substrate", "nat
 
 HEALTH_TIMEOUT_S = 2.0
 """``health()`` must answer within this many seconds."""
+
+RESUME_PROMPT = "Continue where you left off."
+"""The prompt a resumed session is given when the person gives none."""
 
 STEER_KEY = ".ringleader/signal"
 """The ``write_context`` key a steerable runtime reads as a steer into the live conversation: its

@@ -38,7 +38,14 @@ from typing import Any
 import attrs
 import trio
 
-from orchestrator.core.adapter import Capabilities, RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.adapter import (
+    RESUME_PROMPT,
+    Capabilities,
+    RunHandle,
+    RuntimeAdapter,
+    StartOpts,
+    TaskHandle,
+)
 from orchestrator.core.approvals import APPROVALS_DB
 from orchestrator.core.errors import (
     ConfigError,
@@ -71,7 +78,6 @@ from orchestrator.engine.supervisor import RestartPolicy, RetryListener, Supervi
 from tiers import PromptTiers, assemble_tiers, date_stamp
 
 __all__ = [
-    "RESUME_PROMPT",
     "NullSink",
     "ResumeFrom",
     "RunRecord",
@@ -83,8 +89,6 @@ __all__ = [
     "resumable_task",
 ]
 
-RESUME_PROMPT = "Continue where you left off."
-"""The prompt a resumed session gets when the user gives none (``--resume``, recovery)."""
 
 LAST_SUMMARY_CHARS = 400
 CONTINUE_PROMPT = "Continue where you left off."

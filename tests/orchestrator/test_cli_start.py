@@ -30,7 +30,7 @@ HEAVY = (
 
 PROBE = f"""
 import contextlib, io, json, sys
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()) as out:
     code = main(["runtimes"])
 print(json.dumps({{"code": code, "table": out.getvalue(),

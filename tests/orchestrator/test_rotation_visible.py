@@ -189,7 +189,8 @@ def test_rotate_to_an_unknown_runtime_is_refused(
 def test_watermark_and_rotate_to_from_the_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orchestrator.cli.main import _parser, _rotation  # pyright: ignore[reportPrivateUsage]
+    from orchestrator.cli.cmd_run import _rotation  # pyright: ignore[reportPrivateUsage]
+    from orchestrator.cli.main import _parser  # pyright: ignore[reportPrivateUsage]
     from orchestrator.core.config import load_config
 
     (tmp_path / "ringleader.toml").write_text(

@@ -23,10 +23,10 @@ from typing import Self
 import attrs
 import trio
 
+from orchestrator.core.adapter import RESUME_PROMPT
 from orchestrator.core.errors import ConfigError, MailboxClosedError
 from orchestrator.engine.actor import RunActor
 from orchestrator.engine.runner import (
-    RESUME_PROMPT,
     Runner,
     TaskOutcome,
     TaskSpec,

@@ -44,6 +44,7 @@ from typing import Any, Self
 import attrs
 import trio
 
+from orchestrator.core.adapter import RESUME_PROMPT
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import (
     ConfigError,
@@ -52,7 +53,7 @@ from orchestrator.core.errors import (
     NoNodeForRuntimeError,
 )
 from orchestrator.engine.hosts.relay import HeadApplier, SessionOp, StartRunOp, TaskEndedOp
-from orchestrator.engine.runner import RESUME_PROMPT, ResumeFrom, Runner, TaskOutcome, TaskSpec
+from orchestrator.engine.runner import ResumeFrom, Runner, TaskOutcome, TaskSpec
 
 __all__ = ["RayHost", "RayTaskRef", "ray_nodes"]
 

@@ -1,0 +1,62 @@
+"""``ringleader acp``: serve a runtime as an Agent Client Protocol agent on stdin/stdout."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+import trio
+
+from orchestrator.cli.options import (
+    approvals_option,
+    load_cli_config,
+    registry_for,
+    sub_command,
+)
+from orchestrator.core.errors import ConfigError
+from orchestrator.core.registry import (
+    discover_runtimes,
+)
+
+__all__ = ["register"]
+
+
+async def _acp(
+    runtime_id: str, model: str | None, config_file: str | None, approvals: bool = False
+) -> int:
+    from orchestrator.acp.server import serve_acp_stdio
+    from orchestrator.cli.commands import usable_state_dir
+    from orchestrator.engine.eventlog import EventLog
+
+    specs = discover_runtimes()
+    registry = registry_for(specs, load_cli_config(config_file, specs))
+    if runtime_id not in registry:
+        raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
+    async with EventLog.open(usable_state_dir() / "events.db") as log:
+        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model, approvals=approvals)
+    return 0
+
+
+def _handle(args: argparse.Namespace, out: TextIO) -> int:
+    return trio.run(
+        _acp, args.runtime, args.model, getattr(args, "config_file", None), args.approvals == "wait"
+    )
+
+
+def register(sub: Any) -> None:
+    """Add acp to the command line."""
+    acp = sub_command(
+        sub,
+        "acp",
+        "serve a runtime as an Agent Client Protocol agent on stdin/stdout",
+        "Serve a ringleader runtime as an ACP agent over stdio, for editors that speak ACP (Zed "
+        "and others): point the editor's agent command at this. Runs are recorded in the "
+        "event log like any other.",
+        ["ringleader acp --runtime claude-code", "ringleader acp --runtime native"],
+    )
+    acp.add_argument("--runtime", required=True, help="runtime id (see `ringleader runtimes`)")
+    acp.add_argument(
+        "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
+    )
+    approvals_option(acp, "wait", ", the ACP client (session/request_permission)")
+    acp.set_defaults(handler=_handle)

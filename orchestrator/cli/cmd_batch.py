@@ -1,0 +1,78 @@
+"""``ringleader batch FILE.toml``: every task of a batch file, N at a time (the file format:
+:mod:`orchestrator.cli.batch`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from typing import Any, TextIO
+
+import trio
+
+from orchestrator.cli.options import (
+    budget_options,
+    config_option,
+    governance_for,
+    host_maker,
+    json_option,
+    load_cli_config,
+    positive,
+    ray_option,
+    registry_for,
+    sub_command,
+    trace_sinks,
+)
+from orchestrator.core.registry import (
+    discover_runtimes,
+)
+
+__all__ = ["register"]
+
+
+def _handle(args: argparse.Namespace, out: TextIO) -> int:
+    from orchestrator.cli.commands import batch
+
+    specs = discover_runtimes()
+    loaded = load_cli_config(args.config_file, specs)
+    registry = registry_for(specs, loaded)
+    governance = governance_for(args, loaded)
+    with contextlib.ExitStack() as stack:
+        sinks = trace_sinks(args, stack)
+        return trio.run(
+            lambda: batch(
+                registry,
+                args.file,
+                jobs=args.jobs,
+                as_json=bool(args.json),
+                out=out,
+                make_host=host_maker(args.ray, loaded, []),
+                governance=governance,
+                sinks=sinks,
+            )
+        )
+
+
+def register(sub: Any) -> None:
+    """Add batch to the command line."""
+    batch = sub_command(
+        sub,
+        "batch",
+        "run the tasks of a TOML file, N at a time",
+        "Run every [[task]] of a TOML batch file (id, prompt, runtime, optional model, cwd and "
+        "workspace), --jobs at a time, each in its own workspace and recorded in the event "
+        "log; a comparison table ends the batch. Format: see README 'Batches'.",
+        ["ringleader batch tasks.toml", "ringleader batch tasks.toml --jobs 4 --json"],
+    )
+    batch.add_argument("file", metavar="FILE.toml", help="the batch file; e.g. tasks.toml")
+    batch.add_argument(
+        "--jobs",
+        type=positive,
+        default=None,
+        metavar="N",
+        help="how many tasks run at once (default: the file's `jobs`, else all); e.g. --jobs 2",
+    )
+    json_option(batch)
+    budget_options(batch)
+    config_option(batch)
+    ray_option(batch)
+    batch.set_defaults(handler=_handle)
