@@ -259,7 +259,7 @@ async def test_closed_log_refuses_appends_and_caller_errors_are_not_wrapped(
 WRITER = textwrap.dedent(
     """
     import sys, trio
-    from orchestrator import EventFactory
+    from orchestrator.core import EventFactory
     from orchestrator.engine.eventlog import EventLog
 
     async def main():
