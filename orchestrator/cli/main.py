@@ -18,6 +18,7 @@ from orchestrator.cli import (
     cmd_batch,
     cmd_demo,
     cmd_doctor,
+    cmd_mcp,
     cmd_replay,
     cmd_run,
     cmd_runtimes,
@@ -59,6 +60,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     cmd_serve.register,
     _model_server_help,
     cmd_acp.register,
+    cmd_mcp.register,
     cmd_approvals.register,  # approvals and approve
 )
 """Each command group adds its subcommands, in the order ``--help`` lists them."""
