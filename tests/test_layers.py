@@ -20,6 +20,7 @@ PACKAGES = ("orchestrator", "adapters", "tiers", "contract")
 SURFACES = (
     "orchestrator.board",
     "orchestrator.acp",
+    "orchestrator.mcp",
     "orchestrator.cli",
     "orchestrator.model_server",
 )
