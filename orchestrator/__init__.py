@@ -14,3 +14,6 @@ The package is in layers, each a sub-package; each layer imports only the layers
 Import names from the layer that defines them (``from orchestrator.engine import LocalHost``);
 this package itself exports nothing, so ``import orchestrator.cli.main`` stays cheap.
 """
+
+__version__ = "0.1.0"
+"""The version of the ``ringleader`` distribution (``pyproject.toml`` reads it from here)."""
