@@ -32,5 +32,5 @@ ACP = RuntimeSpec(
     id="acp",
     factory=_acp,
     summary="any Agent Client Protocol agent (runtimes.acp.binary + extra_args, e.g. gemini "
-    "--experimental-acp)",
+    "--acp)",
 )
