@@ -142,7 +142,6 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 on_retry=print_retry,
                 board=partial(
                     board_for_run,
-                    notice=sys.stderr,
                     approvals=ApprovalBook.in_state_dir(usable_state_dir())
                     if args.approvals == "wait"
                     else None,
