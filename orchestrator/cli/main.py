@@ -22,6 +22,7 @@ from orchestrator.cli import (
     cmd_run,
     cmd_runtimes,
     cmd_serve,
+    cmd_trust,
 )
 from orchestrator.cli.options import RAW, sub_command
 from orchestrator.core.errors import RingleaderError, RuntimeNotFoundError, exception_leaves
@@ -57,6 +58,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     cmd_runtimes.register,  # runtimes and config
     cmd_replay.register,
     cmd_serve.register,
+    cmd_trust.register,
     _model_server_help,
     cmd_acp.register,
     cmd_approvals.register,  # approvals and approve

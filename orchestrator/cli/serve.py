@@ -20,7 +20,7 @@ from orchestrator.cli.commands import serve_banner, usable_state_dir
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
-from orchestrator.engine.feed import Feed, RecordingSink, new_token, serve_feed
+from orchestrator.engine.feed import Feed, RecordingSink, check_bind, new_token, serve_feed
 from orchestrator.engine.hosts import LocalHost
 from orchestrator.engine.runner import Runner
 
@@ -97,6 +97,7 @@ async def serve_board(
 ) -> int:
     """Serve the board over the event log, hosting the runs posted to ``/tasks`` (they work in
     the current directory); runs of other processes show up live too."""
+    check_bind(host, token)
     state = usable_state_dir()
     feed = Feed()
     async with EventLog.open(state / "events.db") as log:

@@ -72,6 +72,7 @@ __all__ = [
     "RecordingSink",
     "ServedFeed",
     "SlowPolicy",
+    "check_bind",
     "feed_app",
     "feed_routes",
     "jsonl_line",
@@ -685,6 +686,16 @@ class ServedFeed(str):
         return str.__str__(self)
 
 
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse serving on ``host`` with the configured ``token``: off loopback a token must be
+    configured (a generated one would be printed to whoever started it, but nobody else could
+    have chosen it); an empty one never does (:class:`ConfigError`)."""
+    if not _is_loopback(host) and not token:
+        raise ConfigError(f"serving the feed on {host!r} (not loopback) requires a token")
+    if token is not None and not token:
+        raise ConfigError("the feed token must not be empty")
+
+
 @asynccontextmanager
 async def serve_feed(
     feed: Feed,
@@ -701,10 +712,7 @@ async def serve_feed(
     clients send (``token``, else a random one: loopback is no trust boundary). Loopback by
     default; any other address requires a configured token
     (:class:`~orchestrator.core.errors.ConfigError` otherwise)."""
-    if not _is_loopback(host) and not token:
-        raise ConfigError(f"serving the feed on {host!r} (not loopback) requires a token")
-    if token is not None and not token:
-        raise ConfigError("the feed token must not be empty")
+    check_bind(host, token)
     if app is not None and token is None:
         raise ConfigError("serving an app needs the token it was built with")
     token = token or new_token()
