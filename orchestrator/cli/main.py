@@ -51,6 +51,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_run,
         cmd_runtimes,
         cmd_serve,
+        cmd_trust,
     )
 
     return (
@@ -65,6 +66,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_acp.register,
         cmd_mcp.register,
         cmd_approvals.register,  # approvals and approve
+        cmd_trust.register,
     )
 
 
