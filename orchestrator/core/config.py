@@ -50,6 +50,11 @@ The file format::
     cooldown_s = 60
     fallback = { codex = "claude-code" }
 
+    [workspace]                         # each new workspace of a side-by-side run or batch
+    setup = "npm ci"                    # run there (sh -c) before the agent starts
+    teardown = "docker compose down"    # run there after the task's runs end
+    timeout_s = 600                     # each script's limit (default 300)
+
 A key itself is never accepted in a file (a field named like one, or a value shaped like one):
 the file names the environment variable that holds it (``api_key_env``). Every problem is one
 :class:`~orchestrator.core.errors.ConfigError` line naming the file, the key and what is wrong.
@@ -90,6 +95,7 @@ __all__ = [
     "ModelPrice",
     "PermissionPolicyName",
     "RuntimeConfig",
+    "WorkspaceConfig",
     "env_var_for",
     "load_config",
     "user_config_path",
@@ -304,7 +310,19 @@ class BreakerConfig(BaseModel):
     fallback: dict[str, str] = Field(default_factory=dict[str, str])
 
 
-_SECTIONS: Final = ("budget", "breaker")
+class WorkspaceConfig(BaseModel):
+    """``[workspace]``: scripts run (``sh -c``) in each new workspace of a side-by-side run or a
+    batch, with the workspace as working directory: ``setup`` before the agent starts (a failure
+    fails that run with ``error{setup_failed}``), ``teardown`` after the task's runs end; each
+    is stopped after ``timeout_s`` seconds."""
+
+    model_config = _STRICT
+    setup: str | None = None
+    teardown: str | None = None
+    timeout_s: float = Field(default=300.0, gt=0)
+
+
+_SECTIONS: Final = ("budget", "breaker", "workspace")
 
 
 class Config(BaseModel):
@@ -314,6 +332,7 @@ class Config(BaseModel):
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     breaker: BreakerConfig | None = None
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import httpx2
 
-SCRIPT = Path(__file__).resolve().parents[2] / "orchestrator" / "model_server" / "scripts" / "demo.json"
+SCRIPT = (
+    Path(__file__).resolve().parents[2] / "orchestrator" / "model_server" / "scripts" / "demo.json"
+)
 
 
 def test_model_server_commands_serve_the_script_until_interrupted(tmp_path: Path) -> None:
