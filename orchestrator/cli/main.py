@@ -16,8 +16,11 @@ from orchestrator.cli import (
     cmd_acp,
     cmd_approvals,
     cmd_batch,
+    cmd_checkpoints,
+    cmd_comment,
     cmd_demo,
     cmd_doctor,
+    cmd_open,
     cmd_replay,
     cmd_run,
     cmd_runtimes,
@@ -60,6 +63,9 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     _model_server_help,
     cmd_acp.register,
     cmd_approvals.register,  # approvals and approve
+    cmd_comment.register,
+    cmd_checkpoints.register,  # checkpoints and rewind
+    cmd_open.register,
 )
 """Each command group adds its subcommands, in the order ``--help`` lists them."""
 

@@ -139,6 +139,7 @@ async def run_jobs(
             record_rotation=view.rotated,
             governance=governance,
             approvals=approvals,
+            checkpoints=True,
         )
         async with (
             view.active(),

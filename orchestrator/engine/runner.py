@@ -225,9 +225,11 @@ class Runner:
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
     checkpoints: bool = False
-    """After every turn that changed files in a run's working directory (a git work tree),
-    record the state on ``refs/ringleader/checkpoints/<run>/<n>`` (see
-    :mod:`orchestrator.engine.reviewloop.checkpoints`)."""
+    """After every turn that changed files in a run's working directory, when that is a git
+    worktree ringleader made (under ``<state_dir>/workspaces/``), record the state on
+    ``refs/ringleader/checkpoints/<run>/<n>`` (see
+    :mod:`orchestrator.engine.reviewloop.checkpoints`). A run in the person's own checkout is
+    left alone."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
@@ -378,7 +380,7 @@ class Runner:
 
             checkpointer = (
                 await Checkpointer.for_run(task.cwd, run_key, clock=self.clock)
-                if self.checkpoints
+                if self.checkpoints and _in_workspaces(task.cwd, self.state_dir)
                 else None
             )
 
@@ -921,6 +923,17 @@ async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
 
 
 _GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
+
+
+def _in_workspaces(cwd: str | None, state_dir: Path) -> bool:
+    """Whether ``cwd`` is inside a workspace ringleader made (``<state_dir>/workspaces/``)."""
+    if cwd is None:
+        return False
+    try:
+        Path(cwd).resolve().relative_to((state_dir / "workspaces").resolve())
+    except ValueError:
+        return False
+    return True
 
 
 async def _both(first: Awaitable[None], second: Awaitable[None]) -> None:

@@ -8,9 +8,10 @@ from the work tree's own index so unchanged files are not re-hashed), so the use
 branches and ``HEAD`` are never touched. ``<run>`` is the run key with every character git
 refuses in a ref name replaced by ``_``.
 
-Checkpoint ``0`` is the state the run started from; ``1``, ``2``, … follow each **turn** (a
-model answer, ending at its tool results — as the comparison table counts them) after which the
-tree differs from the previous checkpoint, and the end of the run. The commit carries the turn,
+Checkpoint ``1``, ``2``, … follow each **turn** (a model answer, ending at its tool results — as
+the comparison table counts them) after which the tree differs from the previous checkpoint, and
+the end of the run; checkpoint ``0``, written with the first of them, is the state the run
+started from (a run that changes nothing leaves no refs). The commit carries the turn,
 the session id and the time; its parent is the previous checkpoint (``0``'s is ``HEAD``), so the
 files of a checkpoint are ``git diff-tree`` against its parent.
 
@@ -297,8 +298,12 @@ class Checkpointer:
         if repo is None or repo.head is None:
             return None
         self = cls(repo, run_key, clock=clock)
-        await self._record(0, None, "the state the run started from", force=True)
-        return self if not self.broken else None
+        try:
+            self.last_tree = await trio.to_thread.run_sync(_snapshot, repo)
+        except ConfigError as exc:
+            _log.warning("%s: no checkpoints: %s", run_key, exc)
+            return None
+        return self
 
     def observe(self, event: RuntimeEvent, session_id: str | None) -> Awaitable[None] | None:
         if self.broken:
@@ -322,27 +327,29 @@ class Checkpointer:
             return self._record(self.turns, session_id)
         return None
 
-    async def _record(
-        self, turn: int, session_id: str | None, note: str = "", *, force: bool = False
-    ) -> None:
+    async def _record(self, turn: int, session_id: str | None) -> None:
         try:
-            await trio.to_thread.run_sync(self._record_sync, turn, session_id, note, force)
+            await trio.to_thread.run_sync(self._record_sync, turn, session_id)
         except Exception as exc:
             self.broken = True
             _log.warning("%s: checkpoints stopped: %s", self.run_key, exc)
 
-    def _record_sync(self, turn: int, session_id: str | None, note: str, force: bool) -> None:
-        tree = _snapshot(self.repo)
-        if tree == self.last_tree and not force:
-            return
+    def _save(self, n: int, tree: str, turn: int, session_id: str | None, note: str = "") -> None:
         parent = self.last_commit or self.repo.head
-        n = 0 if force else self.n + 1
-        commit = _commit(
-            self.repo, tree, parent, _message(self.run_key, n, turn, session_id, note), self.clock()
-        )
+        message = _message(self.run_key, n, turn, session_id, note)
+        commit = _commit(self.repo, tree, parent, message, self.clock())
         ref = f"{checkpoint_ref_prefix(self.run_key)}/{n}"
         _ok(_git(["update-ref", ref, commit], self.repo.top), "update-ref (checkpoint)")
         self.last_tree, self.last_commit, self.n = tree, commit, n
+
+    def _record_sync(self, turn: int, session_id: str | None) -> None:
+        tree = _snapshot(self.repo)
+        if tree == self.last_tree:
+            return
+        if self.last_commit is None and self.last_tree is not None:
+            # the first change: checkpoint 0 keeps the state the run started from
+            self._save(0, self.last_tree, 0, session_id, "the state the run started from")
+        self._save(self.n + 1, tree, turn, session_id)
 
 
 @attrs.frozen
