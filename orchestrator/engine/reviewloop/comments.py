@@ -38,6 +38,7 @@ __all__ = [
     "COMMENTS_DB",
     "Comment",
     "CommentBook",
+    "comment_range",
     "commented_lines",
     "follow_up_prompt",
     "parse_location",
@@ -222,6 +223,11 @@ def parse_location(text: str) -> tuple[str, int, int]:
     start = int(match.group("start"))
     end = int(match.group("end") or start)
     return _checked(match.group("path"), start, end)
+
+
+def comment_range(path: str, start: int, end: int) -> tuple[str, int, int]:
+    """``(path, start, end)`` checked as :func:`parse_location` checks it."""
+    return _checked(path, start, end)
 
 
 def _checked(path: str, start: int, end: int) -> tuple[str, int, int]:
