@@ -315,6 +315,7 @@ class Runner:
         ledger: SpendLedger | None = None,
         endpoint: str | None = None,
         preset: tuple[str, int] | None = None,
+        first_checkpointer: Checkpointer | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
@@ -341,6 +342,7 @@ class Runner:
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
+            retry_checkpointer: Checkpointer | None = None
             if n > 0:
                 if continue_from:  # parked at a rate limit: continue its session
                     resumed = attrs.evolve(task, title=CONTINUE_PROMPT, description="")
@@ -348,6 +350,7 @@ class Runner:
                     continue_from.clear()
                 else:
                     opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                retry_checkpointer = await self._checkpointer(task)  # before it can write
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
                         gov.check_start(adapter.id, caps, task.model, ledger)
@@ -378,11 +381,14 @@ class Runner:
                 recorded = True
                 return self._record_session(log, adapter, handle, task, run_key)
 
-            checkpointer = (
-                await Checkpointer.for_run(task.cwd, run_key, clock=self.clock)
-                if self.checkpoints and _in_workspaces(task.cwd, self.state_dir)
-                else None
-            )
+            if n > 0:
+                checkpointer = retry_checkpointer
+            elif first_checkpointer is not None:
+                checkpointer = first_checkpointer
+            else:  # a rotation successor: already started
+                checkpointer = await self._checkpointer(task)
+            if checkpointer is not None:
+                checkpointer.run_key = run_key
 
             def on_event(event: RuntimeEvent) -> Awaitable[None] | None:
                 first = record_session_once(event)
@@ -463,6 +469,14 @@ class Runner:
                 outcome={"reason": "error", "summary": message, "errorCode": code, "runId": None},
             )
         return outcome
+
+    async def _checkpointer(self, task: TaskSpec) -> Checkpointer | None:
+        """A checkpoint recorder for a run of ``task`` that is about to start (``None`` unless
+        :attr:`checkpoints` is on and the task works in one of ringleader's git worktrees)."""
+        if not self.checkpoints or not _in_workspaces(task.cwd, self.state_dir):
+            await trio.lowlevel.checkpoint()
+            return None
+        return await Checkpointer.before_start(task.cwd, clock=self.clock)
 
     async def _setup(
         self, adapter_id: str, task: TaskSpec, session_key: str
@@ -675,6 +689,7 @@ class Runner:
                     state.runs.append(RunRecord(runtime, session_key, set_up, 1))
                     return _final(state)
                 preset = set_up
+            first_checkpointer = await self._checkpointer(task)
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
@@ -706,8 +721,9 @@ class Runner:
                     ledger,
                     self.registry.endpoint(runtime),
                     preset,
+                    first_checkpointer,
                 )
-                preset = None
+                preset = first_checkpointer = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)

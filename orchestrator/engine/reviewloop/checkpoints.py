@@ -270,9 +270,14 @@ async def list_checkpoints(cwd: str | Path, run_key: str) -> list[Checkpoint]:
 @attrs.define(eq=False)
 class Checkpointer:
     """Records a run's checkpoints as its events go by (see the module docstring). Build it with
-    :meth:`for_run`; the runner calls :meth:`observe` for every event (a plain call: it makes
-    a coroutine only at a turn boundary). A git failure is logged and ends the recording: it
-    never fails the run."""
+    :meth:`before_start`; the runner calls :meth:`observe` for every event (a plain call: it
+    makes a coroutine only at a turn boundary). A git failure is logged and ends the recording:
+    it never fails the run.
+
+    A checkpoint is taken when ringleader *sees* a turn end (the next answer begins, or the run
+    is done); a runtime does not wait for it, so one that is already further along by then (an
+    in-process loop whose events are read in a batch) has its later changes in that checkpoint
+    too: checkpoints never miss a change, but a fast turn may share one with the next."""
 
     repo: _Repo
     run_key: str
@@ -287,21 +292,23 @@ class Checkpointer:
     broken: bool = False
 
     @classmethod
-    async def for_run(
-        cls, cwd: str | None, run_key: str, *, clock: Callable[[], int] = now_ms
+    async def before_start(
+        cls, cwd: str | None, *, clock: Callable[[], int] = now_ms
     ) -> Checkpointer | None:
-        """A recorder for ``run_key`` working in ``cwd`` with checkpoint 0 (the state it starts
-        from) recorded; ``None`` when ``cwd`` is not in a git work tree with a commit."""
+        """A recorder for a run about to start in ``cwd``, holding the state it starts from
+        (the future checkpoint 0: take it *before* the runtime starts, which may write at once);
+        ``None`` when ``cwd`` is not in a git work tree with a commit. Name its run
+        (:attr:`run_key`) before the events come."""
         if cwd is None:
             return None
         repo = await trio.to_thread.run_sync(_repo, cwd)
         if repo is None or repo.head is None:
             return None
-        self = cls(repo, run_key, clock=clock)
+        self = cls(repo, "", clock=clock)
         try:
             self.last_tree = await trio.to_thread.run_sync(_snapshot, repo)
         except ConfigError as exc:
-            _log.warning("%s: no checkpoints: %s", run_key, exc)
+            _log.warning("%s: no checkpoints: %s", cwd, exc)
             return None
         return self
 
