@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +222,68 @@ def test_the_workspace_section_of_the_config(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"workspace\.setpu: unknown key"):
         load_config(cwd=tmp_path, environ={"XDG_CONFIG_HOME": str(tmp_path / "x")})
     assert json.dumps(ws.model_dump())  # plain data
+
+
+def ringleader(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    environ |= {"RINGLEADER_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg")}
+    environ["NO_COLOR"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=cwd,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_side_by_side_runs_setup_in_each_workspace_then_teardown(tmp_path: Path) -> None:
+    repo = repo_with_env(tmp_path)
+    config = tmp_path / "team.toml"
+    config.write_text(
+        "[workspace]\n"
+        'setup = "test -f .env && echo env is here && touch .setup-ran"\n'
+        'teardown = "echo tearing down; touch .teardown-ran"\n'
+        "timeout_s = 60\n"
+    )
+    state = tmp_path / "state"
+    result = ringleader(
+        "run", "--runtime", "scripted", "--runtime", "scripted", "--config", str(config), "hi",
+        cwd=repo, state=state,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    for label in ("scripted", "scripted#2"):
+        assert f"[{label}] · running (setup: env is here)" in out
+        assert f"[{label}] · teardown: tearing down" in out
+    assert out.index("setup: env is here") < out.index("Hello from the scripted runtime")
+    spaces = list((state / "workspaces").iterdir())
+    assert len(spaces) == 2
+    assert all((w / ".setup-ran").exists() and (w / ".teardown-ran").exists() for w in spaces)
+    assert not (repo / ".setup-ran").exists()  # never in the person's checkout
+
+
+def test_a_failing_setup_script_fails_its_run_with_one_clear_line(tmp_path: Path) -> None:
+    repo = repo_with_env(tmp_path)
+    config = tmp_path / "team.toml"
+    config.write_text('[workspace]\nsetup = "echo no network >&2; exit 4"\n')
+    state = tmp_path / "state"
+    result = ringleader(
+        "run", "--runtime", "scripted", "--runtime", "scripted", "--config", str(config),
+        "--json", "hi",
+        cwd=repo, state=state,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    errors = [e for e in events if e["kind"] == "error"]
+    assert [e["code"] for e in errors] == ["setup_failed", "setup_failed"]
+    assert all(
+        e["message"] == "the workspace setup script exited with status 4: no network"
+        for e in errors
+    )
+    dones = [e for e in events if e["kind"] == "done"]
+    assert [d["reason"] for d in dones] == ["error", "error"]
+    assert not any(e["kind"] == "text-delta" for e in events)  # no agent started
