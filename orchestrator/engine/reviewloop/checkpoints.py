@@ -385,7 +385,10 @@ def _rewind_sync(cwd: str | Path, run_key: str, n: int, clock: Callable[[], int]
     wanted = _tree_of(repo, target.commit)
     saved: Checkpoint | None = None
     last = found[-1]
-    if current != _tree_of(repo, last.commit):  # keep what is there now: the rewind can be undone
+    trees = _ok(
+        _git(["rev-parse", *(f"{c.commit}^{{tree}}" for c in found)], repo.top), "rev-parse"
+    )
+    if current not in trees.split():  # keep what is there now: the rewind can be undone
         number = last.n + 1
         commit = _commit(
             repo,
@@ -396,7 +399,9 @@ def _rewind_sync(cwd: str | Path, run_key: str, n: int, clock: Callable[[], int]
         )
         ref = f"{checkpoint_ref_prefix(run_key)}/{number}"
         _ok(_git(["update-ref", ref, commit], repo.top), "update-ref (checkpoint)")
-        saved = Checkpoint(number, last.turn, clock(), (), commit, ref, last.session_id)
+        saved = Checkpoint(
+            number, last.turn, clock(), (), commit, ref, last.session_id, f"before rewind to {n}"
+        )
     changes = _ok(
         _git(["diff-tree", "-r", "-z", "--no-renames", "--name-status", current, wanted], repo.top),
         "diff-tree",
