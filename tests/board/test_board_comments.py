@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,10 @@ def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
-def wait_for(fetch: Any, ok: Any, what: str) -> Any:
+Cards = list[dict[str, Any]]
+
+
+def wait_for(fetch: Callable[[], Cards], ok: Callable[[Cards], bool], what: str) -> Cards:
     for _ in range(900):
         value = fetch()
         if ok(value):
