@@ -342,49 +342,69 @@ def rotation_chain(runs: Sequence[RunRow], run_key: str) -> list[RunRow]:
     return chain
 
 
-async def list_runs(*, as_json: bool, out: TextIO) -> int:
-    """``replay --list``: time, runtime, status, prompt, cost of every logged run (a table, or
-    JSON Lines with ``--json``)."""
+async def list_runs(*, as_json: bool, out: TextIO, limit: int | None = 50) -> int:
+    """``replay --list``: time, runtime, status, prompt, cost of the newest ``limit`` runs (every
+    run when ``None``), oldest first: a table at a terminal (plain aligned lines past a few
+    hundred rows), or JSON Lines with ``--json``."""
     state = usable_state_dir()
     async with EventLog.open(state / "events.db") as log:
-        rows = await log.runs()
-    records: list[dict[str, Any]] = []
-    for row in rows:
-        outcome: dict[str, Any] = row.outcome or {}
-        records.append(
-            {
-                "runKey": row.run_key,
-                "startedMs": row.started_ms,
-                "endedMs": row.ended_ms,
-                "runtimeId": row.runtime_id,
-                "status": row.status,
-                "prompt": outcome.get("title"),
-                "costUsd": outcome.get("costUsd"),
-            }
-        )
+        rows = await log.run_listing(limit)
     if as_json:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        dumps = json.dumps
+        out.writelines(
+            dumps(
+                {
+                    "runKey": r.run_key,
+                    "startedMs": r.started_ms,
+                    "endedMs": r.ended_ms,
+                    "runtimeId": r.runtime_id,
+                    "status": r.status,
+                    "prompt": r.title,
+                    "costUsd": r.cost_usd,
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for r in rows
+        )
         return 0
-    if not records:
+    if not rows:
         out.write("no runs yet (the event log is empty)\n")
+        return 0
+    cells = [
+        (
+            _dt.datetime.fromtimestamp(r.started_ms / 1000).strftime("%Y-%m-%d %H:%M:%S"),
+            r.runtime_id,
+            r.status,
+            _short_prompt(r.title),
+            format_cost(r.cost_usd, seen=r.cost_usd is not None, estimated=False),
+            r.run_key,
+        )
+        for r in rows
+    ]
+    if len(cells) > _RICH_ROWS:  # a long listing: plain aligned lines (a rich table is ~1 ms a row)
+        header = ("time", "runtime", "status", "prompt", "cost", "run key")
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+        for line in (header, *cells):
+            out.write("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+            out.write("\n")
         return 0
     table = Table(box=None, pad_edge=False)
     for name in ("time", "runtime", "status", "prompt", "cost", "run key"):
         table.add_column(name, overflow="fold" if name == "run key" else "ellipsis")
-    for record in records:
-        started = _dt.datetime.fromtimestamp(record["startedMs"] / 1000)
-        prompt = " ".join(str(record["prompt"] or "-").split())
-        table.add_row(
-            started.strftime("%Y-%m-%d %H:%M:%S"),
-            record["runtimeId"],
-            record["status"],
-            prompt if len(prompt) <= 48 else prompt[:47] + "…",
-            format_cost(record["costUsd"], seen=record["costUsd"] is not None, estimated=False),
-            record["runKey"],
-        )
+    for cell in cells:
+        table.add_row(*cell)
     _console(out).print(table)
     return 0
+
+
+_RICH_ROWS = 500
+"""Rows ``replay --list`` draws as a rich table; more are written as plain aligned lines."""
+
+
+def _short_prompt(title: str | None) -> str:
+    prompt = " ".join(str(title or "-").split())
+    return prompt if len(prompt) <= 48 else prompt[:47] + "…"
 
 
 def _console(out: TextIO) -> Console:

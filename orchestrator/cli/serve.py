@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TextIO
 
@@ -130,17 +130,20 @@ async def _abort_hosted(
 
 @asynccontextmanager
 async def board_for_run(
-    log: EventLog, local: LocalHost, *, notice: TextIO, approvals: ApprovalBook | None = None
+    log: EventLog,
+    local: LocalHost,
+    notice: Callable[[str], None],
+    *,
+    approvals: ApprovalBook | None = None,
 ) -> AsyncGenerator[BoardHost]:
     """``run --board``: the board on 127.0.0.1 (a free port) over this process's runs while
-    they run (with ``approvals``: their pending approvals too); prints its URL to ``notice``."""
+    they run (with ``approvals``: their pending approvals too); gives its URL to ``notice``."""
     feed = Feed()
     feed.attach(log)
     hosted = BoardHost(local, (), approvals=approvals)
     app = board_app(feed, log, hosted=hosted)
     async with serve_feed(feed, log, host="127.0.0.1", port=0, app=app) as served:
-        notice.write(f"ringleader: board at {served.url}/ (open while the runs run)\n")
-        notice.flush()
+        notice(f"ringleader: board at {served.url}/ (open while the runs run)")
         try:
             yield hosted
         finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -38,8 +39,11 @@ __all__ = [
     "teardown_workspaces",
 ]
 
-BoardStarter: TypeAlias = Callable[[EventLog, LocalHost], AbstractAsyncContextManager[object]]
-"""Serves a board over the log and the host's runs while they run (``run --board``)."""
+BoardStarter: TypeAlias = Callable[
+    [EventLog, LocalHost, Callable[[str], None]], AbstractAsyncContextManager[object]
+]
+"""Serves a board over the log and the host's runs while they run (``run --board``); its
+notices (the URL) go to the given callable, which prints them above a live view."""
 
 
 def new_task_id(name: str = "") -> str:
@@ -133,6 +137,47 @@ async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
             await adapter.aclose()
 
 
+def _notice(view: JsonView | PlainView | RichView) -> Callable[[str], None]:
+    """Where a notice goes: above the live view at a terminal (written past it, the view's
+    next redraw would overwrite it), else a line on stderr (stdout holds the events)."""
+    if isinstance(view, RichView):
+        return view.note
+
+    def to_stderr(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    return to_stderr
+
+
+async def _run_all(
+    host: Host,
+    jobs: Sequence[Job],
+    lanes: Sequence[Lane],
+    outcomes: list[TaskOutcome | None],
+    errors: list[Exception | None],
+    limiter: trio.CapacityLimiter,
+) -> None:
+    """Submit every job to ``host`` (at most ``limiter`` at once); fill in each one's outcome
+    or error and finish its lane."""
+
+    async def one(index: int) -> None:
+        job, lane = jobs[index], lanes[index]
+        async with limiter:
+            lane.started = trio.current_time()
+            lane.phase = "starting"
+            ref = host.submit(job.runtime_id, job.task)
+            try:
+                outcomes[index] = await ref.outcome()
+            except Exception as exc:
+                errors[index] = exc
+                lane.error = " ".join(str(exc).split())
+            lane.finish("error", trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        for index in range(len(jobs)):
+            nursery.start_soon(one, index)
+
+
 async def run_jobs(
     registry: RuntimeRegistry,
     jobs: Sequence[Job],
@@ -178,32 +223,14 @@ async def run_jobs(
             approvals=approvals,
             checkpoints=True,
         )
-        async with (
-            view.active(),
-            make_host(runner) as host,
-            AsyncExitStack() as boards,
-            trio.open_nursery() as nursery,
-        ):
+        async with view.active(), make_host(runner) as host, AsyncExitStack() as boards:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
                 on_host(host)
             if board is not None and isinstance(host, LocalHost):  # `run --board` (not --ray)
-                await boards.enter_async_context(board(log, host))
-
-            async def one(index: int) -> None:
-                job, lane = jobs[index], lanes[index]
-                async with limiter:
-                    lane.started = trio.current_time()
-                    lane.phase = "starting"
-                    ref = host.submit(job.runtime_id, job.task)
-                    try:
-                        outcomes[index] = await ref.outcome()
-                    except Exception as exc:
-                        errors[index] = exc
-                        lane.error = " ".join(str(exc).split())
-                    lane.finish("error", trio.current_time())
-
-            for index in range(len(jobs)):
-                nursery.start_soon(one, index)
+                # entered before the jobs' nursery opens, so it closes after that nursery
+                # (a board opened inside it and closed outside it misnests their scopes)
+                await boards.enter_async_context(board(log, host, _notice(view)))
+            await _run_all(host, jobs, lanes, outcomes, errors, limiter)
     for job, lane in zip(jobs, lanes, strict=True):
         if job.workspace is not None:
             lane.files_changed = await workspace_changes(job.workspace)
