@@ -155,6 +155,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 ),
                 governance=governance_for(args, config),
                 sinks=trace_sinks(args, stack),
+                workspace=config.config.workspace,
             )
         )
     if interrupt.requested:

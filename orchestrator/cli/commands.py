@@ -8,6 +8,7 @@ import datetime as _dt
 import errno
 import json
 import os
+import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,9 @@ from orchestrator.cli.sidebyside import (
     new_task_id,
     prepare_workspaces,
     run_jobs,
+    teardown_workspaces,
 )
+from orchestrator.core.config import WorkspaceConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
@@ -127,9 +130,11 @@ async def run_side_by_side(
     board: BoardStarter | None = None,
     approvals: bool = False,
     agent_id: str = "cli",
+    workspace: WorkspaceConfig | None = None,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
-    workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
+    workspace (git worktree or temporary copy) when there are several, through ``LocalHost``;
+    ``workspace``: the ``[workspace]`` setup and teardown scripts each of those gets.
 
     One runtime runs in the working directory itself; if it raises (not installed, bad
     configuration), so does this."""
@@ -155,7 +160,7 @@ async def run_side_by_side(
     ]
     view = make_view(out, as_json=as_json)
     if len(jobs) > 1:
-        jobs = await prepare_workspaces(jobs, state_dir=state)
+        jobs = await prepare_workspaces(jobs, state_dir=state, settings=workspace)
     results = await run_jobs(
         registry,
         jobs,
@@ -169,9 +174,18 @@ async def run_side_by_side(
         board=board,
         approvals=approvals,
     )
+    await teardown_workspaces(jobs, workspace, _notice(view))
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
     return results
+
+
+def _notice(view: Any) -> Callable[[str], None]:
+    """Where workspace script lines go: the terminal's console, else stderr (JSON mode)."""
+    console = getattr(view, "console", None)
+    if console is not None:
+        return lambda line: console.print(line, markup=False, highlight=False)
+    return lambda line: print(line, file=sys.stderr, flush=True)
 
 
 def _labels(runtime_ids: Sequence[str]) -> list[str]:
@@ -194,8 +208,10 @@ async def batch(
     make_host: Callable[[Runner], Host] = LocalHost,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
+    workspace: WorkspaceConfig | None = None,
 ) -> int:
-    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
+    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded
+    (``workspace``: the setup and teardown scripts of the tasks' workspaces)."""
     spec = load_batch(file)
     unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
     if unknown:
@@ -219,7 +235,9 @@ async def batch(
         for t in spec.task
     ]
     isolated = await prepare_workspaces(
-        [j for j, t in zip(planned, spec.task, strict=True) if t.workspace], state_dir=state
+        [j for j, t in zip(planned, spec.task, strict=True) if t.workspace],
+        state_dir=state,
+        settings=workspace,
     )
     by_label = {j.label: j for j in isolated}
     ready = [by_label.get(j.label, j) for j in planned]
@@ -234,6 +252,7 @@ async def batch(
         governance=governance,
         sinks=sinks,
     )
+    await teardown_workspaces(isolated, workspace, _notice(view))
     return 0 if all(r.ok for r in results) else 1
 
 

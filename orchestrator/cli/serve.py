@@ -109,6 +109,7 @@ async def serve_board(
             state_dir=state,
             event_log=log,
             approvals=True,  # tool calls that need approval wait for the board (or the CLI)
+            checkpoints=True,  # follow-ups of runs in ringleader's workspaces (comments sent)
         )
         async with LocalHost(runner) as local:
             hosted = BoardHost(

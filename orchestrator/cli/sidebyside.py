@@ -17,17 +17,27 @@ import attrs
 import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
+from orchestrator.core.config import WorkspaceConfig
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost
+from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
 from orchestrator.engine.workspaces import Workspace, create_workspace, workspace_changes
 
-__all__ = ["BoardStarter", "Job", "JobResult", "new_task_id", "prepare_workspaces", "run_jobs"]
+__all__ = [
+    "BoardStarter",
+    "Job",
+    "JobResult",
+    "new_task_id",
+    "prepare_workspaces",
+    "run_jobs",
+    "teardown_workspaces",
+]
 
 BoardStarter: TypeAlias = Callable[
     [EventLog, LocalHost, Callable[[str], None]], AbstractAsyncContextManager[object]
@@ -64,17 +74,44 @@ class JobResult:
         return self.outcome is not None and self.outcome.status == "success"
 
 
-async def prepare_workspaces(jobs: Sequence[Job], *, state_dir: Path) -> list[Job]:
+async def prepare_workspaces(
+    jobs: Sequence[Job], *, state_dir: Path, settings: WorkspaceConfig | None = None
+) -> list[Job]:
     """Give every job its own workspace of its working directory (one after the other: git
-    locks a repository's worktree list), and point its task there."""
+    locks a repository's worktree list), and point its task there; with ``settings``, the
+    task runs its ``setup`` script there before its agent starts."""
     prepared: list[Job] = []
     for job in jobs:
         origin = job.task.cwd or "."
         ws = await create_workspace(origin, job.label, state_dir=state_dir)
-        prepared.append(
-            attrs.evolve(job, task=attrs.evolve(job.task, cwd=str(ws.path)), workspace=ws)
-        )
+        task = attrs.evolve(job.task, cwd=str(ws.path))
+        if settings is not None and settings.setup:
+            task = attrs.evolve(task, setup=settings.setup, setup_timeout_s=settings.timeout_s)
+        prepared.append(attrs.evolve(job, task=task, workspace=ws))
     return prepared
+
+
+async def teardown_workspaces(
+    jobs: Sequence[Job], settings: WorkspaceConfig | None, notice: Callable[[str], None]
+) -> None:
+    """Run the ``teardown`` script in each job's workspace (one after the other), each line of
+    its output given to ``notice`` as ``[label] · teardown: …``; a failure is said, not
+    raised (the runs have ended)."""
+    if settings is None or not settings.teardown:
+        return
+    for job in jobs:
+        if job.workspace is None:
+            continue
+        label = job.label
+        notice(f"[{label}] · teardown: $ {settings.teardown}")
+        result = await run_workspace_script(
+            settings.teardown,
+            job.workspace.path,
+            timeout_s=settings.timeout_s,
+            on_line=lambda line, label=label: notice(f"[{label}] · teardown: {line}"),
+        )
+        if not result.ok:
+            notice(f"[{label}] ! {result.describe('teardown', settings.timeout_s)}")
 
 
 _NATIVE_SDKS = ("anthropic", "openai")
@@ -184,6 +221,7 @@ async def run_jobs(
             record_rotation=view.rotated,
             governance=governance,
             approvals=approvals,
+            checkpoints=True,
         )
         async with view.active(), make_host(runner) as host, AsyncExitStack() as boards:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
