@@ -50,6 +50,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_doctor,
         cmd_mcp,
         cmd_open,
+        cmd_prune,
         cmd_replay,
         cmd_run,
         cmd_runtimes,
@@ -64,6 +65,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_doctor.register,
         cmd_runtimes.register,  # runtimes and config
         cmd_replay.register,
+        cmd_prune.register,
         cmd_serve.register,
         _model_server_help,
         cmd_acp.register,
