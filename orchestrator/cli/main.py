@@ -42,15 +42,18 @@ def commands() -> tuple[Callable[[Any], None], ...]:
     """Each command group's ``register``, in the order ``--help`` lists them."""
     from orchestrator.cli import (
         cmd_acp,
+        cmd_apply,
         cmd_approvals,
         cmd_batch,
         cmd_demo,
+        cmd_diff,
         cmd_doctor,
         cmd_mcp,
         cmd_replay,
         cmd_run,
         cmd_runtimes,
         cmd_serve,
+        cmd_workspaces,
     )
 
     return (
@@ -60,6 +63,9 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_doctor.register,
         cmd_runtimes.register,  # runtimes and config
         cmd_replay.register,
+        cmd_diff.register,  # diff and compare
+        cmd_apply.register,
+        cmd_workspaces.register,
         cmd_serve.register,
         _model_server_help,
         cmd_acp.register,
