@@ -45,14 +45,18 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_apply,
         cmd_approvals,
         cmd_batch,
+        cmd_checkpoints,
+        cmd_comment,
         cmd_demo,
         cmd_diff,
         cmd_doctor,
         cmd_mcp,
+        cmd_open,
         cmd_replay,
         cmd_run,
         cmd_runtimes,
         cmd_serve,
+        cmd_trust,
         cmd_workspaces,
     )
 
@@ -71,6 +75,10 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_acp.register,
         cmd_mcp.register,
         cmd_approvals.register,  # approvals and approve
+        cmd_comment.register,
+        cmd_checkpoints.register,  # checkpoints and rewind
+        cmd_open.register,
+        cmd_trust.register,
     )
 
 

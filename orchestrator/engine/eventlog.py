@@ -92,6 +92,7 @@ __all__ = [
     "CommitListener",
     "EventLog",
     "LoggedEvent",
+    "RunListing",
     "RunRecorder",
     "RunRow",
     "SessionRow",
@@ -156,6 +157,12 @@ CREATE TABLE IF NOT EXISTS workspaces (
     removed_ms INTEGER
 );
 """
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_ms);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+"""
+"""Listing the newest runs and finding the running ones read an index, not every run (a log of
+100,000 runs lists its newest in milliseconds)."""
 
 _RUN_OWNER_COLUMNS = (("owner_pid", "INTEGER"), ("owner_start", "INTEGER"))
 
@@ -255,6 +262,19 @@ class RunRow:
     started_ms: int
     ended_ms: int | None
     outcome: dict[str, Any] | None
+
+
+@attrs.frozen
+class RunListing:
+    """One line of ``replay --list``: a run with its title and USD (from its outcome)."""
+
+    run_key: str
+    runtime_id: str
+    status: str
+    started_ms: int
+    ended_ms: int | None
+    title: str | None
+    cost_usd: float | None
 
 
 @attrs.frozen
@@ -683,6 +703,7 @@ class EventLog:
                 _migrate(conn)
                 conn.executescript(_SCHEMA_SESSIONS)
                 conn.executescript(_SCHEMA_WORKSPACES)
+                conn.executescript(_INDEXES)
                 interrupted = _mark_interrupted(conn, clock())
                 if interrupted:
                     _log.warning(
@@ -1064,6 +1085,23 @@ class EventLog:
                 RunRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]) if r[6] else None)
                 for r in cur.fetchall()
             ]
+
+        return await self._call(query)
+
+    async def run_listing(self, limit: int | None = None) -> list[RunListing]:
+        """The newest ``limit`` runs (every run when ``None``), oldest first, with their title
+        and USD read from the outcome inside SQLite (no JSON decoding here)."""
+        conn = self._reader
+
+        def query() -> list[RunListing]:
+            cur = conn.execute(
+                "SELECT * FROM (SELECT run_key, runtime_id, status, started_ms, ended_ms, "
+                "json_extract(outcome, '$.title'), json_extract(outcome, '$.costUsd'), rowid "
+                "FROM runs ORDER BY started_ms DESC, rowid DESC LIMIT ?) "
+                "ORDER BY started_ms, rowid",
+                (-1 if limit is None else limit,),
+            )
+            return [RunListing(*r[:7]) for r in cur.fetchall()]
 
         return await self._call(query)
 
