@@ -568,3 +568,31 @@ def test_workspaces_lists_and_prunes_applied_and_old_but_never_live_ones(
     assert "was removed" in one_line_error(code, err)
     code, _, err = cli("workspaces", "--older-than", "7d", capsys=capsys)
     assert "--older-than goes with --prune" in one_line_error(code, err)
+
+
+def test_applying_a_run_twice_says_it_is_already_there(
+    repo: Path, tmp_path: Path, state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = make_runs(repo, state, ("native",))["native"]
+    (ws / "hello.py").write_text("agent\n")
+    assert cli("apply", "last", capsys=capsys)[0] == 0
+    (repo / "later.txt").write_text("later\n")
+    git("add", "later.txt", cwd=repo)
+    git("commit", "-qm", "later", cwd=repo)
+    head = git("rev-parse", "HEAD", cwd=repo)
+    code, _, err = cli("apply", "last", capsys=capsys)
+    assert "are already on main" in one_line_error(code, err)
+    assert git("rev-parse", "HEAD", cwd=repo) == head
+    assert git("branch", "--list", "ringleader/*", cwd=repo).split() == [
+        "ringleader/t-native-native"
+    ]  # the same change reuses its branch
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.txt").write_text("".join(f"line {i}\n" for i in range(30)))
+    copy = make_runs(plain, state, ("codex",), group="task2")["codex"]
+    (copy / "a.txt").rename(copy / "b.txt")
+    assert cli("apply", "task2/codex", capsys=capsys)[0] == 0
+    assert not (plain / "a.txt").exists() and (plain / "b.txt").exists()
+    code, _, err = cli("apply", "task2/codex", capsys=capsys)
+    assert "are already in" in one_line_error(code, err)

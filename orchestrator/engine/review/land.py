@@ -186,19 +186,21 @@ def _listed(files: list[str] | tuple[str, ...], limit: int = 10) -> str:
     return shown + (f" and {len(files) - limit} more" if len(files) > limit else "")
 
 
-def _free_branch(top: Path, wanted: str, commit: str) -> tuple[str, bool]:
+def _free_branch(top: Path, wanted: str, commit: str) -> tuple[str, str | None]:
     """A branch name for the run's commit: ``wanted``, or ``wanted-2``… when ``wanted`` holds
-    something else. Second value: it already points at an equal tree (reuse it)."""
+    something else. Second value: the commit of a branch that already holds the same change
+    (the run applied before: reuse it), else ``None``."""
     tree = _out(git(["rev-parse", f"{commit}^{{tree}}"], cwd=top))
+    parent = _out(git(["rev-parse", f"{commit}^"], cwd=top))
     name = wanted
     for n in range(2, 100):
-        have = git(
-            ["rev-parse", "--verify", "-q", f"refs/heads/{name}^{{tree}}"], cwd=top, check=False
-        )
+        have = git(["rev-parse", "--verify", "-q", f"refs/heads/{name}"], cwd=top, check=False)
         if have.returncode != 0:
-            return name, False
-        if _out(have) == tree:
-            return name, True
+            return name, None
+        held = _out(have)
+        same = _out(git(["rev-parse", f"{held}^{{tree}}", f"{held}^"], cwd=top, check=False))
+        if same.split() == [tree, parent]:
+            return name, held
         name = f"{wanted}-{n}"
     raise ReviewError(f"too many branches named {wanted}-N; delete some")
 
@@ -309,7 +311,9 @@ def _apply_git(run: ResolvedRun, checkout: Checkout, opts: ApplyOptions) -> Appl
     commit = _out(
         git(["commit-tree", tree, "-p", checkout.base], cwd=top, env=env, input=message.encode())
     )
-    branch, reuse = _free_branch(top, branch_name(run), commit)
+    branch, held = _free_branch(top, branch_name(run), commit)
+    reuse = held is not None
+    commit = held or commit
     files = tuple(sorted(diff.paths()))
     publishing = opts.push is not None or opts.pr
     target: str | None = opts.onto
@@ -381,6 +385,8 @@ def _apply_git(run: ResolvedRun, checkout: Checkout, opts: ApplyOptions) -> Appl
                 f"{'s' if len(conflicts) != 1 else ''}: {_listed(conflicts)}; nothing was applied",
                 files=tuple(conflicts),
             )
+        if merged == _out(git(["rev-parse", f"{old}^{{tree}}"], cwd=top)):
+            raise ReviewError(f"the changes of run {run.key} are already on {target}")
         if opts.mode == "merge":
             merge_msg = f"Merge {branch} (ringleader run {run.key})\n"
             new = _out(
@@ -451,39 +457,43 @@ def _apply_copy(run: ResolvedRun, checkout: Checkout, opts: ApplyOptions) -> App
     diff: WorkspaceDiff = workspace_diff(checkout)
     if not diff.files:
         raise ReviewError(f"run {run.key} changed nothing in its workspace; nothing to apply")
-    before = [f.old_path or f.path for f in diff.files if f.status != "added"]
-    before += [f.path for f in diff.files if f.status == "renamed" and f.path not in before]
-    blobs = _blob_ids(checkout, before)
-    changed: list[str] = []
-    existing = [p for p in blobs if (origin / p).is_file() and not (origin / p).is_symlink()]
-    for path, digest in zip(
-        existing, _hash_files(checkout, [origin / p for p in existing]), strict=True
-    ):
-        if digest != blobs[path]:
-            changed.append(path)
-    for path in blobs:
-        if path not in existing and not os.path.lexists(origin / path):
-            changed.append(path)  # deleted in the original
+    # each path the run touched: its content at the snapshot and in the workspace (None: absent)
+    was = [f.old_path or f.path for f in diff.files if f.status not in ("added", "copied")]
+    blobs = _blob_ids(checkout, was)
+    now = [f.path for f in diff.files if f.status != "deleted"]
+    made = dict(zip(now, _hash_files(checkout, [checkout.root / p for p in now]), strict=True))
+    wanted: dict[str, tuple[str | None, str | None]] = {}
     for f in diff.files:
-        if f.status in ("added", "copied") and os.path.lexists(origin / f.path):
-            changed.append(f.path)
+        if f.status == "renamed" and f.old_path is not None:
+            wanted[f.old_path] = (blobs.get(f.old_path), None)
+            wanted[f.path] = (None, made[f.path])
+        elif f.status in ("added", "copied"):
+            wanted[f.path] = (None, made[f.path])
+        elif f.status == "deleted":
+            wanted[f.path] = (blobs.get(f.path), None)
+        else:
+            wanted[f.path] = (blobs.get(f.path), made[f.path])
+    present = [p for p in wanted if (origin / p).is_file() and not (origin / p).is_symlink()]
+    current: dict[str, str | None] = {
+        p: ("other" if os.path.lexists(origin / p) else None) for p in wanted
+    }
+    current.update(zip(present, _hash_files(checkout, [origin / p for p in present]), strict=True))
+    todo = [p for p, (_before, after) in wanted.items() if current[p] != after]
+    changed = sorted(p for p in todo if current[p] != wanted[p][0])
     if changed:
         raise ApplyRefusedError(
-            f"{origin} changed since the run's snapshot ({_listed(sorted(set(changed)))}): "
-            "nothing was copied",
-            files=tuple(sorted(set(changed))),
+            f"{origin} changed since the run's snapshot ({_listed(changed)}): nothing was copied",
+            files=tuple(changed),
         )
-    for f in diff.files:
-        if f.status in ("deleted", "renamed"):
-            gone = origin / (f.old_path or f.path)
-            if os.path.lexists(gone):
-                gone.unlink()
-        if f.status != "deleted":
-            source, target = checkout.root / f.path, origin / f.path
+    if not todo:
+        raise ReviewError(f"the changes of run {run.key} are already in {origin}")
+    for path in todo:
+        target = origin / path
+        if os.path.lexists(target):
+            target.unlink()
+        if wanted[path][1] is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
-            if os.path.lexists(target):
-                target.unlink()
-            shutil.copy2(source, target, follow_symlinks=False)
+            shutil.copy2(checkout.root / path, target, follow_symlinks=False)
     return ApplyResult(
         None, None, tuple(sorted(diff.paths())), how="copied back", copied_to=str(origin)
     )
