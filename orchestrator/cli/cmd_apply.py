@@ -14,43 +14,15 @@ from orchestrator.cli.options import json_option, sub_command
 __all__ = ["register"]
 
 
-def _comparison_row(run: Any) -> str:
-    """The run's comparison row, for a pull request's body: outcome, tokens, cost, wall."""
-    from orchestrator.engine.review.records import ResolvedRun
-
-    assert isinstance(run, ResolvedRun)
-    last = run.last
-    if last is None:
-        return ""
-    outcome = last.outcome or {}
-    usage: dict[str, Any] = outcome.get("usage") or {}
-    cost = outcome.get("costUsd")
-    wall = (last.ended_ms - last.started_ms) / 1000 if last.ended_ms else None
-    parts = [
-        f"{run.workspace.label}",
-        f"outcome {last.status}",
-        f"tokens in {usage.get('inputTokens', '?')}",
-        f"tokens out {usage.get('outputTokens', '?')}",
-        f"cost {'unknown' if cost is None else f'${cost:.4f}'}",
-        f"wall {'?' if wall is None else f'{wall:.1f}s'}",
-    ]
-    return " | ".join(parts)
-
-
 async def _apply(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.commands import usable_state_dir
-    from orchestrator.core.events import now_ms
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.review.diff import workspace_diff
-    from orchestrator.engine.review.land import ApplyOptions, apply_run
+    from orchestrator.engine.review.land import ApplyOptions, apply_and_record
     from orchestrator.engine.review.records import checkout_of, resolve_run
 
     async with EventLog.open(usable_state_dir() / "events.db") as log:
         run = await resolve_run(log, args.run)
-        if run.last is not None and run.last.status == "running":
-            from orchestrator.core.errors import ApplyRefusedError
-
-            raise ApplyRefusedError(f"run {run.key} is still running; apply it once it ended")
         opts = ApplyOptions(
             onto=args.onto,
             mode="merge" if args.merge else "squash",
@@ -58,13 +30,9 @@ async def _apply(args: argparse.Namespace, out: TextIO) -> int:
             author=args.author,
             push=args.push,
             pr=bool(args.pr),
-            comparison=_comparison_row(run),
         )
-        result = await trio.to_thread.run_sync(apply_run, run, opts)
-        diff = await trio.to_thread.run_sync(workspace_diff, checkout_of(run.workspace))
-        await log.mark_workspace(
-            run.workspace.root, applied={**result.to_json(), "run": run.key, "atMs": now_ms()}
-        )
+        result = await apply_and_record(log, run, opts)
+    diff = await trio.to_thread.run_sync(workspace_diff, checkout_of(run.workspace))
     if args.json:
         out.write(json.dumps({"run": run.key, **result.to_json()}) + "\n")
         return 0

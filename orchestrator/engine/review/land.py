@@ -27,13 +27,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+import trio
 
 from orchestrator.core.errors import ApplyRefusedError, ReviewError
+from orchestrator.core.events import now_ms
+from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.review.diff import WorkspaceDiff, workspace_diff, workspace_tree
 from orchestrator.engine.review.git import Checkout, git
 from orchestrator.engine.review.records import ResolvedRun, checkout_of
 
-__all__ = ["ApplyOptions", "ApplyResult", "apply_run", "branch_name", "commit_message"]
+__all__ = [
+    "ApplyOptions",
+    "ApplyResult",
+    "apply_and_record",
+    "apply_run",
+    "branch_name",
+    "commit_message",
+    "comparison_row",
+]
 
 Mode = Literal["squash", "merge"]
 
@@ -509,3 +520,38 @@ def apply_run(run: ResolvedRun, opts: ApplyOptions) -> ApplyResult:
     if checkout.git_dir is not None:
         return _apply_copy(run, checkout, opts)
     return _apply_git(run, checkout, opts)
+
+
+def comparison_row(run: ResolvedRun) -> str:
+    """The run's row of the comparison table, for a pull request's body: label, outcome,
+    tokens, cost, wall time."""
+    last = run.last
+    if last is None:
+        return ""
+    outcome = last.outcome or {}
+    usage: dict[str, Any] = outcome.get("usage") or {}
+    cost = outcome.get("costUsd")
+    wall = (last.ended_ms - last.started_ms) / 1000 if last.ended_ms else None
+    parts = [
+        run.workspace.label,
+        f"outcome {last.status}",
+        f"tokens in {usage.get('inputTokens', '?')}",
+        f"tokens out {usage.get('outputTokens', '?')}",
+        f"cost {'unknown' if cost is None else f'${cost:.4f}'}",
+        f"wall {'?' if wall is None else f'{wall:.1f}s'}",
+    ]
+    return " | ".join(parts)
+
+
+async def apply_and_record(log: EventLog, run: ResolvedRun, opts: ApplyOptions) -> ApplyResult:
+    """:func:`apply_run` in a thread, then the workspace marked applied in the event log (what
+    ``ringleader workspaces`` shows and ``--prune`` removes). A run still running is refused."""
+    if run.last is not None and run.last.status == "running":
+        raise ApplyRefusedError(f"run {run.key} is still running; apply it once it has ended")
+    if not opts.comparison:
+        opts = attrs.evolve(opts, comparison=comparison_row(run))
+    result = await trio.to_thread.run_sync(apply_run, run, opts)
+    await log.mark_workspace(
+        run.workspace.root, applied={**result.to_json(), "run": run.key, "atMs": now_ms()}
+    )
+    return result
