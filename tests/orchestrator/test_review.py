@@ -530,3 +530,15 @@ def test_applying_a_run_twice_says_it_is_already_there(
     assert not (plain / "a.txt").exists() and (plain / "b.txt").exists()
     code, _, err = cli("apply", "task2/codex", capsys=capsys)
     assert "are already in" in one_line_error(code, err)
+
+
+def test_a_failed_push_is_one_line_without_the_secret_in_its_url(
+    repo: Path, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "sk-ant-api03-" + "Q" * 40
+    ws = make_runs(repo, state, ("native",))["native"]
+    (ws / "hello.py").write_text("agent\n")
+    code, _, err = cli("apply", "last", "--push", str(tmp_path / secret), capsys=capsys)
+    line = one_line_error(code, err)
+    assert "could not push ringleader/t-native-native" in line and secret not in line
+    assert "(the branch ringleader/t-native-native is kept)" in line

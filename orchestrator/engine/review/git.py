@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from orchestrator.core.errors import ReviewError
+from orchestrator.core.errors import ReviewError, redact_secrets
 
 __all__ = ["Checkout", "git", "git_env", "temporary_index"]
 
@@ -55,7 +55,8 @@ def git(
     if check and done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         label = what or f"git {args[0] if args else ''}".strip()
-        raise ReviewError(f"{label} failed in {cwd}: {message[-1] if message else 'no output'}")
+        why = redact_secrets(message[-1]) if message else "no output"
+        raise ReviewError(f"{label} failed in {cwd}: {why}")
     return done
 
 

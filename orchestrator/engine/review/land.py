@@ -29,7 +29,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from orchestrator.core.errors import ApplyRefusedError, ReviewError
+from orchestrator.core.errors import ApplyRefusedError, ReviewError, redact_secrets
 from orchestrator.core.events import now_ms
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.review.diff import WorkspaceDiff, workspace_diff, workspace_tree
@@ -272,10 +272,15 @@ def _publish(
         check=False,
     )
     if pushed.returncode != 0:
-        why = pushed.stderr.decode(errors="replace").strip().splitlines()
+        lines = pushed.stderr.decode(errors="replace").strip().splitlines()
+        why = next(
+            (x for x in lines if x.startswith(("fatal:", "error:"))), lines[-1] if lines else ""
+        )
         raise ReviewError(
-            f"could not push {branch} to {remote}: {why[-1] if why else 'git push failed'} "
-            f"(the branch {branch} is kept)"
+            redact_secrets(
+                f"could not push {branch} to {remote}: {why or 'git push failed'} "
+                f"(the branch {branch} is kept)"
+            )
         )
     if not opts.pr:
         return remote, None, None
@@ -304,7 +309,9 @@ def _publish(
             made = subprocess.run([gh, *argv[1:]], cwd=top, capture_output=True, check=False)
             if made.returncode != 0:
                 why = made.stderr.decode(errors="replace").strip().splitlines()
-                raise ReviewError(f"gh pr create failed: {why[-1] if why else 'no output'}")
+                raise ReviewError(
+                    f"gh pr create failed: {redact_secrets(why[-1]) if why else 'no output'}"
+                )
             lines = _out(made).splitlines()
             return remote, lines[-1] if lines else "", None
     return remote, None, shlex.join(argv)
