@@ -52,6 +52,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_doctor,
         cmd_mcp,
         cmd_open,
+        cmd_prune,
         cmd_replay,
         cmd_run,
         cmd_runtimes,
@@ -67,6 +68,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_doctor.register,
         cmd_runtimes.register,  # runtimes and config
         cmd_replay.register,
+        cmd_prune.register,
         cmd_diff.register,  # diff and compare
         cmd_apply.register,
         cmd_workspaces.register,

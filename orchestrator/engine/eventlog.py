@@ -92,6 +92,7 @@ __all__ = [
     "CommitListener",
     "EventLog",
     "LoggedEvent",
+    "PruneReport",
     "RunListing",
     "RunRecorder",
     "RunRow",
@@ -262,6 +263,21 @@ class RunRow:
     started_ms: int
     ended_ms: int | None
     outcome: dict[str, Any] | None
+
+
+@attrs.frozen
+class PruneReport:
+    """What :meth:`EventLog.prune` removed (or, dry, would remove) and the file's size."""
+
+    runs: int
+    events: int
+    bytes_before: int
+    bytes_after: int
+
+
+def _file_bytes(conn: sqlite3.Connection) -> int:
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    return pages * int(conn.execute("PRAGMA page_size").fetchone()[0])
 
 
 @attrs.frozen
@@ -794,6 +810,68 @@ class EventLog:
         """Run a read in the database thread, after everything queued so far is committed."""
         await self.flush()
         return await self._db.call(fn)
+
+    # -- upkeep ----------------------------------------------------------------------------------
+
+    async def prune(
+        self, *, ended_before_ms: int, keep: Sequence[str] = (), dry_run: bool = False
+    ) -> PruneReport:
+        """Remove the runs that ended before ``ended_before_ms`` (never a run still going, nor
+        one whose status is in ``keep``), with their events and sessions, then give the space
+        back to the file system (``VACUUM``). ``dry_run``: only count."""
+        conn = self._conn
+        statuses = tuple(keep)
+        marks = ",".join("?" * len(statuses))
+        chosen = (
+            "SELECT run_key FROM runs WHERE ended_ms IS NOT NULL AND ended_ms < ? "
+            "AND status != 'running'" + (f" AND status NOT IN ({marks})" if statuses else "")
+        )
+        params = (ended_before_ms, *statuses)
+
+        def work() -> PruneReport:
+            before = _file_bytes(conn)
+            runs = conn.execute(f"SELECT count(*) FROM ({chosen})", params).fetchone()[0]
+            events = conn.execute(
+                f"SELECT count(*) FROM events WHERE run_key IN ({chosen})", params
+            ).fetchone()[0]
+            if dry_run or not runs:
+                return PruneReport(int(runs), int(events), before, before)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(f"DELETE FROM events WHERE run_key IN ({chosen})", params)
+                conn.execute(f"DELETE FROM sessions WHERE run_key IN ({chosen})", params)
+                conn.execute(f"DELETE FROM runs WHERE run_key IN ({chosen})", params)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+            return PruneReport(int(runs), int(events), before, _file_bytes(conn))
+
+        await self.flush()
+        return await self._db.call(work)
+
+    async def check(self, *, repair: bool = False) -> list[str]:
+        """SQLite's own check of the whole file (``PRAGMA integrity_check``): ``[]`` when it is
+        sound, else what it found (at most 100 lines). ``repair``: when it is not, rebuild every
+        index from its table (``REINDEX``, what a damaged index needs) and check again."""
+        conn = self._conn
+
+        def once() -> list[str]:
+            rows = conn.execute("PRAGMA integrity_check(100)").fetchall()
+            found = [str(r[0]) for r in rows]
+            return [] if found == ["ok"] else found
+
+        def work() -> list[str]:
+            found = once()
+            if found and repair:
+                conn.execute("REINDEX")
+                found = once()
+            return found
+
+        await self.flush()
+        return await self._db.call(work)
 
     # -- listeners -------------------------------------------------------------------------------
 
