@@ -46,11 +46,13 @@ async def _workspaces(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.core.events import now_ms
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.review.housekeeping import kept_workspaces, remove_workspace
+    from orchestrator.engine.review.records import task_prefix
 
     now = now_ms()
     removed: list[dict[str, Any]] = []
     async with EventLog.open(usable_state_dir() / "events.db") as log:
-        rows, runs = await log.workspaces(), await log.runs()
+        rows = await log.workspaces()
+        runs = await log.runs_under([task_prefix(row) for row in rows])
         kept = await trio.to_thread.run_sync(kept_workspaces, rows, runs)
         if args.prune:
             older = args.older_than

@@ -1166,6 +1166,32 @@ class EventLog:
 
         return await self._call(query)
 
+    async def runs_under(self, prefixes: Sequence[str]) -> list[RunRow]:
+        """The runs whose key is one of ``prefixes`` or starts with one followed by ``:`` (a
+        task's runs: ``runtime:<runtime>:task:<task>``), oldest first; read through the run
+        key's index, so a log of many runs answers for a few tasks at once."""
+        conn = self._reader
+        wanted = sorted(set(prefixes))
+
+        def query() -> list[RunRow]:
+            found: list[tuple[int, int, RunRow]] = []
+            for prefix in wanted:
+                cur = conn.execute(
+                    "SELECT run_key, runtime_id, session_key, status, started_ms, ended_ms, "
+                    "outcome, rowid FROM runs WHERE run_key = ? OR (run_key >= ? AND run_key < ?)",
+                    (prefix, prefix + ":", prefix + ";"),
+                )
+                for r in cur.fetchall():
+                    row = RunRow(
+                        r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]) if r[6] else None
+                    )
+                    found.append((int(r[4]), int(r[7]), row))
+            found.sort(key=lambda item: (item[0], item[1]))
+            unique = {row.run_key: row for _, _, row in found}
+            return list(unique.values())
+
+        return await self._call(query)
+
     async def run_listing(self, limit: int | None = None) -> list[RunListing]:
         """The newest ``limit`` runs (every run when ``None``), oldest first, with their title
         and USD read from the outcome inside SQLite (no JSON decoding here)."""

@@ -209,6 +209,8 @@ def test_compare_shows_which_files_each_run_touched_and_where_they_agree(
     assert "agree (same content)" in readme
     assert "only codex" in next(line for line in out.splitlines() if "codex.txt" in line)
 
+    code, out, _ = cli("diff", "last/codex", "--stat", capsys=capsys)
+    assert code == 0 and "codex.txt" in out and "native.txt" not in out
     code, out, _ = cli("compare", "last", "--diff", "codex", capsys=capsys)
     assert code == 0 and "+++ b/codex.txt" in out and "native.txt" not in out
     code, _, err = cli("compare", "last", "--diff", "hermes", capsys=capsys)

@@ -23,17 +23,8 @@ __all__ = [
     "resolve_group",
     "resolve_run",
     "runs_of",
-    "task_id_of",
+    "task_prefix",
 ]
-
-
-def task_id_of(run_key: str) -> str | None:
-    """The task id in a run key (``runtime:codex:task:ab12cd34:run-…`` → ``ab12cd34``)."""
-    parts = run_key.split(":")
-    for i, part in enumerate(parts[:-1]):
-        if part == "task" and i >= 2 and parts[0] == "runtime":
-            return parts[i + 1]
-    return None
 
 
 def checkout_of(row: WorkspaceRow) -> Checkout:
@@ -48,9 +39,14 @@ def checkout_of(row: WorkspaceRow) -> Checkout:
     return Checkout(Path(row.root), row.base, Path(row.git_dir) if row.git_dir else None)
 
 
+def task_prefix(row: WorkspaceRow) -> str:
+    """The run-key prefix of the workspace's task (its retries and rotations continue it)."""
+    return f"runtime:{row.runtime_id}:task:{row.task_id}"
+
+
 def runs_of(row: WorkspaceRow, runs: Sequence[RunRow]) -> list[RunRow]:
     """The runs of the workspace's task (its retries and rotations), oldest first."""
-    prefix = f"runtime:{row.runtime_id}:task:{row.task_id}"
+    prefix = task_prefix(row)
     return [r for r in runs if r.run_key == prefix or r.run_key.startswith(prefix + ":")]
 
 
@@ -95,51 +91,54 @@ async def resolve_run(log: EventLog, ref: str) -> ResolvedRun:
     Raises:
         ReviewError: nothing matches, or the run worked in no recorded workspace."""
     rows = await log.workspaces()
-    runs = await log.runs()
     if not rows:
         raise ReviewError(
             "no workspace is recorded yet: run a task on several runtimes (`ringleader run "
             "--runtime A --runtime B …`) or a batch; a run in your own checkout is already there"
         )
 
-    def found(row: WorkspaceRow, extra: Sequence[RunRow] = ()) -> ResolvedRun:
-        mine = runs_of(row, runs)
+    async def found(row: WorkspaceRow, extra: Sequence[RunRow] = ()) -> ResolvedRun:
+        mine = await log.runs_under([task_prefix(row)])
         mine += [r for r in extra if r not in mine]
         return ResolvedRun(row, tuple(mine))
 
     if ref == "last":
-        for run in reversed(runs):
+        runs = await log.runs_under([task_prefix(row) for row in rows])
+        if runs:
+            newest = max(runs, key=lambda r: r.started_ms)
             for row in reversed(rows):
-                if run in runs_of(row, runs):
-                    return found(row)
-        return found(rows[-1])
-    keyed = [r for r in runs if r.run_key == ref]
+                if runs_of(row, [newest]):
+                    return await found(row)
+        return await found(rows[-1])
+    keyed = await log.runs_under([ref]) if ref.startswith("runtime:") else []
+    keyed = [r for r in keyed if r.run_key == ref]
     if keyed:
-        task = task_id_of(ref)
         for row in reversed(rows):
-            if row.task_id == task and keyed[0] in runs_of(row, runs):
-                return found(row)
+            if runs_of(row, keyed):
+                return await found(row)
         row = await _origin_match(log, ref, rows)
         if row is not None:
-            return found(row, keyed)
+            return await found(row, keyed)
         raise ReviewError(
             f"run {ref!r} did not work in a workspace ringleader made (it ran in your own "
             "checkout, where its changes already are)"
         )
     by_task = [row for row in rows if row.task_id == ref]
     if by_task:
-        return found(by_task[-1])
+        return await found(by_task[-1])
     group, sep, label = ref.rpartition("/")
     if sep:
+        if group == "last":
+            group = rows[-1].group_id
         named = [r for r in rows if r.group_id == group and label in (r.label, r.runtime_id)]
         if named:
-            return found(named[-1])
+            return await found(named[-1])
     named = [r for r in rows if ref in (r.label, r.runtime_id)]
     if named:
-        return found(named[-1])
+        return await found(named[-1])
     raise ReviewError(
         f"no run or workspace matches {ref!r} (a run key from `ringleader replay --list`, a "
-        "task from `ringleader workspaces`, a runtime, or last)"
+        "task from `ringleader workspaces` or TASK/LABEL, a runtime, or last)"
     )
 
 
@@ -150,7 +149,6 @@ async def resolve_group(log: EventLog, ref: str) -> list[ResolvedRun]:
     Raises:
         ReviewError: nothing matches."""
     rows = await log.workspaces()
-    runs = await log.runs()
     if not rows:
         raise ReviewError(
             "no side-by-side task is recorded yet (`ringleader run --runtime A --runtime B …`)"
@@ -162,4 +160,6 @@ async def resolve_group(log: EventLog, ref: str) -> list[ResolvedRun]:
         group = ref
     else:
         group = (await resolve_run(log, ref)).workspace.group_id
-    return [ResolvedRun(row, tuple(runs_of(row, runs))) for row in rows if row.group_id == group]
+    mine = [row for row in rows if row.group_id == group]
+    runs = await log.runs_under([task_prefix(row) for row in mine])
+    return [ResolvedRun(row, tuple(runs_of(row, runs))) for row in mine]
