@@ -54,9 +54,10 @@ from orchestrator.core.errors import (
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
 from orchestrator.engine.hosts import LocalHost, TaskRef
+from orchestrator.engine.review.compare import compare_runs
 from orchestrator.engine.review.diff import workspace_diff
 from orchestrator.engine.review.land import ApplyOptions, apply_and_record
-from orchestrator.engine.review.records import checkout_of, resolve_run
+from orchestrator.engine.review.records import checkout_of, resolve_group, resolve_run
 from orchestrator.engine.reviewloop.comments import (
     CommentBook,
     comment_range,
@@ -470,6 +471,19 @@ def board_app(
             }
         )
 
+    async def task_compare(request: Request) -> Response:
+        """``GET /compare-data/TASK``: the runs of one side-by-side task next to each other
+        (``ringleader compare --json``, each run with its key); 404 for an unknown task."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            runs = await resolve_group(log, str(request.path_params["task"]))
+            group = runs[0].workspace.group_id
+            comparison = await trio.to_thread.run_sync(compare_runs, group, runs)
+        except RingleaderError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        return JSONResponse(comparison.to_json())
+
     async def apply(key: str, data: dict[str, Any]) -> Response:
         """``POST /runs/KEY/apply`` ``{"onto"?, "mode"?: "squash"|"merge", "message"?, "push"?,
         "pr"?}``: ``ringleader apply`` (refusals are 409 with the one line)."""
@@ -496,6 +510,8 @@ def board_app(
     routes: list[Route | Mount] = [
         Route("/", html("index.html")),
         Route("/run/{key:path}", html("run.html")),
+        Route("/compare/{task:path}", html("compare.html")),
+        Route("/compare-data/{task:path}", task_compare),
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),

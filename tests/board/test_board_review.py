@@ -98,3 +98,35 @@ def test_apply_needs_the_token_and_says_what_is_wrong(served: Served) -> None:
     done = served.post(f"/runs/{key}/apply", json={"onto": "main"})
     assert done.status_code == 200, done.text
     assert done.json()["landedOn"] == "main" and done.json()["how"] == "squash"
+
+
+def test_the_compare_page_puts_the_runs_of_a_task_next_to_each_other(
+    served: Served, browser: Any, artifacts: Path
+) -> None:
+    assert served.get("/compare-data/no-such-task").status_code == 404
+    page = browser.new_page()
+    page.goto(f"{served.url}/run/runtime:codex:task:t-codex:run-0001#token={served.token}")
+    page.wait_for_selector("#compare-link:not([hidden])", timeout=TIMEOUT_MS)
+    page.click("#compare-link")
+    page.wait_for_selector('[data-testid="compare-files"] tr[data-path]', timeout=TIMEOUT_MS)
+    assert page.text_content("#compare-title") == "task task1: 2 runs"
+    runs = page.locator('[data-testid="compare-runs"] tr[data-label]')
+    assert runs.count() == 2
+    native = page.text_content('tr[data-label="native"]') or ""
+    assert "3" in native and "+502 −1" in native
+    verdicts = {
+        path: page.text_content(
+            f'[data-testid="compare-files"] tr[data-path="{path}"] td:last-child'
+        )
+        for path in ("app.py", "codex.txt", "long.txt")
+    }
+    assert verdicts == {
+        "app.py": "only native",
+        "codex.txt": "only codex",
+        "long.txt": "only native",
+    }
+    page.click('tr[data-label="codex"] button.show-diff')
+    page.wait_for_selector('[data-testid="compare-diff"][data-run="codex"]', timeout=TIMEOUT_MS)
+    assert page.locator('[data-testid="compare-diff"] details.diff-file').count() == 1
+    assert "+c" in (page.text_content('[data-testid="compare-diff"] .diff-add') or "")
+    page.screenshot(path=str(artifacts / "board-compare.png"), full_page=True)

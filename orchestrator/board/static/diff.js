@@ -3,8 +3,8 @@
 // library, no markup from run text), long files collapsed, refreshed while the run works; and
 // apply / push / pull request (POST /runs/KEY/apply, the same as `ringleader apply`).
 import { el, getJSON, post } from "./common.js";
+import { fileView, statusLabel } from "./diffview.js";
 
-const LONG_DIFF_LINES = 300; // a file's diff longer than this starts collapsed
 const REFRESH_MS = 3000; // while the run is running
 const runKey = decodeURIComponent(location.pathname.slice("/run/".length));
 const box = document.getElementById("changes");
@@ -14,37 +14,15 @@ const total = document.getElementById("changes-total");
 const result = document.getElementById("apply-result");
 let last = "";
 
-function statusLabel(f) {
-  if (f.status === "renamed" || f.status === "copied") return `${f.status} from ${f.oldPath}`;
-  return f.status;
-}
-
-function fileView(f) {
-  const lines = f.hunks.reduce((n, h) => n + h.lines.length + 1, 0);
-  const head = el("summary", { class: "diff-file-head" },
-    el("span", { class: `diff-status st-${f.status}`, text: statusLabel(f) }), " ",
-    el("span", { class: "diff-path", text: f.path }), " ",
-    f.binary ? el("span", { class: "diff-note", text: "binary" }) : null,
-    f.large ? el("span", { class: "diff-note", text: "large file (not diffed)" }) : null,
-    !f.binary && !f.large ? el("span", { class: "diff-counts", text: `+${f.added} −${f.removed}` }) : null,
-    lines > LONG_DIFF_LINES ? el("span", { class: "diff-note", text: ` ${lines} lines, collapsed` }) : null);
-  const pre = el("pre", { class: "diff-body" });
-  for (const hunk of f.hunks) {
-    pre.append(el("span", { class: "diff-hunk", text: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@ ${hunk.header}\n` }));
-    for (const line of hunk.lines) {
-      const kind = line[0] === "+" ? "add" : line[0] === "-" ? "del" : line[0] === "\\" ? "note" : "ctx";
-      pre.append(el("span", { class: `diff-line diff-${kind}`, text: line + "\n" }));
-    }
-  }
-  return el("details", { class: "diff-file", "data-path": f.path, open: lines <= LONG_DIFF_LINES && f.hunks.length > 0 }, head, pre);
-}
-
 function render(data) {
   const shown = JSON.stringify(data.files) + JSON.stringify(data.applied);
   if (shown === last) return;
   last = shown;
   box.hidden = false;
   const t = data.totals;
+  const compare = document.getElementById("compare-link");
+  compare.href = `/compare/${encodeURIComponent(data.task)}${location.hash}`;
+  compare.hidden = false;
   total.textContent = t.files
     ? `${t.files} file${t.files === 1 ? "" : "s"}, +${t.added} −${t.removed} · ${data.label} in ${data.kind} ${data.workspace}`
     : `no changes · ${data.label} in ${data.kind} ${data.workspace}`;
