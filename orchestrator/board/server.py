@@ -7,7 +7,7 @@
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
-  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
+  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "scope"?, "message"?,
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
   approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503.
 
@@ -250,12 +250,18 @@ def board_app(
             raise ConfigError("'message' must be a string")
         if edited is not None and not isinstance(edited, dict):
             raise ConfigError("'input' must be a JSON object")
+        scope = data.get("scope", "once")
+        if scope not in ("once", "run", "always"):
+            raise ConfigError("'scope' must be 'once', 'run' or 'always'")
+        if scope != "once" and (not allow or edited is not None):
+            raise ConfigError("'scope' beyond 'once' goes with a plain allow")
         if h.approvals is None:
             return JSONResponse({"error": "this board's runs do not wait for approvals"}, 404)
         decision = ApprovalDecision(
             allow,
             reject_message=None if allow else message or None,
             input=cast(dict[str, Any], edited) if allow and edited is not None else None,
+            scope=scope,
         )
         try:
             await h.approvals.decide(approval_id, decision)

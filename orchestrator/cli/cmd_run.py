@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     MODEL_SERVER_KEY_ENV,
     Interrupt,
     approvals_option,
+    asking,
     budget_options,
     config_option,
     governance_for,
@@ -114,6 +115,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     if args.acp_command is not None:
         config = _with_acp_command(config, args.acp_command, runtime_ids)
     config = _native_app_flags(args, config, runtime_ids)
+    if args.approvals == "wait":
+        config = asking(config, runtime_ids, "--approvals wait")
     rotation = _rotation(args, config, runtime_ids)
     for rotate_to, _ in rotation.values():
         if rotate_to is not None:

@@ -7,10 +7,10 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
 import attrs
 import trio
@@ -35,6 +35,7 @@ __all__ = [
     "RAW",
     "Interrupt",
     "approvals_option",
+    "asking",
     "budget_options",
     "config_option",
     "default_script",
@@ -76,6 +77,21 @@ def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> Lo
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
     return RuntimeRegistry.from_specs(specs, config.runtime)
+
+
+_ASKING: Final = frozenset({"claude-code", "codex", "hermes", "acp"})
+"""Runtimes whose CLI asks before acting, in a protocol ringleader answers."""
+
+
+def asking(config: LoadedConfig, runtime_ids: Iterable[str], source: str) -> LoadedConfig:
+    """``--approvals wait`` (``serve``, ``acp``): each runtime whose ``permission`` the
+    configuration leaves unset asks (``permission = "ask"``), so its CLI's approval requests
+    wait in the book. Only runtimes whose CLI asks are changed (the native runtime asks by its
+    own policy); a set ``permission`` stays."""
+    for runtime_id in runtime_ids:
+        if runtime_id in _ASKING and config.config.runtime(runtime_id).permission is None:
+            config = config.with_runtime(runtime_id, source, permission="ask")
+    return config
 
 
 def spec_named(specs: Sequence[RuntimeSpec], runtime_id: str) -> RuntimeSpec:

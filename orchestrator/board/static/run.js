@@ -193,7 +193,9 @@ async function loadMeta() {
 async function pollApprovals() {
   if (!hosting) return;
   try {
-    const list = (await getJSON("/approvals")).filter((a) => card.openToolCalls.includes(a.callId));
+    const list = (await getJSON("/approvals")).filter(
+      (a) => a.run === runKey || card.openToolCalls.includes(a.callId),
+    );
     const ids = new Set(list.map((a) => a.id));
     if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
     pending = ids;
@@ -201,6 +203,8 @@ async function pollApprovals() {
       ...list.map((a) => el("div", { class: "approval", "data-approval": a.id },
         el("span", { text: `${a.tool} wants to run: ` }), el("code", { text: pretty(a.input) }),
         el("button", { type: "button", onclick: () => answer(a.id, true), text: "Allow" }),
+        el("button", { type: "button", onclick: () => answer(a.id, true, "run"), text: "Allow for this run" }),
+        el("button", { type: "button", onclick: () => answer(a.id, true, "always"), text: "Always here" }),
         el("button", { type: "button", onclick: () => answer(a.id, false), text: "Deny" }))),
     );
   } catch {
@@ -208,9 +212,9 @@ async function pollApprovals() {
   }
 }
 
-async function answer(id, allow) {
+async function answer(id, allow, scope = "once") {
   try {
-    await post("/approve", { id, allow });
+    await post("/approve", { id, allow, scope });
     say(allow ? "allowed" : "denied");
   } catch (e) {
     say(String(e.message), true);
