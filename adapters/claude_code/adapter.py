@@ -14,7 +14,10 @@ Two modes (:attr:`ClaudeCodeConfig.mode`):
   (``StartOpts.resume_session_id``); otherwise a new process (a new session) replaces it. Abort
   sends the ``interrupt`` control request, so the process and its prompt cache survive (it is
   terminated only if the interrupt is not honoured within ``interrupt_grace``). Permission prompts
-  (``--permission-prompt-tool stdio``) are answered by :attr:`ClaudeCodeConfig.permission_policy`.
+  (``--permission-prompt-tool stdio``) are answered by :attr:`ClaudeCodeConfig.permission_policy`,
+  each in its own task; a decision that says *ask* goes to a person through the run's approval
+  book (:mod:`orchestrator.core.asking`) and comes back as allow, deny with the person's message,
+  or allow with the edited input.
   ``write_context`` steers text into the running turn (the CLI hands it to the model with the
   next tool result), so the mode is ``steerable``; ``set_model`` switches the live process's
   model at its next request. Idle processes close after ``idle_timeout``; all close with the

@@ -10,7 +10,10 @@ Two modes (:attr:`CodexConfig.mode`):
 * ``app-server`` — one ``codex app-server`` process per run speaking JSON-RPC on stdio:
   ``initialize`` → ``thread/start`` (or ``thread/resume``) → ``turn/start``; streamed text;
   ``turn/interrupt`` for abort (the process is terminated if the interrupt is not honoured within
-  ``interrupt_grace``); approval requests answered by :attr:`CodexConfig.approve`.
+  ``interrupt_grace``); approval requests answered by :attr:`CodexConfig.approve`, each in its own
+  task (``"ask"``: a person decides through the run's approval book,
+  :mod:`orchestrator.core.asking`); ``write_context`` steers text into the running turn
+  (``turn/steer``), so the mode is ``steerable``. The default mode.
 
 Every run gets its own ``CODEX_HOME`` (the host's ``home_dir``, else a fresh directory under
 :attr:`CodexConfig.state_root`, deleted after the run) and ``HOME`` inside it, an allow-listed

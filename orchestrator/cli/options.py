@@ -395,7 +395,8 @@ def approvals_option(
         "--approvals",
         choices=("deny", "wait"),
         default=default,
-        help="a tool call that needs approval (the native runtime's bash, by default) is denied "
+        help="a tool call that needs approval (the native runtime's bash, by default; with wait, "
+        "Claude Code, Codex, Hermes and ACP agents whose permission is unset ask too) is denied "
         f"(fail-closed) or waits for `ringleader approve`{also} or the board, durably: the "
         f"run resumes even if this process is gone (default: {default}); e.g. --approvals wait",
     )
