@@ -21,6 +21,7 @@ from orchestrator.cli import (
     cmd_replay,
     cmd_run,
     cmd_runtimes,
+    cmd_say,
     cmd_serve,
 )
 from orchestrator.cli.options import RAW, sub_command
@@ -60,6 +61,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     _model_server_help,
     cmd_acp.register,
     cmd_approvals.register,  # approvals and approve
+    cmd_say.register,
 )
 """Each command group adds its subcommands, in the order ``--help`` lists them."""
 

@@ -19,6 +19,7 @@ from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
 from orchestrator.engine.feed import Feed, RecordingSink, serve_feed
+from orchestrator.engine.followups import FollowupBook
 from orchestrator.engine.hosts import LocalHost
 from orchestrator.engine.runner import Runner
 
@@ -78,6 +79,7 @@ async def serve_board(
             state_dir=state,
             event_log=log,
             approvals=True,  # tool calls that need approval wait for the board (or the CLI)
+            followups=True,  # `ringleader say` and the run page's message box reach them
         )
         async with LocalHost(runner) as local:
             hosted = BoardHost(
@@ -85,6 +87,7 @@ async def serve_board(
                 tuple(registry.ids()),
                 approvals=ApprovalBook.in_state_dir(state),
                 task_defaults={"cwd": os.getcwd(), "agent_id": "board"},
+                followups=FollowupBook.in_state_dir(state),
             )
             app = board_app(feed, log, token=token, hosted=hosted)
             async with (
@@ -135,7 +138,12 @@ async def board_for_run(
     they run (with ``approvals``: their pending approvals too); prints its URL to ``notice``."""
     feed = Feed()
     feed.attach(log)
-    hosted = BoardHost(local, (), approvals=approvals)
+    hosted = BoardHost(
+        local,
+        (),
+        approvals=approvals,
+        followups=FollowupBook.in_state_dir(local.runner.state_dir),
+    )
     app = board_app(feed, log, hosted=hosted)
     async with serve_feed(feed, log, host="127.0.0.1", port=0, app=app) as served:
         notice.write(f"ringleader: board at {served.url}/ (open while the runs run)\n")

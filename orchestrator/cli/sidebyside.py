@@ -139,6 +139,7 @@ async def run_jobs(
             record_rotation=view.rotated,
             governance=governance,
             approvals=approvals,
+            followups=True,  # `ringleader say` reaches these runs
         )
         async with (
             view.active(),

@@ -240,6 +240,55 @@ document.getElementById("steer-form").addEventListener("submit", async (e) => {
     say(String(err.message), true);
   }
 });
+document.getElementById("say-form").hidden = !hosting;
+document.getElementById("say-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const input = document.getElementById("say-text");
+  try {
+    const answer = await post("/say", { run: runKey, text: input.value });
+    say(answer.delivery === "turn" ? "sent: the next turn starts now" : "queued for the run");
+    input.value = "";
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+});
+
+async function pollFollowups() {
+  if (!hosting) return;
+  try {
+    const queued = await getJSON(`/followups?run=${encodeURIComponent(runKey)}`);
+    document.getElementById("followups").replaceChildren(
+      ...queued.map((m) => el("li", { "data-followup": m.id },
+        el("span", { text: `queued: ${m.text} ` }),
+        el("button", { type: "button", onclick: () => editFollowup(m), text: "Edit" }),
+        el("button", { type: "button", onclick: () => withdrawFollowup(m.id), text: "Withdraw" }))),
+    );
+  } catch {
+    /* retried */
+  }
+}
+
+async function editFollowup(m) {
+  const text = window.prompt("New text", m.text);
+  if (!text) return;
+  try {
+    await post("/followup", { id: m.id, text });
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+}
+
+async function withdrawFollowup(id) {
+  try {
+    await post("/followup", { id, withdraw: true });
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+}
+
 rawBox.addEventListener("toggle", () => {
   if (rawBox.open) {
     document.getElementById("raw-events").textContent = raw.map((e) => JSON.stringify(e)).join("\n") + "\n";
@@ -253,4 +302,5 @@ follow(`/events?run=${encodeURIComponent(runKey)}`, 0, onEvent, (state) => {
   conn.textContent = state;
 });
 setInterval(pollApprovals, 1000);
+setInterval(pollFollowups, 2000);
 setInterval(summary, 1000);
