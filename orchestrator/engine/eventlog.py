@@ -88,7 +88,16 @@ from orchestrator.core.events import (
 )
 from orchestrator.core.lifetime import ProcessIdentity, ensure_private_dir
 
-__all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRecorder", "RunRow", "SessionRow"]
+__all__ = [
+    "CommitListener",
+    "EventLog",
+    "LoggedEvent",
+    "PruneReport",
+    "RunListing",
+    "RunRecorder",
+    "RunRow",
+    "SessionRow",
+]
 
 T = TypeVar("T")
 
@@ -130,6 +139,13 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_key ON sessions (session_key, updated_ms);
 """
+
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_ms);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+"""
+"""Listing the newest runs and finding the running ones read an index, not every run (a log of
+100,000 runs lists its newest in milliseconds)."""
 
 _RUN_OWNER_COLUMNS = (("owner_pid", "INTEGER"), ("owner_start", "INTEGER"))
 
@@ -229,6 +245,34 @@ class RunRow:
     started_ms: int
     ended_ms: int | None
     outcome: dict[str, Any] | None
+
+
+@attrs.frozen
+class PruneReport:
+    """What :meth:`EventLog.prune` removed (or, dry, would remove) and the file's size."""
+
+    runs: int
+    events: int
+    bytes_before: int
+    bytes_after: int
+
+
+def _file_bytes(conn: sqlite3.Connection) -> int:
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    return pages * int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+
+@attrs.frozen
+class RunListing:
+    """One line of ``replay --list``: a run with its title and USD (from its outcome)."""
+
+    run_key: str
+    runtime_id: str
+    status: str
+    started_ms: int
+    ended_ms: int | None
+    title: str | None
+    cost_usd: float | None
 
 
 @attrs.frozen
@@ -626,6 +670,7 @@ class EventLog:
                 conn.executescript(_SCHEMA)
                 _migrate(conn)
                 conn.executescript(_SCHEMA_SESSIONS)
+                conn.executescript(_INDEXES)
                 interrupted = _mark_interrupted(conn, clock())
                 if interrupted:
                     _log.warning(
@@ -716,6 +761,68 @@ class EventLog:
         """Run a read in the database thread, after everything queued so far is committed."""
         await self.flush()
         return await self._db.call(fn)
+
+    # -- upkeep ----------------------------------------------------------------------------------
+
+    async def prune(
+        self, *, ended_before_ms: int, keep: Sequence[str] = (), dry_run: bool = False
+    ) -> PruneReport:
+        """Remove the runs that ended before ``ended_before_ms`` (never a run still going, nor
+        one whose status is in ``keep``), with their events and sessions, then give the space
+        back to the file system (``VACUUM``). ``dry_run``: only count."""
+        conn = self._conn
+        statuses = tuple(keep)
+        marks = ",".join("?" * len(statuses))
+        chosen = (
+            "SELECT run_key FROM runs WHERE ended_ms IS NOT NULL AND ended_ms < ? "
+            "AND status != 'running'" + (f" AND status NOT IN ({marks})" if statuses else "")
+        )
+        params = (ended_before_ms, *statuses)
+
+        def work() -> PruneReport:
+            before = _file_bytes(conn)
+            runs = conn.execute(f"SELECT count(*) FROM ({chosen})", params).fetchone()[0]
+            events = conn.execute(
+                f"SELECT count(*) FROM events WHERE run_key IN ({chosen})", params
+            ).fetchone()[0]
+            if dry_run or not runs:
+                return PruneReport(int(runs), int(events), before, before)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(f"DELETE FROM events WHERE run_key IN ({chosen})", params)
+                conn.execute(f"DELETE FROM sessions WHERE run_key IN ({chosen})", params)
+                conn.execute(f"DELETE FROM runs WHERE run_key IN ({chosen})", params)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+            return PruneReport(int(runs), int(events), before, _file_bytes(conn))
+
+        await self.flush()
+        return await self._db.call(work)
+
+    async def check(self, *, repair: bool = False) -> list[str]:
+        """SQLite's own check of the whole file (``PRAGMA integrity_check``): ``[]`` when it is
+        sound, else what it found (at most 100 lines). ``repair``: when it is not, rebuild every
+        index from its table (``REINDEX``, what a damaged index needs) and check again."""
+        conn = self._conn
+
+        def once() -> list[str]:
+            rows = conn.execute("PRAGMA integrity_check(100)").fetchall()
+            found = [str(r[0]) for r in rows]
+            return [] if found == ["ok"] else found
+
+        def work() -> list[str]:
+            found = once()
+            if found and repair:
+                conn.execute("REINDEX")
+                found = once()
+            return found
+
+        await self.flush()
+        return await self._db.call(work)
 
     # -- listeners -------------------------------------------------------------------------------
 
@@ -1007,6 +1114,23 @@ class EventLog:
                 RunRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]) if r[6] else None)
                 for r in cur.fetchall()
             ]
+
+        return await self._call(query)
+
+    async def run_listing(self, limit: int | None = None) -> list[RunListing]:
+        """The newest ``limit`` runs (every run when ``None``), oldest first, with their title
+        and USD read from the outcome inside SQLite (no JSON decoding here)."""
+        conn = self._reader
+
+        def query() -> list[RunListing]:
+            cur = conn.execute(
+                "SELECT * FROM (SELECT run_key, runtime_id, status, started_ms, ended_ms, "
+                "json_extract(outcome, '$.title'), json_extract(outcome, '$.costUsd'), rowid "
+                "FROM runs ORDER BY started_ms DESC, rowid DESC LIMIT ?) "
+                "ORDER BY started_ms, rowid",
+                (-1 if limit is None else limit,),
+            )
+            return [RunListing(*r[:7]) for r in cur.fetchall()]
 
         return await self._call(query)
 

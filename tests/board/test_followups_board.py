@@ -14,7 +14,9 @@ from pathlib import Path
 
 import httpx2
 
-from .conftest import scripted_frames, write_script
+from .conftest import scripted_frames, stop, write_script
+
+RINGLEADER = (sys.executable, "-m", "orchestrator.cli")
 
 
 def test_messages_said_from_the_board_are_the_runs_next_turn(
@@ -24,8 +26,7 @@ def test_messages_said_from_the_board_are_the_runs_next_turn(
         tmp_path, "busy.json", scripted_frames(["working\n"], pause_s=0.1, tail_sleep_s=3)
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli", "run", "--board", "--runtime", "scripted"]
-        + ["--json", "a busy job"],
+        [*RINGLEADER, "run", "--board", "--runtime", "scripted", "--json", "a busy job"],
         cwd=tmp_path,
         env=board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)},
         stdout=subprocess.PIPE,
@@ -35,18 +36,19 @@ def test_messages_said_from_the_board_are_the_runs_next_turn(
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stderr is not None
     stderr = proc.stderr
-    threading.Thread(target=lambda: [lines.put(x) for x in stderr], daemon=True).start()
+    threading.Thread(
+        target=lambda: ([lines.put(x) for x in stderr], lines.put("")), daemon=True
+    ).start()
     try:
-        url = ""
+        url = token = ""
         while not url:
-            found = re.search(r"board at (http://127\.0\.0\.1:\d+)/", lines.get(timeout=60))
-            url = found.group(1) if found else ""
-        page = httpx2.get(url + "/").text
-        token = page.split('ringleader-action-token" content="')[1].split('"')[0]
+            line = lines.get(timeout=60)
+            found = re.search(r"board at (http://127\.0\.0\.1:\d+)/#token=([\w-]+) ", line)
+            url, token = found.groups() if found else ("", "")
         auth = {"authorization": f"Bearer {token}"}
         key = ""
         for _ in range(600):
-            cards = httpx2.get(url + "/board").json()["cards"]
+            cards = httpx2.get(url + "/board", headers=auth).json()["cards"]
             running = [c for c in cards if c["column"] == "running" and c["lastLine"] == "working"]
             if running:
                 key = running[0]["runKey"]
@@ -59,7 +61,7 @@ def test_messages_said_from_the_board_are_the_runs_next_turn(
             assert answer.status_code == 202, answer.text
             assert answer.json()["delivery"] == "queued"
             ids.append(answer.json()["id"])
-        listed = httpx2.get(url + "/followups", params={"run": key}).json()
+        listed = httpx2.get(url + "/followups", params={"run": key}, headers=auth).json()
         assert [m["text"] for m in listed] == ["ONE", "TWO", "THREE"]
         edited = httpx2.post(
             url + "/followup", json={"id": ids[1], "text": "TWO-EDITED"}, headers=auth
@@ -73,12 +75,10 @@ def test_messages_said_from_the_board_are_the_runs_next_turn(
         assert no_token.status_code in (401, 403)
         code = proc.wait(timeout=60)
         out = proc.stdout.read() if proc.stdout else ""
-        rest = "".join(iter(lambda: lines.get(timeout=5) if not lines.empty() else "", ""))
+        rest = "".join(iter(lambda: lines.get(timeout=60), ""))  # "" marks the end of stderr
         assert code == 0, rest[-3000:]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
     assert out.count('"kind":"done"') == 2  # the run, then its follow-up turn
     with sqlite3.connect(Path(board_env["RINGLEADER_STATE_DIR"]) / "events.db") as conn:
         rows = conn.execute("SELECT session_key, outcome FROM runs ORDER BY started_ms").fetchall()
