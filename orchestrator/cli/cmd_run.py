@@ -26,6 +26,7 @@ from orchestrator.cli.options import (
     json_option,
     load_cli_config,
     model_server,
+    notify_sinks,
     percent,
     print_retry,
     ray_option,
@@ -130,6 +131,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     model_server(spec_named(specs, runtime_id), config, script or None)
                 )
         registry = registry_for(specs, config)
+        sinks = [*trace_sinks(args, stack), *await notify_sinks(config, stack, title=prompt)]
         results = await interrupt.run(
             lambda: run_side_by_side(
                 registry,
@@ -157,7 +159,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
                 ),
                 governance=governance_for(args, config),
-                sinks=trace_sinks(args, stack),
+                sinks=sinks,
                 workspace=config.config.workspace,
             )
         )

@@ -33,7 +33,12 @@ async def _serve(args: argparse.Namespace, out: TextIO) -> int:
     config = asking(load_cli_config(args.config_file, specs), (s.id for s in specs), "serve")
     registry = registry_for(specs, config)
     return await serve_board(
-        registry, host=args.host, port=args.port, token=_feed_token(args), out=out
+        registry,
+        host=args.host,
+        port=args.port,
+        token=_feed_token(args),
+        out=out,
+        notify=config.config.notify,
     )
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "json_option",
     "load_cli_config",
     "model_server",
+    "notify_sinks",
     "one_line",
     "percent",
     "port_arg",
@@ -263,6 +264,17 @@ def governance_for(args: argparse.Namespace, config: LoadedConfig) -> Governance
         allow_estimates=True if args.allow_estimates else None,
         state_dir=usable_state_dir(),  # breakers outlive the command
     )
+
+
+async def notify_sinks(config: LoadedConfig, stack: Any, *, title: str = "") -> list[Any]:
+    """``[notify]`` with URLs: a :class:`~orchestrator.engine.notify.Notifier` running until
+    ``stack`` (an async exit stack) closes; none without URLs."""
+    if not config.config.notify.urls:
+        return []
+    from orchestrator.engine.notify import Notifier
+
+    notifier = Notifier(config.config.notify, default_title=title)
+    return [await stack.enter_async_context(notifier.running())]
 
 
 def trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
