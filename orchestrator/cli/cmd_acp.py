@@ -9,6 +9,7 @@ import trio
 
 from orchestrator.cli.options import (
     approvals_option,
+    asking,
     load_cli_config,
     registry_for,
     sub_command,
@@ -29,7 +30,10 @@ async def _acp(
     from orchestrator.engine.eventlog import EventLog
 
     specs = discover_runtimes()
-    registry = registry_for(specs, load_cli_config(config_file, specs))
+    config = load_cli_config(config_file, specs)
+    if approvals:
+        config = asking(config, [runtime_id], "acp --approvals wait")
+    registry = registry_for(specs, config)
     if runtime_id not in registry:
         raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
     async with EventLog.open(usable_state_dir() / "events.db") as log:

@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     MODEL_SERVER_KEY_ENV,
     Interrupt,
     approvals_option,
+    asking,
     budget_options,
     config_option,
     governance_for,
@@ -25,6 +26,7 @@ from orchestrator.cli.options import (
     json_option,
     load_cli_config,
     model_server,
+    notify_sinks,
     percent,
     print_retry,
     ray_option,
@@ -114,6 +116,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     if args.acp_command is not None:
         config = _with_acp_command(config, args.acp_command, runtime_ids)
     config = _native_app_flags(args, config, runtime_ids)
+    if args.approvals == "wait":
+        config = asking(config, runtime_ids, "--approvals wait")
     rotation = _rotation(args, config, runtime_ids)
     for rotate_to, _ in rotation.values():
         if rotate_to is not None:
@@ -127,6 +131,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     model_server(spec_named(specs, runtime_id), config, script or None)
                 )
         registry = registry_for(specs, config)
+        sinks = [*trace_sinks(args, stack), *await notify_sinks(config, stack, title=prompt)]
         results = await interrupt.run(
             lambda: run_side_by_side(
                 registry,
@@ -154,7 +159,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
                 ),
                 governance=governance_for(args, config),
-                sinks=trace_sinks(args, stack),
+                sinks=sinks,
                 workspace=config.config.workspace,
             )
         )

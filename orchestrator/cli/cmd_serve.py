@@ -11,6 +11,7 @@ from typing import Any, TextIO
 import trio
 
 from orchestrator.cli.options import (
+    asking,
     config_option,
     load_cli_config,
     port_arg,
@@ -29,9 +30,15 @@ async def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.serve import serve_board
 
     specs = discover_runtimes()
-    registry = registry_for(specs, load_cli_config(args.config_file, specs))
+    config = asking(load_cli_config(args.config_file, specs), (s.id for s in specs), "serve")
+    registry = registry_for(specs, config)
     return await serve_board(
-        registry, host=args.host, port=args.port, token=_feed_token(args), out=out
+        registry,
+        host=args.host,
+        port=args.port,
+        token=_feed_token(args),
+        out=out,
+        notify=config.config.notify,
     )
 
 

@@ -56,6 +56,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_replay,
         cmd_run,
         cmd_runtimes,
+        cmd_say,
         cmd_serve,
         cmd_trust,
         cmd_workspaces,
@@ -77,6 +78,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_acp.register,
         cmd_mcp.register,
         cmd_approvals.register,  # approvals and approve
+        cmd_say.register,
         cmd_comment.register,
         cmd_checkpoints.register,  # checkpoints and rewind
         cmd_open.register,

@@ -7,10 +7,10 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
 import attrs
 import trio
@@ -35,6 +35,7 @@ __all__ = [
     "RAW",
     "Interrupt",
     "approvals_option",
+    "asking",
     "budget_options",
     "config_option",
     "default_script",
@@ -43,6 +44,7 @@ __all__ = [
     "json_option",
     "load_cli_config",
     "model_server",
+    "notify_sinks",
     "one_line",
     "percent",
     "port_arg",
@@ -81,6 +83,21 @@ def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> Lo
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
     return RuntimeRegistry.from_specs(specs, config.runtime)
+
+
+_ASKING: Final = frozenset({"claude-code", "codex", "hermes", "acp"})
+"""Runtimes whose CLI asks before acting, in a protocol ringleader answers."""
+
+
+def asking(config: LoadedConfig, runtime_ids: Iterable[str], source: str) -> LoadedConfig:
+    """``--approvals wait`` (``serve``, ``acp``): each runtime whose ``permission`` the
+    configuration leaves unset asks (``permission = "ask"``), so its CLI's approval requests
+    wait in the book. Only runtimes whose CLI asks are changed (the native runtime asks by its
+    own policy); a set ``permission`` stays."""
+    for runtime_id in runtime_ids:
+        if runtime_id in _ASKING and config.config.runtime(runtime_id).permission is None:
+            config = config.with_runtime(runtime_id, source, permission="ask")
+    return config
 
 
 def spec_named(specs: Sequence[RuntimeSpec], runtime_id: str) -> RuntimeSpec:
@@ -249,6 +266,17 @@ def governance_for(args: argparse.Namespace, config: LoadedConfig) -> Governance
     )
 
 
+async def notify_sinks(config: LoadedConfig, stack: Any, *, title: str = "") -> list[Any]:
+    """``[notify]`` with URLs: a :class:`~orchestrator.engine.notify.Notifier` running until
+    ``stack`` (an async exit stack) closes; none without URLs."""
+    if not config.config.notify.urls:
+        return []
+    from orchestrator.engine.notify import Notifier
+
+    notifier = Notifier(config.config.notify, default_title=title)
+    return [await stack.enter_async_context(notifier.running())]
+
+
 def trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
     """``--trace-file FILE``: every run's spans (OpenTelemetry, GenAI conventions) as JSON Lines
     in FILE; flushed when the command ends (``stack``: an exit stack it registers with)."""
@@ -384,7 +412,8 @@ def approvals_option(
         "--approvals",
         choices=("deny", "wait"),
         default=default,
-        help="a tool call that needs approval (the native runtime's bash, by default) is denied "
+        help="a tool call that needs approval (the native runtime's bash, by default; with wait, "
+        "Claude Code, Codex, Hermes and ACP agents whose permission is unset ask too) is denied "
         f"(fail-closed) or waits for `ringleader approve`{also} or the board, durably: the "
         f"run resumes even if this process is gone (default: {default}); e.g. --approvals wait",
     )

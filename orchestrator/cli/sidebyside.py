@@ -265,6 +265,7 @@ async def run_jobs(
             record_rotation=view.rotated,
             governance=governance,
             approvals=approvals,
+            followups=True,  # `ringleader say` reaches these runs
             checkpoints=True,
         )
         async with view.active(), make_host(runner) as host, AsyncExitStack() as boards:

@@ -64,6 +64,7 @@ from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
+from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.governance import Governance, RunGuard, SpendLedger
 from orchestrator.engine.reviewloop.bootstrap import (
     SetupFailedError,
@@ -224,6 +225,12 @@ class Runner:
     approvals: bool = False
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
+    followups: bool = False
+    """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
+    :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
+    else as the next turn on the same session when the run ends."""
+    followup_poll_s: float = 0.5
+    """How often a live steerable run looks for follow-ups."""
     checkpoints: bool = False
     """After every turn that changed files in a run's working directory, when that is a git
     worktree ringleader made (under ``<state_dir>/workspaces/``), record the state on
@@ -421,7 +428,13 @@ class Runner:
             if log is not None and not offset:
                 await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
             try:
-                outcome = await actor.run()
+                if self.followups and caps.steerable:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._steer_followups, actor, session_key)
+                        outcome = await actor.run()
+                        nursery.cancel_scope.cancel()
+                else:
+                    outcome = await actor.run()
             finally:
                 actor.fence()
             if log is not None:
@@ -430,6 +443,52 @@ class Runner:
 
         outcome = await supervisor.supervise(attempt)
         return outcome, supervisor.attempts, current
+
+    # -- follow-ups (ringleader say) ---------------------------------------------------------
+
+    async def _steer_followups(self, actor: RunActor, session_key: str) -> None:
+        """While a steerable run goes on, steer in each follow-up queued for its session."""
+        book = FollowupBook.in_state_dir(self.state_dir)
+        while True:
+            await trio.sleep(self.followup_poll_s)
+            if not await book.has_queued(session_key):
+                continue
+            messages = await book.take(session_key, "steer")
+            try:
+                actor.steer(joined(messages))
+            except Exception:
+                await book.requeue(messages)
+                raise
+
+    async def _followup_turn(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        handle: RunHandle,
+        home: str | None,
+    ) -> tuple[TaskSpec, RunHandle, str] | None:
+        """The next turn on the run's session with every follow-up queued for it (in order, in
+        one turn), started; ``None`` when there is none (or the session cannot go on: the run
+        recorded no session, or its runtime cannot resume; the messages stay queued)."""
+        session = handle.run_id
+        if not self.followups or not caps.resume or not session:
+            return None
+        book = FollowupBook.in_state_dir(self.state_dir)
+        if not await book.has_queued(session_key):
+            return None
+        messages = await book.take(session_key, "turn")
+        turn = attrs.evolve(task, title=joined(messages), description="")
+        try:
+            started = await adapter.start(
+                TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                self._opts(turn, session_key, "", home, session),
+            )
+        except Exception:
+            await book.requeue(messages)
+            return None
+        return turn, started, session
 
     async def _start_failed(
         self,
@@ -707,11 +766,12 @@ class Runner:
                     raise  # the caller's own bad input: a typed error (and now in the log too)
                 state.runs.append(RunRecord(runtime, session_key, failed, 1))
                 return _final(state)
+            turn_task = task  # a follow-up turn's prompt is the person's messages
             while True:
                 outcome, attempts, handle = await self._supervised_run(
                     adapter,
                     caps,
-                    task,
+                    turn_task,
                     session_key,
                     handle,
                     state.note,
@@ -725,6 +785,7 @@ class Runner:
                 )
                 preset = first_checkpointer = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
+                turn_task = task
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 if gov is not None and outcome.reason != "aborted":
@@ -733,7 +794,12 @@ class Runner:
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
                 if reason is None or state.rotations >= limit:
-                    break
+                    turn = await self._followup_turn(adapter, caps, task, session_key, handle, home)
+                    if turn is None:
+                        break
+                    turn_task, handle, resume_id = turn  # the next turn, on the same session
+                    lineage = {"followupOf": outcome.run_key}
+                    continue
                 if _spent(gov, ledger):  # no rotation past a budget
                     break
                 state.rotations += 1
