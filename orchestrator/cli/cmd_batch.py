@@ -10,6 +10,7 @@ from typing import Any, TextIO
 import trio
 
 from orchestrator.cli.options import (
+    Interrupt,
     budget_options,
     config_option,
     governance_for,
@@ -36,9 +37,11 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
     loaded = load_cli_config(args.config_file, specs)
     registry = registry_for(specs, loaded)
     governance = governance_for(args, loaded)
+    interrupt = Interrupt()  # Ctrl-C aborts the runs cleanly (logged aborted, the table)
     with contextlib.ExitStack() as stack:
         sinks = trace_sinks(args, stack)
-        return trio.run(
+        code = trio.run(
+            interrupt.run,
             lambda: batch(
                 registry,
                 args.file,
@@ -48,8 +51,10 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
                 make_host=host_maker(args.ray, loaded, []),
                 governance=governance,
                 sinks=sinks,
-            )
+                on_host=interrupt.attach,
+            ),
         )
+    return 130 if interrupt.requested else code
 
 
 def register(sub: Any) -> None:

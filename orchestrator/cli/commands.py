@@ -194,8 +194,10 @@ async def batch(
     make_host: Callable[[Runner], Host] = LocalHost,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
+    on_host: Callable[[Host], None] | None = None,
 ) -> int:
-    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
+    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded.
+    ``on_host``: told of the host (Ctrl-C aborts its runs through it)."""
     spec = load_batch(file)
     unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
     if unknown:
@@ -233,6 +235,7 @@ async def batch(
         make_host=make_host,
         governance=governance,
         sinks=sinks,
+        on_host=on_host,
     )
     return 0 if all(r.ok for r in results) else 1
 

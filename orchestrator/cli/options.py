@@ -186,9 +186,7 @@ class Interrupt:
     def abort(self) -> None:
         self.requested = True
         for host in self.hosts:
-            for ref in host.tasks:
-                if not ref.finished:
-                    ref.abort()
+            host.abort_all()  # runs submitted later too: nothing starts after a Ctrl-C
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()`` with Ctrl-C handled (a forced exit raises ``KeyboardInterrupt``)."""

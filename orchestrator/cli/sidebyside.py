@@ -90,7 +90,9 @@ async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
         # worker thread, before any clock runs.
         for module in _NATIVE_SDKS:
             with contextlib.suppress(ImportError):
-                await trio.to_thread.run_sync(importlib.import_module, module)
+                await trio.to_thread.run_sync(
+                    importlib.import_module, module, abandon_on_cancel=True
+                )
     for runtime_id in sorted(runtime_ids):
         try:
             adapter = registry.create(runtime_id)
@@ -170,7 +172,6 @@ async def run_jobs(
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
-    await _warm_up(registry, {job.runtime_id for job in jobs})
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
@@ -192,6 +193,15 @@ async def run_jobs(
                 # entered before the jobs' nursery opens, so it closes after that nursery
                 # (a board opened inside it and closed outside it misnests their scopes)
                 await boards.enter_async_context(board(log, host, _notice(view)))
+            async with trio.open_nursery() as warming:  # a Ctrl-C (host.abort_all) ends it
+
+                async def stop_on_abort() -> None:
+                    await host.aborting.wait()
+                    warming.cancel_scope.cancel()
+
+                warming.start_soon(stop_on_abort)
+                await _warm_up(registry, {job.runtime_id for job in jobs})
+                warming.cancel_scope.cancel()
             await _run_all(host, jobs, lanes, outcomes, errors, limiter)
     for job, lane in zip(jobs, lanes, strict=True):
         if job.workspace is not None:

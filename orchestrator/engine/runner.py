@@ -202,6 +202,10 @@ class Runner:
     the same runtime)."""
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
+    on_start: Callable[[trio.CancelScope], None] | None = None
+    """Called with the scope of a task's start (before its first actor exists): cancelling it
+    aborts a start still under way (a gateway booting, a model SDK importing); the run is
+    logged as ``aborted``."""
     on_retry: RetryListener | None = None
     """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
     event_log: RunRecorder | None = None
@@ -423,6 +427,36 @@ class Runner:
             )
         return outcome
 
+    async def _start_aborted(self, adapter_id: str, session_key: str, task: TaskSpec) -> RunOutcome:
+        """Record a run aborted before its runtime had started (Ctrl-C during a gateway's
+        boot, say) as a logged run: ``done{aborted}`` through the sink, and its runs row."""
+        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        summary = f"aborted while {adapter_id} was starting"
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        events = make.finish("aborted", summary)
+        with trio.CancelScope(shield=True):
+            if log is not None:
+                await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
+            await self.sink.deliver(run_key, events)
+            if log is not None:
+                await log.finish_run(
+                    run_key,
+                    status="aborted",
+                    outcome={"reason": "aborted", "summary": summary, "title": task.title},
+                )
+        return RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="aborted",
+            summary=summary,
+            usage=None,
+            cost_usd=None,
+            error_code=None,
+            error_message=None,
+            events=len(events),
+        )
+
     async def _record(
         self,
         log: RunRecorder,
@@ -556,14 +590,18 @@ class Runner:
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
             resume_id = await _restore(adapter, task.resume) if task.resume else None
+            handle: RunHandle | None = None
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
                 await _check_endpoint(self.registry.endpoint(runtime), runtime)
-                handle = await adapter.start(
-                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, session_key, "", home, resume_id),
-                )
+                with trio.CancelScope() as starting:
+                    if self.on_start is not None:
+                        self.on_start(starting)
+                    handle = await adapter.start(
+                        TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                        self._opts(task, session_key, "", home, resume_id),
+                    )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
                 failed = await self._start_failed(adapter, session_key, session_key, exc)
@@ -572,6 +610,10 @@ class Runner:
                 if isinstance(exc, ConfigError):
                     raise  # the caller's own bad input: a typed error (and now in the log too)
                 state.runs.append(RunRecord(runtime, session_key, failed, 1))
+                return _final(state)
+            if handle is None:  # aborted while it started
+                aborted = await self._start_aborted(adapter.id, session_key, task)
+                state.runs.append(RunRecord(runtime, session_key, aborted, 1))
                 return _final(state)
             while True:
                 outcome, attempts, handle = await self._supervised_run(
