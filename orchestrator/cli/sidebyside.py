@@ -22,7 +22,7 @@ from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
-from orchestrator.engine.hosts import Host, LocalHost
+from orchestrator.engine.hosts import Host, LocalHost, TaskRef
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
 from orchestrator.engine.workspaces import Workspace, create_workspace, workspace_changes
@@ -131,6 +131,12 @@ async def _run_all(
             lane.started = trio.current_time()
             lane.phase = "starting"
             ref = host.submit(job.runtime_id, job.task)
+            if isinstance(ref, TaskRef):  # a run over its runtime's limit is shown waiting
+
+                def show(reason: str, lane: Lane = lane) -> None:
+                    lane.phase = f"queued: {reason}"
+
+                ref.on_wait = show
             try:
                 outcomes[index] = await ref.outcome()
             except Exception as exc:

@@ -12,8 +12,8 @@ Choices the original executor leaves open (documented here, tested in ``tests/or
 * tokens for the watermark are the run's cumulative ``input + output`` tokens from its last
   ``cost`` (conservative: it over-estimates the live context, so rotation comes early, not late);
 * a successful run never rotates; an aborted one never rotates;
-* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700) and runs that
-  share one are serialized; ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
+* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700); runs that
+  share one run side by side (a runtime's ``max_runs`` limits how many run at once); ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
   refuses a home there) and are deleted when the run ends;
 * the successor's session key is ``<base>:r<n>`` (the original executor's), retries append ``:a<n>``;
 * the codec blob of the predecessor travels into ``record_rotation`` (the original executor drops it);
@@ -217,10 +217,17 @@ class Runner:
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
-    home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
-    """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
-    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task) share
-    the table, so the serialization holds across all of a host's tasks."""
+    run_limiters: dict[str, trio.CapacityLimiter] = attrs.field(
+        factory=dict[str, trio.CapacityLimiter], repr=False
+    )
+    """One limiter per runtime with a limit (the registry's ``limit``, ``max_runs`` in the
+    configuration): at most that many of its runs at once. Copies of this runner
+    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task)
+    share the table, so a limit holds across all of a host's tasks. Without a limit, runs of one
+    runtime run side by side, a shared persistent home included (the runtimes keep each
+    session apart in it)."""
+    on_queued: Callable[[str], None] | None = None
+    """Told why a task waits before it starts (``at most 1 native run at once``)."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -234,12 +241,10 @@ class Runner:
             return
         if kind == "persistent":
             path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
-            lock = self.home_locks.setdefault(str(path), trio.Lock())
-            async with lock:
-                await trio.to_thread.run_sync(
-                    lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
-                )
-                yield str(path)
+            await trio.to_thread.run_sync(
+                lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            )
+            yield str(path)
             return
         path = self.state_dir / "runs" / f"{_safe(runtime_id)}-{uuid.uuid4().hex[:12]}"
         await trio.to_thread.run_sync(lambda: path.mkdir(mode=0o700, parents=True))
@@ -248,6 +253,18 @@ class Runner:
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
+
+    async def _wait_for_a_slot(self, runtime_id: str, stack: AsyncExitStack) -> None:
+        """Hold one of ``runtime_id``'s run slots until ``stack`` closes (no limit: at once);
+        a task that must wait is told why first (``on_queued``)."""
+        most = self.registry.limit(runtime_id)
+        if most is None:
+            return
+        limiter = self.run_limiters.setdefault(runtime_id, trio.CapacityLimiter(most))
+        if limiter.available_tokens < 1 and self.on_queued is not None:
+            plural = "run" if most == 1 else "runs"
+            self.on_queued(f"at most {most} {runtime_id} {plural} at once (max_runs)")
+        await stack.enter_async_context(limiter)
 
     # -- prompt ------------------------------------------------------------------------------
 
@@ -576,6 +593,7 @@ class Runner:
                 state.runs.append(RunRecord(runtime_id, base_key, failed, 1))
                 return _final(state)
         async with AsyncExitStack() as stack:
+            await self._wait_for_a_slot(runtime, stack)
             adapters: dict[str, RuntimeAdapter] = {}
 
             async def adapter_for(rid: str) -> RuntimeAdapter:

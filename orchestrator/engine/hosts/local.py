@@ -16,6 +16,7 @@ again by :meth:`TaskRef.outcome`) and does not take its siblings down.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Self
@@ -50,6 +51,10 @@ class TaskRef:
     _aborted: bool = False
     _started: trio.Event = attrs.field(factory=trio.Event)
     _starting: trio.CancelScope | None = None
+    waiting: str | None = None
+    """Why the task has not started yet (a runtime's ``max_runs`` reached), while it waits."""
+    on_wait: Callable[[str], None] | None = None
+    """Told the reason when the task has to wait before it starts (the CLI's lane shows it)."""
 
     @property
     def finished(self) -> bool:
@@ -72,9 +77,15 @@ class TaskRef:
         elif self._starting is not None:  # still starting: stop the start (logged aborted)
             self._starting.cancel()
 
+    def queued(self, reason: str) -> None:
+        """The task waits before it starts, for ``reason``."""
+        self.waiting = reason
+        if self.on_wait is not None:
+            self.on_wait(reason)
+
     def starting(self, scope: trio.CancelScope) -> None:
         """The task's runtime is starting under ``scope``: cancelled if the task is aborted."""
-        self._starting = scope
+        self._starting, self.waiting = scope, None
         if self._aborted:
             scope.cancel()
 
@@ -161,7 +172,9 @@ class LocalHost:
         return [self.submit(rid, task) for rid, task in await recoverable_tasks(log, prompt)]
 
     async def _run(self, ref: TaskRef) -> None:
-        runner = attrs.evolve(self.runner, on_actor=ref.attach, on_start=ref.starting)
+        runner = attrs.evolve(
+            self.runner, on_actor=ref.attach, on_start=ref.starting, on_queued=ref.queued
+        )
         try:
             ref._outcome = await runner.run_task(ref.runtime_id, ref.task)  # pyright: ignore[reportPrivateUsage]
         except Exception as exc:
