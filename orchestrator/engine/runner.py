@@ -819,10 +819,15 @@ async def recoverable_tasks(
     log: RunRecorder, prompt: str = RESUME_PROMPT
 ) -> list[tuple[str, TaskSpec]]:
     """``(runtime id, task)`` for every run left ``interrupted`` (its orchestrator died) that
-    recorded a resumable session and that no later run resumed yet, oldest first: what
+    recorded a resumable session and that no later run resumed yet (a resume that ended in
+    error does not count), oldest first: what
     :meth:`~orchestrator.engine.hosts.local.LocalHost.recover` and ``ringleader recover`` continue."""
     rows = await log.runs()
-    resumed = {row.outcome.get("resumedFrom") for row in rows if row.outcome}
+    # a resume that failed (its runtime could not go on: no key, no model) does not use up the
+    # recovery: `recover` again tries again
+    resumed = {
+        row.outcome.get("resumedFrom") for row in rows if row.outcome and row.status != "error"
+    }
     found: list[tuple[str, TaskSpec]] = []
     for row in rows:
         if row.status != "interrupted" or row.run_key in resumed:
