@@ -209,9 +209,11 @@ async def batch(
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
     workspace: WorkspaceConfig | None = None,
+    on_host: Callable[[Host], None] | None = None,
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded
-    (``workspace``: the setup and teardown scripts of the tasks' workspaces)."""
+    (``workspace``: the setup and teardown scripts of the tasks' workspaces; ``on_host``: told of
+    the host, so Ctrl-C aborts its runs through it)."""
     spec = load_batch(file)
     unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
     if unknown:
@@ -251,6 +253,7 @@ async def batch(
         make_host=make_host,
         governance=governance,
         sinks=sinks,
+        on_host=on_host,
     )
     await teardown_workspaces(isolated, workspace, _notice(view))
     return 0 if all(r.ok for r in results) else 1

@@ -146,6 +146,7 @@ def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     if all(isinstance(e, BrokenPipeError) for e in found):
         return 0
     if all(isinstance(e, KeyboardInterrupt | trio.Cancelled) for e in found):
+        print("ringleader: interrupted", file=sys.stderr)
         return 130
     from orchestrator.core.listen import bind_error
 

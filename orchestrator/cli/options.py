@@ -44,6 +44,8 @@ __all__ = [
     "json_option",
     "load_cli_config",
     "model_server",
+    "model_server_option",
+    "model_servers",
     "notify_sinks",
     "one_line",
     "percent",
@@ -129,18 +131,30 @@ def default_script(hook: ModelServerHook) -> dict[str, Any]:
     return {"model": hook.model, "conversations": [{"name": "default", "turns": turns}]}
 
 
+def default_script_for(hook: ModelServerHook, runs: int) -> dict[str, Any]:
+    """The built-in script for ``runs`` runs of one runtime (a batch's tasks): a conversation
+    each (a run's session takes the next one no session has taken)."""
+    one = default_script(hook)
+    if runs <= 1:
+        return one
+    conversation = one["conversations"][0]
+    copies = [conversation | {"name": f"default-{n}"} for n in range(1, runs + 1)]
+    return one | {"conversations": copies}
+
+
 @asynccontextmanager
 async def model_server(
-    spec: RuntimeSpec, config: LoadedConfig, script: str | None
+    spec: RuntimeSpec, config: LoadedConfig, script: str | None, *, runs: int = 1
 ) -> AsyncGenerator[LoadedConfig]:
-    """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it."""
+    """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it
+    (``runs``: how many runs the built-in script answers)."""
     hook = spec.model_server
     if hook is None:
         raise ConfigError(f"runtime {spec.id!r} cannot be pointed at the model server")
     # imported when used: the other commands do not pay for Starlette and Hypercorn
     from orchestrator.model_server import load_script, serve_model_server
 
-    source: Any = default_script(hook)
+    source: Any = default_script_for(hook, runs)
     if script:
         try:
             source = load_script(script)
@@ -159,6 +173,46 @@ async def model_server(
         if hook.provider is not None:
             values["provider"] = hook.provider
         yield config.with_runtime(spec.id, f"--model-server ({url})", **values)
+
+
+def model_server_option(parser: argparse.ArgumentParser, which: str) -> None:
+    """``--model-server [SCRIPT]``, as ``run`` has it, for a command whose runs are ``which``."""
+    parser.add_argument(
+        "--model-server",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SCRIPT",
+        help="start the built-in scripted model server on 127.0.0.1 (one per runtime) and point "
+        f"{which} at it (no keys needed); SCRIPT is a .json/.toml script, else a built-in one; "
+        "e.g. --model-server or --model-server script.json",
+    )
+
+
+async def model_servers(
+    stack: Any,
+    specs: Sequence[RuntimeSpec],
+    config: LoadedConfig,
+    runtime_ids: Sequence[str],
+    script: str | None,
+) -> LoadedConfig:
+    """``--model-server``: one scripted model server per runtime of ``runtime_ids`` (entered on
+    ``stack``, an ``AsyncExitStack``), each runtime pointed at its own; ``script`` ``None``: the
+    configuration as it is, ``""``: the built-in script."""
+    if script is None:
+        return config
+    if script and not await trio.Path(script).is_file():
+        raise ConfigError(f"{script}: model server script not found")
+    for runtime_id in dict.fromkeys(runtime_ids):
+        config = await stack.enter_async_context(
+            model_server(
+                spec_named(specs, runtime_id),
+                config,
+                script or None,
+                runs=runtime_ids.count(runtime_id),
+            )
+        )
+    return config
 
 
 def one_line(exc: BaseException) -> str:
@@ -208,9 +262,7 @@ class Interrupt:
     def abort(self) -> None:
         self.requested = True
         for host in self.hosts:
-            for ref in host.tasks:
-                if not ref.finished:
-                    ref.abort()
+            host.abort_all()  # runs submitted later too: nothing starts after a Ctrl-C
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()`` with Ctrl-C handled (a forced exit raises ``KeyboardInterrupt``)."""

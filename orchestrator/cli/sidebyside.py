@@ -25,7 +25,7 @@ from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, WorkspaceRow
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
-from orchestrator.engine.hosts import Host, LocalHost
+from orchestrator.engine.hosts import Host, LocalHost, TaskRef
 from orchestrator.engine.review.diff import workspace_diff
 from orchestrator.engine.review.git import Checkout
 from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
@@ -164,7 +164,9 @@ async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
         # worker thread, before any clock runs.
         for module in _NATIVE_SDKS:
             with contextlib.suppress(ImportError):
-                await trio.to_thread.run_sync(importlib.import_module, module)
+                await trio.to_thread.run_sync(
+                    importlib.import_module, module, abandon_on_cancel=True
+                )
     for runtime_id in sorted(runtime_ids):
         try:
             adapter = registry.create(runtime_id)
@@ -203,6 +205,12 @@ async def _run_all(
             lane.started = trio.current_time()
             lane.phase = "starting"
             ref = host.submit(job.runtime_id, job.task)
+            if isinstance(ref, TaskRef):  # a run over its runtime's limit is shown waiting
+
+                def show(reason: str, lane: Lane = lane) -> None:
+                    lane.phase = f"queued: {reason}"
+
+                ref.on_wait = show
             try:
                 outcomes[index] = await ref.outcome()
             except Exception as exc:
@@ -247,7 +255,6 @@ async def run_jobs(
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
-    await _warm_up(registry, {job.runtime_id for job in jobs})
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
@@ -275,6 +282,15 @@ async def run_jobs(
                 # entered before the jobs' nursery opens, so it closes after that nursery
                 # (a board opened inside it and closed outside it misnests their scopes)
                 await boards.enter_async_context(board(log, host, _notice(view)))
+            async with trio.open_nursery() as warming:  # a Ctrl-C (host.abort_all) ends it
+
+                async def stop_on_abort() -> None:
+                    await host.aborting.wait()
+                    warming.cancel_scope.cancel()
+
+                warming.start_soon(stop_on_abort)
+                await _warm_up(registry, {job.runtime_id for job in jobs})
+                warming.cancel_scope.cancel()
             await _run_all(host, jobs, lanes, outcomes, errors, limiter)
     for job, lane in zip(jobs, lanes, strict=True):
         if job.workspace is not None:

@@ -259,6 +259,9 @@ class RuntimeConfig(BaseModel):
     ``app-server``)."""
     extra_args: tuple[str, ...] = ()
     """More arguments for the runtime's command line (codex: ``key=value`` overrides)."""
+    max_runs: int | None = Field(default=None, ge=1)
+    """At most this many runs of this runtime at once (a run over it waits, shown queued with
+    the reason); default: no limit, runs of one runtime run side by side."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
     """USD per million tokens by model, for runtimes that do not report cost themselves."""
     watermark: float | None = Field(default=None, gt=0, le=100)
