@@ -90,6 +90,7 @@ __all__ = [
     "ModelPrice",
     "PermissionPolicyName",
     "RuntimeConfig",
+    "SandboxConfig",
     "env_var_for",
     "load_config",
     "user_config_path",
@@ -307,7 +308,19 @@ class BreakerConfig(BaseModel):
     fallback: dict[str, str] = Field(default_factory=dict[str, str])
 
 
-_SECTIONS: Final = ("budget", "breaker")
+class SandboxConfig(BaseModel):
+    """``[sandbox]``: confine every run's children with bubblewrap (off unless set; see
+    :mod:`orchestrator.core.sandbox`)."""
+
+    model_config = _STRICT
+    kind: Literal["none", "bubblewrap"] = "none"
+    read: tuple[str, ...] = ()
+    """More paths a run may read although under the hidden home (``~/.gitconfig``)."""
+    write: tuple[str, ...] = ()
+    """More paths a run may change (a shared cache)."""
+
+
+_SECTIONS: Final = ("budget", "breaker", "sandbox")
 
 
 class Config(BaseModel):
@@ -317,6 +330,7 @@ class Config(BaseModel):
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     breaker: BreakerConfig | None = None
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
