@@ -107,6 +107,7 @@ __all__ = [
     "NotifyEvent",
     "PermissionPolicyName",
     "RuntimeConfig",
+    "SandboxConfig",
     "WorkspaceConfig",
     "env_var_for",
     "is_trusted",
@@ -368,7 +369,19 @@ class NotifyConfig(BaseModel):
         return found
 
 
-_SECTIONS: Final = ("budget", "breaker", "workspace", "notify")
+class SandboxConfig(BaseModel):
+    """``[sandbox]``: confine every run's children with bubblewrap (off unless set; see
+    :mod:`orchestrator.core.sandbox`)."""
+
+    model_config = _STRICT
+    kind: Literal["none", "bubblewrap"] = "none"
+    read: tuple[str, ...] = ()
+    """More paths a run may read although under the hidden home (``~/.gitconfig``)."""
+    write: tuple[str, ...] = ()
+    """More paths a run may change (a shared cache)."""
+
+
+_SECTIONS: Final = ("budget", "breaker", "workspace", "notify", "sandbox")
 
 
 class Config(BaseModel):
@@ -380,6 +393,7 @@ class Config(BaseModel):
     breaker: BreakerConfig | None = None
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
@@ -646,6 +660,16 @@ def _read_file(
             kept[field] = value
         runtimes[runtime_id] = kept
     tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    sandbox = tables.get("sandbox")
+    if ignored is not None and sandbox is not None:
+        for field in ("read", "write"):  # more paths open to the agents: the user's to say
+            if field in sandbox:
+                del sandbox[field]
+                ignored.append(
+                    f"{path}: ignored sandbox.{field}: this directory is not trusted and it would "
+                    f"open more of your files to the agents (trust it with "
+                    f"`ringleader trust {path.parent}`)"
+                )
     workspace = tables.get("workspace")
     if ignored is not None and workspace is not None:
         for field in ("setup", "teardown"):  # shell commands run in every workspace

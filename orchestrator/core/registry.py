@@ -25,6 +25,7 @@ import attrs
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.sandbox import SandboxPolicy
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -152,6 +153,9 @@ class RuntimeRegistry:
         self._locators: dict[str, Callable[[], Installed]] = {}
         self._endpoints: dict[str, str] = {}
         self._limits: dict[str, int] = {}
+        self.sandbox: SandboxPolicy | None = None
+        """Every run's children go through bubblewrap under this policy (``None``: unconfined);
+        the runner adds each run's workspace and home to it."""
 
     @classmethod
     def from_specs(

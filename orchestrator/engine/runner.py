@@ -61,6 +61,7 @@ from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtim
 from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.core.sandbox import current_sandbox
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
@@ -792,6 +793,10 @@ class Runner:
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
+            template = self.registry.sandbox
+            if template is not None:  # its children see its workspace and home, writable
+                policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
+                stack.callback(current_sandbox.reset, current_sandbox.set(policy))
             resume_id = await _restore(adapter, task.resume) if task.resume else None
             preset: tuple[str, int] | None = None
             if task.setup and task.resume is None:
