@@ -75,6 +75,7 @@ from orchestrator.core.adapter import (
 )
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.errors import (
+    AbortError,
     ConfigError,
     McpServerDiedError,
     RingleaderError,
@@ -403,8 +404,10 @@ class NativeAdapter(AdapterBase):
         if config is None:
             if len(self._loop_configs) >= _WORKSPACE_CACHE_MAX:
                 self._loop_configs.clear()
-            compaction = self._compaction or CompactionConfig(max_turns=turns)
-            config = attrs.evolve(self._loop_config, compaction=compaction)
+            # Glove's trigger (the store's token consumption since the last compaction) with the
+            # model's context window as the limit, unless a compaction config was given
+            compaction = self._compaction or CompactionConfig(compaction_context_limit=self._window)
+            config = attrs.evolve(self._loop_config, compaction=compaction, max_model_calls=turns)
             self._loop_configs[turns] = config
         return config
 
@@ -487,14 +490,17 @@ class NativeAdapter(AdapterBase):
             await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
             async with self._mcp(run):
                 await self._setup_app(run)
-                result = await glove.process_request(tiered_request(run.opts), run.token)
+                result = await glove.run_request(tiered_request(run.opts), run.token)
                 while (
                     result.stop == "completed"
                     and glove.agent.pending_steers
                     and not run.token.cancelled
                 ):
                     # a steer arrived after the loop's last check: keep the conversation going
-                    result = await glove.continue_request(run.token)
+                    try:
+                        result = await glove.continue_request(run.token)
+                    except AbortError as exc:
+                        result = exc.result
             run.closing = True
             await self._finish(run, result)
         except ModelError as exc:

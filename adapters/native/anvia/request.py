@@ -351,15 +351,15 @@ class _Run:
             )
         self.store = _RunStore(self, history)
         handler = request._approvals or agent.approvals  # pyright: ignore[reportPrivateUsage]
-        self.executor = executor = Executor(self.store, self.notify, permission_handler=handler)
+        self.executor = executor = Executor(
+            self.store, self.notify, permission_handler=handler, max_retries=0
+        )  # Anvia runs a tool once
         for tool in agent.run_tools():
             executor.register(tool)
         executor.context_extras = {"run": self}
         config = LoopConfig(
-            compaction=CompactionConfig(
-                max_turns=request._max_turns,  # pyright: ignore[reportPrivateUsage]
-                context_limit=None,
-            ),
+            compaction=CompactionConfig(max_turns=None, compaction_context_limit=None),
+            max_model_calls=request._max_turns,  # pyright: ignore[reportPrivateUsage]
             max_tokens=agent.max_tokens,
             model_options=agent.model_options,
             hooks=request._hooks,  # pyright: ignore[reportPrivateUsage]
@@ -379,7 +379,7 @@ class _Run:
 
     async def ask(self) -> Any:
         request = self.request
-        return await self.loop.ask(request.prompt, request._token)  # pyright: ignore[reportPrivateUsage]
+        return await self.loop.run_request(request.prompt, request._token)  # pyright: ignore[reportPrivateUsage]
 
     def chat_history(self) -> list[Message]:
         return list(self.store._messages)  # pyright: ignore[reportPrivateUsage]

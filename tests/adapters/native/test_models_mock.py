@@ -275,7 +275,7 @@ async def test_cancel_mid_stream_ends_aborted() -> None:
     async with trio.open_nursery() as nursery:
 
         async def run() -> None:
-            results.append(await glove.process_request("hi", token))
+            results.append(await glove.run_request("hi", token))
 
         nursery.start_soon(run)
         await started.wait()
