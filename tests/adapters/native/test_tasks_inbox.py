@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import trio
@@ -106,11 +105,12 @@ async def test_glove_update_tasks_accepts_any_full_list_the_seed_accepts() -> No
     glove = Glove(model=model).build()
     seen: list[list[str]] = []
 
-    async def after(event: Any) -> None:
-        if event.type == "tool_use_result":
-            seen.append([t.status for t in await glove.store.get_tasks()])
+    class AfterEachCall:
+        async def record(self, event: Any) -> None:
+            if event.type == "tool_use_result":
+                seen.append([t.status for t in await glove.store.get_tasks()])
 
-    glove.add_subscriber(SimpleNamespace(record=after))
+    glove.add_subscriber(AfterEachCall())
     await glove.process_request("x")
     empty_text, two, bad, cleared = results(await glove.store.get_messages())
     assert empty_text.status == two.status == cleared.status == "success"
