@@ -56,9 +56,9 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, TypeAlias
 
 import attrs
@@ -93,7 +93,7 @@ from .._base import (
 from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
-from .content_skills import load_content_skills_from_fs, use_read_skill
+from .content_skills import ContentSkill, load_content_skills_from_fs, use_read_skill
 from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
 from .extensions import CURRENT_SUBAGENT
@@ -248,6 +248,7 @@ class NativeAdapter(AdapterBase):
         bash: BashOptions | None = None,
         app: AppSetup | None = None,
         skills_dir: str | None = ".claude/skills",
+        skill_dirs: Mapping[str, str] | None = None,
         builtin_tools: bool = True,
         display: bool = False,
         hooks: Sequence[LifecycleHooks] = (),
@@ -278,6 +279,9 @@ class NativeAdapter(AdapterBase):
                 define hooks, skills and sub-agents (may be async).
             skills_dir: content skills loaded from this directory, relative to the run's
                 ``cwd`` (Claude Code's ``.claude/skills`` layout); ``None`` loads none.
+            skill_dirs: more content skills by name, each one skill's directory (its
+                ``SKILL.md`` and section files), relative to the run's ``cwd``; a missing one
+                fails the run (``error{config_error}``).
             builtin_tools: ship ``glove_update_tasks`` and ``glove_post_to_inbox`` (the
                 store supports both); ``False`` leaves them out.
             display: give each run a display manager whose slots are ``status`` details and
@@ -319,6 +323,7 @@ class NativeAdapter(AdapterBase):
         self._bash = bash
         self._app = app
         self._skills_dir = skills_dir
+        self._skill_dirs = dict(skill_dirs or {})
         self._builtin_tools = builtin_tools
         self._display = display
         self._loop_config = LoopConfig(
@@ -571,10 +576,13 @@ class NativeAdapter(AdapterBase):
         blocklist applies to every tool this adds and to the Glove's built-in ones."""
         glove, opts = run.glove, run.opts
         root = self._skills_root(opts)
-        if root is not None:
-            skills = await load_content_skills_from_fs(root)
-            if skills:
-                await use_read_skill(glove, skills)
+        skills = await load_content_skills_from_fs(root) if root is not None else []
+        base = opts.cwd or self._workspace or os.getcwd()
+        for name, directory in self._skill_dirs.items():
+            skills = [s for s in skills if s.name != name]
+            skills.append(await _one_skill(name, os.path.join(base, directory)))
+        if skills:
+            await use_read_skill(glove, skills)
         if self._app is not None:
             made = self._app(glove, opts)
             if inspect.isawaitable(made):
@@ -672,3 +680,16 @@ class NativeAdapter(AdapterBase):
         """The live run's Glove (tests and hosts that want the store or the display)."""
         live = self._live.get(run.session_key)
         return live.glove if live is not None else None
+
+
+async def _one_skill(name: str, directory: str) -> ContentSkill:
+    """The content skill in ``directory`` (its ``SKILL.md``), named ``name`` as declared."""
+    where = PurePath(directory)
+    found = [
+        s
+        for s in await load_content_skills_from_fs(where.parent)
+        if PurePath(s.path or "").name == where.name
+    ]
+    if not found:
+        raise ConfigError(f"runtimes.native.skills.{name}.dir: no SKILL.md in {directory}")
+    return attrs.evolve(found[0], name=name)

@@ -46,6 +46,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_batch,
         cmd_demo,
         cmd_doctor,
+        cmd_inbox,
         cmd_mcp,
         cmd_replay,
         cmd_run,
@@ -65,6 +66,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_acp.register,
         cmd_mcp.register,
         cmd_approvals.register,  # approvals and approve
+        cmd_inbox.register,
     )
 
 
