@@ -19,7 +19,8 @@ Per call, in order (Glove's steps, with the Part C decisions):
    ``0`` for a tool that must not repeat); an ``un_abortable`` tool runs to completion despite a
    cancel (Glove's rule; the request ends once it has).
 
-Consecutive ``parallel_safe`` calls run concurrently (bounded by a ``trio.CapacityLimiter``);
+Consecutive ``parallel_safe`` calls run concurrently (bounded by a ``trio.CapacityLimiter``;
+with ``all_concurrent`` every call does, as Anvia's ``withToolConcurrency`` asks);
 a tool that fails with a raised error cancels its running siblings, which get ``aborted``
 results (C#14). Results are stored in call order and notified as they finish.
 
@@ -134,6 +135,9 @@ class Executor:
         self._tools: dict[str, Tool[Any]] = {}
         self._by_lower: dict[str, Tool[Any]] = {}
         self.context_extras: dict[str, Any] = {}
+        self.all_concurrent = False
+        """Run every call of a batch concurrently (bounded by ``limiter``), not only
+        ``parallel_safe`` ones."""
 
     # -- registry ------------------------------------------------------------------------------
 
@@ -187,7 +191,9 @@ class Executor:
                 raise batch.stop
             j = i + 1
             tool = self.lookup(calls[i].tool_name)
-            if tool is not None and tool.parallel_safe:
+            if self.all_concurrent:
+                j = len(calls)
+            elif tool is not None and tool.parallel_safe:
                 while j < len(calls):
                     nxt = self.lookup(calls[j].tool_name)
                     if nxt is None or not nxt.parallel_safe:
