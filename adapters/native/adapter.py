@@ -7,8 +7,9 @@ running in the adapter's nursery. Events go out through the shared
 one ``done``, open tool calls closed, streams closed after ``done``).
 
 * ``abort`` cancels the run's :class:`~.cancel.CancelToken`: a model call stops at once, a tool is
-  cancelled (an ``un_abortable`` one gets a grace period), every open tool call gets an aborted
-  result stored in the history, and ``done{aborted}`` follows.
+  cancelled (an ``un_abortable`` one runs to completion and its result is stored, as Glove says;
+  ``done{aborted}`` does not wait for it longer than ``abort_grace_s``), every open tool call gets
+  an aborted result stored in the history, and ``done{aborted}`` follows.
 * ``set_model`` swaps the model at the next model call, also mid-run.
 * ``write_context`` steers the live conversation: the text is appended as a user message at the
   next turn boundary. A steer that arrives while the final answer is generated still lands: the
