@@ -223,3 +223,22 @@ def test_inbox_resolve_needs_a_response(
     code, _ = cli(["inbox", "native-x", "--resolve", "inbox_1"], tmp_path, monkeypatch)
     assert code == 2
     assert "needs --response" in capsys.readouterr().err
+
+
+def test_ringleader_config_shows_the_declared_app_layer_and_other_runtimes_refuse_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "ringleader.toml").write_text(CONFIG, encoding="utf-8")
+    loaded = load_config(cwd=tmp_path, environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    rows = {key: value for key, value, _ in loaded.describe(["native"])}
+    assert rows["runtimes.native.hooks.stop"] == "team_app:stop"
+    assert (
+        rows["runtimes.native.skills.concise"] == "handler team_app:concise (exposed to the agent)"
+    )
+    assert rows["runtimes.native.skills.python-debug"] == "dir docs/skills/python-debug"
+    assert rows["runtimes.native.subagents.weather"].startswith("factory team_app:weather")
+    from adapters.claude_code.spec import CLAUDE_CODE
+    from orchestrator.core.config import RuntimeConfig
+
+    with pytest.raises(ConfigError, match=r"runtimes\.claude-code\.hooks: not used"):
+        CLAUDE_CODE.create(RuntimeConfig.model_validate({"hooks": {"x": "m:f"}}))
