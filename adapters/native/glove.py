@@ -297,6 +297,7 @@ class Glove:
         """Swap the model; the next model call uses it (also in the middle of a request)."""
         model.set_system_prompt(self._system_prompt)
         self._model = model
+        self._agent.prompt_machine.set_model(model)
 
     def set_system_prompt(self, prompt: str | PromptTiers | AssembledPrompt) -> None:
         self._system_prompt = _assemble(prompt)
