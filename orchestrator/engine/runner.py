@@ -650,7 +650,8 @@ class Runner:
         register_env_secrets(os.environ)
         register_env_secrets(task.env)
         # … and so are the secrets of the files a workspace was given (.env, .worktreeinclude)
-        await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
+        if task.cwd is not None:
+            await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         rotate_to = rotate_to or task.rotate_to or self.rotate_to
