@@ -159,3 +159,61 @@ def test_claude_code_comment_round_trip_checkpoints_and_open(tmp_path: Path) -> 
     home = Path(seen["env"]["CLAUDE_CONFIG_DIR"])
     assert home == state / "homes" / "claude-code" / "cli"
     assert list(home.glob(f"projects/*/{session}.jsonl"))  # the real session lives there
+
+
+PATCH = (
+    "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: greeter.py\n@@\n"
+    '-    return "hi " + name\n+    return f"hi {name}"\n*** End Patch\nEOF\n'
+)
+
+
+def test_codex_comment_round_trip_changes_the_file(tmp_path: Path) -> None:
+    installed("codex")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "greeter.py").write_text(GREETER)
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "init", cwd=repo)
+    state = tmp_path / "state"
+    ws = trio.run(lambda: create_workspace(repo, "codex", state_dir=state)).path
+    script = tmp_path / "model.json"
+    script.write_text(
+        json.dumps(
+            {
+                "conversations": [
+                    {
+                        "name": "review",
+                        "marker": "A reviewer left",
+                        "turns": [
+                            {"tool_calls": [{"name": "exec_command", "input": {"cmd": PATCH}}]},
+                            {"text": "Used an f-string."},
+                        ],
+                    },
+                    {"name": "task", "marker": "[[task]]", "turns": [{"text": "Looked."}]},
+                ]
+            }
+        )
+    )
+    config = tmp_path / "ringleader.toml"
+    config.write_text('[runtimes.codex]\npermission = "allow"\n')
+    common = ("--config", str(config), "--model-server", str(script))
+    first = ringleader(
+        "run", "--runtime", "codex", *common, "--json", "[[task]] look at greet",
+        cwd=ws, state=state,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr
+    key = json.loads(first.stdout.splitlines()[0])["runKey"]
+    added = ringleader(
+        "comment", "last", "greeter.py:2", "use an f-string", cwd=tmp_path, state=state
+    )
+    assert added.returncode == 0, added.stderr
+    sent = ringleader("comment", "last", "--send", *common, "--json", cwd=tmp_path, state=state)
+    assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr
+    assert (ws / "greeter.py").read_text() == REVIEWED  # Codex acted on the comment
+    with sqlite3.connect(state / "events.db") as conn:
+        rows = conn.execute("SELECT run_key, outcome FROM runs ORDER BY started_ms").fetchall()
+        sessions = dict(conn.execute("SELECT run_key, native_session_id FROM sessions"))
+    follow_key, outcome = rows[-1][0], json.loads(rows[-1][1])
+    assert outcome["resumedFrom"] == key and outcome["reason"] == "success"
+    assert sessions[follow_key] == sessions[key]  # the same Codex thread, resumed
