@@ -64,6 +64,7 @@ def script_for(target: Path) -> dict[str, Any]:
     read = {"name": "Read", "input": {"file_path": str(target)}}
     return {
         "conversations": [
+            {"name": "again", "marker": "[[again]]", "turns": [{"text": "Starting over."}]},
             {
                 "name": "review",
                 "marker": "A reviewer left",
@@ -159,6 +160,28 @@ def test_claude_code_comment_round_trip_checkpoints_and_open(tmp_path: Path) -> 
     home = Path(seen["env"]["CLAUDE_CONFIG_DIR"])
     assert home == state / "homes" / "claude-code" / "cli"
     assert list(home.glob(f"projects/*/{session}.jsonl"))  # the real session lives there
+
+    # rewind the follow-up to where it started: the code, and the conversation as a fork
+    rewound = ringleader(
+        "rewind", "last", "0", "[[again]] keep the concatenation", *common,
+        cwd=tmp_path, state=state,
+    )  # fmt: skip
+    assert rewound.returncode == 0, rewound.stdout[-3000:] + rewound.stderr
+    assert "continuing the conversation from turn 0" in rewound.stdout
+    assert (ws / "greeter.py").read_text() == GREETER
+    with sqlite3.connect(state / "events.db") as conn:
+        last_key, last_outcome = conn.execute(
+            "SELECT run_key, outcome FROM runs ORDER BY started_ms DESC LIMIT 1"
+        ).fetchone()
+        forked = dict(conn.execute("SELECT run_key, native_session_id FROM sessions"))[last_key]
+    assert json.loads(last_outcome)["resumedFrom"] == follow_key
+    assert forked != session  # a new session; the original is kept
+    [transcript] = home.glob(f"projects/*/{forked}.jsonl")
+    entries = [json.loads(line) for line in transcript.read_text().splitlines()]
+    said = json.dumps([e.get("message") for e in entries if e.get("type") == "assistant"])
+    assert "Starting over." in said and "Edit" not in said  # the edit's turn was cut
+    prompts = json.dumps([e.get("message") for e in entries if e.get("type") == "user"])
+    assert "A reviewer left" in prompts and "[[again]]" in prompts
 
 
 PATCH = (
