@@ -15,18 +15,20 @@
   /runs/KEY/comments/send`` (``{}``: steered into the run when this process hosts it live on a
   steerable runtime, else a resumed turn hosted here; 503 when the process hosts no runs).
 
-Security (docs/architecture.md, Security): reads follow the feed's rules (loopback ``Host`` without a token, else the
-bearer token). Every POST needs ``Authorization: Bearer <token>`` — a header, never a cookie, so
-another site's page cannot make the browser send it (CSRF) — and a JSON body, and is refused if
-its ``Origin`` is not this server. Without a configured token (loopback only) the server makes a
-random *action token* per process and writes it into the pages it serves: a page of another
-origin cannot read it (same-origin policy), and DNS rebinding is refused by the ``Host`` check.
-Run text reaches the page only as JSON and is inserted with ``textContent``: never as markup.
+Security (docs/architecture.md, Security): every read and every action needs the token — on
+loopback too, where another local user can connect (the Jupyter model: ``serve`` prints
+``http://127.0.0.1:PORT/#token=…`` once; the page keeps the token in ``sessionStorage`` and sends
+it with every request). The pages themselves (``GET /``, ``GET /run/KEY``, ``/static``) hold no
+secret and no run data, so they are served to anyone; the token is never written into them.
+Requests send ``Authorization: Bearer <token>`` — a header, never a cookie, so another site's
+page cannot make the browser send it (CSRF); only ``GET /events`` also takes ``?token=`` (for
+``EventSource``). Every POST also needs a JSON body and is refused if its ``Origin`` is not this
+server. Run text reaches the page only as JSON and is inserted with ``textContent``: never as
+markup.
 """
 
 from __future__ import annotations
 
-import hmac
 import importlib.resources
 import json
 import secrets
@@ -124,12 +126,9 @@ def _static_dir() -> str:
     return str(importlib.resources.files("orchestrator.board") / "static")
 
 
-def _page(name: str, action_token: str, hosting: bool) -> str:
+def _page(name: str, hosting: bool) -> str:
     text = (importlib.resources.files("orchestrator.board") / "static" / name).read_text("utf-8")
-    meta = (
-        f'<meta name="ringleader-action-token" content="{action_token}">'
-        f'<meta name="ringleader-hosting" content="{"yes" if hosting else "no"}">'
-    )
+    meta = f'<meta name="ringleader-hosting" content="{"yes" if hosting else "no"}">'
     return text.replace("<!--ringleader-meta-->", meta, 1)
 
 
@@ -149,22 +148,17 @@ def board_app(
     feed: Feed,
     log: EventLog,
     *,
-    token: str | None = None,
+    token: str,
     hosted: BoardHost | None = None,
     keepalive_s: float = 15.0,
-    action_token: str | None = None,
 ) -> Starlette:
-    """The board (see the module docstring). ``hosted``: the runs this process hosts (actions
-    and ``POST /tasks``); without it the board is read-only. ``action_token`` (tests) replaces
-    the random per-process one used when ``token`` is None."""
+    """The board (see the module docstring). ``token``: what every request must carry
+    (:func:`~orchestrator.engine.feed.new_token` when none is configured). ``hosted``: the runs
+    this process hosts (actions and ``POST /tasks``); without it the board is read-only."""
     auth = FeedAuth(token)
-    acting = token if token is not None else (action_token or secrets.token_urlsafe(24))
-    page_token = "" if token is not None else acting  # a configured token is never in a page
 
     def may_act(request: Request) -> Response | None:
-        if token is None and not auth.host_ok(request):
-            return refused()
-        if not hmac.compare_digest(auth.bearer(request).encode(), acting.encode()):
+        if not auth.reads(request):
             return refused()
         origin = request.headers.get("origin")
         host = request.headers.get("host", "")
@@ -342,11 +336,9 @@ def board_app(
 
     def html(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            if token is None and not auth.host_ok(request):
-                return refused()
             await trio.lowlevel.checkpoint()
             return HTMLResponse(
-                _page(name, page_token, hosted is not None),
+                _page(name, hosted is not None),
                 headers={
                     "cache-control": "no-store",
                     "content-security-policy": "default-src 'self'; style-src 'self'; "

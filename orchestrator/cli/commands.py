@@ -415,14 +415,21 @@ def _console(out: TextIO) -> Console:
     return view.console
 
 
-def serve_banner(url: str, *, token: bool) -> str:
+def serve_banner(url: str, *, token: str | None) -> str:
     """What ``ringleader serve`` prints: the events URL alone on the first line (what a board
-    connects to; scripts read it), then every endpoint."""
-    auth = "; clients send the token (Authorization: Bearer …)" if token else ""
+    connects to; scripts read it), then every endpoint. ``token``: a generated token, printed
+    here once (``?token=`` on the events URL, ``#token=`` on the board's: a fragment never
+    reaches the server); None when the token is configured (never printed)."""
+    if token is not None:
+        events, board = f"{url}/events?token={token}", f"{url}/#token={token}"
+        auth = "; every request needs the token above (Authorization: Bearer …)"
+    else:
+        events, board = f"{url}/events", f"{url}/"
+        auth = "; every request needs the configured token (Authorization: Bearer …)"
     return "\n".join(
         [
-            f"{url}/events",
-            f"  {url}/           the board (open it in a browser; POST /tasks starts runs here)",
+            events,
+            f"  {board}  the board (open it in a browser; POST /tasks starts runs here)",
             f"  {url}/events     live events, Server-Sent Events (Last-Event-ID resumes; ?run=KEY filters)",
             f"  {url}/runs       the runs in the event log (JSON)",
             f"  {url}/runs/KEY   one run's events (JSON Lines)",

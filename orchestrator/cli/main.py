@@ -54,6 +54,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_run,
         cmd_runtimes,
         cmd_serve,
+        cmd_trust,
     )
 
     return (
@@ -71,6 +72,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_comment.register,
         cmd_checkpoints.register,  # checkpoints and rewind
         cmd_open.register,
+        cmd_trust.register,
     )
 
 

@@ -71,7 +71,12 @@ any key)."""
 
 
 def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> LoadedConfig:
-    return load_config(config_file, runtime_ids=[spec.id for spec in specs])
+    """The configuration; what an untrusted project file could not set is said on stderr, one
+    line per key."""
+    loaded = load_config(config_file, runtime_ids=[spec.id for spec in specs])
+    for line in loaded.ignored:
+        print(f"ringleader: {line}", file=sys.stderr)
+    return loaded
 
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TextIO
 
 import attrs
@@ -18,7 +20,7 @@ from orchestrator.cli.commands import serve_banner, usable_state_dir
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
-from orchestrator.engine.feed import Feed, RecordingSink, serve_feed
+from orchestrator.engine.feed import Feed, RecordingSink, check_bind, new_token, serve_feed
 from orchestrator.engine.hosts import LocalHost
 from orchestrator.engine.runner import Runner
 
@@ -57,6 +59,34 @@ async def tail_log(log: EventLog, relay: FeedRelay, interval_s: float = 0.2) -> 
             await trio.sleep(interval_s)
 
 
+TOKEN_FILE = "board-token"
+"""The generated access token of ``serve`` and ``run --board``, in the state directory (0600):
+the same across restarts, so an open page keeps working, and readable by scripts of the user."""
+
+
+def access_token(state: Path) -> str:
+    """The board's generated access token: ``state/board-token`` (created 0600 with a fresh
+    random token if missing or not private to this user)."""
+    path = state / TOKEN_FILE
+    with contextlib.suppress(OSError):
+        info = path.lstat()
+        if (
+            stat.S_ISREG(info.st_mode)
+            and info.st_uid == os.getuid()
+            and not info.st_mode & 0o077
+            and (text := path.read_text("ascii").strip())
+            and len(text) >= 32
+        ):
+            return text
+    token = new_token()
+    tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(token + "\n")
+    os.replace(tmp, path)
+    return token
+
+
 async def serve_board(
     registry: RuntimeRegistry,
     *,
@@ -67,6 +97,7 @@ async def serve_board(
 ) -> int:
     """Serve the board over the event log, hosting the runs posted to ``/tasks`` (they work in
     the current directory); runs of other processes show up live too."""
+    check_bind(host, token)
     state = usable_state_dir()
     feed = Feed()
     async with EventLog.open(state / "events.db") as log:
@@ -87,14 +118,16 @@ async def serve_board(
                 approvals=ApprovalBook.in_state_dir(state),
                 task_defaults={"cwd": os.getcwd(), "agent_id": "board"},
             )
-            app = board_app(feed, log, token=token, hosted=hosted)
+            access = token or access_token(state)  # loopback is no trust boundary
+            app = board_app(feed, log, token=access, hosted=hosted)
             async with (
-                serve_feed(feed, log, host=host, port=port, token=token, app=app) as served,
+                serve_feed(feed, log, host=host, port=port, token=access, app=app) as served,
                 trio.open_nursery() as nursery,
             ):
                 nursery.start_soon(tail_log, log, relay)
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    out.write(serve_banner(served.url, token=bool(token)) + "\n")
+                    shown = None if token else access  # a configured token is never printed
+                    out.write(serve_banner(served.url, token=shown) + "\n")
                     out.flush()
                     async for _ in signals:
                         break
@@ -141,9 +174,10 @@ async def board_for_run(
     feed = Feed()
     feed.attach(log)
     hosted = BoardHost(local, (), approvals=approvals)
-    app = board_app(feed, log, hosted=hosted)
-    async with serve_feed(feed, log, host="127.0.0.1", port=0, app=app) as served:
-        notice(f"ringleader: board at {served.url}/ (open while the runs run)")
+    token = access_token(log.path.parent)
+    app = board_app(feed, log, token=token, hosted=hosted)
+    async with serve_feed(feed, log, host="127.0.0.1", port=0, token=token, app=app) as served:
+        notice(f"ringleader: board at {served.url}/#token={token} (open while the runs run)")
         try:
             yield hosted
         finally:

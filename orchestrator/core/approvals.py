@@ -87,9 +87,19 @@ class ApprovalRequest:
 
     @property
     def id(self) -> str:
-        """The approval's id: stable for the call of the session (``ringleader approve ID``)."""
-        digest = hashlib.sha256(f"{self.session_id}\0{self.call_id}".encode()).hexdigest()
-        return f"ap-{digest[:12]}"
+        """The approval's id (``ringleader approve ID``): bound to the exact call — the
+        session, the model's call id, the tool and a hash of its input — so a decision is never
+        inherited by a later call that reuses the id with another input (a provider that
+        repeats or omits ids); stable across a resume of the same call."""
+        try:
+            canonical = json.dumps(
+                self.tool_input, sort_keys=True, separators=(",", ":"), default=str
+            )
+        except ValueError:  # a circular structure: its repr still names the input
+            canonical = repr(self.tool_input)
+        material = "\0".join((self.session_id, self.call_id, self.tool_name, canonical))
+        digest = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"ap-{digest[:16]}"
 
 
 @attrs.frozen

@@ -55,6 +55,15 @@ The file format::
     teardown = "docker compose down"    # run there after the task's runs end
     timeout_s = 600                     # each script's limit (default 300)
 
+**A project's file is not the user's.** ``ringleader.toml`` in the working directory comes with
+whatever repository was cloned there, so unless the user trusted that directory (``ringleader
+trust DIR``: a ``[[trusted]]`` entry in the user config file; a trusted directory's
+subdirectories are trusted too) it may only set what can neither redirect a key nor run code:
+its ``binary``, ``base_url``, ``api_key_env``, ``extra_args`` and ``mcp_servers``, a
+``permission = "allow"`` and ``[workspace]`` ``setup``/``teardown`` are ignored, one line each in :attr:`LoadedConfig.ignored` saying
+which key and why (the CLI prints them). The user config, ``--config FILE`` and the environment
+are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
+
 A key itself is never accepted in a file (a field named like one, or a value shaped like one):
 the file names the environment variable that holds it (``api_key_env``). Every problem is one
 :class:`~orchestrator.core.errors.ConfigError` line naming the file, the key and what is wrong.
@@ -65,13 +74,14 @@ reads the key from the environment when the adapter is built.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
 
 import attrs
 from pydantic import (
@@ -97,7 +107,10 @@ __all__ = [
     "RuntimeConfig",
     "WorkspaceConfig",
     "env_var_for",
+    "is_trusted",
     "load_config",
+    "trust_directory",
+    "trusted_directories",
     "user_config_path",
 ]
 
@@ -370,6 +383,8 @@ class LoadedConfig:
     ``env NAME`` that set it. Absent keys are defaults."""
     files: tuple[Path, ...] = ()
     """The files that were read, lowest precedence first."""
+    ignored: tuple[str, ...] = ()
+    """One line per key of an untrusted project file that was ignored, saying why."""
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         return self.config.runtime(runtime_id)
@@ -382,7 +397,7 @@ class LoadedConfig:
         runtimes = dict(self.config.runtimes) | {runtime_id: updated}
         sources = dict(self.sources) | {f"runtimes.{runtime_id}.{k}": source for k in values}
         config = self.config.model_copy(update={"runtimes": runtimes})
-        return LoadedConfig(config, sources, self.files)
+        return LoadedConfig(config, sources, self.files, self.ignored)
 
     def describe(self, runtime_ids: Iterable[str] = ()) -> list[tuple[str, str, str]]:
         """``(key, value, source)`` rows for every runtime named in the configuration or in
@@ -442,6 +457,9 @@ def load_config(
     local = Path(cwd if cwd is not None else os.getcwd()) / CONFIG_FILE_NAME
     if local.is_file():
         paths.append(local)
+    untrusted: Path | None = None
+    if local.is_file() and not is_trusted(local.parent, env):
+        untrusted = local
     if config_file is not None:
         explicit = Path(config_file)
         if not explicit.is_file():
@@ -453,8 +471,11 @@ def load_config(
     merged: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
+    ignored: list[str] = []
     for path in paths:
-        data, tables = _read_file(path)
+        explicit_file = config_file is not None and path == paths[-1]  # --config: the user's
+        project = path == untrusted and not explicit_file
+        data, tables = _read_file(path, user=path == user, ignored=ignored if project else None)
         _merge(merged, sources, data, str(path))
         for name, table in tables.items():  # key by key, a later file wins
             sections.setdefault(name, {}).update(table)
@@ -471,13 +492,83 @@ def load_config(
             merged.setdefault(runtime_id, {})[field] = value
             sources[f"runtimes.{runtime_id}.{field}"] = f"env {name}"
     config = _validate(Config, {"runtimes": merged, **sections}, "the merged configuration")
-    return LoadedConfig(config, sources, tuple(paths))
+    return LoadedConfig(config, sources, tuple(paths), tuple(ignored))
+
+
+# -- trusted project directories ---------------------------------------------------------------
+
+_TRUSTED_TABLE: Final = "trusted"
+
+_UNTRUSTED_REASONS: Final = {
+    "binary": "it would run a program of the repository's choosing",
+    "base_url": "it would send model requests, and the key with them, to another server",
+    "api_key_env": "it would choose which of your environment variables is sent as a key",
+    "extra_args": "it would change the runtime's command line (which can run code or "
+    "redirect requests)",
+    "mcp_servers": "it would start programs or send your environment's values as headers",
+}
+
+
+def trusted_directories(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The directories the user trusted (``[[trusted]] directory = "…"`` in the user config)."""
+    path = user_config_path(environ)
+    if not path.is_file():
+        return ()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return ()  # reading the file for real reports the problem
+    entries: Any = data.get(_TRUSTED_TABLE, [])
+    if not isinstance(entries, list):
+        return ()
+    found: list[Path] = []
+    for entry in cast(list[Any], entries):
+        if isinstance(entry, dict):
+            directory = cast(dict[str, Any], entry).get("directory")
+            if isinstance(directory, str) and directory:
+                found.append(Path(directory))
+    return tuple(found)
+
+
+def is_trusted(directory: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``directory`` (or a directory above it) was trusted with ``ringleader trust``."""
+    here = Path(directory).resolve()
+    return any(here == t or t in here.parents for t in trusted_directories(environ))
+
+
+def trust_directory(
+    directory: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+) -> tuple[Path, bool]:
+    """Record ``directory`` as trusted in the user config file (appending a ``[[trusted]]``
+    entry: the rest of the file is left as it is); ``(resolved directory, newly trusted)``."""
+    here = Path(directory).resolve()
+    if not here.is_dir():
+        raise ConfigError(f"{directory}: not a directory")
+    if here in trusted_directories(environ):
+        return here, False
+    path = user_config_path(environ)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    entry = f"[[{_TRUSTED_TABLE}]]\ndirectory = {json.dumps(str(here))}\n"
+    entry = ("" if not text else "\n" if text.endswith("\n") else "\n\n") + entry
+    try:
+        tomllib.loads(text + entry)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{path}: fix this file first: {exc}") from None
+    with path.open("a", encoding="utf-8") as f:
+        f.write(entry)
+    return here, True
 
 
 # -- internals -------------------------------------------------------------------------------
 
 
-def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+def _read_file(
+    path: Path, *, user: bool = False, ignored: list[str] | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """One file's runtimes and sections. ``user``: the user config (where ``[[trusted]]``
+    lives); ``ignored``: the file is an untrusted project's — what it may not set is left out
+    and said there."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -488,6 +579,15 @@ def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+    if _TRUSTED_TABLE in data:
+        if not user:
+            raise ConfigError(
+                f"{path}: {_TRUSTED_TABLE}: trusted directories are recorded in the user config "
+                f"only ({user_config_path()}; `ringleader trust DIR` adds one)"
+            )
+        del data[_TRUSTED_TABLE]
     _refuse_secrets(path, data, ())
     config = _validate(Config, data, str(path))
     # keep only what the file set, so lower-precedence files still show through
@@ -495,10 +595,33 @@ def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
     raw_runtimes: dict[str, Any] = data.get("runtimes", {})
     for runtime_id, table in raw_runtimes.items():
         parsed = config.runtime(runtime_id)
-        runtimes[runtime_id] = {
-            field: getattr(parsed, field) for field in _FIELDS if field in table
-        }
+        kept: dict[str, Any] = {}
+        for field in _FIELDS:
+            if field not in table:
+                continue
+            value = getattr(parsed, field)
+            reason = _UNTRUSTED_REASONS.get(field)
+            if field == "permission" and value == "allow":
+                reason = "it would let the agent write and run commands without asking"
+            if ignored is not None and reason is not None:
+                ignored.append(
+                    f"{path}: ignored runtimes.{runtime_id}.{field}: this directory is not "
+                    f"trusted and {reason} (trust it with `ringleader trust {path.parent}`)"
+                )
+                continue
+            kept[field] = value
+        runtimes[runtime_id] = kept
     tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    workspace = tables.get("workspace")
+    if ignored is not None and workspace is not None:
+        for field in ("setup", "teardown"):  # shell commands run in every workspace
+            if field in workspace:
+                del workspace[field]
+                ignored.append(
+                    f"{path}: ignored workspace.{field}: this directory is not trusted and it "
+                    f"would run a command of the repository's choosing (trust it with "
+                    f"`ringleader trust {path.parent}`)"
+                )
     return runtimes, tables
 
 

@@ -16,7 +16,7 @@ import trio
 
 from adapters import ScriptedAdapter
 from orchestrator.core import ConfigError, RuntimeRegistry
-from orchestrator.core.config import load_config
+from orchestrator.core.config import load_config, trust_directory
 from orchestrator.core.events import Done, ErrorEvent, Status
 from orchestrator.core.redact import redact_text
 from orchestrator.engine import Runner, TaskSpec, create_workspace
@@ -215,7 +215,11 @@ def test_the_workspace_section_of_the_config(tmp_path: Path) -> None:
     (tmp_path / "ringleader.toml").write_text(
         '[workspace]\nsetup = "npm ci"\nteardown = "make clean"\ntimeout_s = 60\n'
     )
-    loaded = load_config(cwd=tmp_path, environ={"XDG_CONFIG_HOME": str(tmp_path / "x")})
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "x")}
+    untrusted = load_config(cwd=tmp_path, environ=env).config.workspace
+    assert (untrusted.setup, untrusted.teardown) == (None, None)  # a cloned repo's commands
+    trust_directory(tmp_path, environ=env)
+    loaded = load_config(cwd=tmp_path, environ=env)
     ws = loaded.config.workspace
     assert (ws.setup, ws.teardown, ws.timeout_s) == ("npm ci", "make clean", 60)
     (tmp_path / "ringleader.toml").write_text("[workspace]\nsetpu = 'x'\n")
