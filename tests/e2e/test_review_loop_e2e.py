@@ -107,7 +107,7 @@ def test_claude_code_comment_round_trip_checkpoints_and_open(tmp_path: Path) -> 
     ws = trio.run(lambda: create_workspace(repo, "claude-code", state_dir=state)).path
     script = tmp_path / "model.json"
     script.write_text(json.dumps(script_for(ws / "greeter.py")))
-    config = tmp_path / "ringleader.toml"
+    config = tmp_path / "review.toml"
     config.write_text('[runtimes.claude-code]\npermission = "allow"\n')
     common = ("--config", str(config), "--model-server", str(script))
 
@@ -154,8 +154,7 @@ def test_claude_code_comment_round_trip_checkpoints_and_open(tmp_path: Path) -> 
     assert opened.returncode == 0, opened.stderr
     seen = json.loads(record.read_text())
     session = sessions[follow_key]
-    # ./ringleader.toml (permission = "allow") applies to the session taken over too
-    assert seen["argv"] == [str(stand_in), "--resume", session, "--permission-mode", "acceptEdits"]
+    assert seen["argv"] == [str(stand_in), "--resume", session]
     assert seen["cwd"] == str(ws)
     home = Path(seen["env"]["CLAUDE_CONFIG_DIR"])
     assert home == state / "homes" / "claude-code" / "cli"
@@ -218,7 +217,7 @@ def test_codex_comment_round_trip_changes_the_file(tmp_path: Path) -> None:
             }
         )
     )
-    config = tmp_path / "ringleader.toml"
+    config = tmp_path / "review.toml"
     config.write_text('[runtimes.codex]\npermission = "allow"\n')
     common = ("--config", str(config), "--model-server", str(script))
     first = ringleader(
