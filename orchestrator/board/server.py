@@ -7,9 +7,12 @@
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
-  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
+  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "scope"?, "message"?,
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
-  approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503;
+  approve`` decides it), ``POST /say`` (``{"run", "text"}``: a follow-up, as ``ringleader say``),
+  ``POST /followup`` (``{"id", "text"}`` edits a queued one, ``{"id", "withdraw": true}``
+  withdraws it) — only when the process hosts runs (:class:`BoardHost`), else 503;
+  ``GET /followups?run=KEY`` lists the queued follow-ups of the run's session;
 * review comments (:mod:`orchestrator.engine.reviewloop.comments`): ``GET /runs/KEY/comments``,
   ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``) and ``POST
   /runs/KEY/comments/send`` (``{}``: steered into the run when this process hosts it live on a
@@ -53,7 +56,12 @@ from orchestrator.core.errors import (
 )
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
+from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.hosts import LocalHost, TaskRef
+from orchestrator.engine.review.compare import compare_runs
+from orchestrator.engine.review.diff import workspace_diff
+from orchestrator.engine.review.land import ApplyOptions, apply_and_record
+from orchestrator.engine.review.records import checkout_of, resolve_group, resolve_run
 from orchestrator.engine.reviewloop.comments import (
     CommentBook,
     comment_range,
@@ -82,6 +90,8 @@ class BoardHost:
     """The approval book the hosted runs wait in (their runner's ``approvals``); the board
     lists its pending entries, runs of other processes' included, and decides them."""
     task_defaults: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
+    followups: FollowupBook | None = None
+    """Where ``POST /say`` queues a message (the hosted runner delivers it: ``followups``)."""
     titles: dict[str, str] = attrs.field(factory=dict[str, str])
     """Base run key (``runtime:ID:task:TASK``) → the task's title, for cards of live runs."""
 
@@ -255,18 +265,78 @@ def board_app(
             raise ConfigError("'message' must be a string")
         if edited is not None and not isinstance(edited, dict):
             raise ConfigError("'input' must be a JSON object")
+        scope = data.get("scope", "once")
+        if scope not in ("once", "run", "always"):
+            raise ConfigError("'scope' must be 'once', 'run' or 'always'")
+        if scope != "once" and (not allow or edited is not None):
+            raise ConfigError("'scope' beyond 'once' goes with a plain allow")
         if h.approvals is None:
             return JSONResponse({"error": "this board's runs do not wait for approvals"}, 404)
         decision = ApprovalDecision(
             allow,
             reject_message=None if allow else message or None,
             input=cast(dict[str, Any], edited) if allow and edited is not None else None,
+            scope=scope,
         )
         try:
             await h.approvals.decide(approval_id, decision)
         except ConfigError as exc:
             return JSONResponse({"error": str(exc)}, 404)
         return JSONResponse({"ok": True, "id": approval_id, "allow": allow}, 202)
+
+    async def say(data: dict[str, Any], h: BoardHost) -> Response:
+        """Queue a follow-up for the run's session: the hosting runner steers it in (steerable
+        runtimes) or makes it the next turn; a run that is over resumes here with it."""
+        run, text = text_field(data, "run"), text_field(data, "text")
+        if h.followups is None:
+            return JSONResponse({"error": "this board's runs take no follow-ups"}, 404)
+        rows = await log.runs()
+        named = next((r for r in rows if r.run_key == run), None)
+        if named is None:
+            return JSONResponse({"error": f"no run {run!r}"}, 404)
+        latest = [r for r in rows if r.session_key == named.session_key][-1]
+        queued = await h.followups.queue(named.session_key, named.run_key, text)
+        if latest.status == "running":
+            return JSONResponse({"ok": True, "id": queued.id, "delivery": "queued"}, 202)
+        messages = await h.followups.take(named.session_key, "turn")
+        try:
+            runtime_id, task = await resumable_task(
+                log, latest.run_key, joined(messages), agent_id="board"
+            )
+            if runtime_id not in h.runtimes:
+                raise ConfigError(f"this board does not run {runtime_id!r}")
+        except ConfigError:
+            await h.followups.requeue(messages)
+            raise
+        ref = h.host.submit(runtime_id, task)
+        key = base_key(ref.runtime_id, ref.task.task_id)
+        return JSONResponse(
+            {"ok": True, "id": queued.id, "delivery": "turn", "runKeyPrefix": key}, 202
+        )
+
+    async def followup(data: dict[str, Any], h: BoardHost) -> Response:
+        """Edit (``text``) or withdraw (``withdraw: true``) a queued follow-up."""
+        followup_id = text_field(data, "id")
+        if h.followups is None:
+            return JSONResponse({"error": "this board's runs take no follow-ups"}, 404)
+        if data.get("withdraw") is True:
+            changed = await h.followups.withdraw(followup_id)
+        else:
+            changed = await h.followups.edit(followup_id, text_field(data, "text"))
+        return JSONResponse({"ok": True, **changed.to_json()}, 202)
+
+    async def followups(request: Request) -> Response:
+        """The queued follow-ups of the run's session (``?run=KEY``)."""
+        if not auth.reads(request):
+            return refused()
+        if hosted is None or hosted.followups is None:
+            return JSONResponse([])
+        key = request.query_params.get("run", "")
+        named = next((r for r in await log.runs() if r.run_key == key), None)
+        if named is None:
+            return JSONResponse([])
+        queued = await hosted.followups.list(named.session_key)
+        return JSONResponse([m.to_json() for m in queued])
 
     async def pending_approvals() -> list[dict[str, Any]]:
         if hosted is None or hosted.approvals is None:
@@ -442,9 +512,72 @@ def board_app(
             202,
         )
 
+    async def run_diff(request: Request) -> Response:
+        """``GET /runs/KEY/diff``: what the run changed in its workspace (``diff --json``), with
+        the workspace's label, task and whether it was applied; 404 for a run that worked in no
+        workspace ringleader made."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            run = await resolve_run(log, str(request.path_params["key"]))
+            diff = await trio.to_thread.run_sync(workspace_diff, checkout_of(run.workspace))
+        except RingleaderError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        last = run.last
+        return JSONResponse(
+            {
+                "run": run.key,
+                "label": run.workspace.label,
+                "task": run.workspace.group_id,
+                "workspace": run.workspace.root,
+                "kind": run.workspace.kind,
+                "status": last.status if last is not None else None,
+                "applied": run.workspace.applied,
+                **diff.to_json(),
+            }
+        )
+
+    async def task_compare(request: Request) -> Response:
+        """``GET /compare-data/TASK``: the runs of one side-by-side task next to each other
+        (``ringleader compare --json``, each run with its key); 404 for an unknown task."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            runs = await resolve_group(log, str(request.path_params["task"]))
+            group = runs[0].workspace.group_id
+            comparison = await trio.to_thread.run_sync(compare_runs, group, runs)
+        except RingleaderError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        return JSONResponse(comparison.to_json())
+
+    async def apply(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/apply`` ``{"onto"?, "mode"?: "squash"|"merge", "message"?, "push"?,
+        "pr"?}``: ``ringleader apply`` (refusals are 409 with the one line)."""
+        strings = {name: data.get(name) for name in ("onto", "message", "push")}
+        for name, value in strings.items():
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{name!r} must be a non-empty string")
+        mode, pr = data.get("mode", "squash"), data.get("pr", False)
+        if mode not in ("squash", "merge"):
+            raise ConfigError("'mode' must be squash or merge")
+        if not isinstance(pr, bool):
+            raise ConfigError("'pr' must be true or false")
+        run = await resolve_run(log, key)
+        opts = ApplyOptions(
+            onto=cast(str | None, strings["onto"]),
+            mode="merge" if mode == "merge" else "squash",
+            message=cast(str | None, strings["message"]),
+            push=cast(str | None, strings["push"]),
+            pr=pr,
+        )
+        result = await apply_and_record(log, run, opts)
+        return JSONResponse({"ok": True, "run": run.key, **result.to_json()})
+
     routes: list[Route | Mount] = [
         Route("/", html("index.html")),
         Route("/run/{key:path}", html("run.html")),
+        Route("/compare/{task:path}", html("compare.html")),
+        Route("/compare-data/{task:path}", task_compare),
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),
@@ -452,9 +585,14 @@ def board_app(
         Route("/abort", action(abort), methods=["POST"]),
         Route("/steer", action(steer), methods=["POST"]),
         Route("/approve", action(approve), methods=["POST"]),
+        Route("/say", action(say), methods=["POST"]),
+        Route("/followup", action(followup), methods=["POST"]),
+        Route("/followups", followups),
         Route("/runs/{key:path}/comments/send", keyed(send_comments), methods=["POST"]),
         Route("/runs/{key:path}/comments", keyed(add_comment), methods=["POST"]),
         Route("/runs/{key:path}/comments", list_comments, methods=["GET"]),
+        Route("/runs/{key:path}/diff", run_diff, methods=["GET"]),
+        Route("/runs/{key:path}/apply", keyed(apply), methods=["POST"]),
         *feed_routes(feed, log, auth, keepalive_s=keepalive_s),
         Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
     ]

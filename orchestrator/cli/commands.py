@@ -211,9 +211,11 @@ async def batch(
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
     workspace: WorkspaceConfig | None = None,
+    on_host: Callable[[Host], None] | None = None,
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded
-    (``workspace``: the setup and teardown scripts of the tasks' workspaces)."""
+    (``workspace``: the setup and teardown scripts of the tasks' workspaces; ``on_host``: told of
+    the host, so Ctrl-C aborts its runs through it)."""
     spec = load_batch(file)
     unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
     if unknown:
@@ -253,6 +255,7 @@ async def batch(
         make_host=make_host,
         governance=governance,
         sinks=sinks,
+        on_host=on_host,
     )
     await teardown_workspaces(isolated, workspace, _notice(view))
     return 0 if all(r.ok for r in results) else 1
@@ -433,6 +436,8 @@ def serve_banner(url: str, *, token: str | None) -> str:
             f"  {url}/events     live events, Server-Sent Events (Last-Event-ID resumes; ?run=KEY filters)",
             f"  {url}/runs       the runs in the event log (JSON)",
             f"  {url}/runs/KEY   one run's events (JSON Lines)",
+            f"  {url}/agui       the events as AG-UI (Server-Sent Events)",
+            f"  {url}/mcp        ringleader's tools for an agent (MCP, Streamable HTTP)",
             f"serving the board and its feed{auth}; Ctrl-C stops it (and its runs)",
         ]
     )

@@ -103,6 +103,8 @@ __all__ = [
     "LoadedConfig",
     "McpServerConfig",
     "ModelPrice",
+    "NotifyConfig",
+    "NotifyEvent",
     "PermissionPolicyName",
     "RuntimeConfig",
     "WorkspaceConfig",
@@ -257,6 +259,9 @@ class RuntimeConfig(BaseModel):
     ``app-server``)."""
     extra_args: tuple[str, ...] = ()
     """More arguments for the runtime's command line (codex: ``key=value`` overrides)."""
+    max_runs: int | None = Field(default=None, ge=1)
+    """At most this many runs of this runtime at once (a run over it waits, shown queued with
+    the reason); default: no limit, runs of one runtime run side by side."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
     """USD per million tokens by model, for runtimes that do not report cost themselves."""
     watermark: float | None = Field(default=None, gt=0, le=100)
@@ -335,7 +340,35 @@ class WorkspaceConfig(BaseModel):
     timeout_s: float = Field(default=300.0, gt=0)
 
 
-_SECTIONS: Final = ("budget", "breaker", "workspace")
+NotifyEvent: TypeAlias = Literal["waiting_approval", "rate_limited", "error", "done"]
+"""A change of a run's state a person may want to hear about."""
+_URL_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class NotifyConfig(BaseModel):
+    """``[notify]``: tell a person when a run needs them, through Apprise URLs (ntfy, Slack,
+    Discord, Telegram, email, ``json://`` webhooks, …). A URL names secrets only by variable:
+    ``${NAME}`` is replaced by the value of environment variable ``NAME`` when a notification is
+    sent (``tgram://${TG_BOT_TOKEN}/${TG_CHAT_ID}``); a URL with a literal key is refused."""
+
+    model_config = _STRICT
+    urls: tuple[str, ...] = ()
+    events: tuple[NotifyEvent, ...] = ("waiting_approval", "rate_limited", "error", "done")
+    board_url: str = "http://127.0.0.1:8765"
+    """Where the board is served: the notification links to the run's page there."""
+
+    def resolved_urls(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """The URLs with each ``${NAME}`` replaced (a URL naming an unset variable is left out)."""
+        env = os.environ if environ is None else environ
+        found: list[str] = []
+        for url in self.urls:
+            names = _URL_VAR.findall(url)
+            if all(env.get(n) for n in names):
+                found.append(_URL_VAR.sub(lambda m: env[m.group(1)], url))
+        return found
+
+
+_SECTIONS: Final = ("budget", "breaker", "workspace", "notify")
 
 
 class Config(BaseModel):
@@ -346,6 +379,7 @@ class Config(BaseModel):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     breaker: BreakerConfig | None = None
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""

@@ -12,8 +12,8 @@ Choices the original executor leaves open (documented here, tested in ``tests/or
 * tokens for the watermark are the run's cumulative ``input + output`` tokens from its last
   ``cost`` (conservative: it over-estimates the live context, so rotation comes early, not late);
 * a successful run never rotates; an aborted one never rotates;
-* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700) and runs that
-  share one are serialized; ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
+* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700); runs that
+  share one run side by side (a runtime's ``max_runs`` limits how many run at once); ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
   refuses a home there) and are deleted when the run ends;
 * the successor's session key is ``<base>:r<n>`` (the original executor's), retries append ``:a<n>``;
 * the codec blob of the predecessor travels into ``record_rotation`` (the original executor drops it);
@@ -66,6 +66,7 @@ from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
+from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.governance import Governance, RunGuard, SpendLedger
 from orchestrator.engine.reviewloop.bootstrap import (
     SetupFailedError,
@@ -224,6 +225,10 @@ class Runner:
     the same runtime)."""
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
+    on_start: Callable[[trio.CancelScope], None] | None = None
+    """Called with the scope of a task's start (before its first actor exists): cancelling it
+    aborts a start still under way (a gateway booting, a model SDK importing); the run is
+    logged as ``aborted``."""
     on_retry: RetryListener | None = None
     """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
     event_log: RunRecorder | None = None
@@ -233,6 +238,12 @@ class Runner:
     approvals: bool = False
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
+    followups: bool = False
+    """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
+    :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
+    else as the next turn on the same session when the run ends."""
+    followup_poll_s: float = 0.5
+    """How often a live steerable run looks for follow-ups."""
     checkpoints: bool = False
     """After every turn that changed files in a run's working directory, when that is a git
     worktree ringleader made (under ``<state_dir>/workspaces/``), record the state on
@@ -241,10 +252,17 @@ class Runner:
     left alone."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
-    home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
-    """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
-    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task) share
-    the table, so the serialization holds across all of a host's tasks."""
+    run_limiters: dict[str, trio.CapacityLimiter] = attrs.field(
+        factory=dict[str, trio.CapacityLimiter], repr=False
+    )
+    """One limiter per runtime with a limit (the registry's ``limit``, ``max_runs`` in the
+    configuration): at most that many of its runs at once. Copies of this runner
+    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task)
+    share the table, so a limit holds across all of a host's tasks. Without a limit, runs of one
+    runtime run side by side, a shared persistent home included (the runtimes keep each
+    session apart in it)."""
+    on_queued: Callable[[str], None] | None = None
+    """Told why a task waits before it starts (``at most 1 native run at once``)."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -258,12 +276,10 @@ class Runner:
             return
         if kind == "persistent":
             path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
-            lock = self.home_locks.setdefault(str(path), trio.Lock())
-            async with lock:
-                await trio.to_thread.run_sync(
-                    lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
-                )
-                yield str(path)
+            await trio.to_thread.run_sync(
+                lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            )
+            yield str(path)
             return
         path = self.state_dir / "runs" / f"{_safe(runtime_id)}-{uuid.uuid4().hex[:12]}"
         await trio.to_thread.run_sync(lambda: path.mkdir(mode=0o700, parents=True))
@@ -272,6 +288,18 @@ class Runner:
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
+
+    async def _wait_for_a_slot(self, runtime_id: str, stack: AsyncExitStack) -> None:
+        """Hold one of ``runtime_id``'s run slots until ``stack`` closes (no limit: at once);
+        a task that must wait is told why first (``on_queued``)."""
+        most = self.registry.limit(runtime_id)
+        if most is None:
+            return
+        limiter = self.run_limiters.setdefault(runtime_id, trio.CapacityLimiter(most))
+        if limiter.available_tokens < 1 and self.on_queued is not None:
+            plural = "run" if most == 1 else "runs"
+            self.on_queued(f"at most {most} {runtime_id} {plural} at once (max_runs)")
+        await stack.enter_async_context(limiter)
 
     # -- prompt ------------------------------------------------------------------------------
 
@@ -433,7 +461,13 @@ class Runner:
             if log is not None and not offset:
                 await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
             try:
-                outcome = await actor.run()
+                if self.followups and caps.steerable:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._steer_followups, actor, session_key)
+                        outcome = await actor.run()
+                        nursery.cancel_scope.cancel()
+                else:
+                    outcome = await actor.run()
             finally:
                 actor.fence()
             if log is not None:
@@ -442,6 +476,52 @@ class Runner:
 
         outcome = await supervisor.supervise(attempt)
         return outcome, supervisor.attempts, current
+
+    # -- follow-ups (ringleader say) ---------------------------------------------------------
+
+    async def _steer_followups(self, actor: RunActor, session_key: str) -> None:
+        """While a steerable run goes on, steer in each follow-up queued for its session."""
+        book = FollowupBook.in_state_dir(self.state_dir)
+        while True:
+            await trio.sleep(self.followup_poll_s)
+            if not await book.has_queued(session_key):
+                continue
+            messages = await book.take(session_key, "steer")
+            try:
+                actor.steer(joined(messages))
+            except Exception:
+                await book.requeue(messages)
+                raise
+
+    async def _followup_turn(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        handle: RunHandle,
+        home: str | None,
+    ) -> tuple[TaskSpec, RunHandle, str] | None:
+        """The next turn on the run's session with every follow-up queued for it (in order, in
+        one turn), started; ``None`` when there is none (or the session cannot go on: the run
+        recorded no session, or its runtime cannot resume; the messages stay queued)."""
+        session = handle.run_id
+        if not self.followups or not caps.resume or not session:
+            return None
+        book = FollowupBook.in_state_dir(self.state_dir)
+        if not await book.has_queued(session_key):
+            return None
+        messages = await book.take(session_key, "turn")
+        turn = attrs.evolve(task, title=joined(messages), description="")
+        try:
+            started = await adapter.start(
+                TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                self._opts(turn, session_key, "", home, session),
+            )
+        except Exception:
+            await book.requeue(messages)
+            return None
+        return turn, started, session
 
     async def _start_failed(
         self,
@@ -558,6 +638,36 @@ class Runner:
                 },
             )
         return outcome
+
+    async def _start_aborted(self, adapter_id: str, session_key: str, task: TaskSpec) -> RunOutcome:
+        """Record a run aborted before its runtime had started (Ctrl-C during a gateway's
+        boot, say) as a logged run: ``done{aborted}`` through the sink, and its runs row."""
+        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        summary = f"aborted while {adapter_id} was starting"
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        events = make.finish("aborted", summary)
+        with trio.CancelScope(shield=True):
+            if log is not None:
+                await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
+            await self.sink.deliver(run_key, events)
+            if log is not None:
+                await log.finish_run(
+                    run_key,
+                    status="aborted",
+                    outcome={"reason": "aborted", "summary": summary, "title": task.title},
+                )
+        return RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="aborted",
+            summary=summary,
+            usage=None,
+            cost_usd=None,
+            error_code=None,
+            error_message=None,
+            events=len(events),
+        )
 
     async def _record(
         self,
@@ -681,6 +791,7 @@ class Runner:
                 state.runs.append(RunRecord(runtime_id, base_key, failed, 1))
                 return _final(state)
         async with AsyncExitStack() as stack:
+            await self._wait_for_a_slot(runtime, stack)
             adapters: dict[str, RuntimeAdapter] = {}
 
             async def adapter_for(rid: str) -> RuntimeAdapter:
@@ -704,14 +815,18 @@ class Runner:
                     return _final(state)
                 preset = set_up
             first_checkpointer = await self._checkpointer(task)
+            handle: RunHandle | None = None
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
                 await _check_endpoint(self.registry.endpoint(runtime), runtime)
-                handle = await adapter.start(
-                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, session_key, "", home, resume_id, resume_at),
-                )
+                with trio.CancelScope() as starting:
+                    if self.on_start is not None:
+                        self.on_start(starting)
+                    handle = await adapter.start(
+                        TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                        self._opts(task, session_key, "", home, resume_id, resume_at),
+                    )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
                 failed = await self._start_failed(adapter, session_key, session_key, exc)
@@ -721,11 +836,16 @@ class Runner:
                     raise  # the caller's own bad input: a typed error (and now in the log too)
                 state.runs.append(RunRecord(runtime, session_key, failed, 1))
                 return _final(state)
+            if handle is None:  # aborted while it started
+                aborted = await self._start_aborted(adapter.id, session_key, task)
+                state.runs.append(RunRecord(runtime, session_key, aborted, 1))
+                return _final(state)
+            turn_task = task  # a follow-up turn's prompt is the person's messages
             while True:
                 outcome, attempts, handle = await self._supervised_run(
                     adapter,
                     caps,
-                    task,
+                    turn_task,
                     session_key,
                     handle,
                     state.note,
@@ -740,6 +860,7 @@ class Runner:
                 )
                 preset = first_checkpointer = resume_at = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
+                turn_task = task
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 if gov is not None and outcome.reason != "aborted":
@@ -748,7 +869,12 @@ class Runner:
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
                 if reason is None or state.rotations >= limit:
-                    break
+                    turn = await self._followup_turn(adapter, caps, task, session_key, handle, home)
+                    if turn is None:
+                        break
+                    turn_task, handle, resume_id = turn  # the next turn, on the same session
+                    lineage = {"followupOf": outcome.run_key}
+                    continue
                 if _spent(gov, ledger):  # no rotation past a budget
                     break
                 state.rotations += 1
@@ -911,10 +1037,15 @@ async def recoverable_tasks(
     log: RunRecorder, prompt: str = RESUME_PROMPT
 ) -> list[tuple[str, TaskSpec]]:
     """``(runtime id, task)`` for every run left ``interrupted`` (its orchestrator died) that
-    recorded a resumable session and that no later run resumed yet, oldest first: what
+    recorded a resumable session and that no later run resumed yet (a resume that ended in
+    error does not count), oldest first: what
     :meth:`~orchestrator.engine.hosts.local.LocalHost.recover` and ``ringleader recover`` continue."""
     rows = await log.runs()
-    resumed = {row.outcome.get("resumedFrom") for row in rows if row.outcome}
+    # a resume that failed (its runtime could not go on: no key, no model) does not use up the
+    # recovery: `recover` again tries again
+    resumed = {
+        row.outcome.get("resumedFrom") for row in rows if row.outcome and row.status != "error"
+    }
     found: list[tuple[str, TaskSpec]] = []
     for row in rows:
         if row.status != "interrupted" or row.run_key in resumed:
