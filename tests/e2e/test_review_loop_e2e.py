@@ -232,7 +232,7 @@ def test_codex_comment_round_trip_changes_the_file(tmp_path: Path) -> None:
     assert added.returncode == 0, added.stderr
     sent = ringleader("comment", "last", "--send", *common, "--json", cwd=tmp_path, state=state)
     assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr
-    assert (ws / "greeter.py").read_text() == REVIEWED  # Codex acted on the comment
+    assert (ws / "greeter.py").read_text() == REVIEWED, sent.stdout[-4000:]  # Codex acted on it
     with sqlite3.connect(state / "events.db") as conn:
         rows = conn.execute("SELECT run_key, outcome FROM runs ORDER BY started_ms").fetchall()
         sessions = dict(conn.execute("SELECT run_key, native_session_id FROM sessions"))
