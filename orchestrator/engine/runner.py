@@ -46,9 +46,11 @@ from orchestrator.core.adapter import (
     RuntimeAdapter,
     StartOpts,
     TaskHandle,
+    TurnResumable,
 )
 from orchestrator.core.approvals import APPROVALS_DB
 from orchestrator.core.errors import (
+    CapabilityError,
     ConfigError,
     RingleaderError,
     RuntimeStartError,
@@ -160,6 +162,13 @@ class TaskSpec:
     ends the run ``error{setup_failed}`` + ``done{error}`` with no agent started. Not run
     when the task resumes a session."""
     setup_timeout_s: float = 300.0
+    resume_turn: int | None = None
+    """With ``resume``: continue the session from the end of this turn of the resumed run (a
+    fork; runtimes that can: :class:`~orchestrator.core.adapter.TurnResumable`), not from its
+    end (``ringleader rewind``)."""
+    resume_prompt_index: int = 0
+    """Which of the session's prompts started the resumed run (0: the first; each run that
+    resumed the session since added one)."""
 
 
 @attrs.frozen
@@ -302,6 +311,7 @@ class Runner:
         note: str,
         home: str | None,
         resume_id: str | None = None,
+        resume_at: str | None = None,
     ) -> StartOpts:
         context = "\n\n".join(part for part in (task.context, note) if part)
         volatile = "\n\n".join(
@@ -324,6 +334,7 @@ class Runner:
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
             resume_session_id=resume_id,
+            resume_at=resume_at if resume_id else None,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
         )
@@ -345,6 +356,7 @@ class Runner:
         endpoint: str | None = None,
         preset: tuple[str, int] | None = None,
         first_checkpointer: Checkpointer | None = None,
+        resume_at: str | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
@@ -378,7 +390,7 @@ class Runner:
                     opts = self._opts(resumed, f"{session_key}:a{n}", note, home, continue_from[0])
                     continue_from.clear()
                 else:
-                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id, resume_at)
                 retry_checkpointer = await self._checkpointer(task)  # before it can write
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
@@ -761,7 +773,8 @@ class Runner:
         register_env_secrets(os.environ)
         register_env_secrets(task.env)
         # … and so are the secrets of the files a workspace was given (.env, .worktreeinclude)
-        await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
+        if task.cwd is not None:
+            await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         rotate_to = rotate_to or task.rotate_to or self.rotate_to
@@ -798,6 +811,7 @@ class Runner:
                 policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
                 stack.callback(current_sandbox.reset, current_sandbox.set(policy))
             resume_id = await _restore(adapter, task.resume) if task.resume else None
+            resume_at = await _resume_point(adapter, task, resume_id, home)
             preset: tuple[str, int] | None = None
             if task.setup and task.resume is None:
                 set_up = await self._setup(adapter.id, task, session_key)
@@ -816,7 +830,7 @@ class Runner:
                         self.on_start(starting)
                     handle = await adapter.start(
                         TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                        self._opts(task, session_key, "", home, resume_id),
+                        self._opts(task, session_key, "", home, resume_id, resume_at),
                     )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
@@ -847,8 +861,9 @@ class Runner:
                     self.registry.endpoint(runtime),
                     preset,
                     first_checkpointer,
+                    resume_at,
                 )
-                preset = first_checkpointer = None
+                preset = first_checkpointer = resume_at = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 turn_task = task
                 record = RunRecord(runtime, session_key, outcome, attempts)
@@ -1053,6 +1068,36 @@ async def _check_endpoint(endpoint: str | None, runtime_id: str) -> None:
     why = await unreachable(endpoint)
     if why is not None:
         raise RuntimeStartError(why, adapter=runtime_id)
+
+
+async def _resume_point(
+    adapter: RuntimeAdapter, task: TaskSpec, resume_id: str | None, home: str | None
+) -> str | None:
+    """The runtime's marker for the end of ``task.resume_turn`` of the resumed session (``None``
+    when the task continues from the session's end).
+
+    Raises:
+        CapabilityError: the runtime cannot continue a session from an earlier turn.
+        ConfigError: that turn is not in the session's transcript.
+    """
+    turn = task.resume_turn
+    if turn is None or resume_id is None or task.resume is None:
+        return None
+    if not isinstance(adapter, TurnResumable):
+        raise CapabilityError(
+            f"runtime {adapter.id!r} cannot continue a session from an earlier turn",
+            actor_id=task.resume.run_key,
+        )
+    index = task.resume_prompt_index
+    point = await trio.to_thread.run_sync(
+        lambda: adapter.resume_point(resume_id, turn, home_dir=home, prompt_index=index)
+    )
+    if point is None:
+        raise ConfigError(
+            f"run {task.resume.run_key!r}: turn {turn} of its session is not in "
+            f"{adapter.id}'s transcript"
+        )
+    return point
 
 
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
