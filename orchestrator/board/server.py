@@ -58,6 +58,10 @@ from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
 from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.hosts import LocalHost, TaskRef
+from orchestrator.engine.review.compare import compare_runs
+from orchestrator.engine.review.diff import workspace_diff
+from orchestrator.engine.review.land import ApplyOptions, apply_and_record
+from orchestrator.engine.review.records import checkout_of, resolve_group, resolve_run
 from orchestrator.engine.reviewloop.comments import (
     CommentBook,
     comment_range,
@@ -508,9 +512,72 @@ def board_app(
             202,
         )
 
+    async def run_diff(request: Request) -> Response:
+        """``GET /runs/KEY/diff``: what the run changed in its workspace (``diff --json``), with
+        the workspace's label, task and whether it was applied; 404 for a run that worked in no
+        workspace ringleader made."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            run = await resolve_run(log, str(request.path_params["key"]))
+            diff = await trio.to_thread.run_sync(workspace_diff, checkout_of(run.workspace))
+        except RingleaderError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        last = run.last
+        return JSONResponse(
+            {
+                "run": run.key,
+                "label": run.workspace.label,
+                "task": run.workspace.group_id,
+                "workspace": run.workspace.root,
+                "kind": run.workspace.kind,
+                "status": last.status if last is not None else None,
+                "applied": run.workspace.applied,
+                **diff.to_json(),
+            }
+        )
+
+    async def task_compare(request: Request) -> Response:
+        """``GET /compare-data/TASK``: the runs of one side-by-side task next to each other
+        (``ringleader compare --json``, each run with its key); 404 for an unknown task."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            runs = await resolve_group(log, str(request.path_params["task"]))
+            group = runs[0].workspace.group_id
+            comparison = await trio.to_thread.run_sync(compare_runs, group, runs)
+        except RingleaderError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        return JSONResponse(comparison.to_json())
+
+    async def apply(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/apply`` ``{"onto"?, "mode"?: "squash"|"merge", "message"?, "push"?,
+        "pr"?}``: ``ringleader apply`` (refusals are 409 with the one line)."""
+        strings = {name: data.get(name) for name in ("onto", "message", "push")}
+        for name, value in strings.items():
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{name!r} must be a non-empty string")
+        mode, pr = data.get("mode", "squash"), data.get("pr", False)
+        if mode not in ("squash", "merge"):
+            raise ConfigError("'mode' must be squash or merge")
+        if not isinstance(pr, bool):
+            raise ConfigError("'pr' must be true or false")
+        run = await resolve_run(log, key)
+        opts = ApplyOptions(
+            onto=cast(str | None, strings["onto"]),
+            mode="merge" if mode == "merge" else "squash",
+            message=cast(str | None, strings["message"]),
+            push=cast(str | None, strings["push"]),
+            pr=pr,
+        )
+        result = await apply_and_record(log, run, opts)
+        return JSONResponse({"ok": True, "run": run.key, **result.to_json()})
+
     routes: list[Route | Mount] = [
         Route("/", html("index.html")),
         Route("/run/{key:path}", html("run.html")),
+        Route("/compare/{task:path}", html("compare.html")),
+        Route("/compare-data/{task:path}", task_compare),
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),
@@ -524,6 +591,8 @@ def board_app(
         Route("/runs/{key:path}/comments/send", keyed(send_comments), methods=["POST"]),
         Route("/runs/{key:path}/comments", keyed(add_comment), methods=["POST"]),
         Route("/runs/{key:path}/comments", list_comments, methods=["GET"]),
+        Route("/runs/{key:path}/diff", run_diff, methods=["GET"]),
+        Route("/runs/{key:path}/apply", keyed(apply), methods=["POST"]),
         *feed_routes(feed, log, auth, keepalive_s=keepalive_s),
         Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
     ]

@@ -431,6 +431,8 @@ def serve_banner(url: str, *, token: str | None) -> str:
             f"  {url}/events     live events, Server-Sent Events (Last-Event-ID resumes; ?run=KEY filters)",
             f"  {url}/runs       the runs in the event log (JSON)",
             f"  {url}/runs/KEY   one run's events (JSON Lines)",
+            f"  {url}/agui       the events as AG-UI (Server-Sent Events)",
+            f"  {url}/mcp        ringleader's tools for an agent (MCP, Streamable HTTP)",
             f"serving the board and its feed{auth}; Ctrl-C stops it (and its runs)",
         ]
     )

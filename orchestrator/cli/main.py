@@ -42,11 +42,13 @@ def commands() -> tuple[Callable[[Any], None], ...]:
     """Each command group's ``register``, in the order ``--help`` lists them."""
     from orchestrator.cli import (
         cmd_acp,
+        cmd_apply,
         cmd_approvals,
         cmd_batch,
         cmd_checkpoints,
         cmd_comment,
         cmd_demo,
+        cmd_diff,
         cmd_doctor,
         cmd_mcp,
         cmd_open,
@@ -57,6 +59,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_say,
         cmd_serve,
         cmd_trust,
+        cmd_workspaces,
     )
 
     return (
@@ -67,6 +70,9 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_runtimes.register,  # runtimes and config
         cmd_replay.register,
         cmd_prune.register,
+        cmd_diff.register,  # diff and compare
+        cmd_apply.register,
+        cmd_workspaces.register,
         cmd_serve.register,
         _model_server_help,
         cmd_acp.register,

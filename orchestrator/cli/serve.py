@@ -148,7 +148,17 @@ async def _serve_board(
             )
             access = token or access_token(state)  # loopback is no trust boundary
             app = board_app(feed, log, token=access, hosted=hosted)
+            # /mcp: ringleader's tools for an agent, over the same host, log and token (imported
+            # here: `run`, which imports this module for --board, does not need the MCP SDK)
+            from orchestrator.mcp.server import Orchestration, mcp_http_route
+
+            orch = Orchestration(
+                local, log, registry, ApprovalBook.in_state_dir(state), cwd=os.getcwd()
+            )
+            mcp_route, mcp_sessions = mcp_http_route(orch, token=access, host=host)
+            app.router.routes.append(mcp_route)
             async with (
+                mcp_sessions,
                 serve_feed(feed, log, host=host, port=port, token=access, app=app) as served,
                 trio.open_nursery() as nursery,
             ):

@@ -18,12 +18,16 @@ import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from orchestrator.core.config import WorkspaceConfig
+from orchestrator.core.errors import RingleaderError
+from orchestrator.core.events import now_ms
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
-from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.eventlog import EventLog, WorkspaceRow
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost
+from orchestrator.engine.review.diff import workspace_diff
+from orchestrator.engine.review.git import Checkout
 from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
@@ -89,6 +93,39 @@ async def prepare_workspaces(
             task = attrs.evolve(task, setup=settings.setup, setup_timeout_s=settings.timeout_s)
         prepared.append(attrs.evolve(job, task=task, workspace=ws))
     return prepared
+
+
+def _workspace_row(job: Job, ws: Workspace, group: str) -> WorkspaceRow:
+    return WorkspaceRow(
+        root=str(ws.root),
+        task_id=job.task.task_id,
+        runtime_id=job.runtime_id,
+        label=job.label,
+        group_id=group,
+        kind=ws.kind,
+        origin=str(ws.origin),
+        path=str(ws.path),
+        base=ws.base,
+        git_dir=None if ws.git_dir is None else str(ws.git_dir),
+        created_ms=now_ms(),
+    )
+
+
+async def _count_changes(ws: Workspace, lane: Lane) -> None:
+    """The lane's files and lines changed: the review diff against the workspace's starting
+    commit, else (no git) the copy's file count against its baseline."""
+    if ws.base is None:
+        lane.files_changed = await workspace_changes(ws)
+        return
+    checkout = Checkout(ws.root, ws.base, ws.git_dir)
+    try:
+        diff = await trio.to_thread.run_sync(workspace_diff, checkout)
+    except RingleaderError as exc:
+        lane.files_changed = f"unknown ({exc})"
+        return
+    n = len(diff.files)
+    lane.files_changed = "none" if not n else f"{n} file{'s' if n != 1 else ''}"
+    lane.lines_changed = f"+{diff.added} -{diff.removed}" if n else "-"
 
 
 async def teardown_workspaces(
@@ -193,12 +230,15 @@ async def run_jobs(
     sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
     approvals: bool = False,
+    group_id: str | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
     ``estimates``: every dollar figure is a list-price estimate (the demo: nothing is billed).
     ``make_host``: where the runs live (:class:`LocalHost`, or a ``RayHost`` for ``--ray``).
-    ``approvals``: tool calls that need approval wait in the state directory's approval book."""
+    ``approvals``: tool calls that need approval wait in the state directory's approval book.
+    ``group_id``: names the jobs' workspaces as one task in the event log (``ringleader compare
+    GROUP``; default: a new id)."""
     lanes: list[Lane] = []
     for job in jobs:
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
@@ -211,7 +251,11 @@ async def run_jobs(
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
+    group = group_id or new_task_id()
     async with EventLog.open(state_dir / "events.db") as log:
+        for job in jobs:
+            if job.workspace is not None:
+                await log.record_workspace(_workspace_row(job, job.workspace, group))
         runner = Runner(
             registry,
             sink=RecordingSink(log, extra=[view, *sinks]),
@@ -234,7 +278,7 @@ async def run_jobs(
             await _run_all(host, jobs, lanes, outcomes, errors, limiter)
     for job, lane in zip(jobs, lanes, strict=True):
         if job.workspace is not None:
-            lane.files_changed = await workspace_changes(job.workspace)
+            await _count_changes(job.workspace, lane)
     results = [
         JobResult(job, lane, outcome, error)
         for job, lane, outcome, error in zip(jobs, lanes, outcomes, errors, strict=True)
@@ -251,7 +295,9 @@ async def run_jobs(
         if any(job.workspace is not None for job in jobs):
             kinds = sorted({job.workspace.kind for job in jobs if job.workspace is not None})
             console.print(
-                f"each run worked in its own {' / '.join(kinds)} (kept; see the workspace column)",
+                f"each run worked in its own {' / '.join(kinds)} (kept; see the workspace column)"
+                f": `ringleader compare {group}` shows what each changed, `ringleader apply "
+                f"{group}/RUN` lands one, `ringleader workspaces --prune` removes them",
                 markup=False,
                 highlight=False,
             )
