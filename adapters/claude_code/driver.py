@@ -198,10 +198,12 @@ def claude_args(
     resume: str | None = None,
     max_turns: int | None = None,
     blocklist: Sequence[str] = (),
+    plan: bool = False,
 ) -> list[str]:
     """Claude Code's arguments (the binary is added by the launcher).
 
-    ``prompt`` is ``None`` in long-lived mode (prompts then go over stdin).
+    ``prompt`` is ``None`` in long-lived mode (prompts then go over stdin). ``plan``: plan mode
+    (``--permission-mode plan``, whatever the configured mode).
     """
     args = ["-p", "--output-format", "stream-json", "--verbose"]
     if config.partial_messages:
@@ -214,7 +216,9 @@ def claude_args(
         args += ["--resume", resume]
     if max_turns is not None:
         args += ["--max-turns", str(max_turns)]
-    if config.permission_mode:
+    if plan:
+        args += ["--permission-mode", "plan"]
+    elif config.permission_mode:
         args += ["--permission-mode", config.permission_mode]
     if config.allowed_tools:
         args += ["--allowedTools", ",".join(config.allowed_tools)]

@@ -131,6 +131,7 @@ async def run_side_by_side(
     approvals: bool = False,
     agent_id: str = "cli",
     workspace: WorkspaceConfig | None = None,
+    plan: bool = False,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``;
@@ -154,6 +155,7 @@ async def run_side_by_side(
                 resume=resume,
                 rotate_to=(rotation or {}).get(rid, (None, None))[0],
                 watermark=(rotation or {}).get(rid, (None, None))[1],
+                plan=plan,
             ),
         )
         for label, rid in zip(labels, runtime_ids, strict=True)
