@@ -91,6 +91,11 @@ __all__ = ["ClaudeCodeAdapter", "ClaudeCodeCodec", "ClaudeCodeSession", "ClaudeD
 
 ALIASES: Final = ("sonnet", "opus", "haiku")
 
+_PLAN_REVIEWED: Final = (
+    "Plan mode is read-only and you do not leave it yourself: a person reviews your plan once "
+    "this turn ends. End your turn with the plan as your answer."
+)
+
 ClaudeCodeSession = CliSession
 """What resumes a Claude Code session: its id and the directory it started in."""
 ClaudeCodeCodec = OriginCodec
@@ -161,6 +166,8 @@ class _Live:
     resume: str | None
     env: Mapping[str, str]
     fork_at: str | None = None
+    plan: bool = False
+    """Started in plan mode (a turn out of plan mode needs a process started without it)."""
     child: ChildProcess | None = None
     control: ControlClient | None = None
     cost_usd: float = 0.0
@@ -305,6 +312,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             max_turns=run.opts.max_turns,
             blocklist=run.opts.child_tool_blocklist,
             fork_at=run.opts.resume_at,
+            plan=run.opts.plan,
         )
         return self.spec(
             args,
@@ -330,6 +338,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             and run.resume == live.session_id
             and live.cwd == run.cwd
             and run.opts.resume_at is None  # a fork needs a process of its own
+            and live.plan == run.opts.plan
         )
         if live is not None and not reusable:
             await self._close_live(live)
@@ -343,6 +352,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
                 run.resume,
                 run.opts.env,
                 fork_at=run.opts.resume_at if run.resume else None,
+                plan=run.opts.plan,
             )
             self._lives[key] = live
             self.spawn(self._drive_live, live)
@@ -368,7 +378,12 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
     async def _drive_live(self, live: _Live) -> None:
         config = self.config
         args = claude_args(
-            config, prompt=None, model=live.model, resume=live.resume, fork_at=live.fork_at
+            config,
+            prompt=None,
+            model=live.model,
+            resume=live.resume,
+            fork_at=live.fork_at,
+            plan=live.plan,
         )
         env = run_env(config, home=live.home, extra=live.env)
         spec = self.spec(args, env, cwd=live.cwd, stdin=True)
@@ -505,7 +520,9 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         try:
             ask = CanUseToolRequest.model_validate(request)
             decision = self.config.permission_policy(ask.tool_name, ask.input)
-            if decision.ask:
+            if live.plan:  # plan mode is read-only; the host has a person review the plan
+                decision = PermissionDecision(allow=False, message=_PLAN_REVIEWED)
+            elif decision.ask:
                 if run is None:
                     decision = PermissionDecision(allow=False, message="no turn is running")
                 else:

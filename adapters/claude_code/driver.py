@@ -200,10 +200,12 @@ def claude_args(
     max_turns: int | None = None,
     blocklist: Sequence[str] = (),
     fork_at: str | None = None,
+    plan: bool = False,
 ) -> list[str]:
     """Claude Code's arguments (the binary is added by the launcher).
 
-    ``prompt`` is ``None`` in long-lived mode (prompts then go over stdin).
+    ``prompt`` is ``None`` in long-lived mode (prompts then go over stdin). ``plan``: plan mode
+    (``--permission-mode plan``, whatever the configured mode).
     """
     args = ["-p", "--output-format", "stream-json", "--verbose"]
     if config.partial_messages:
@@ -218,7 +220,9 @@ def claude_args(
             args += ["--resume-session-at", fork_at, "--fork-session"]
     if max_turns is not None:
         args += ["--max-turns", str(max_turns)]
-    if config.permission_mode:
+    if plan:
+        args += ["--permission-mode", "plan"]
+    elif config.permission_mode:
         args += ["--permission-mode", config.permission_mode]
     if config.allowed_tools:
         args += ["--allowedTools", ",".join(config.allowed_tools)]

@@ -105,7 +105,7 @@ from .mcp import McpHub, McpServer, open_mcp_servers
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
-from .policy import WORKSPACE_WRITE, PermissionPolicy
+from .policy import READ_ONLY, WORKSPACE_WRITE, PermissionPolicy
 from .pricing import PriceTable
 from .prompt_cache import tiered_request
 from .shell import BashOptions
@@ -398,8 +398,9 @@ class NativeAdapter(AdapterBase):
         per-tool overrides applied, the run's blocklist (case-insensitive) removed."""
         extra = list(self._tools(opts) if callable(self._tools) else self._tools)
         builtin: list[Tool[Any]] = []
+        policy = READ_ONLY if opts.plan else self.permissions  # plan mode: read-only
         if self._workspace_tools != ():
-            builtin = self._workspace_tools_in(opts.cwd or self._workspace or os.getcwd())
+            builtin = self._workspace_tools_in(opts.cwd or self._workspace or os.getcwd(), policy)
         names = {t.name for t in extra}
         return self._allowed(opts, [t for t in builtin if t.name not in names] + extra)
 
@@ -417,11 +418,21 @@ class NativeAdapter(AdapterBase):
             self._loop_configs[turns] = config
         return config
 
-    def _workspace_tools_in(self, cwd: str) -> list[Tool[Any]]:
+    def _workspace_tools_in(
+        self, cwd: str, policy: PermissionPolicy | None = None
+    ) -> list[Tool[Any]]:
         """The built-in tools confined to ``cwd`` with the policy's verdicts, built once per
         directory and policy (they keep no state: each call opens its paths beneath the root,
         like the extra tools every run shares)."""
-        policy = self.permissions
+        policy = policy or self.permissions
+        if policy is not self.permissions:  # plan mode's read-only tools: not cached
+            return workspace_tools_for(
+                cwd,
+                policy=policy,
+                limits=self._workspace_limits,
+                bash=self._bash,
+                names=self._workspace_tools,
+            )
         cached = self._workspace_cache.get(cwd)
         if cached is not None and cached[0] is policy:
             return cached[1]
@@ -440,7 +451,7 @@ class NativeAdapter(AdapterBase):
     def _allowed(self, opts: StartOpts, tools: Iterable[Tool[Any]]) -> list[Tool[Any]]:
         """The policy's per-tool overrides applied, the run's blocklist (case-insensitive)
         removed."""
-        overrides = self.permissions.tools
+        overrides = READ_ONLY.tools if opts.plan else self.permissions.tools  # plan: read-only
         blocked = {n.lower() for n in opts.child_tool_blocklist}
         return [
             attrs.evolve(t, permission=overrides[t.name]) if t.name in overrides else t

@@ -132,6 +132,7 @@ async def run_side_by_side(
     agent_id: str = "cli",
     workspace: WorkspaceConfig | None = None,
     task_fields: Mapping[str, Any] | None = None,
+    plan: bool = False,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``;
@@ -156,6 +157,7 @@ async def run_side_by_side(
                 rotate_to=(rotation or {}).get(rid, (None, None))[0],
                 watermark=(rotation or {}).get(rid, (None, None))[1],
                 **dict(task_fields or {}),
+                plan=plan,
             ),
         )
         for label, rid in zip(labels, runtime_ids, strict=True)

@@ -153,6 +153,10 @@ class StartOpts(BaseModel):
     approvals_db: str | None = None
     """The :class:`~orchestrator.core.approvals.ApprovalBook` file a tool call that needs approval
     waits in for a person (``None``: such a call is denied, fail-closed)."""
+    plan: bool = False
+    """Plan mode: the runtime works read-only in its planning mode (Claude Code ``--permission-mode
+    plan``, Codex's read-only sandbox, the native runtime's read-only policy) and answers with a
+    plan; the host has a person approve it before a normal turn carries it out."""
     env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
 
     def full_message(self) -> str:

@@ -48,7 +48,12 @@ from orchestrator.core.adapter import (
     TaskHandle,
     TurnResumable,
 )
-from orchestrator.core.approvals import APPROVALS_DB
+from orchestrator.core.approvals import (
+    APPROVALS_DB,
+    ApprovalBook,
+    ApprovalDecision,
+    ApprovalRequest,
+)
 from orchestrator.core.errors import (
     CapabilityError,
     ConfigError,
@@ -57,7 +62,14 @@ from orchestrator.core.errors import (
     redact_secrets,
     single_exception,
 )
-from orchestrator.core.events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
+from orchestrator.core.events import (
+    ApprovalCall,
+    DoneReason,
+    EventFactory,
+    RuntimeEvent,
+    Usage,
+    now_ms,
+)
 from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
 from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
@@ -169,6 +181,16 @@ class TaskSpec:
     resume_prompt_index: int = 0
     """Which of the session's prompts started the resumed run (0: the first; each run that
     resumed the session since added one)."""
+    plan: bool = False
+    """Plan mode: the first turn plans read-only; a person approves the plan (the approval book)
+    before a turn with the normal policy carries it out on the same session, or rejects it
+    with a message and gets a new plan (see :meth:`Runner._review_plan`)."""
+
+
+PLAN_APPROVED = "The plan is approved. Carry it out now."
+PLAN_REJECTED = "The plan was not approved: {message}\nMake a new plan."
+MAX_PLAN_ROUNDS = 5
+"""A task in plan mode asks for a new plan at most this many times."""
 
 
 @attrs.frozen
@@ -264,6 +286,8 @@ class Runner:
     session apart in it)."""
     on_queued: Callable[[str], None] | None = None
     """Told why a task waits before it starts (``at most 1 native run at once``)."""
+    _plan_rounds: dict[str, int] = attrs.field(factory=dict[str, int], repr=False)
+    """Plans reviewed per session key (a task asks for a new plan at most MAX_PLAN_ROUNDS)."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -337,6 +361,7 @@ class Runner:
             resume_at=resume_at if resume_id else None,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
+            plan=task.plan,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -477,6 +502,94 @@ class Runner:
 
         outcome = await supervisor.supervise(attempt)
         return outcome, supervisor.attempts, current
+
+    # -- plan mode (run --plan) ----------------------------------------------------------------
+
+    async def _plan_turn(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        handle: RunHandle,
+        home: str | None,
+        outcome: RunOutcome,
+    ) -> tuple[TaskSpec, RunHandle, str] | None:
+        """A person reviews the plan the run answered; the next turn on its session carries it
+        out (approved: plan mode off) or makes a new one (rejected: with the person's message).
+        ``None``: no session to continue, or too many rounds."""
+        session = handle.run_id
+        rounds = self._plan_rounds.get(session_key, 0) + 1
+        self._plan_rounds[session_key] = rounds
+        if not caps.resume or not session or rounds > MAX_PLAN_ROUNDS:
+            return None
+        decision = await self._review_plan(adapter.id, task, session_key, outcome, rounds)
+        if decision.approved:
+            turn = attrs.evolve(task, title=PLAN_APPROVED, description="", plan=False)
+        else:
+            message = decision.rejection_text()
+            text = PLAN_REJECTED.format(message=message)
+            turn = attrs.evolve(task, title=text, description="", plan=True)
+        started = await adapter.start(
+            TaskHandle(task_id=task.task_id, team_id=task.team_id),
+            self._opts(turn, session_key, "", home, session),
+        )
+        return turn, started, session
+
+    async def _review_plan(
+        self, runtime_id: str, task: TaskSpec, session_key: str, outcome: RunOutcome, n: int
+    ) -> ApprovalDecision:
+        """The plan as an approval in the book, on a run of its own (``…:plan-N:run-…``) that
+        waits (``status{waiting_approval}``) until a person decides it: ``ringleader approve``,
+        the board or an ACP editor."""
+        plan = outcome.text or outcome.summary
+        review_key = f"{session_key}:plan-{n}:run-{uuid.uuid4().hex[:8]}"
+        make = EventFactory(run_id=review_key, session_id=session_key, clock=self.clock)
+        book = ApprovalBook.in_state_dir(self.state_dir)
+        handler = book.handler(
+            runtime_id=runtime_id,
+            agent_id=task.agent_id,
+            session_key=review_key,
+            cwd=task.cwd or "",
+        )
+        request = ApprovalRequest(
+            "plan", {"plan": plan}, f"plan-{n}", review_key, "approve the plan to carry it out"
+        )
+        log = self.event_log
+        if log is not None:
+            await log.start_run(review_key, runtime_id=runtime_id, session_key=session_key)
+        await handler.record(request)
+        call = ApprovalCall(
+            id=request.id, tool_call_id=request.call_id, name="plan", input={"plan": plan},
+            reason=request.reason,
+        )  # fmt: skip
+        await self.sink.deliver(
+            review_key,
+            [
+                make.status("init", detail=f"plan {n} of {outcome.run_key}"),
+                make.text_delta(plan),
+                make.waiting_approval(call, detail=f"approval {request.id}: plan"),
+            ],
+        )
+        try:
+            decision = await handler(request)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.sink.deliver(review_key, make.finish("aborted", "plan not reviewed"))
+                if log is not None:
+                    await log.finish_run(review_key, status="aborted", outcome={"title": "plan"})
+            raise
+        verdict = (
+            "plan approved" if decision.approved else f"plan rejected: {decision.rejection_text()}"
+        )
+        await self.sink.deliver(review_key, make.finish("success", verdict))
+        if log is not None:
+            await log.finish_run(
+                review_key,
+                status="success",
+                outcome={"reason": "success", "summary": verdict, "title": f"plan {n}"},
+            )
+        return decision
 
     # -- follow-ups (ringleader say) ---------------------------------------------------------
 
@@ -781,7 +894,7 @@ class Runner:
         state = _TaskState()
         lineage: dict[str, Any] | None = None
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
-        runtime = runtime_id
+        runtime: str = runtime_id
         gov = self.governance
         ledger = gov.task_ledger() if gov is not None else None
         if gov is not None:
@@ -805,7 +918,7 @@ class Runner:
             session_key = base_key
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
-            home = await stack.enter_async_context(home_cm)
+            home: str | None = await stack.enter_async_context(home_cm)
             template = self.registry.sandbox
             if template is not None:  # its children see its workspace and home, writable
                 policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
@@ -865,7 +978,8 @@ class Runner:
                 )
                 preset = first_checkpointer = resume_at = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
-                turn_task = task
+                planning = turn_task.plan
+                turn_task = attrs.evolve(task, plan=planning)  # plan rounds stay in plan mode
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 if gov is not None and outcome.reason != "aborted":
@@ -873,8 +987,19 @@ class Runner:
                     why = "" if ok else failure_reason(outcome)
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
+                if turn_task.plan and outcome.reason == "success":
+                    turn = await self._plan_turn(
+                        adapter, caps, turn_task, session_key, handle, home, outcome
+                    )
+                    if turn is None:
+                        break
+                    turn_task, handle, resume_id = turn  # the same session, on the person's word
+                    lineage = {"planOf": outcome.run_key}
+                    continue
                 if reason is None or state.rotations >= limit:
-                    turn = await self._followup_turn(adapter, caps, task, session_key, handle, home)
+                    turn = await self._followup_turn(
+                        adapter, caps, turn_task, session_key, handle, home
+                    )
                     if turn is None:
                         break
                     turn_task, handle, resume_id = turn  # the next turn, on the same session
@@ -883,11 +1008,11 @@ class Runner:
                 if _spent(gov, ledger):  # no rotation past a budget
                     break
                 state.rotations += 1
-                next_runtime = rotate_to or runtime
+                next_runtime: str = rotate_to or runtime
                 next_adapter = await adapter_for(next_runtime)
                 next_caps = next_adapter.capabilities()
                 next_plan = resolve_runtime_integration(next_caps)
-                next_home = home
+                next_home: str | None = home
                 if next_runtime != runtime:
                     next_home = await stack.enter_async_context(
                         self._home(next_plan, next_runtime, task.agent_id)
@@ -945,13 +1070,13 @@ class Runner:
                     "tokensUsed": handoff.tokens_used,
                     "contextWindowTokens": handoff.context_window_tokens,
                 }
-                adapter, caps, runtime, session_key, home = (
+                adapter, caps, runtime, session_key = (
                     next_adapter,
                     next_caps,
                     next_runtime,
                     next_key,
-                    next_home,
                 )
+                home = next_home
         return _final(state)
 
     async def resume_task(
