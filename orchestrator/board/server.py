@@ -286,6 +286,7 @@ def board_app(
                     "runtimeId": row.runtime_id if row is not None else None,
                     "title": title,
                     "resumedFrom": (row.outcome or {}).get("resumedFrom") if row else None,
+                    **_chain_fields(row.outcome if row is not None else None),
                 }
             )
         pending = await pending_approvals()
@@ -322,6 +323,7 @@ def board_app(
                 r.run_key.startswith(task_base + ":")
                 or (r.outcome or {}).get("resumedFrom") == key
                 or (mine.outcome or {}).get("resumedFrom") == r.run_key
+                or _same_chain(mine.outcome, r.outcome)
             )
         ]
         title = hosted.title(key) if hosted is not None else None
@@ -361,3 +363,14 @@ def board_app(
         Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
     ]
     return Starlette(routes=routes)
+
+
+def _chain_fields(outcome: dict[str, Any] | None) -> dict[str, Any]:
+    """A chained run's ``chain``, ``chainTask`` and ``dependsOn`` (see ``engine/chains.py``)."""
+    found = outcome or {}
+    return {k: found[k] for k in ("chain", "chainTask", "dependsOn") if k in found}
+
+
+def _same_chain(mine: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
+    chain = (mine or {}).get("chain")
+    return chain is not None and (other or {}).get("chain") == chain

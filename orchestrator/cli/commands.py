@@ -204,6 +204,8 @@ async def batch(
             f"known: {', '.join(registry.ids())}"
         )
     state = usable_state_dir()
+    chained = any(t.depends_on for t in spec.task)
+    chain = new_task_id(Path(file).stem) if chained else None
     planned = [
         Job(
             label=t.id,
@@ -214,7 +216,13 @@ async def batch(
                 model=t.model,
                 cwd=t.cwd,
                 agent_id="batch",
+                outcome_fields=(
+                    {"chain": chain, "chainTask": t.id, "dependsOn": list(t.depends_on)}
+                    if chain
+                    else {}
+                ),
             ),
+            depends_on=t.depends_on,
         )
         for t in spec.task
     ]

@@ -18,6 +18,16 @@ import trio
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
+from orchestrator.engine.chains import (
+    ChainGate,
+    StepResult,
+    blocked_by,
+    directory_diff,
+    placeholders,
+    record_skipped,
+    render_prompt,
+    workspace_diff,
+)
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
@@ -46,6 +56,9 @@ class Job:
     runtime_id: str
     task: TaskSpec
     workspace: Workspace | None = None
+    depends_on: tuple[str, ...] = ()
+    """Labels of the jobs this one waits for (a chain: see :mod:`orchestrator.engine.chains`);
+    its task's title may hold their ``{{ LABEL.summary }}`` / ``.diff`` / ``.status``."""
 
 
 @attrs.frozen
@@ -54,6 +67,8 @@ class JobResult:
     lane: Lane
     outcome: TaskOutcome | None
     error: Exception | None = None
+    skipped: str | None = None
+    """Why the job never started (a dependency did not succeed)."""
 
     @property
     def ok(self) -> bool:
@@ -128,6 +143,11 @@ async def run_jobs(
     await _warm_up(registry, {job.runtime_id for job in jobs})
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
+    skips: list[str | None] = [None] * len(jobs)
+    gate = ChainGate()
+    diffs_wanted = {
+        ref for job in jobs for ref, field in placeholders(job.task.title) if field == "diff"
+    }
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
     async with EventLog.open(state_dir / "events.db") as log:
         runner = Runner(
@@ -140,6 +160,7 @@ async def run_jobs(
             governance=governance,
             approvals=approvals,
         )
+        recording = runner.sink
         async with (
             view.active(),
             make_host(runner) as host,
@@ -153,16 +174,50 @@ async def run_jobs(
 
             async def one(index: int) -> None:
                 job, lane = jobs[index], lanes[index]
-                async with limiter:
-                    lane.started = trio.current_time()
-                    lane.phase = "starting"
-                    ref = host.submit(job.runtime_id, job.task)
-                    try:
-                        outcomes[index] = await ref.outcome()
-                    except Exception as exc:
-                        errors[index] = exc
-                        lane.error = " ".join(str(exc).split())
-                    lane.finish("error", trio.current_time())
+                result: StepResult | None = None
+                try:
+                    task = job.task
+                    if job.depends_on:
+                        lane.phase = f"waiting for {', '.join(job.depends_on)}"
+                        done = await gate.wait(job.depends_on)
+                        why = blocked_by(job.label, job.depends_on, done)
+                        if why is not None:
+                            await record_skipped(
+                                log,
+                                recording,
+                                runtime_id=job.runtime_id,
+                                task_id=task.task_id,
+                                reason=why,
+                                outcome_fields=task.outcome_fields,
+                                title=task.title,
+                            )
+                            skips[index] = lane.error = why
+                            lane.outcome, lane.phase = "skipped", "skipped"
+                            lane.ended = lane.started = trio.current_time()
+                            result = StepResult("skipped", reason=why)
+                            return
+                        task = attrs.evolve(task, title=render_prompt(task.title, gate.results))
+                    async with limiter:
+                        lane.started = trio.current_time()
+                        lane.phase = "starting"
+                        ref = host.submit(job.runtime_id, task)
+                        try:
+                            outcome = outcomes[index] = await ref.outcome()
+                        except Exception as exc:
+                            errors[index] = exc
+                            lane.error = " ".join(str(exc).split())
+                            outcome = None
+                        lane.finish("error", trio.current_time())
+                    if outcome is None:
+                        result = StepResult("error", reason=lane.error or "it raised")
+                    else:
+                        diff = ""
+                        if job.label in diffs_wanted and outcome.status == "success":
+                            diff = await _diff_of(job)
+                        reason = outcome.error_message or outcome.error_code or ""
+                        result = StepResult(outcome.status, outcome.summary, diff, reason)
+                finally:
+                    gate.finish(job.label, result or StepResult("error", reason="cancelled"))
 
             for index in range(len(jobs)):
                 nursery.start_soon(one, index)
@@ -170,15 +225,17 @@ async def run_jobs(
         if job.workspace is not None:
             lane.files_changed = await workspace_changes(job.workspace)
     results = [
-        JobResult(job, lane, outcome, error)
-        for job, lane, outcome, error in zip(jobs, lanes, outcomes, errors, strict=True)
+        JobResult(job, lane, outcome, error, skip)
+        for job, lane, outcome, error, skip in zip(
+            jobs, lanes, outcomes, errors, skips, strict=True
+        )
     ]
     if view.console is not None:
         console = view.console
         console.print()
         console.print(comparison_table(lanes))
         for result in results:
-            if result.error is not None:
+            if result.error is not None or result.skipped is not None:
                 console.print(
                     f"{result.job.label}: {result.lane.error}", markup=False, highlight=False
                 )
@@ -190,3 +247,10 @@ async def run_jobs(
                 highlight=False,
             )
     return results
+
+
+async def _diff_of(job: Job) -> str:
+    """What ``job`` changed: its workspace's diff, or its directory's against git ``HEAD``."""
+    if job.workspace is not None:
+        return await workspace_diff(job.workspace)
+    return await directory_diff(job.task.cwd or ".")

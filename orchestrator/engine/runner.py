@@ -145,6 +145,9 @@ class TaskSpec:
     watermark: float | None = None
     """Rotate past this share of the context window (0–1; default: the runner's
     ``rotation.threshold_pct``)."""
+    outcome_fields: Mapping[str, Any] = attrs.field(factory=dict[str, Any], repr=False)
+    """More fields for each of the task's runs rows in the event log (a chain's ``chain``,
+    ``chainTask`` and ``dependsOn``: the board links chained runs by them)."""
 
 
 @attrs.frozen
@@ -446,6 +449,7 @@ class Runner:
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
+                **task.outcome_fields,
                 **(lineage or {}),
                 "runtimeVersion": await self._version(adapter.id),
                 **_drift(outcome),

@@ -62,6 +62,7 @@ function render(card) {
       el("span", { class: "runtime", text: card.runtimeId || runtimeOf(card.runKey) || "?" }),
       el("span", { class: "phase", text: card.phase })),
     el("div", { class: "title", text: card.title || card.runKey }),
+    ...(card.chainTask ? [el("div", { class: "chain", "data-testid": "chain", text: `chain ${card.chainTask}${card.dependsOn?.length ? ` ← ${card.dependsOn.join(", ")}` : ""}` })] : []),
     el("div", { class: "nums" },
       el("span", { class: "tokens", text: `${formatTokens(card.inputTokens)} in · ${formatTokens(card.outputTokens)} out` }),
       el("span", { class: card.costUsd === null ? "cost unknown" : "cost", text: formatCost(card.costUsd, card.estimated) }),
@@ -99,9 +100,11 @@ function refreshMeta() {
       const snap = await getJSON("/board");
       for (const c of snap.cards) {
         const card = cards.get(c.runKey);
-        if (card && (card.title !== c.title || card.runtimeId !== c.runtimeId)) {
+        if (card && (card.title !== c.title || card.runtimeId !== c.runtimeId || card.chainTask !== c.chainTask)) {
           card.title = c.title;
           card.runtimeId = c.runtimeId;
+          card.chainTask = c.chainTask;
+          card.dependsOn = c.dependsOn;
           render(card);
         }
       }
@@ -118,6 +121,8 @@ function onEvent(gid, runKey, ev) {
   const prev = cards.get(runKey);
   card.title = prev?.title ?? null;
   card.runtimeId = prev?.runtimeId ?? null;
+  card.chainTask = prev?.chainTask;
+  card.dependsOn = prev?.dependsOn;
   cards.set(runKey, card);
   render(card);
   counts();
