@@ -3,6 +3,7 @@
 :func:`board_app` serves, next to the feed's routes (``/events``, ``/runs``, ``/runs/KEY``):
 
 * ``GET /`` — the board (a column per state, a card per run), ``GET /run/KEY`` — one run's page;
+* ``GET /usage`` — the quota meters per runtime and account (:mod:`orchestrator.engine.quota`);
   static files from ``orchestrator/board/static`` (plain JavaScript modules, no build step);
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
@@ -45,9 +46,11 @@ from orchestrator.core.errors import (
     MailboxClosedError,
     RingleaderError,
 )
+from orchestrator.core.events import now_ms
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
 from orchestrator.engine.hosts import LocalHost, TaskRef
+from orchestrator.engine.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
 from orchestrator.engine.runner import TaskSpec
 
 __all__ = ["BoardHost", "board_app"]
@@ -142,6 +145,7 @@ def board_app(
     hosted: BoardHost | None = None,
     keepalive_s: float = 15.0,
     action_token: str | None = None,
+    quota: QuotaBook | None = None,
 ) -> Starlette:
     """The board (see the module docstring). ``hosted``: the runs this process hosts (actions
     and ``POST /tasks``); without it the board is read-only. ``action_token`` (tests) replaces
@@ -331,6 +335,16 @@ def board_app(
             title = mine.outcome.get("title")
         return JSONResponse({"run": run_json(mine), "title": title, "related": related})
 
+    async def usage(request: Request) -> Response:
+        """The quota meters (``orchestrator/engine/quota.py``): per runtime and account, the
+        windows last reported; the hosted runtimes without any are listed as unknown."""
+        if not auth.reads(request):
+            return refused()
+        readings = await trio.to_thread.run_sync(quota.readings) if quota is not None else []
+        runtimes = {rid: [DEFAULT_ACCOUNT] for rid in (hosted.runtimes if hosted else ())}
+        now = now_ms()
+        return JSONResponse({"now": now, "usage": usage_report(readings, runtimes, now_ms=now)})
+
     def html(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             if token is None and not auth.host_ok(request):
@@ -355,6 +369,7 @@ def board_app(
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),
+        Route("/usage", usage),
         Route("/tasks", action(tasks), methods=["POST"]),
         Route("/abort", action(abort), methods=["POST"]),
         Route("/steer", action(steer), methods=["POST"]),

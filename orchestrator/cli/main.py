@@ -51,6 +51,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_run,
         cmd_runtimes,
         cmd_serve,
+        cmd_usage,
     )
 
     return (
@@ -59,6 +60,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_batch.register,
         cmd_doctor.register,
         cmd_runtimes.register,  # runtimes and config
+        cmd_usage.register,
         cmd_replay.register,
         cmd_serve.register,
         _model_server_help,

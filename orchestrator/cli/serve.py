@@ -20,6 +20,7 @@ from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
 from orchestrator.engine.feed import Feed, RecordingSink, serve_feed
 from orchestrator.engine.hosts import LocalHost
+from orchestrator.engine.quota import QuotaBook
 from orchestrator.engine.runner import Runner
 
 __all__ = ["FeedRelay", "board_for_run", "serve_board", "tail_log"]
@@ -78,6 +79,7 @@ async def serve_board(
             state_dir=state,
             event_log=log,
             approvals=True,  # tool calls that need approval wait for the board (or the CLI)
+            quota=QuotaBook.in_state_dir(state),
         )
         async with LocalHost(runner) as local:
             hosted = BoardHost(
@@ -86,7 +88,9 @@ async def serve_board(
                 approvals=ApprovalBook.in_state_dir(state),
                 task_defaults={"cwd": os.getcwd(), "agent_id": "board"},
             )
-            app = board_app(feed, log, token=token, hosted=hosted)
+            app = board_app(
+                feed, log, token=token, hosted=hosted, quota=QuotaBook.in_state_dir(state)
+            )
             async with (
                 serve_feed(feed, log, host=host, port=port, token=token, app=app) as served,
                 trio.open_nursery() as nursery,

@@ -32,6 +32,7 @@ from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost
+from orchestrator.engine.quota import QuotaBook
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
 from orchestrator.engine.workspaces import Workspace, create_workspace, workspace_changes
@@ -159,6 +160,7 @@ async def run_jobs(
             record_rotation=view.rotated,
             governance=governance,
             approvals=approvals,
+            quota=QuotaBook.in_state_dir(state_dir),
         )
         recording = runner.sink
         async with (

@@ -64,6 +64,7 @@ from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
 from orchestrator.engine.governance import Governance, RunGuard, SpendLedger
+from orchestrator.engine.quota import QuotaBook, readings_from, wants
 from orchestrator.engine.rotation import (
     DEFAULT_ROTATION,
     RotationDefaults,
@@ -145,6 +146,9 @@ class TaskSpec:
     watermark: float | None = None
     """Rotate past this share of the context window (0–1; default: the runner's
     ``rotation.threshold_pct``)."""
+    account: str | None = None
+    """The account the runtime runs as (``[runtimes.<id>.accounts.<name>]``; ``None``: its
+    default login or key); the quota meters are kept per account."""
     outcome_fields: Mapping[str, Any] = attrs.field(factory=dict[str, Any], repr=False)
     """More fields for each of the task's runs rows in the event log (a chain's ``chain``,
     ``chainTask`` and ``dependsOn``: the board links chained runs by them)."""
@@ -214,6 +218,9 @@ class Runner:
     approvals: bool = False
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
+    quota: QuotaBook | None = None
+    """Where the rate-limit windows the runs report are kept (the quota meters: see
+    :mod:`orchestrator.engine.quota`); ``None``: not kept."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
@@ -358,6 +365,14 @@ class Runner:
                 recorded = True
                 return self._record_session(log, adapter, handle, task, run_key)
 
+            book = self.quota
+
+            def on_event(event: RuntimeEvent) -> Awaitable[None] | None:
+                first = record_session_once(event) if log is not None else None
+                if book is None or not wants(event):
+                    return first
+                return self._record_quota(book, event, adapter.id, task.account, first)
+
             actor = RunActor(
                 adapter=adapter,
                 run_handle=current,
@@ -367,7 +382,7 @@ class Runner:
                 idle_s=self.idle_s,
                 grace_s=self.grace_s,
                 clock=self.clock,
-                on_event=record_session_once if log is not None else None,
+                on_event=on_event if log is not None or book is not None else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
                 endpoint=endpoint,
             )
@@ -386,6 +401,19 @@ class Runner:
 
         outcome = await supervisor.supervise(attempt)
         return outcome, supervisor.attempts, current
+
+    async def _record_quota(
+        self,
+        book: QuotaBook,
+        event: RuntimeEvent,
+        runtime_id: str,
+        account: str | None,
+        first: Awaitable[None] | None,
+    ) -> None:
+        if first is not None:
+            await first
+        readings = readings_from(event, runtime_id, account, now_ms=self.clock())
+        await trio.to_thread.run_sync(book.record, readings)
 
     async def _start_failed(
         self,

@@ -167,6 +167,38 @@ function setupTaskForm(runtimes) {
   });
 }
 
+// The quota meters (GET /usage): a gauge per window of each runtime and account; a window
+// nobody reported reads "unknown", never 0.
+function gauge(w) {
+  const current = w.current && w.usedPercent !== null;
+  const used = current ? Math.max(0, Math.min(100, w.usedPercent)) : null;
+  const when = w.resetsAt ? new Date(w.resetsAt).toLocaleString() : null;
+  const text = !w.current
+    ? `${w.window}: reset${when ? ` at ${when}` : ""} (used since: unknown)`
+    : `${w.window}: ${used === null ? "used unknown" : `${w.usedPercent}% used`}${w.limited ? ` · held until ${when}` : when ? ` · resets ${when}` : ""}`;
+  const bar = el("span", { class: "bar" });
+  if (used !== null) {
+    const fill = el("span", { class: "fill" });
+    fill.style.width = `${used}%`; // CSSOM, not a style attribute: the page's CSP allows no inline styles
+    bar.append(fill);
+  }
+  const node = el("span", { class: `gauge${w.limited ? " limited" : ""}${used === null ? " unknown" : ""}`, title: `${text} (${w.source})` }, bar, ` ${text}`);
+  return node;
+}
+
+async function pollUsage() {
+  try {
+    const { usage } = await getJSON("/usage");
+    const rows = usage.map((row) =>
+      el("div", { class: "meter", "data-runtime": row.runtime, "data-account": row.account },
+        el("strong", { text: `${row.runtime}${row.account === "default" ? "" : ` (${row.account})`}` }),
+        ...(row.known ? row.windows.map(gauge) : [el("span", { class: "gauge unknown", text: " quota unknown" })])));
+    document.getElementById("usage").replaceChildren(...rows);
+  } catch {
+    /* the next poll retries */
+  }
+}
+
 async function main() {
   const snap = await getJSON("/board");
   for (const c of snap.cards) {
@@ -190,6 +222,8 @@ async function main() {
     }
   }, 1000);
   setInterval(pollApprovals, 1000);
+  pollUsage();
+  setInterval(pollUsage, 15000);
 }
 
 main().catch((e) => say(`cannot load the board: ${e.message}`, true));
