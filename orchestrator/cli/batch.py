@@ -14,6 +14,9 @@
     depends_on = ["plan"]         # optional: start when these tasks succeeded; a dependency
                                   # that failed, was aborted or skipped skips this one
     # the prompt may use a dependency's {{ plan.summary }}, {{ plan.diff }}, {{ plan.status }}
+    account = "work"              # optional: [runtimes.<runtime>.accounts.work] (default: its own)
+    fallback = ["personal", "codex"]  # optional: where to go while this one is held at a limit
+                                  # (an account of the runtime, a runtime, or "runtime@account")
 
 Part of the CLI: the library never imports this module.
 """
@@ -42,6 +45,8 @@ class BatchTask(BaseModel):
     cwd: str = "."
     workspace: bool = True
     depends_on: tuple[str, ...] = ()
+    account: str | None = Field(default=None, min_length=1)
+    fallback: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _prompt_not_blank(self) -> BatchTask:

@@ -25,6 +25,7 @@ from orchestrator.cli.options import (
 from orchestrator.core.registry import (
     discover_runtimes,
 )
+from orchestrator.engine.accounts import account_table
 
 __all__ = ["register"]
 
@@ -48,6 +49,7 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
                 make_host=host_maker(args.ray, loaded, []),
                 governance=governance,
                 sinks=sinks,
+                accounts=account_table(loaded.config),
             )
         )
 

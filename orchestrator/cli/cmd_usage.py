@@ -36,7 +36,7 @@ def usage(config_file: str | None, *, as_json: bool, out: TextIO) -> int:
     loaded = load_cli_config(config_file, specs)
     accounts: dict[str, list[str]] = {spec.id: [DEFAULT_ACCOUNT] for spec in specs}
     for runtime_id, runtime in loaded.config.runtimes.items():
-        names = list(getattr(runtime, "accounts", {}) or {})
+        names = list(runtime.accounts)
         accounts.setdefault(runtime_id, [DEFAULT_ACCOUNT]).extend(names)
     now = now_ms()
     readings = QuotaBook.in_state_dir(default_state_dir()).readings()

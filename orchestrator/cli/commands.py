@@ -27,8 +27,10 @@ from orchestrator.cli.sidebyside import (
     prepare_workspaces,
     run_jobs,
 )
+from orchestrator.core.config import AccountConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.accounts import check_targets, targets
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, RunRow
 from orchestrator.engine.governance import Governance
@@ -127,12 +129,17 @@ async def run_side_by_side(
     board: BoardStarter | None = None,
     approvals: bool = False,
     agent_id: str = "cli",
+    account: str | None = None,
+    fallback: Sequence[str] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
 
     One runtime runs in the working directory itself; if it raises (not installed, bad
     configuration), so does this."""
+    for rid in runtime_ids:  # an unknown account or fallback fails before anything starts
+        check_targets(targets(rid, account, fallback, accounts or {}), registry, where="run")
     state = usable_state_dir()
     origin = cwd or os.getcwd()
     labels = _labels(runtime_ids)
@@ -149,6 +156,8 @@ async def run_side_by_side(
                 resume=resume,
                 rotate_to=(rotation or {}).get(rid, (None, None))[0],
                 watermark=(rotation or {}).get(rid, (None, None))[1],
+                account=account,
+                fallback=tuple(fallback),
             ),
         )
         for label, rid in zip(labels, runtime_ids, strict=True)
@@ -168,6 +177,7 @@ async def run_side_by_side(
         sinks=sinks,
         board=board,
         approvals=approvals,
+        accounts=accounts,
     )
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
@@ -194,6 +204,7 @@ async def batch(
     make_host: Callable[[Runner], Host] = LocalHost,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
     spec = load_batch(file)
@@ -201,8 +212,11 @@ async def batch(
     if unknown:
         raise ConfigError(
             f"batch file {file}: unknown runtime {', '.join(map(repr, unknown))}; "
-            f"known: {', '.join(registry.ids())}"
+            f"known: {', '.join(r for r in registry.ids() if '@' not in r)}"
         )
+    for t in spec.task:
+        found = targets(t.runtime, t.account, t.fallback, accounts or {})
+        check_targets(found, registry, where=f"batch file {file}: task {t.id!r}")
     state = usable_state_dir()
     chained = any(t.depends_on for t in spec.task)
     chain = new_task_id(Path(file).stem) if chained else None
@@ -216,6 +230,8 @@ async def batch(
                 model=t.model,
                 cwd=t.cwd,
                 agent_id="batch",
+                account=t.account,
+                fallback=t.fallback,
                 outcome_fields=(
                     {"chain": chain, "chainTask": t.id, "dependsOn": list(t.depends_on)}
                     if chain
@@ -241,6 +257,7 @@ async def batch(
         make_host=make_host,
         governance=governance,
         sinks=sinks,
+        accounts=accounts,
     )
     return 0 if all(r.ok for r in results) else 1
 

@@ -75,7 +75,12 @@ def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> Lo
 
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
-    return RuntimeRegistry.from_specs(specs, config.runtime)
+    """The runtimes, and each configured account as ``<runtime>@<name>``."""
+    from orchestrator.engine.accounts import register_accounts
+
+    registry = RuntimeRegistry.from_specs(specs, config.runtime)
+    register_accounts(registry, specs, config.config)
+    return registry
 
 
 def spec_named(specs: Sequence[RuntimeSpec], runtime_id: str) -> RuntimeSpec:

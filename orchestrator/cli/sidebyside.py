@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 from typing import TypeAlias
@@ -16,6 +16,7 @@ import attrs
 import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
+from orchestrator.core.config import AccountConfig
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.chains import (
@@ -127,6 +128,7 @@ async def run_jobs(
     sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
     approvals: bool = False,
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -161,6 +163,7 @@ async def run_jobs(
             governance=governance,
             approvals=approvals,
             quota=QuotaBook.in_state_dir(state_dir),
+            accounts=accounts or {},
         )
         recording = runner.sink
         async with (

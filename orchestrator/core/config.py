@@ -26,6 +26,10 @@ The file format::
     output = 10.0
     cached_input = 0.125
 
+    [runtimes.claude-code.accounts.work]  # another account (run --account work)
+    home = "~/.claude-work"             # its config directory (holds its login)
+    api_key_env = "WORK_ANTHROPIC_KEY"  # … or its key, by variable NAME
+
     [runtimes.native]
     output_schema = "answer.schema.json"  # the final answer: JSON matching this JSON Schema
 
@@ -82,6 +86,7 @@ from orchestrator.core.errors import ConfigError, redact_secrets
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "AccountConfig",
     "BreakerConfig",
     "BudgetConfig",
     "Config",
@@ -215,6 +220,32 @@ class SubagentConfig(BaseModel):
         return f"{self.description or first}{model}"
 
 
+class AccountConfig(BaseModel):
+    """``[runtimes.<id>.accounts.<name>]``: another account of the runtime (a second
+    subscription login, a team key). A run with ``--account NAME`` (or a task's ``account``)
+    uses its ``home`` as the runtime's config directory (Claude Code's ``CLAUDE_CONFIG_DIR``,
+    Codex's ``CODEX_HOME``; default: a home of its own under the state directory, where you log
+    in once) and its ``api_key_env`` / ``base_url`` / ``model`` over the runtime's."""
+
+    model_config = _STRICT
+    home: str | None = None
+    """The account's config directory (``~`` is expanded); it holds its login."""
+    api_key_env: str | None = None
+    """The NAME of the environment variable holding this account's key (never the key)."""
+    base_url: str | None = None
+    model: str | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and (redact_secrets(value) != value or not _ENV_NAME.match(value)):
+            raise ValueError(f"{value!r} is not an environment variable name")
+        return value
+
+    def home_path(self) -> Path | None:
+        return Path(self.home).expanduser() if self.home else None
+
+
 class RuntimeConfig(BaseModel):
     """One runtime's settings. ``None`` everywhere means "the runtime's own default"."""
 
@@ -258,6 +289,26 @@ class RuntimeConfig(BaseModel):
     """A JSON Schema file (native; relative to the working directory): the final answer must
     be JSON matching it; a mismatch goes back to the model (twice at most), then the run fails
     with ``error{output_invalid}``."""
+    accounts: dict[str, AccountConfig] = Field(default_factory=dict[str, AccountConfig])
+    """More accounts of this runtime by name (``--account NAME``; see :class:`AccountConfig`)."""
+
+    def for_account(self, name: str) -> RuntimeConfig:
+        """These settings as account ``name`` has them (its key variable, URL and model over
+        the runtime's).
+
+        Raises:
+            ConfigError: no such account.
+        """
+        account = self.accounts.get(name)
+        if account is None:
+            known = ", ".join(self.accounts) or "none configured"
+            raise ConfigError(f"no account {name!r} (accounts: {known})")
+        values = {
+            k: v
+            for k, v in account.model_dump().items()
+            if k in ("api_key_env", "base_url", "model") and v is not None
+        }
+        return self.model_copy(update={**values, "accounts": {}})
 
     @field_validator("api_key_env")
     @classmethod
@@ -321,7 +372,7 @@ class Config(BaseModel):
 
 
 _FIELDS: Final = tuple(RuntimeConfig.model_fields)
-_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents")
+_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents", "accounts")
 """Fields that are tables keyed by name (a model, a server): merged entry by entry."""
 _ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
 
@@ -374,6 +425,21 @@ class LoadedConfig:
             cfg = self.config.runtime(runtime_id)
             for field in _FIELDS:
                 key = f"runtimes.{runtime_id}.{field}"
+                if field == "accounts":
+                    for name, account in cfg.accounts.items():
+                        entry_key = f"{key}.{name}"
+                        parts = [f"home={account.home or '(own, in the state directory)'}"]
+                        if account.api_key_env:
+                            state = "set" if os.environ.get(account.api_key_env) else "not set"
+                            parts.append(f"api_key_env={account.api_key_env} ({state})")
+                        parts += [
+                            f"{k}={v}"
+                            for k, v in (("base_url", account.base_url), ("model", account.model))
+                            if v
+                        ]
+                        shown = redact_secrets(", ".join(parts))
+                        rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
+                    continue
                 if field in ("mcp_servers", "subagents"):  # tables of entries that describe()
                     entries: Mapping[str, McpServerConfig | SubagentConfig] = getattr(cfg, field)
                     for name, entry in entries.items():

@@ -47,6 +47,7 @@ from orchestrator.core.adapter import (
     TaskHandle,
 )
 from orchestrator.core.approvals import APPROVALS_DB
+from orchestrator.core.config import AccountConfig
 from orchestrator.core.errors import (
     ConfigError,
     RingleaderError,
@@ -60,6 +61,7 @@ from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtim
 from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.accounts import HANDED_OFF, MOVE_ON, account_key, split_key, targets
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
@@ -75,7 +77,13 @@ from orchestrator.engine.rotation import (
     rotate_session,
     should_rotate,
 )
-from orchestrator.engine.supervisor import RestartPolicy, RetryListener, Supervisor, failure_reason
+from orchestrator.engine.supervisor import (
+    RestartPolicy,
+    RetryListener,
+    RetryNotice,
+    Supervisor,
+    failure_reason,
+)
 from tiers import PromptTiers, assemble_tiers, date_stamp
 
 __all__ = [
@@ -149,6 +157,10 @@ class TaskSpec:
     account: str | None = None
     """The account the runtime runs as (``[runtimes.<id>.accounts.<name>]``; ``None``: its
     default login or key); the quota meters are kept per account."""
+    fallback: tuple[str, ...] = ()
+    """Where the task goes, in order, when its target is held at a limit: another account
+    (``NAME``), a runtime (``RUNTIME``) or both (``RUNTIME@NAME``); see
+    :mod:`orchestrator.engine.accounts`."""
     outcome_fields: Mapping[str, Any] = attrs.field(factory=dict[str, Any], repr=False)
     """More fields for each of the task's runs rows in the event log (a chain's ``chain``,
     ``chainTask`` and ``dependsOn``: the board links chained runs by them)."""
@@ -221,6 +233,9 @@ class Runner:
     quota: QuotaBook | None = None
     """Where the rate-limit windows the runs report are kept (the quota meters: see
     :mod:`orchestrator.engine.quota`); ``None``: not kept."""
+    accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
+    """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
+    adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
@@ -238,8 +253,10 @@ class Runner:
         if kind == "connected":
             yield None
             return
-        if kind == "persistent":
-            path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
+        account = self.accounts.get(runtime_id)
+        own = account.home_path() if account is not None else None
+        if kind == "persistent" or own is not None:
+            path = own or self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
             lock = self.home_locks.setdefault(str(path), trio.Lock())
             async with lock:
                 await trio.to_thread.run_sync(
@@ -305,9 +322,11 @@ class Runner:
         lineage: Mapping[str, Any] | None = None,
         ledger: SpendLedger | None = None,
         endpoint: str | None = None,
+        hand_off: bool = False,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
+        handed: list[int] = []  # the reset of a limit the task leaves for its next target
         guards: list[RunGuard | None] = []
         continue_from: list[str] = []  # the session a parked run continues from
 
@@ -327,7 +346,15 @@ class Runner:
             continue_from[:] = [session] if session else []
             return wait
 
-        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park)
+        def stop(outcome: RunOutcome) -> bool:
+            guard = guards[-1] if guards else None
+            trip = guard.tripped if guard is not None else None
+            if not hand_off or trip is None or trip.resets_at_ms is None:
+                return False
+            handed.append(trip.resets_at_ms)
+            return True
+
+        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park, stop=stop)
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
@@ -400,6 +427,14 @@ class Runner:
             return outcome
 
         outcome = await supervisor.supervise(attempt)
+        if handed:
+            at = _dt.datetime.fromtimestamp(handed[-1] / 1000).strftime("%H:%M:%S")
+            outcome = attrs.evolve(
+                outcome,
+                error_code=HANDED_OFF,
+                error_message=f"rate limited until {at}; handed to the next target "
+                f"({outcome.error_message or outcome.error_code or 'rate limited'})",
+            )
         return outcome, supervisor.attempts, current
 
     async def _record_quota(
@@ -477,6 +512,7 @@ class Runner:
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
+                **({"account": task.account} if task.account else {}),
                 **task.outcome_fields,
                 **(lineage or {}),
                 "runtimeVersion": await self._version(adapter.id),
@@ -537,7 +573,7 @@ class Runner:
         await trio.to_thread.run_sync(registry.reap)
         token = current_process_registry.set(registry)
         try:
-            return await self._run_task(runtime_id, task, rotate_to, max_rotations)
+            return await self._run_targets(runtime_id, task, rotate_to, max_rotations)
         except BaseExceptionGroup as group:
             leaf = single_exception(group)
             if leaf is not None:
@@ -546,12 +582,58 @@ class Runner:
         finally:
             current_process_registry.reset(token)
 
+    async def _run_targets(
+        self,
+        runtime_id: str,
+        task: TaskSpec,
+        rotate_to: str | None,
+        max_rotations: int | None,
+    ) -> TaskOutcome:
+        """The task on its target, moving on through its fallbacks while a target is held at
+        a limit (see :mod:`orchestrator.engine.accounts`); the last one parks as usual."""
+        if "@" in runtime_id and task.account is None:  # ``claude-code@work`` names both
+            runtime_id, account = split_key(runtime_id)
+            task = attrs.evolve(task, account=account)
+        found = targets(runtime_id, task.account, task.fallback, self.accounts)
+        if len(found) == 1:
+            return await self._run_task(runtime_id, task, rotate_to, max_rotations)
+        done: list[TaskOutcome] = []
+        for index, (rid, account) in enumerate(found):
+            last = index == len(found) - 1
+            key = account_key(rid, account)
+            target = attrs.evolve(task, account=account, fallback=())
+            held = None
+            if not last and self.quota is not None:
+                held = await trio.to_thread.run_sync(
+                    self.quota.limited_until, rid, account, self.clock()
+                )
+            if held is not None:
+                at = _dt.datetime.fromtimestamp(held / 1000).strftime("%H:%M:%S")
+                await self._moving_on(index, found, f"{key} is held by a rate limit until {at}")
+                continue
+            outcome = await self._run_task(rid, target, rotate_to, max_rotations, hand_off=not last)
+            done.append(outcome)
+            if last or outcome.error_code not in MOVE_ON:
+                break
+            await self._moving_on(index, found, outcome.error_message or str(outcome.error_code))
+        return _merge(done)
+
+    async def _moving_on(self, index: int, found: list[tuple[str, str | None]], why: str) -> None:
+        if self.on_retry is None:
+            return
+        nxt = account_key(*found[index + 1])
+        notice = RetryNotice(index + 2, len(found), f"{why}; moving to {nxt}", 0.0)
+        result = self.on_retry(notice)
+        if result is not None:
+            await result
+
     async def _run_task(
         self,
         runtime_id: str,
         task: TaskSpec,
         rotate_to: str | None,
         max_rotations: int | None,
+        hand_off: bool = False,
     ) -> TaskOutcome:
         limit = self.rotation.max_rotations if max_rotations is None else max_rotations
         # keys configured by environment variable (ours or the task's) are redacted by value
@@ -563,16 +645,20 @@ class Runner:
         state = _TaskState()
         lineage: dict[str, Any] | None = None
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
-        runtime = runtime_id
+        # an account is its own registry entry (and breaker): ``<runtime>@<name>``
+        keyed = account_key(runtime_id, task.account)
+        runtime = keyed
         gov = self.governance
         ledger = gov.task_ledger() if gov is not None else None
         if gov is not None:
             try:
-                runtime = gov.admit(runtime_id, task.model)
+                runtime = gov.admit(keyed, task.model)
             except RingleaderError as exc:  # its breaker is open and no fallback may start
                 failed = await self._start_failed(runtime_id, base_key, base_key, exc)
-                state.runs.append(RunRecord(runtime_id, base_key, failed, 1))
+                state.runs.append(RunRecord(keyed, base_key, failed, 1))
                 return _final(state)
+            if runtime != keyed:  # the configured breaker fallback: that runtime's own account
+                task = attrs.evolve(task, account=None)
         async with AsyncExitStack() as stack:
             adapters: dict[str, RuntimeAdapter] = {}
 
@@ -618,6 +704,7 @@ class Runner:
                     lineage,
                     ledger,
                     self.registry.endpoint(runtime),
+                    hand_off,
                 )
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
@@ -862,6 +949,19 @@ def _spent(gov: Governance | None, ledger: SpendLedger | None) -> bool:
     if gov is None or ledger is None:
         return False
     return ledger.exhausted() is not None or gov.host_ledger.exhausted() is not None
+
+
+def _merge(outcomes: list[TaskOutcome]) -> TaskOutcome:
+    """The outcomes of one task on its successive targets as one: the last one's status, every
+    run, usage and cost summed."""
+    last = outcomes[-1]
+    if len(outcomes) == 1:
+        return last
+    state = _TaskState(
+        runs=[run for outcome in outcomes for run in outcome.runs],
+        rotations=sum(o.rotations for o in outcomes),
+    )
+    return attrs.evolve(_final(state), summary=last.summary, status=last.status)
 
 
 def _final(state: _TaskState) -> TaskOutcome:
