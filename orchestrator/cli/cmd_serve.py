@@ -27,11 +27,19 @@ __all__ = ["register"]
 
 async def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.serve import serve_board
+    from orchestrator.engine.accounts import account_table
 
     specs = discover_runtimes()
-    registry = registry_for(specs, load_cli_config(args.config_file, specs))
+    loaded = load_cli_config(args.config_file, specs)
+    registry = registry_for(specs, loaded)
     return await serve_board(
-        registry, host=args.host, port=args.port, token=_feed_token(args), out=out
+        registry,
+        host=args.host,
+        port=args.port,
+        token=_feed_token(args),
+        out=out,
+        schedules=loaded.config.schedule,
+        accounts=account_table(loaded.config),
     )
 
 

@@ -50,6 +50,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_replay,
         cmd_run,
         cmd_runtimes,
+        cmd_schedules,
         cmd_serve,
         cmd_usage,
     )
@@ -63,6 +64,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_usage.register,
         cmd_replay.register,
         cmd_serve.register,
+        cmd_schedules.register,
         _model_server_help,
         cmd_acp.register,
         cmd_mcp.register,

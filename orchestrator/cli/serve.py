@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TextIO
 
 import attrs
@@ -16,12 +17,14 @@ import trio
 from orchestrator.board.server import BoardHost, board_app
 from orchestrator.cli.commands import serve_banner, usable_state_dir
 from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.config import AccountConfig, ScheduleConfig
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
 from orchestrator.engine.feed import Feed, RecordingSink, serve_feed
 from orchestrator.engine.hosts import LocalHost
 from orchestrator.engine.quota import QuotaBook
 from orchestrator.engine.runner import Runner
+from orchestrator.engine.schedule import ScheduleBook, Scheduler, describe_cron, host_firing
 
 __all__ = ["FeedRelay", "board_for_run", "serve_board", "tail_log"]
 
@@ -65,9 +68,12 @@ async def serve_board(
     port: int,
     token: str | None,
     out: TextIO,
+    schedules: Sequence[ScheduleConfig] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> int:
     """Serve the board over the event log, hosting the runs posted to ``/tasks`` (they work in
-    the current directory); runs of other processes show up live too."""
+    the current directory); runs of other processes show up live too. ``schedules``: the
+    ``[[schedule]]`` tasks it runs on their cron schedule (``orchestrator/engine/schedule.py``)."""
     state = usable_state_dir()
     feed = Feed()
     async with EventLog.open(state / "events.db") as log:
@@ -80,6 +86,7 @@ async def serve_board(
             event_log=log,
             approvals=True,  # tool calls that need approval wait for the board (or the CLI)
             quota=QuotaBook.in_state_dir(state),
+            accounts=accounts or {},
         )
         async with LocalHost(runner) as local:
             hosted = BoardHost(
@@ -99,11 +106,34 @@ async def serve_board(
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     out.write(serve_banner(served.url, token=bool(token)) + "\n")
                     out.flush()
+                    if schedules:
+                        nursery.start_soon(_run_schedules, schedules, local, state, out)
                     async for _ in signals:
                         break
                     await _abort_hosted(local, signals)
                 nursery.cancel_scope.cancel()
     return 130
+
+
+async def _run_schedules(
+    schedules: Sequence[ScheduleConfig], local: LocalHost, state: Path, out: TextIO
+) -> None:
+    """The ``[[schedule]]`` tasks, fired on this server's host; missed and skipped firings are
+    reported on ``out``."""
+
+    def notify(line: str) -> None:
+        out.write(f"ringleader: {line}\n")
+        out.flush()
+
+    for schedule in schedules:
+        notify(f"schedule {schedule.id}: {describe_cron(schedule)} ({schedule.timezone})")
+    scheduler = Scheduler(
+        schedules,
+        host_firing(local.submit, state_dir=state, base_dir=Path.cwd()),
+        book=ScheduleBook.in_state_dir(state),
+        notify=notify,
+    )
+    await scheduler.run()
 
 
 async def _abort_hosted(

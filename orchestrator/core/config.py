@@ -64,6 +64,7 @@ reads the key from the environment when the adapter is built.
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import shlex
@@ -71,8 +72,10 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
+from cronsim import CronSim, CronSimError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -95,6 +98,7 @@ __all__ = [
     "ModelPrice",
     "PermissionPolicyName",
     "RuntimeConfig",
+    "ScheduleConfig",
     "env_var_for",
     "load_config",
     "user_config_path",
@@ -358,6 +362,51 @@ class BreakerConfig(BaseModel):
 _SECTIONS: Final = ("budget", "breaker")
 
 
+class ScheduleConfig(BaseModel):
+    """``[[schedule]]``: a task that ``ringleader serve`` runs on a cron schedule (see
+    ``orchestrator/engine/schedule.py``). The task's fields are a batch file task's."""
+
+    model_config = _STRICT
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    cron: str = Field(min_length=1)
+    """A five-field cron expression (minute hour day-of-month month day-of-week), e.g.
+    ``"0 3 * * 1-5"``."""
+    timezone: str = "UTC"
+    """An IANA time zone name the expression is read in (``Europe/Riga``); default UTC."""
+    catch_up: bool = False
+    """Run once at start-up when a firing was missed while the server was down (a missed
+    firing is always reported)."""
+    overlap: bool = False
+    """Let a firing start while the previous one still runs (default: it is skipped, and
+    reported)."""
+    prompt: str = Field(min_length=1)
+    runtime: str = Field(min_length=1)
+    model: str | None = None
+    cwd: str = "."
+    """Relative to the directory ``ringleader serve`` runs in."""
+    workspace: bool = True
+    account: str | None = None
+    fallback: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _valid(self) -> ScheduleConfig:
+        if not self.prompt.strip():
+            raise ValueError("prompt is empty")
+        if len(self.cron.split()) != 5:
+            raise ValueError(
+                f"cron {self.cron!r}: give five fields (minute hour day month weekday)"
+            )
+        try:
+            zone = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {self.timezone!r} (an IANA name)") from None
+        try:
+            CronSim(self.cron, datetime.datetime.now(zone))
+        except CronSimError as exc:
+            raise ValueError(f"cron {self.cron!r}: {exc}") from None
+        return self
+
+
 class Config(BaseModel):
     """The whole configuration: settings per runtime id, and governance."""
 
@@ -365,6 +414,8 @@ class Config(BaseModel):
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     breaker: BreakerConfig | None = None
+    schedule: tuple[ScheduleConfig, ...] = ()
+    """``[[schedule]]`` entries of every file (a later file's entry replaces one with its id)."""
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
@@ -500,8 +551,10 @@ def load_config(
     merged: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
+    schedules: dict[str, ScheduleConfig] = {}
     for path in paths:
         data, tables = _read_file(path)
+        schedules.update(_schedules(path, sources))
         _merge(merged, sources, data, str(path))
         for name, table in tables.items():  # key by key, a later file wins
             sections.setdefault(name, {}).update(table)
@@ -518,7 +571,21 @@ def load_config(
             merged.setdefault(runtime_id, {})[field] = value
             sources[f"runtimes.{runtime_id}.{field}"] = f"env {name}"
     config = _validate(Config, {"runtimes": merged, **sections}, "the merged configuration")
+    config = config.model_copy(update={"schedule": tuple(schedules.values())})
     return LoadedConfig(config, sources, tuple(paths))
+
+
+def _schedules(path: Path, sources: dict[str, str]) -> dict[str, ScheduleConfig]:
+    """The ``[[schedule]]`` entries of ``path`` (already validated by ``_read_file``) by id."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    entries = _validate(Config, {"schedule": data.get("schedule", [])}, str(path)).schedule
+    found: dict[str, ScheduleConfig] = {}
+    for entry in entries:
+        if entry.id in found:
+            raise ConfigError(f"{path}: schedule id {entry.id!r} appears twice")
+        found[entry.id] = entry
+        sources[f"schedule.{entry.id}"] = str(path)
+    return found
 
 
 # -- internals -------------------------------------------------------------------------------
