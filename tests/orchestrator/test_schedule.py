@@ -33,7 +33,12 @@ START = dt.datetime(2026, 11, 27, 12, 0, 30, tzinfo=UTC)
 
 
 def entry(**kw: Any) -> ScheduleConfig:
-    values: dict[str, Any] = {"id": "nightly", "cron": "*/5 * * * *", "prompt": "p", "runtime": "scripted"}
+    values: dict[str, Any] = {
+        "id": "nightly",
+        "cron": "*/5 * * * *",
+        "prompt": "p",
+        "runtime": "scripted",
+    }
     return ScheduleConfig(**(values | kw))
 
 
@@ -54,7 +59,9 @@ class Fired:
         self.due.append(due)
         self.at.append(self.now())
         await trio.sleep(self.takes_s)
-        return FiringResult(due.isoformat(), None, None, "success", "done", run_key=f"k{len(self.due)}")
+        return FiringResult(
+            due.isoformat(), None, None, "success", "done", run_key=f"k{len(self.due)}"
+        )
 
 
 async def run_for(scheduler: Scheduler, seconds: float) -> None:
@@ -228,7 +235,7 @@ def test_serve_catches_up_a_missed_firing_and_schedules_shows_it(tmp_path: Path)
         assert last["status"] == "success" and last["catchUp"] is True and last["runKey"]
     finally:
         server.send_signal(signal.SIGINT)
-        out, err = server.communicate(timeout=60)
+        out, _ = server.communicate(timeout=60)
     lines = out.splitlines()
     assert any("schedule hourly: At the start of every hour (UTC)" in line for line in lines), out
     missed = next(line for line in lines if "missed while the server was down" in line)
