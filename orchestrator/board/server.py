@@ -3,7 +3,7 @@
 :func:`board_app` serves, next to the feed's routes (``/events``, ``/runs``, ``/runs/KEY``):
 
 * ``GET /`` — the board (a column per state, a card per run), ``GET /run/KEY`` — one run's page;
-* ``GET /usage`` — the quota meters per runtime and account (:mod:`orchestrator.engine.quota`);
+* ``GET /usage`` — the quota meters per runtime and account (:mod:`orchestrator.core.quota`);
   static files from ``orchestrator/board/static`` (plain JavaScript modules, no build step);
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
@@ -47,10 +47,10 @@ from orchestrator.core.errors import (
     RingleaderError,
 )
 from orchestrator.core.events import now_ms
+from orchestrator.core.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
 from orchestrator.engine.hosts import LocalHost, TaskRef
-from orchestrator.engine.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
 from orchestrator.engine.runner import TaskSpec
 
 __all__ = ["BoardHost", "board_app"]
@@ -336,7 +336,7 @@ def board_app(
         return JSONResponse({"run": run_json(mine), "title": title, "related": related})
 
     async def usage(request: Request) -> Response:
-        """The quota meters (``orchestrator/engine/quota.py``): per runtime and account, the
+        """The quota meters (``orchestrator/core/quota.py``): per runtime and account, the
         windows last reported; the hosted runtimes without any are listed as unknown."""
         if not auth.reads(request):
             return refused()

@@ -25,13 +25,13 @@ from orchestrator.cli.options import (
 from orchestrator.core.registry import (
     discover_runtimes,
 )
-from orchestrator.engine.accounts import account_table
 
 __all__ = ["register"]
 
 
 def _handle(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.commands import batch
+    from orchestrator.engine.accounts import account_table
 
     specs = discover_runtimes()
     loaded = load_cli_config(args.config_file, specs)

@@ -25,12 +25,12 @@ from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import RuntimeNotFoundError
 from orchestrator.core.events import now_ms
 from orchestrator.core.integration import resolve_runtime_integration
+from orchestrator.core.lifetime import default_state_dir
+from orchestrator.core.quota import QuotaBook, summarize
 from orchestrator.core.registry import (
     RuntimeSpec,
     discover_runtimes,
 )
-from orchestrator.engine.quota import QuotaBook, summarize
-from orchestrator.engine.runner import default_state_dir
 
 __all__ = ["register"]
 

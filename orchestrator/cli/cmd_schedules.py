@@ -14,14 +14,16 @@ from orchestrator.cli.options import (
     sub_command,
     table,
 )
+from orchestrator.core.lifetime import default_state_dir
 from orchestrator.core.registry import discover_runtimes
-from orchestrator.engine.runner import default_state_dir
-from orchestrator.engine.schedule import ScheduleBook, describe_cron, next_firings, wall_clock
 
 __all__ = ["register", "schedules"]
 
 
 def schedules(config_file: str | None, *, as_json: bool, out: TextIO, count: int = 3) -> int:
+    # the engine is imported when the command runs, not when the parser is built
+    from orchestrator.engine.schedule import ScheduleBook, describe_cron, next_firings, wall_clock
+
     loaded = load_cli_config(config_file, discover_runtimes())
     book = ScheduleBook.in_state_dir(default_state_dir())
     now = wall_clock()

@@ -16,9 +16,9 @@ from orchestrator.cli.options import (
     table,
 )
 from orchestrator.core.events import now_ms
+from orchestrator.core.lifetime import default_state_dir
+from orchestrator.core.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
 from orchestrator.core.registry import discover_runtimes
-from orchestrator.engine.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
-from orchestrator.engine.runner import default_state_dir
 
 __all__ = ["register", "usage"]
 

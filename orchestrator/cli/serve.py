@@ -18,11 +18,11 @@ from orchestrator.board.server import BoardHost, board_app
 from orchestrator.cli.commands import serve_banner, usable_state_dir
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.config import AccountConfig, ScheduleConfig
+from orchestrator.core.quota import QuotaBook
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
 from orchestrator.engine.feed import Feed, RecordingSink, serve_feed
 from orchestrator.engine.hosts import LocalHost
-from orchestrator.engine.quota import QuotaBook
 from orchestrator.engine.runner import Runner
 from orchestrator.engine.schedule import ScheduleBook, Scheduler, describe_cron, host_firing
 

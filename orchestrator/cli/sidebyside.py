@@ -17,6 +17,7 @@ import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from orchestrator.core.config import AccountConfig
+from orchestrator.core.quota import QuotaBook
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.chains import (
@@ -33,7 +34,6 @@ from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost
-from orchestrator.engine.quota import QuotaBook
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
 from orchestrator.engine.workspaces import Workspace, create_workspace, workspace_changes

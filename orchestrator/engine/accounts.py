@@ -10,7 +10,7 @@ at its limit.
   has one by that name), ``RUNTIME`` or ``RUNTIME@NAME``.
 * The runner moves on from a target when it is held (what exists decides): its breaker is
   open, the quota meters say one of its windows is held until a reset still ahead
-  (:meth:`~orchestrator.engine.quota.QuotaBook.limited_until`), or its run is rate-limited with a
+  (:meth:`~orchestrator.core.quota.QuotaBook.limited_until`), or its run is rate-limited with a
   reset time, which would park it: with a target left the run ends ``rate_limit_parked``
   (``Supervisor.stop``) instead of waiting, and the task continues on the next target from
   the start. The last target parks and waits as any task does.

@@ -58,7 +58,13 @@ from orchestrator.core.errors import (
 from orchestrator.core.events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
 from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
-from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
+from orchestrator.core.lifetime import (
+    ProcessRegistry,
+    current_process_registry,
+    default_state_dir,
+    ensure_private_dir,
+)
+from orchestrator.core.quota import QuotaBook, readings_from, wants
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.accounts import HANDED_OFF, MOVE_ON, account_key, split_key, targets
@@ -66,7 +72,6 @@ from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
 from orchestrator.engine.governance import Governance, RunGuard, SpendLedger
-from orchestrator.engine.quota import QuotaBook, readings_from, wants
 from orchestrator.engine.rotation import (
     DEFAULT_ROTATION,
     RotationDefaults,
@@ -102,16 +107,6 @@ __all__ = [
 LAST_SUMMARY_CHARS = 400
 CONTINUE_PROMPT = "Continue where you left off."
 """The message that continues a session parked at a rate limit."""
-
-
-def default_state_dir() -> Path:
-    """``$RINGLEADER_STATE_DIR``, else ``$XDG_STATE_HOME/ringleader``, else ``~/.local/state/ringleader``."""
-    explicit = os.environ.get("RINGLEADER_STATE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "ringleader"
 
 
 class NullSink:
@@ -232,7 +227,7 @@ class Runner:
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
     quota: QuotaBook | None = None
     """Where the rate-limit windows the runs report are kept (the quota meters: see
-    :mod:`orchestrator.engine.quota`); ``None``: not kept."""
+    :mod:`orchestrator.core.quota`); ``None``: not kept."""
     accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
     """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
     adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""

@@ -32,9 +32,9 @@ from adapters.codex import CodexAdapter, CodexConfig, CodexProvider
 from adapters.codex.driver import Mode, default_state_root
 from contract import check_stream
 from orchestrator.core import Done, ErrorEvent, RuntimeEvent, RuntimeRegistry, Status
+from orchestrator.core.quota import QuotaBook
 from orchestrator.engine import RestartPolicy, Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.governance import Governance
-from orchestrator.engine.quota import QuotaBook
 from orchestrator.model_server import ModelServer
 
 from .kit import assert_no_drift, installed, text

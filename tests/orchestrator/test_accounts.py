@@ -17,6 +17,7 @@ import trio.testing
 from adapters.scripted import ScriptedAdapter
 from orchestrator.core import Capabilities, ConfigError, RuntimeEvent, RuntimeRegistry
 from orchestrator.core.config import AccountConfig, load_config
+from orchestrator.core.quota import QuotaBook
 from orchestrator.engine import Runner, TaskSpec
 from orchestrator.engine.accounts import (
     account_table,
@@ -25,7 +26,6 @@ from orchestrator.engine.accounts import (
     targets,
 )
 from orchestrator.engine.governance import BreakerBoard, BreakerPolicy, Governance
-from orchestrator.engine.quota import QuotaBook
 from orchestrator.engine.supervisor import RestartPolicy
 
 Frames = list[dict[str, Any]]
@@ -138,12 +138,21 @@ async def test_a_task_moves_to_its_next_account_instead_of_parking(
 async def test_the_last_target_parks_as_any_task_does(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    runner, starts, _ = setup(tmp_path, LIMITED)
+    runner, starts, notices = setup(tmp_path, LIMITED)
+    parked = trio.Event()
+
+    def told(notice: Any) -> None:
+        notices.append(notice)
+        parked.set()
+
+    runner.on_retry = told
     task = TaskSpec(task_id="t3", title="x", account="first")  # no fallback
-    began = trio.current_time()
-    with trio.move_on_after(60):
-        await runner.run_task("scripted", task)
-    assert trio.current_time() - began >= 60  # parked (it would wait the 1800 s out)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.run_task, "scripted", task)
+        await parked.wait()
+        nursery.cancel_scope.cancel()
+    (notice,) = notices
+    assert "parked 1800s until the limit resets" in str(notice)  # it waits the reset out
     assert [s.split()[0] for s in starts] == ["first"]
 
 

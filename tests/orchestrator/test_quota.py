@@ -20,9 +20,7 @@ from adapters.claude_code.normalize import ClaudeState, normalize_line
 from adapters.codex.normalize import AppState, normalize_app
 from orchestrator.board.server import board_app
 from orchestrator.core import EventFactory, RuntimeEvent, Status
-from orchestrator.engine import EventLog
-from orchestrator.engine.feed import Feed
-from orchestrator.engine.quota import (
+from orchestrator.core.quota import (
     QuotaBook,
     QuotaReading,
     describe_reading,
@@ -30,6 +28,8 @@ from orchestrator.engine.quota import (
     summarize,
     usage_report,
 )
+from orchestrator.engine import EventLog
+from orchestrator.engine.feed import Feed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NOW_MS = 1_795_670_000_000

@@ -17,7 +17,7 @@ report in their streams (the adapters turn them into ``status`` events):
 :func:`readings_from` turns one such event into :class:`QuotaReading`\\ s; a :class:`QuotaBook`
 keeps the latest reading per (runtime, account, window) in ``<state dir>/quota.json`` (read and
 replaced under an exclusive lock, like the breakers' file, so every process sharing the state
-directory keeps one book). The runner records what its runs report (``Runner.quota``); ``ringleader
+directory keeps one book). The runner records what its runs report (``Runner.quota``, ``orchestrator/engine/runner.py``); ``ringleader
 usage``, ``ringleader runtimes`` and the board's ``GET /usage`` read it.
 
 Unknown stays unknown: a window nobody reported is not in the book (the meters say
