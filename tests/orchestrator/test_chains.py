@@ -274,3 +274,27 @@ def test_a_skipped_task_is_in_the_table(tmp_path: Path) -> None:
     row = next(line for line in result.stdout.splitlines() if line.startswith("│ second "))
     assert "skipped" in row
     assert "second: skipped: its dependency 'first' ended error" in result.stdout
+
+
+async def test_the_board_links_chained_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx2
+
+    from orchestrator.board.server import board_app
+    from orchestrator.engine.feed import Feed
+
+    await run_chain(tmp_path, "[[chain:impl-fails]]", monkeypatch)
+    async with EventLog.open(tmp_path / "state" / "events.db") as log:
+        transport = httpx2.ASGITransport(app=board_app(Feed(), log))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            cards = (await client.get("/board")).json()["cards"]
+            by_task = {c["chainTask"]: c for c in cards}
+            assert set(by_task) == {"plan", "impl", "review"}
+            assert by_task["review"]["dependsOn"] == ["impl"]
+            assert len({c["chain"] for c in cards}) == 1
+            meta = (
+                await client.get("/run-meta", params={"run": by_task["review"]["runKey"]})
+            ).json()
+    related = {r["outcome"]["chainTask"] for r in meta["related"]}
+    assert related == {"plan", "impl"}  # the run's page links the rest of its chain
