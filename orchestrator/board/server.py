@@ -341,7 +341,10 @@ def board_app(
         if not auth.reads(request):
             return refused()
         readings = await trio.to_thread.run_sync(quota.readings) if quota is not None else []
-        runtimes = {rid: [DEFAULT_ACCOUNT] for rid in (hosted.runtimes if hosted else ())}
+        runtimes: dict[str, list[str]] = {}
+        for key in hosted.runtimes if hosted else ():  # ``claude-code@work``: an account
+            rid, _, account = key.partition("@")
+            runtimes.setdefault(rid, []).append(account or DEFAULT_ACCOUNT)
         now = now_ms()
         return JSONResponse({"now": now, "usage": usage_report(readings, runtimes, now_ms=now)})
 
