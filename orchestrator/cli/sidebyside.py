@@ -19,6 +19,7 @@ from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, compariso
 from orchestrator.core.config import AccountConfig
 from orchestrator.core.quota import QuotaBook
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.accounts import targets
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.chains import (
     ChainGate,
@@ -140,6 +141,10 @@ async def run_jobs(
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
         lane.phase = "queued"
         lane.estimated = estimates
+        others = targets(job.runtime_id, job.task.account, job.task.fallback, accounts or {})
+        lane.also = tuple(
+            lane_key(rid, job.task.task_id) for rid, _ in others if rid != job.runtime_id
+        )
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
