@@ -46,6 +46,7 @@ __all__ = [
     "PermissionDecision",
     "PermissionPolicy",
     "allow_all",
+    "ask_all",
     "claude_args",
     "default_state_root",
     "deny_all",
@@ -81,6 +82,9 @@ class PermissionDecision:
     """Why it was denied (the model sees it as the tool's error result)."""
     updated_input: Mapping[str, Any] | None = None
     """Run the tool with this input instead (allow only)."""
+    ask: bool = False
+    """Ask a person (the run's approval book, :mod:`orchestrator.core.asking`); with nobody to
+    ask the call is denied."""
 
 
 PermissionPolicy: TypeAlias = Callable[[str, Mapping[str, Any]], PermissionDecision]
@@ -95,6 +99,11 @@ def deny_all(tool_name: str, tool_input: Mapping[str, Any]) -> PermissionDecisio
 def allow_all(tool_name: str, tool_input: Mapping[str, Any]) -> PermissionDecision:
     """Allow every prompt (only for a sandboxed workspace)."""
     return PermissionDecision(allow=True)
+
+
+def ask_all(tool_name: str, tool_input: Mapping[str, Any]) -> PermissionDecision:
+    """Ask a person about every prompt (the CLI's own rules still allow read-only tools)."""
+    return PermissionDecision(allow=False, ask=True)
 
 
 def permission_answer(

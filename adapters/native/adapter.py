@@ -454,7 +454,10 @@ class NativeAdapter(AdapterBase):
         handler = self._permission_handler
         if handler is None and opts.approvals_db:
             handler = ApprovalBook(opts.approvals_db).handler(
-                runtime_id=self.id, agent_id=opts.agent_id, session_key=opts.session_key
+                runtime_id=self.id,
+                agent_id=opts.agent_id,
+                session_key=opts.session_key,
+                cwd=opts.cwd or self._workspace or os.getcwd(),
             )
         glove = Glove(
             model=model,

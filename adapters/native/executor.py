@@ -41,6 +41,7 @@ from orchestrator.core.approvals import (
     ApprovalDecision,
     ApprovalHandler,
     ApprovalRequest,
+    BookHandler,
     RecordingHandler,
     as_decision,
 )
@@ -338,6 +339,11 @@ class Executor:
                     "approval handler is configured.",
                     "denied",
                 )
+            standing = None
+            if isinstance(run.handler, BookHandler) and asked is None:
+                standing = await run.handler.standing(request)  # a run or always grant
+            if standing is not None:
+                return _apply(standing)
             if isinstance(run.handler, RecordingHandler):  # decidable before it is announced
                 await run.handler.record(request)
             await self.notify(ApprovalRequested(request))

@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     MODEL_SERVER_KEY_ENV,
     Interrupt,
     approvals_option,
+    asking,
     budget_options,
     config_option,
     governance_for,
@@ -25,6 +26,9 @@ from orchestrator.cli.options import (
     json_option,
     load_cli_config,
     model_server,
+    model_server_option,
+    model_servers,
+    notify_sinks,
     percent,
     print_retry,
     ray_option,
@@ -115,6 +119,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     if args.acp_command is not None:
         config = _with_acp_command(config, args.acp_command, runtime_ids)
     config = _native_app_flags(args, config, runtime_ids)
+    if args.approvals == "wait":
+        config = asking(config, runtime_ids, "--approvals wait")
     rotation = _rotation(args, config, runtime_ids)
     for rotate_to, _ in rotation.values():
         if rotate_to is not None:
@@ -128,6 +134,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     model_server(spec_named(specs, runtime_id), config, script or None)
                 )
         registry = registry_for(specs, config)
+        sinks = [*trace_sinks(args, stack), *await notify_sinks(config, stack, title=prompt)]
         results = await interrupt.run(
             lambda: run_side_by_side(
                 registry,
@@ -143,7 +150,6 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 on_retry=print_retry,
                 board=partial(
                     board_for_run,
-                    notice=sys.stderr,
                     approvals=ApprovalBook.in_state_dir(usable_state_dir())
                     if args.approvals == "wait"
                     else None,
@@ -156,7 +162,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
                 ),
                 governance=governance_for(args, config),
-                sinks=trace_sinks(args, stack),
+                sinks=sinks,
+                workspace=config.config.workspace,
                 account=args.account,
                 fallback=args.fallback or (),
                 accounts=account_table(config.config),
@@ -167,7 +174,9 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     return 0 if all(r.ok for r in results) else 1
 
 
-async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
+async def _recover(
+    config_file: str | None, as_json: bool, out: TextIO, script: str | None = None
+) -> int:
     """``recover``: resume every interrupted run that recorded a session (see its --help)."""
     from orchestrator.cli.commands import usable_state_dir
     from orchestrator.cli.live import make_view
@@ -181,7 +190,6 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
         print("ringleader: nothing to recover (no interrupted run with a recorded session)")
         return 0
     specs = discover_runtimes()
-    registry = registry_for(specs, load_cli_config(config_file, specs))
     jobs = [
         Job(label=f"{runtime_id}#{index}", runtime_id=runtime_id, task=task)
         for index, (runtime_id, task) in enumerate(found, 1)
@@ -194,16 +202,21 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
             flush=True,
         )
     interrupt = Interrupt()
-    results = await interrupt.run(
-        lambda: run_jobs(
-            registry,
-            jobs,
-            make_view(out, as_json=as_json),
-            state_dir=usable_state_dir(),
-            on_host=interrupt.attach,
-            on_retry=print_retry,
+    async with AsyncExitStack() as stack:
+        config = await model_servers(
+            stack, specs, load_cli_config(config_file, specs), [j.runtime_id for j in jobs], script
         )
-    )
+        registry = registry_for(specs, config)
+        results = await interrupt.run(
+            lambda: run_jobs(
+                registry,
+                jobs,
+                make_view(out, as_json=as_json),
+                state_dir=usable_state_dir(),
+                on_host=interrupt.attach,
+                on_retry=print_retry,
+            )
+        )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
@@ -265,7 +278,7 @@ def _handle_run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _handle_recover(args: argparse.Namespace, out: TextIO) -> int:
-    return trio.run(_recover, args.config_file, bool(args.json), out)
+    return trio.run(_recover, args.config_file, bool(args.json), out, args.model_server)
 
 
 def register(sub: Any) -> None:
@@ -406,5 +419,6 @@ def register(sub: Any) -> None:
     )
     json_option(recover)
     config_option(recover)
+    model_server_option(recover, "each recovered run's runtime")
     run.set_defaults(handler=_handle_run)
     recover.set_defaults(handler=_handle_recover)

@@ -54,6 +54,20 @@ The file format::
     cooldown_s = 60
     fallback = { codex = "claude-code" }
 
+    [workspace]                         # each new workspace of a side-by-side run or batch
+    setup = "npm ci"                    # run there (sh -c) before the agent starts
+    teardown = "docker compose down"    # run there after the task's runs end
+    timeout_s = 600                     # each script's limit (default 300)
+
+**A project's file is not the user's.** ``ringleader.toml`` in the working directory comes with
+whatever repository was cloned there, so unless the user trusted that directory (``ringleader
+trust DIR``: a ``[[trusted]]`` entry in the user config file; a trusted directory's
+subdirectories are trusted too) it may only set what can neither redirect a key nor run code:
+its ``binary``, ``base_url``, ``api_key_env``, ``extra_args`` and ``mcp_servers``, a
+``permission = "allow"`` and ``[workspace]`` ``setup``/``teardown`` are ignored, one line each in :attr:`LoadedConfig.ignored` saying
+which key and why (the CLI prints them). The user config, ``--config FILE`` and the environment
+are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
+
 A key itself is never accepted in a file (a field named like one, or a value shaped like one):
 the file names the environment variable that holds it (``api_key_env``). Every problem is one
 :class:`~orchestrator.core.errors.ConfigError` line naming the file, the key and what is wrong.
@@ -65,13 +79,14 @@ reads the key from the environment when the adapter is built.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
@@ -96,11 +111,17 @@ __all__ = [
     "LoadedConfig",
     "McpServerConfig",
     "ModelPrice",
+    "NotifyConfig",
+    "NotifyEvent",
     "PermissionPolicyName",
     "RuntimeConfig",
     "ScheduleConfig",
+    "WorkspaceConfig",
     "env_var_for",
+    "is_trusted",
     "load_config",
+    "trust_directory",
+    "trusted_directories",
     "user_config_path",
 ]
 
@@ -273,6 +294,9 @@ class RuntimeConfig(BaseModel):
     ``app-server``)."""
     extra_args: tuple[str, ...] = ()
     """More arguments for the runtime's command line (codex: ``key=value`` overrides)."""
+    max_runs: int | None = Field(default=None, ge=1)
+    """At most this many runs of this runtime at once (a run over it waits, shown queued with
+    the reason); default: no limit, runs of one runtime run side by side."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
     """USD per million tokens by model, for runtimes that do not report cost themselves."""
     watermark: float | None = Field(default=None, gt=0, le=100)
@@ -359,7 +383,47 @@ class BreakerConfig(BaseModel):
     fallback: dict[str, str] = Field(default_factory=dict[str, str])
 
 
-_SECTIONS: Final = ("budget", "breaker")
+class WorkspaceConfig(BaseModel):
+    """``[workspace]``: scripts run (``sh -c``) in each new workspace of a side-by-side run or a
+    batch, with the workspace as working directory: ``setup`` before the agent starts (a failure
+    fails that run with ``error{setup_failed}``), ``teardown`` after the task's runs end; each
+    is stopped after ``timeout_s`` seconds."""
+
+    model_config = _STRICT
+    setup: str | None = None
+    teardown: str | None = None
+    timeout_s: float = Field(default=300.0, gt=0)
+
+
+NotifyEvent: TypeAlias = Literal["waiting_approval", "rate_limited", "error", "done"]
+"""A change of a run's state a person may want to hear about."""
+_URL_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class NotifyConfig(BaseModel):
+    """``[notify]``: tell a person when a run needs them, through Apprise URLs (ntfy, Slack,
+    Discord, Telegram, email, ``json://`` webhooks, …). A URL names secrets only by variable:
+    ``${NAME}`` is replaced by the value of environment variable ``NAME`` when a notification is
+    sent (``tgram://${TG_BOT_TOKEN}/${TG_CHAT_ID}``); a URL with a literal key is refused."""
+
+    model_config = _STRICT
+    urls: tuple[str, ...] = ()
+    events: tuple[NotifyEvent, ...] = ("waiting_approval", "rate_limited", "error", "done")
+    board_url: str = "http://127.0.0.1:8765"
+    """Where the board is served: the notification links to the run's page there."""
+
+    def resolved_urls(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """The URLs with each ``${NAME}`` replaced (a URL naming an unset variable is left out)."""
+        env = os.environ if environ is None else environ
+        found: list[str] = []
+        for url in self.urls:
+            names = _URL_VAR.findall(url)
+            if all(env.get(n) for n in names):
+                found.append(_URL_VAR.sub(lambda m: env[m.group(1)], url))
+        return found
+
+
+_SECTIONS: Final = ("budget", "breaker", "workspace", "notify")
 
 
 class ScheduleConfig(BaseModel):
@@ -416,6 +480,8 @@ class Config(BaseModel):
     breaker: BreakerConfig | None = None
     schedule: tuple[ScheduleConfig, ...] = ()
     """``[[schedule]]`` entries of every file (a later file's entry replaces one with its id)."""
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
@@ -453,6 +519,8 @@ class LoadedConfig:
     ``env NAME`` that set it. Absent keys are defaults."""
     files: tuple[Path, ...] = ()
     """The files that were read, lowest precedence first."""
+    ignored: tuple[str, ...] = ()
+    """One line per key of an untrusted project file that was ignored, saying why."""
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         return self.config.runtime(runtime_id)
@@ -465,7 +533,7 @@ class LoadedConfig:
         runtimes = dict(self.config.runtimes) | {runtime_id: updated}
         sources = dict(self.sources) | {f"runtimes.{runtime_id}.{k}": source for k in values}
         config = self.config.model_copy(update={"runtimes": runtimes})
-        return LoadedConfig(config, sources, self.files)
+        return LoadedConfig(config, sources, self.files, self.ignored)
 
     def describe(self, runtime_ids: Iterable[str] = ()) -> list[tuple[str, str, str]]:
         """``(key, value, source)`` rows for every runtime named in the configuration or in
@@ -540,6 +608,9 @@ def load_config(
     local = Path(cwd if cwd is not None else os.getcwd()) / CONFIG_FILE_NAME
     if local.is_file():
         paths.append(local)
+    untrusted: Path | None = None
+    if local.is_file() and not is_trusted(local.parent, env):
+        untrusted = local
     if config_file is not None:
         explicit = Path(config_file)
         if not explicit.is_file():
@@ -552,9 +623,20 @@ def load_config(
     sections: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
     schedules: dict[str, ScheduleConfig] = {}
+    ignored: list[str] = []
     for path in paths:
-        data, tables = _read_file(path)
-        schedules.update(_schedules(path, sources))
+        explicit_file = config_file is not None and path == paths[-1]  # --config: the user's
+        project = path == untrusted and not explicit_file
+        data, tables = _read_file(path, user=path == user, ignored=ignored if project else None)
+        found = _schedules(path, sources)
+        if project and found:  # a repository does not schedule work on its own
+            ignored.append(
+                f"{path}: ignored [[schedule]] {', '.join(found)}: this directory is not trusted "
+                f"and it would run tasks of the repository's choosing on a schedule (trust it "
+                f"with `ringleader trust {path.parent}`)"
+            )
+            found = {}
+        schedules.update(found)
         _merge(merged, sources, data, str(path))
         for name, table in tables.items():  # key by key, a later file wins
             sections.setdefault(name, {}).update(table)
@@ -572,7 +654,73 @@ def load_config(
             sources[f"runtimes.{runtime_id}.{field}"] = f"env {name}"
     config = _validate(Config, {"runtimes": merged, **sections}, "the merged configuration")
     config = config.model_copy(update={"schedule": tuple(schedules.values())})
-    return LoadedConfig(config, sources, tuple(paths))
+    return LoadedConfig(config, sources, tuple(paths), tuple(ignored))
+
+
+# -- trusted project directories ---------------------------------------------------------------
+
+_TRUSTED_TABLE: Final = "trusted"
+
+_UNTRUSTED_REASONS: Final = {
+    "binary": "it would run a program of the repository's choosing",
+    "base_url": "it would send model requests, and the key with them, to another server",
+    "api_key_env": "it would choose which of your environment variables is sent as a key",
+    "extra_args": "it would change the runtime's command line (which can run code or "
+    "redirect requests)",
+    "mcp_servers": "it would start programs or send your environment's values as headers",
+    "accounts": "it would choose an account's config directory, key variable or server",
+}
+
+
+def trusted_directories(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The directories the user trusted (``[[trusted]] directory = "…"`` in the user config)."""
+    path = user_config_path(environ)
+    if not path.is_file():
+        return ()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return ()  # reading the file for real reports the problem
+    entries: Any = data.get(_TRUSTED_TABLE, [])
+    if not isinstance(entries, list):
+        return ()
+    found: list[Path] = []
+    for entry in cast(list[Any], entries):
+        if isinstance(entry, dict):
+            directory = cast(dict[str, Any], entry).get("directory")
+            if isinstance(directory, str) and directory:
+                found.append(Path(directory))
+    return tuple(found)
+
+
+def is_trusted(directory: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``directory`` (or a directory above it) was trusted with ``ringleader trust``."""
+    here = Path(directory).resolve()
+    return any(here == t or t in here.parents for t in trusted_directories(environ))
+
+
+def trust_directory(
+    directory: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+) -> tuple[Path, bool]:
+    """Record ``directory`` as trusted in the user config file (appending a ``[[trusted]]``
+    entry: the rest of the file is left as it is); ``(resolved directory, newly trusted)``."""
+    here = Path(directory).resolve()
+    if not here.is_dir():
+        raise ConfigError(f"{directory}: not a directory")
+    if here in trusted_directories(environ):
+        return here, False
+    path = user_config_path(environ)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    entry = f"[[{_TRUSTED_TABLE}]]\ndirectory = {json.dumps(str(here))}\n"
+    entry = ("" if not text else "\n" if text.endswith("\n") else "\n\n") + entry
+    try:
+        tomllib.loads(text + entry)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{path}: fix this file first: {exc}") from None
+    with path.open("a", encoding="utf-8") as f:
+        f.write(entry)
+    return here, True
 
 
 def _schedules(path: Path, sources: dict[str, str]) -> dict[str, ScheduleConfig]:
@@ -591,7 +739,12 @@ def _schedules(path: Path, sources: dict[str, str]) -> dict[str, ScheduleConfig]
 # -- internals -------------------------------------------------------------------------------
 
 
-def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+def _read_file(
+    path: Path, *, user: bool = False, ignored: list[str] | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """One file's runtimes and sections. ``user``: the user config (where ``[[trusted]]``
+    lives); ``ignored``: the file is an untrusted project's — what it may not set is left out
+    and said there."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -602,6 +755,15 @@ def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+    if _TRUSTED_TABLE in data:
+        if not user:
+            raise ConfigError(
+                f"{path}: {_TRUSTED_TABLE}: trusted directories are recorded in the user config "
+                f"only ({user_config_path()}; `ringleader trust DIR` adds one)"
+            )
+        del data[_TRUSTED_TABLE]
     _refuse_secrets(path, data, ())
     config = _validate(Config, data, str(path))
     # keep only what the file set, so lower-precedence files still show through
@@ -609,10 +771,33 @@ def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
     raw_runtimes: dict[str, Any] = data.get("runtimes", {})
     for runtime_id, table in raw_runtimes.items():
         parsed = config.runtime(runtime_id)
-        runtimes[runtime_id] = {
-            field: getattr(parsed, field) for field in _FIELDS if field in table
-        }
+        kept: dict[str, Any] = {}
+        for field in _FIELDS:
+            if field not in table:
+                continue
+            value = getattr(parsed, field)
+            reason = _UNTRUSTED_REASONS.get(field)
+            if field == "permission" and value == "allow":
+                reason = "it would let the agent write and run commands without asking"
+            if ignored is not None and reason is not None:
+                ignored.append(
+                    f"{path}: ignored runtimes.{runtime_id}.{field}: this directory is not "
+                    f"trusted and {reason} (trust it with `ringleader trust {path.parent}`)"
+                )
+                continue
+            kept[field] = value
+        runtimes[runtime_id] = kept
     tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    workspace = tables.get("workspace")
+    if ignored is not None and workspace is not None:
+        for field in ("setup", "teardown"):  # shell commands run in every workspace
+            if field in workspace:
+                del workspace[field]
+                ignored.append(
+                    f"{path}: ignored workspace.{field}: this directory is not trusted and it "
+                    f"would run a command of the repository's choosing (trust it with "
+                    f"`ringleader trust {path.parent}`)"
+                )
     return runtimes, tables
 
 

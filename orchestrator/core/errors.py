@@ -53,6 +53,7 @@ __all__ = [
     "ActorError",
     "AdapterError",
     "AgentOptionsError",
+    "ApplyRefusedError",
     "BreakerOpenError",
     "BudgetExceededError",
     "CapabilityError",
@@ -69,6 +70,7 @@ __all__ = [
     "OutputValidationError",
     "PromptCancelledError",
     "ProtocolError",
+    "ReviewError",
     "RingleaderError",
     "RuntimeExitedError",
     "RuntimeNotFoundError",
@@ -435,6 +437,25 @@ class NodeLostError(HostError):
     """The node running the task died; its runs were marked ``interrupted`` on the head."""
 
     event_code = "node_lost"
+
+
+class ReviewError(RingleaderError):
+    """A run's workspace cannot be diffed, compared, applied or pruned as asked (no such run, no
+    workspace recorded, the workspace is gone, git failed)."""
+
+    event_code = "review_error"
+
+
+class ApplyRefusedError(ReviewError):
+    """``apply`` refused before changing anything the person has: a dirty working tree, a target
+    branch checked out in another worktree, a conflict (``files`` lists them), an original that
+    changed since the snapshot."""
+
+    event_code = "apply_refused"
+
+    def __init__(self, message: str, *, files: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.files = files
 
 
 def exception_leaves(error: BaseException) -> list[BaseException]:

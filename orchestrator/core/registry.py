@@ -151,6 +151,7 @@ class RuntimeRegistry:
         self._order: dict[str, None] = {}
         self._locators: dict[str, Callable[[], Installed]] = {}
         self._endpoints: dict[str, str] = {}
+        self._limits: dict[str, int] = {}
 
     @classmethod
     def from_specs(
@@ -169,7 +170,23 @@ class RuntimeRegistry:
                 registry._locators[spec.id] = partial(locate, config)
             if config.base_url:
                 registry._endpoints[spec.id] = config.base_url
+            if config.max_runs is not None:
+                registry._limits[spec.id] = config.max_runs
         return registry
+
+    def limit(self, runtime_id: str) -> int | None:
+        """At most this many runs of ``runtime_id`` at once (its ``max_runs``); ``None``: runs
+        of one runtime all run at once."""
+        return self._limits.get(runtime_id)
+
+    def set_limit(self, runtime_id: str, max_runs: int | None) -> None:
+        """Set (``None``: lift) the limit on ``runtime_id``'s simultaneous runs."""
+        if max_runs is None:
+            self._limits.pop(runtime_id, None)
+        elif max_runs < 1:
+            raise ValueError("max_runs must be at least 1")
+        else:
+            self._limits[runtime_id] = max_runs
 
     def version(self, runtime_id: str) -> str | None:
         """The installed version of ``runtime_id``'s executable, when its spec can locate it

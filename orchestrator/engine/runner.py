@@ -12,8 +12,8 @@ Choices the original executor leaves open (documented here, tested in ``tests/or
 * tokens for the watermark are the run's cumulative ``input + output`` tokens from its last
   ``cost`` (conservative: it over-estimates the live context, so rotation comes early, not late);
 * a successful run never rotates; an aborted one never rotates;
-* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700) and runs that
-  share one are serialized; ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
+* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700); runs that
+  share one run side by side (a runtime's ``max_runs`` limits how many run at once); ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
   refuses a home there) and are deleted when the run ends;
 * the successor's session key is ``<base>:r<n>`` (the original executor's), retries append ``:a<n>``;
 * the codec blob of the predecessor travels into ``record_rotation`` (the original executor drops it);
@@ -26,6 +26,7 @@ Choices the original executor leaves open (documented here, tested in ``tests/or
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import shutil
@@ -71,7 +72,14 @@ from orchestrator.engine.accounts import HANDED_OFF, MOVE_ON, account_key, split
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
+from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.governance import Governance, RunGuard, SpendLedger
+from orchestrator.engine.reviewloop.bootstrap import (
+    SetupFailedError,
+    register_workspace_secrets,
+    run_workspace_script,
+)
+from orchestrator.engine.reviewloop.checkpoints import Checkpointer
 from orchestrator.engine.rotation import (
     DEFAULT_ROTATION,
     RotationDefaults,
@@ -159,6 +167,12 @@ class TaskSpec:
     outcome_fields: Mapping[str, Any] = attrs.field(factory=dict[str, Any], repr=False)
     """More fields for each of the task's runs rows in the event log (a chain's ``chain``,
     ``chainTask`` and ``dependsOn``: the board links chained runs by them)."""
+    setup: str | None = None
+    """A workspace setup script (``[workspace] setup``) run with ``sh -c`` in ``cwd`` before
+    the agent starts; its output lines are the run's first ``status`` events, and a failure
+    ends the run ``error{setup_failed}`` + ``done{error}`` with no agent started. Not run
+    when the task resumes a session."""
+    setup_timeout_s: float = 300.0
 
 
 @attrs.frozen
@@ -216,6 +230,10 @@ class Runner:
     the same runtime)."""
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
+    on_start: Callable[[trio.CancelScope], None] | None = None
+    """Called with the scope of a task's start (before its first actor exists): cancelling it
+    aborts a start still under way (a gateway booting, a model SDK importing); the run is
+    logged as ``aborted``."""
     on_retry: RetryListener | None = None
     """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
     event_log: RunRecorder | None = None
@@ -231,12 +249,31 @@ class Runner:
     accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
     """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
     adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""
+    followups: bool = False
+    """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
+    :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
+    else as the next turn on the same session when the run ends."""
+    followup_poll_s: float = 0.5
+    """How often a live steerable run looks for follow-ups."""
+    checkpoints: bool = False
+    """After every turn that changed files in a run's working directory, when that is a git
+    worktree ringleader made (under ``<state_dir>/workspaces/``), record the state on
+    ``refs/ringleader/checkpoints/<run>/<n>`` (see
+    :mod:`orchestrator.engine.reviewloop.checkpoints`). A run in the person's own checkout is
+    left alone."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
-    home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
-    """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
-    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task) share
-    the table, so the serialization holds across all of a host's tasks."""
+    run_limiters: dict[str, trio.CapacityLimiter] = attrs.field(
+        factory=dict[str, trio.CapacityLimiter], repr=False
+    )
+    """One limiter per runtime with a limit (the registry's ``limit``, ``max_runs`` in the
+    configuration): at most that many of its runs at once. Copies of this runner
+    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task)
+    share the table, so a limit holds across all of a host's tasks. Without a limit, runs of one
+    runtime run side by side, a shared persistent home included (the runtimes keep each
+    session apart in it)."""
+    on_queued: Callable[[str], None] | None = None
+    """Told why a task waits before it starts (``at most 1 native run at once``)."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -252,12 +289,10 @@ class Runner:
         own = account.home_path() if account is not None else None
         if kind == "persistent" or own is not None:
             path = own or self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
-            lock = self.home_locks.setdefault(str(path), trio.Lock())
-            async with lock:
-                await trio.to_thread.run_sync(
-                    lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
-                )
-                yield str(path)
+            await trio.to_thread.run_sync(
+                lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            )
+            yield str(path)
             return
         path = self.state_dir / "runs" / f"{_safe(runtime_id)}-{uuid.uuid4().hex[:12]}"
         await trio.to_thread.run_sync(lambda: path.mkdir(mode=0o700, parents=True))
@@ -266,6 +301,18 @@ class Runner:
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
+
+    async def _wait_for_a_slot(self, runtime_id: str, stack: AsyncExitStack) -> None:
+        """Hold one of ``runtime_id``'s run slots until ``stack`` closes (no limit: at once);
+        a task that must wait is told why first (``on_queued``)."""
+        most = self.registry.limit(runtime_id)
+        if most is None:
+            return
+        limiter = self.run_limiters.setdefault(runtime_id, trio.CapacityLimiter(most))
+        if limiter.available_tokens < 1 and self.on_queued is not None:
+            plural = "run" if most == 1 else "runs"
+            self.on_queued(f"at most {most} {runtime_id} {plural} at once (max_runs)")
+        await stack.enter_async_context(limiter)
 
     # -- prompt ------------------------------------------------------------------------------
 
@@ -317,6 +364,8 @@ class Runner:
         lineage: Mapping[str, Any] | None = None,
         ledger: SpendLedger | None = None,
         endpoint: str | None = None,
+        preset: tuple[str, int] | None = None,
+        first_checkpointer: Checkpointer | None = None,
         hand_off: bool = False,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
@@ -353,6 +402,7 @@ class Runner:
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
+            retry_checkpointer: Checkpointer | None = None
             if n > 0:
                 if continue_from:  # parked at a rate limit: continue its session
                     resumed = attrs.evolve(task, title=CONTINUE_PROMPT, description="")
@@ -360,6 +410,7 @@ class Runner:
                     continue_from.clear()
                 else:
                     opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                retry_checkpointer = await self._checkpointer(task)  # before it can write
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
                         gov.check_start(adapter.id, caps, task.model, ledger)
@@ -375,6 +426,9 @@ class Runner:
             # every attempt gets its own run key: re-running a task (after a crash, in another
             # process) never collides with, or overwrites, what an earlier attempt recorded
             run_key = f"{current.session_key}:run-{uuid.uuid4().hex[:8]}"
+            offset = 0
+            if n == 0 and preset is not None:  # its setup's status events came first
+                run_key, offset = preset
             recorded = False
 
             def record_session_once(event: RuntimeEvent) -> Awaitable[None] | None:
@@ -387,13 +441,26 @@ class Runner:
                 recorded = True
                 return self._record_session(log, adapter, handle, task, run_key)
 
+            if n > 0:
+                checkpointer = retry_checkpointer
+            elif first_checkpointer is not None:
+                checkpointer = first_checkpointer
+            else:  # a rotation successor: already started
+                checkpointer = await self._checkpointer(task)
+            if checkpointer is not None:
+                checkpointer.run_key = run_key
             book = self.quota
 
             def on_event(event: RuntimeEvent) -> Awaitable[None] | None:
-                first = record_session_once(event) if log is not None else None
-                if book is None or not wants(event):
+                first = record_session_once(event)
+                second = checkpointer.observe(event, handle.run_id) if checkpointer else None
+                if book is not None and wants(event):
+                    first = self._record_quota(book, event, adapter.id, task.account, first)
+                if first is None:
+                    return second
+                if second is None:
                     return first
-                return self._record_quota(book, event, adapter.id, task.account, first)
+                return _both(first, second)
 
             actor = RunActor(
                 adapter=adapter,
@@ -404,17 +471,28 @@ class Runner:
                 idle_s=self.idle_s,
                 grace_s=self.grace_s,
                 clock=self.clock,
-                on_event=on_event if log is not None or book is not None else None,
+                on_event=(
+                    record_session_once if checkpointer is None and book is None else on_event
+                )
+                if log is not None or checkpointer is not None or book is not None
+                else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
                 endpoint=endpoint,
+                seq_offset=offset,
             )
             guards.append(actor.guard)
             if self.on_actor is not None:
                 self.on_actor(actor)
-            if log is not None:
+            if log is not None and not offset:
                 await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
             try:
-                outcome = await actor.run()
+                if self.followups and caps.steerable:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._steer_followups, actor, session_key)
+                        outcome = await actor.run()
+                        nursery.cancel_scope.cancel()
+                else:
+                    outcome = await actor.run()
             finally:
                 actor.fence()
             if log is not None:
@@ -444,6 +522,52 @@ class Runner:
             await first
         readings = readings_from(event, runtime_id, account, now_ms=self.clock())
         await trio.to_thread.run_sync(book.record, readings)
+
+    # -- follow-ups (ringleader say) ---------------------------------------------------------
+
+    async def _steer_followups(self, actor: RunActor, session_key: str) -> None:
+        """While a steerable run goes on, steer in each follow-up queued for its session."""
+        book = FollowupBook.in_state_dir(self.state_dir)
+        while True:
+            await trio.sleep(self.followup_poll_s)
+            if not await book.has_queued(session_key):
+                continue
+            messages = await book.take(session_key, "steer")
+            try:
+                actor.steer(joined(messages))
+            except Exception:
+                await book.requeue(messages)
+                raise
+
+    async def _followup_turn(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        handle: RunHandle,
+        home: str | None,
+    ) -> tuple[TaskSpec, RunHandle, str] | None:
+        """The next turn on the run's session with every follow-up queued for it (in order, in
+        one turn), started; ``None`` when there is none (or the session cannot go on: the run
+        recorded no session, or its runtime cannot resume; the messages stay queued)."""
+        session = handle.run_id
+        if not self.followups or not caps.resume or not session:
+            return None
+        book = FollowupBook.in_state_dir(self.state_dir)
+        if not await book.has_queued(session_key):
+            return None
+        messages = await book.take(session_key, "turn")
+        turn = attrs.evolve(task, title=joined(messages), description="")
+        try:
+            started = await adapter.start(
+                TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                self._opts(turn, session_key, "", home, session),
+            )
+        except Exception:
+            await book.requeue(messages)
+            return None
+        return turn, started, session
 
     async def _start_failed(
         self,
@@ -483,6 +607,113 @@ class Runner:
                 outcome={"reason": "error", "summary": message, "errorCode": code, "runId": None},
             )
         return outcome
+
+    async def _checkpointer(self, task: TaskSpec) -> Checkpointer | None:
+        """A checkpoint recorder for a run of ``task`` that is about to start (``None`` unless
+        :attr:`checkpoints` is on and the task works in one of ringleader's git worktrees)."""
+        if not self.checkpoints or not _in_workspaces(task.cwd, self.state_dir):
+            await trio.lowlevel.checkpoint()
+            return None
+        return await Checkpointer.before_start(task.cwd, clock=self.clock)
+
+    async def _setup(
+        self, adapter_id: str, task: TaskSpec, session_key: str
+    ) -> tuple[str, int] | RunOutcome:
+        """Run the task's workspace setup script before its agent starts. Its output lines are
+        the first ``status`` events of the task's first run (live, through the sink); returns
+        that run's key and how many events it already has, or — the script failed — the
+        outcome of the run it ended (``error{setup_failed}`` + ``done{error}``)."""
+        assert task.setup is not None
+        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        if log is not None:
+            await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
+        sent = 0
+        send, receive = trio.open_memory_channel[str](256)
+        cwd = task.cwd or os.getcwd()
+
+        async def forward() -> None:
+            nonlocal sent
+            async with receive:
+                async for line in receive:
+                    batch: list[RuntimeEvent] = [make.status("running", detail=f"setup: {line}")]
+                    sent += len(batch)
+                    await self.sink.deliver(run_key, batch)
+
+        def on_line(line: str) -> None:
+            with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+                send.send_nowait(line)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(forward)
+            first: list[RuntimeEvent] = [make.status("running", detail=f"setup: $ {task.setup}")]
+            sent += 1
+            await self.sink.deliver(run_key, first)
+            async with send:
+                result = await run_workspace_script(
+                    task.setup, cwd, timeout_s=task.setup_timeout_s, on_line=on_line
+                )
+        if result.ok:
+            return run_key, sent
+        message = redact_secrets(result.describe("setup", task.setup_timeout_s))
+        code = SetupFailedError.event_code
+        events = make.fail(message, code=code)
+        await self.sink.deliver(run_key, events)
+        outcome = RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="error",
+            summary=message,
+            usage=None,
+            cost_usd=None,
+            error_code=code,
+            error_message=message,
+            events=sent + len(events),
+        )
+        if log is not None:
+            await log.finish_run(
+                run_key,
+                status="error",
+                outcome={
+                    "reason": "error",
+                    "summary": message,
+                    "errorCode": code,
+                    "runId": None,
+                    "title": task.title,
+                },
+            )
+        return outcome
+
+    async def _start_aborted(self, adapter_id: str, session_key: str, task: TaskSpec) -> RunOutcome:
+        """Record a run aborted before its runtime had started (Ctrl-C during a gateway's
+        boot, say) as a logged run: ``done{aborted}`` through the sink, and its runs row."""
+        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        summary = f"aborted while {adapter_id} was starting"
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        events = make.finish("aborted", summary)
+        with trio.CancelScope(shield=True):
+            if log is not None:
+                await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
+            await self.sink.deliver(run_key, events)
+            if log is not None:
+                await log.finish_run(
+                    run_key,
+                    status="aborted",
+                    outcome={"reason": "aborted", "summary": summary, "title": task.title},
+                )
+        return RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="aborted",
+            summary=summary,
+            usage=None,
+            cost_usd=None,
+            error_code=None,
+            error_message=None,
+            events=len(events),
+        )
 
     async def _record(
         self,
@@ -634,6 +865,8 @@ class Runner:
         # keys configured by environment variable (ours or the task's) are redacted by value
         register_env_secrets(os.environ)
         register_env_secrets(task.env)
+        # … and so are the secrets of the files a workspace was given (.env, .worktreeinclude)
+        await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         rotate_to = rotate_to or task.rotate_to or self.rotate_to
@@ -655,6 +888,7 @@ class Runner:
             if runtime != keyed:  # the configured breaker fallback: that runtime's own account
                 task = attrs.evolve(task, account=None)
         async with AsyncExitStack() as stack:
+            await self._wait_for_a_slot(runtime.partition("@")[0], stack)  # accounts share it
             adapters: dict[str, RuntimeAdapter] = {}
 
             async def adapter_for(rid: str) -> RuntimeAdapter:
@@ -669,14 +903,26 @@ class Runner:
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
             resume_id = await _restore(adapter, task.resume) if task.resume else None
+            preset: tuple[str, int] | None = None
+            if task.setup and task.resume is None:
+                set_up = await self._setup(adapter.id, task, session_key)
+                if isinstance(set_up, RunOutcome):  # it failed: no agent starts
+                    state.runs.append(RunRecord(runtime, session_key, set_up, 1))
+                    return _final(state)
+                preset = set_up
+            first_checkpointer = await self._checkpointer(task)
+            handle: RunHandle | None = None
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
                 await _check_endpoint(self.registry.endpoint(runtime), runtime)
-                handle = await adapter.start(
-                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, session_key, "", home, resume_id),
-                )
+                with trio.CancelScope() as starting:
+                    if self.on_start is not None:
+                        self.on_start(starting)
+                    handle = await adapter.start(
+                        TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                        self._opts(task, session_key, "", home, resume_id),
+                    )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
                 failed = await self._start_failed(adapter, session_key, session_key, exc)
@@ -686,11 +932,16 @@ class Runner:
                     raise  # the caller's own bad input: a typed error (and now in the log too)
                 state.runs.append(RunRecord(runtime, session_key, failed, 1))
                 return _final(state)
+            if handle is None:  # aborted while it started
+                aborted = await self._start_aborted(adapter.id, session_key, task)
+                state.runs.append(RunRecord(runtime, session_key, aborted, 1))
+                return _final(state)
+            turn_task = task  # a follow-up turn's prompt is the person's messages
             while True:
                 outcome, attempts, handle = await self._supervised_run(
                     adapter,
                     caps,
-                    task,
+                    turn_task,
                     session_key,
                     handle,
                     state.note,
@@ -699,9 +950,13 @@ class Runner:
                     lineage,
                     ledger,
                     self.registry.endpoint(runtime),
+                    preset,
+                    first_checkpointer,
                     hand_off,
                 )
+                preset = first_checkpointer = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
+                turn_task = task
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 if gov is not None and outcome.reason != "aborted":
@@ -710,7 +965,12 @@ class Runner:
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
                 if reason is None or state.rotations >= limit:
-                    break
+                    turn = await self._followup_turn(adapter, caps, task, session_key, handle, home)
+                    if turn is None:
+                        break
+                    turn_task, handle, resume_id = turn  # the next turn, on the same session
+                    lineage = {"followupOf": outcome.run_key}
+                    continue
                 if _spent(gov, ledger):  # no rotation past a budget
                     break
                 state.rotations += 1
@@ -873,10 +1133,15 @@ async def recoverable_tasks(
     log: RunRecorder, prompt: str = RESUME_PROMPT
 ) -> list[tuple[str, TaskSpec]]:
     """``(runtime id, task)`` for every run left ``interrupted`` (its orchestrator died) that
-    recorded a resumable session and that no later run resumed yet, oldest first: what
+    recorded a resumable session and that no later run resumed yet (a resume that ended in
+    error does not count), oldest first: what
     :meth:`~orchestrator.engine.hosts.local.LocalHost.recover` and ``ringleader recover`` continue."""
     rows = await log.runs()
-    resumed = {row.outcome.get("resumedFrom") for row in rows if row.outcome}
+    # a resume that failed (its runtime could not go on: no key, no model) does not use up the
+    # recovery: `recover` again tries again
+    resumed = {
+        row.outcome.get("resumedFrom") for row in rows if row.outcome and row.status != "error"
+    }
     found: list[tuple[str, TaskSpec]] = []
     for row in rows:
         if row.status != "interrupted" or row.run_key in resumed:
@@ -916,6 +1181,22 @@ async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
 
 
 _GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
+
+
+def _in_workspaces(cwd: str | None, state_dir: Path) -> bool:
+    """Whether ``cwd`` is inside a workspace ringleader made (``<state_dir>/workspaces/``)."""
+    if cwd is None:
+        return False
+    try:
+        Path(cwd).resolve().relative_to((state_dir / "workspaces").resolve())
+    except ValueError:
+        return False
+    return True
+
+
+async def _both(first: Awaitable[None], second: Awaitable[None]) -> None:
+    await first
+    await second
 
 
 def _drift(outcome: RunOutcome) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """ringleader as an MCP server: tools for an agent to orchestrate other agents.
 
 ``ringleader mcp`` serves these tools over stdio (an MCP client — Claude Code's ``--mcp-config``,
-the native runtime's ``mcp_servers``, any other — starts it as a child), built with the official
-``mcp`` package (anyio, running on trio):
+the native runtime's ``mcp_servers``, any other — starts it as a child), and ``ringleader serve``
+at ``/mcp`` over Streamable HTTP (the board's token required, in the ``Authorization`` header),
+built with the official ``mcp`` package (anyio, running on trio):
 
 * ``start_run(runtime, prompt, model?, cwd?)`` — start a task on a runtime, hosted by this
   server (its runs are recorded in the event log like any other); answers the task id and, once
@@ -27,7 +28,7 @@ import json
 import secrets
 import subprocess
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +36,26 @@ import attrs
 import trio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
 from orchestrator.core.errors import CapabilityError, MailboxClosedError, RingleaderError
 from orchestrator.core.events import event_to_json
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, RunRow
-from orchestrator.engine.feed import RecordingSink
+from orchestrator.engine.feed import FeedAuth, RecordingSink, refused
 from orchestrator.engine.hosts import LocalHost, TaskRef
 from orchestrator.engine.runner import Runner, TaskSpec
 
-__all__ = ["Orchestration", "build_mcp_server", "open_orchestration", "serve_mcp_stdio"]
+__all__ = [
+    "Orchestration",
+    "build_mcp_server",
+    "mcp_http_route",
+    "open_orchestration",
+    "serve_mcp_stdio",
+]
 
 _FINISHED = ("success", "max_turns", "aborted", "error", "failed", "interrupted")
 _DIFF_LIMIT = 200_000
@@ -309,3 +319,31 @@ async def serve_mcp_stdio(registry: RuntimeRegistry, state_dir: Path, *, cwd: st
     """Serve the tools on stdin/stdout until the client closes them."""
     async with open_orchestration(registry, state_dir, cwd=cwd) as orch:
         await build_mcp_server(orch).run_stdio_async()
+
+
+def mcp_http_route(
+    orch: Orchestration, *, token: str, host: str
+) -> tuple[Route, AbstractAsyncContextManager[None]]:
+    """``/mcp`` (Streamable HTTP) for an app that serves more (``ringleader serve``): the route,
+    and the session manager's lifetime to hold while serving. Every request needs ``token``."""
+    server = build_mcp_server(orch)
+    inner = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    route = Route(
+        "/mcp", endpoint=_Guarded(inner, FeedAuth(token)), methods=["GET", "POST", "DELETE"]
+    )
+    return route, server.session_manager.run()
+
+
+@attrs.frozen
+class _Guarded:
+    """An ASGI app (a class, so the route hands it the raw scope) that lets a request through
+    only with the token."""
+
+    app: ASGIApp
+    auth: FeedAuth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.auth.reads(Request(scope)):
+            await refused()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -201,7 +201,9 @@ async function loadMeta() {
 async function pollApprovals() {
   if (!hosting) return;
   try {
-    const list = (await getJSON("/approvals")).filter((a) => card.openToolCalls.includes(a.callId));
+    const list = (await getJSON("/approvals")).filter(
+      (a) => a.run === runKey || card.openToolCalls.includes(a.callId),
+    );
     const ids = new Set(list.map((a) => a.id));
     if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
     pending = ids;
@@ -209,6 +211,8 @@ async function pollApprovals() {
       ...list.map((a) => el("div", { class: "approval", "data-approval": a.id },
         el("span", { text: `${a.tool} wants to run: ` }), el("code", { text: pretty(a.input) }),
         el("button", { type: "button", onclick: () => answer(a.id, true), text: "Allow" }),
+        el("button", { type: "button", onclick: () => answer(a.id, true, "run"), text: "Allow for this run" }),
+        el("button", { type: "button", onclick: () => answer(a.id, true, "always"), text: "Always here" }),
         el("button", { type: "button", onclick: () => answer(a.id, false), text: "Deny" }))),
     );
   } catch {
@@ -216,9 +220,9 @@ async function pollApprovals() {
   }
 }
 
-async function answer(id, allow) {
+async function answer(id, allow, scope = "once") {
   try {
-    await post("/approve", { id, allow });
+    await post("/approve", { id, allow, scope });
     say(allow ? "allowed" : "denied");
   } catch (e) {
     say(String(e.message), true);
@@ -244,6 +248,55 @@ document.getElementById("steer-form").addEventListener("submit", async (e) => {
     say(String(err.message), true);
   }
 });
+document.getElementById("say-form").hidden = !hosting;
+document.getElementById("say-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const input = document.getElementById("say-text");
+  try {
+    const answer = await post("/say", { run: runKey, text: input.value });
+    say(answer.delivery === "turn" ? "sent: the next turn starts now" : "queued for the run");
+    input.value = "";
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+});
+
+async function pollFollowups() {
+  if (!hosting) return;
+  try {
+    const queued = await getJSON(`/followups?run=${encodeURIComponent(runKey)}`);
+    document.getElementById("followups").replaceChildren(
+      ...queued.map((m) => el("li", { "data-followup": m.id },
+        el("span", { text: `queued: ${m.text} ` }),
+        el("button", { type: "button", onclick: () => editFollowup(m), text: "Edit" }),
+        el("button", { type: "button", onclick: () => withdrawFollowup(m.id), text: "Withdraw" }))),
+    );
+  } catch {
+    /* retried */
+  }
+}
+
+async function editFollowup(m) {
+  const text = window.prompt("New text", m.text);
+  if (!text) return;
+  try {
+    await post("/followup", { id: m.id, text });
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+}
+
+async function withdrawFollowup(id) {
+  try {
+    await post("/followup", { id, withdraw: true });
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+}
+
 rawBox.addEventListener("toggle", () => {
   if (rawBox.open) {
     document.getElementById("raw-events").textContent = raw.map((e) => JSON.stringify(e)).join("\n") + "\n";
@@ -257,4 +310,5 @@ follow(`/events?run=${encodeURIComponent(runKey)}`, 0, onEvent, (state) => {
   conn.textContent = state;
 });
 setInterval(pollApprovals, 1000);
+setInterval(pollFollowups, 2000);
 setInterval(summary, 1000);

@@ -272,13 +272,14 @@ _msg = st.one_of(
 def test_repair_history_leaves_no_orphan_and_no_duplicate(messages: list[Message]) -> None:
     repaired = repair_history(messages)
     assert repair_history(repaired) == repaired  # idempotent
-    answered: set[str] = set()
+    answered: set[str] = set()  # ids answered since the call that last opened them
     for i, msg in enumerate(repaired):
         for result in msg.tool_results or ():
             assert result.call_id not in answered
             answered.add(result.call_id)
         if msg.sender == "agent" and msg.tool_calls:
-            open_ids = {c.id for c in msg.tool_calls} - answered
+            open_ids = {c.id for c in msg.tool_calls if c.id}
+            answered -= open_ids  # a later call reusing an id is a new call: it gets a result
             following: set[str] = set()
             for nxt in repaired[i + 1 :]:
                 if not nxt.tool_results:
