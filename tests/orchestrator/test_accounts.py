@@ -3,6 +3,7 @@ held at a limit (its run would park, its breaker is open, or the quota meters sa
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -205,7 +206,15 @@ def test_accounts_in_the_config_become_runtimes_of_their_own(tmp_path: Path) -> 
         "[runtimes.claude-code.accounts.personal]\n",
         encoding="utf-8",
     )
-    loaded = load_config(cwd=tmp_path, environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    untrusted = load_config(cwd=tmp_path, environ=env)
+    assert untrusted.runtime("codex").accounts == {}  # a repository picks no account homes
+    assert any("ignored runtimes.codex.accounts" in line for line in untrusted.ignored)
+    (tmp_path / "cfg" / "ringleader").mkdir(parents=True)
+    (tmp_path / "cfg" / "ringleader" / "config.toml").write_text(
+        f"[[trusted]]\ndirectory = {json.dumps(str(tmp_path))}\n"
+    )
+    loaded = load_config(cwd=tmp_path, environ=env)
     team = loaded.runtime("codex").accounts["team"]
     assert team.home_path() == Path("~/.codex-team").expanduser()
     assert loaded.runtime("codex").for_account("team").api_key_env == "TEAM_OPENAI_KEY"
@@ -220,7 +229,7 @@ def test_accounts_in_the_config_become_runtimes_of_their_own(tmp_path: Path) -> 
         '[runtimes.codex.accounts.team]\napi_key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"\n'
     )
     with pytest.raises(ConfigError, match="keys are not allowed"):
-        load_config(cwd=tmp_path, environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+        load_config(cwd=tmp_path, environ=env)
 
 
 def test_an_unknown_account_is_one_line_before_anything_starts(tmp_path: Path) -> None:

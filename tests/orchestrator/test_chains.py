@@ -286,8 +286,11 @@ async def test_the_board_links_chained_runs(
 
     await run_chain(tmp_path, "[[chain:impl-fails]]", monkeypatch)
     async with EventLog.open(tmp_path / "state" / "events.db") as log:
-        transport = httpx2.ASGITransport(app=board_app(Feed(), log))
-        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        transport = httpx2.ASGITransport(app=board_app(Feed(), log, token="tok"))
+        bearer = {"authorization": "Bearer tok"}
+        async with httpx2.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1", headers=bearer
+        ) as client:
             cards = (await client.get("/board")).json()["cards"]
             by_task = {c["chainTask"]: c for c in cards}
             assert set(by_task) == {"plan", "impl", "review"}

@@ -265,10 +265,11 @@ async def test_the_board_serves_the_meters(tmp_path: Path) -> None:
     now = int(time.time() * 1000)
     book.record([reading("five_hour", 42.5, now, resets_at_ms=now + HOUR_MS)])
     async with EventLog.open(tmp_path / "events.db") as log:
-        app = board_app(Feed(), log, quota=book)
+        app = board_app(Feed(), log, token="tok", quota=book)
         transport = httpx2.ASGITransport(app=app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-            answer = await client.get("/usage")
+            assert (await client.get("/usage")).status_code == 401  # reads need the token
+            answer = await client.get("/usage", headers={"authorization": "Bearer tok"})
     assert answer.status_code == 200
     (row,) = answer.json()["usage"]
     assert row["runtime"] == "claude-code" and row["known"] is True

@@ -192,7 +192,16 @@ def test_schedules_of_several_files_by_id(tmp_path: Path) -> None:
     (tmp_path / "ringleader.toml").write_text(
         '[[schedule]]\nid = "a"\ncron = "0 3 * * *"\nprompt = "project a"\nruntime = "codex"\n'
     )
-    loaded = load_config(cwd=tmp_path, environ={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    loaded = load_config(cwd=tmp_path, environ=env)
+    by_id = {s.id: s for s in loaded.config.schedule}
+    # a project file of a directory nobody trusted schedules nothing (and says so)
+    assert by_id["a"].prompt == "user a" and by_id["b"].prompt == "user b"
+    (line,) = [i for i in loaded.ignored if "[[schedule]]" in i]
+    assert "ignored [[schedule]] a" in line and "ringleader trust" in line
+    with (tmp_path / "cfg" / "ringleader" / "config.toml").open("a") as user:
+        user.write(f"[[trusted]]\ndirectory = {json.dumps(str(tmp_path))}\n")
+    loaded = load_config(cwd=tmp_path, environ=env)
     by_id = {s.id: s for s in loaded.config.schedule}
     assert by_id["a"].prompt == "project a" and by_id["b"].prompt == "user b"
 
@@ -205,6 +214,10 @@ def test_serve_catches_up_a_missed_firing_and_schedules_shows_it(tmp_path: Path)
     (tmp_path / "ringleader.toml").write_text(
         '[[schedule]]\nid = "hourly"\ncron = "0 * * * *"\ncatch_up = true\n'
         'prompt = "hourly check"\nruntime = "scripted"\nworkspace = false\n'
+    )
+    (tmp_path / "ringleader").mkdir()
+    (tmp_path / "ringleader" / "config.toml").write_text(  # the user trusts the project
+        f"[[trusted]]\ndirectory = {json.dumps(str(tmp_path))}\n"
     )
     two_hours_ago = dt.datetime.now(UTC) - dt.timedelta(hours=2, minutes=1)
     seed(ScheduleBook.in_state_dir(state), "hourly", two_hours_ago)
@@ -219,9 +232,6 @@ def test_serve_catches_up_a_missed_firing_and_schedules_shows_it(tmp_path: Path)
         cwd=tmp_path,
     )
     try:
-        assert server.stdout is not None
-        first = server.stdout.readline()
-        assert first.rstrip().endswith("/events"), first
         lines: list[str] = []
         deadline = time.monotonic() + 60
         last: dict[str, Any] | None = None
@@ -236,7 +246,8 @@ def test_serve_catches_up_a_missed_firing_and_schedules_shows_it(tmp_path: Path)
     finally:
         server.send_signal(signal.SIGINT)
         out, _ = server.communicate(timeout=60)
-    lines = out.splitlines()
+    lines = out.splitlines()  # read once, at the end (a readline's buffer is not communicate's)
+    assert "/events" in lines[0], out
     assert any("schedule hourly: At the start of every hour (UTC)" in line for line in lines), out
     missed = next(line for line in lines if "missed while the server was down" in line)
     assert "2 firings" in missed and "running it once now" in missed
