@@ -220,6 +220,8 @@ class QuotaBook:
             return
         with self._synced(write=True):
             for reading in fresh:
+                if self._told_by_a_window(reading):
+                    continue
                 known = self._readings.get(reading.key)
                 if known is not None and known.seen_ms > reading.seen_ms:
                     continue
@@ -228,6 +230,19 @@ class QuotaBook:
                     # reset): keep the runtime's own account of it
                     reading = attrs.evolve(known, seen_ms=reading.seen_ms)
                 self._readings[reading.key] = reading
+
+    def _told_by_a_window(self, reading: QuotaReading) -> bool:
+        """A plain hold (``requests``) that a named window of the same account already
+        explains (the runner's park repeating Codex's primary window's reset, say)."""
+        if reading.window != "requests":
+            return False
+        return any(
+            r.runtime_id == reading.runtime_id
+            and r.account == reading.account
+            and r.window != "requests"
+            and r.resets_at_ms == reading.resets_at_ms
+            for r in self._readings.values()
+        )
 
     def readings(self) -> list[QuotaReading]:
         """Every reading, by runtime, account and window."""

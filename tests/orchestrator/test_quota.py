@@ -200,6 +200,17 @@ def test_the_book_keeps_the_latest_reading_per_window_across_processes(tmp_path:
     other.record([held])
     assert one.limited_until("claude-code", "work", NOW_MS) == NOW_MS + HOUR_MS
     assert one.limited_until("claude-code", None, NOW_MS) is None
+    # the runner's park repeats a named window's reset: no second, nameless hold
+    park = reading(
+        "requests",
+        None,
+        NOW_MS + 3,
+        account="work",
+        state="rejected",
+        source="claude-code: resets at 1",
+    )
+    other.record([park])
+    assert [r.window for r in one.readings() if r.account == "work"] == ["five_hour"]
     (tmp_path / "quota.json").write_text("{not json")
     assert one.readings() == []  # a damaged file is no readings, never a crash
 
