@@ -78,14 +78,17 @@ def wrap(policy: SandboxPolicy, argv: Sequence[str], cwd: str | None) -> list[st
         "--tmpfs",
         "/tmp",
     ]
-    real = os.path.realpath  # a bind onto a symlink's path fails: bind where it points
-    for path in dict.fromkeys(map(real, policy.hidden)):
+
+    def real(paths: Sequence[str]) -> list[str]:  # a bind onto a symlink fails: bind its target
+        return list(dict.fromkeys(os.path.realpath(p) for p in paths))
+
+    for path in real(policy.hidden):
         if os.path.isdir(path):
             args += ["--tmpfs", path]
-    for path in dict.fromkeys(map(real, policy.readable)):
+    for path in real(policy.readable):
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
-    for path in dict.fromkeys(map(real, [*policy.writable, *([cwd] if cwd else [])])):
+    for path in real([*policy.writable, *([cwd] if cwd else [])]):
         if os.path.exists(path):
             args += ["--bind", path, path]
     if cwd:

@@ -72,8 +72,10 @@ def test_a_native_bash_tool_cannot_read_the_home_or_write_outside(
     env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
     env |= {"HOME": str(home), "RINGLEADER_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", "--config", str(config), "run"]
-        + ["--runtime", "native", "--model-server", str(script), "--json", "go"],
+        [
+            *(sys.executable, "-m", "orchestrator.cli", "--config", str(config), "run"),
+            *("--runtime", "native", "--model-server", str(script), "--json", "go"),
+        ],
         cwd=workspace,
         env=env,
         capture_output=True,
