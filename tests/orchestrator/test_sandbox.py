@@ -116,3 +116,37 @@ def test_without_bubblewrap_the_probe_says_why(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("PATH", "/nonexistent")
     why = probe()
     assert why is not None and "not installed" in why
+
+
+def _ringleader(
+    tmp_path: Path, *args: str, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
+    if path is not None:
+        env["PATH"] = path
+    config = tmp_path / "ringleader.toml"
+    config.write_text('[sandbox]\nkind = "bubblewrap"\n')
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "--config", str(config), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_doctor_says_whether_the_sandbox_works_here(bwrap: None, tmp_path: Path) -> None:
+    works = _ringleader(tmp_path, "doctor")
+    assert "sandbox: bubblewrap works here; on" in works.stdout, works.stdout
+    missing = _ringleader(tmp_path, "doctor", path="/nonexistent")
+    assert "sandbox: bubblewrap (bwrap) is not installed" in missing.stdout
+    assert "runs are not confined" in missing.stdout
+
+
+def test_without_bubblewrap_a_run_goes_on_unconfined_saying_so_once(tmp_path: Path) -> None:
+    done = _ringleader(tmp_path, "run", "--runtime", "scripted", "hi", path="/nonexistent")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "sandbox off" in line]
+    assert len(lines) == 1 and "not confined" in lines[0], done.stderr
