@@ -38,9 +38,27 @@ def outside() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def test_a_native_bash_tool_cannot_read_the_home_or_write_outside(
-    bwrap: None, outside: Path, tmp_path: Path
+TOOLS = {
+    "native": ("bash", "command", {}),
+    "claude-code": ("Bash", "command", {"description": "try things"}),
+    "codex": ("exec_command", "cmd", {}),
+}
+"""Per runtime: its shell tool, the input field of the command, other input fields."""
+
+
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        "native",
+        pytest.param("claude-code", marks=pytest.mark.e2e),
+        pytest.param("codex", marks=pytest.mark.e2e),
+    ],
+)
+def test_a_shell_tool_cannot_read_the_home_or_write_outside(
+    bwrap: None, outside: Path, tmp_path: Path, runtime: str
 ) -> None:
+    """Each runtime's shell tool in the sandbox: the planted secret in the (fake) home is not
+    readable, a write outside the workspace fails, a write inside works, the run succeeds."""
     home = outside / "home"
     home.mkdir()
     (home / "secret.txt").write_text(SECRET + "\n")
@@ -48,6 +66,8 @@ def test_a_native_bash_tool_cannot_read_the_home_or_write_outside(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     command = f"cat {home}/secret.txt; echo pwned > {escape}; echo fine > inside.txt; echo end"
+    tool, field, more = TOOLS[runtime]
+    call = {"name": tool, "input": {field: command, **more}}
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(
@@ -55,32 +75,32 @@ def test_a_native_bash_tool_cannot_read_the_home_or_write_outside(
                 "conversations": [
                     {
                         "name": "c",
-                        "turns": [
-                            {
-                                "text": "trying",
-                                "tool_calls": [{"name": "bash", "input": {"command": command}}],
-                            },
-                            {"text": "finished"},
-                        ],
+                        "turns": [{"text": "trying", "tool_calls": [call]}, {"text": "finished"}],
                     }
                 ]
             }
         )
     )
     config = tmp_path / "ringleader.toml"
-    config.write_text('[sandbox]\nkind = "bubblewrap"\n\n[runtimes.native]\npermission = "allow"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    config.write_text(
+        f'[sandbox]\nkind = "bubblewrap"\n\n[runtimes.{runtime}]\npermission = "allow"\n'
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+    }
     env |= {"HOME": str(home), "RINGLEADER_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
     done = subprocess.run(
         [
             *(sys.executable, "-m", "orchestrator.cli", "--config", str(config), "run"),
-            *("--runtime", "native", "--model-server", str(script), "--json", "go"),
+            *("--runtime", runtime, "--model-server", str(script), "--json", "go"),
         ],
         cwd=workspace,
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
