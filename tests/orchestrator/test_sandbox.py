@@ -38,7 +38,7 @@ def outside() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-TOOLS = {
+TOOLS: dict[str, tuple[str, str, dict[str, str]]] = {
     "native": ("bash", "command", {}),
     "claude-code": ("Bash", "command", {"description": "try things"}),
     "codex": ("exec_command", "cmd", {}),
