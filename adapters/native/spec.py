@@ -151,4 +151,19 @@ NATIVE = RuntimeSpec(
     ),
     key_envs=_native_keys,
     summary="ringleader's in-process agent loop",
+    # in-process: no binary, command line or mode
+    settings=frozenset(
+        {
+            "model",
+            "provider",
+            "base_url",
+            "api_key_env",
+            "permission",
+            "skills_dir",
+            "subagents",
+            "mcp_servers",
+            "output_schema",
+            "prices",
+        }
+    ),
 )

@@ -74,6 +74,10 @@ class Installed:
     version: str | None = None
 
 
+RUN_SETTINGS: frozenset[str] = frozenset({"max_runs", "watermark", "rotate_to"})
+"""Settings the runner applies to any runtime (its limit, rotation)."""
+
+
 @attrs.frozen
 class RuntimeSpec:
     """One runtime as registered in the ``ringleader.runtimes`` entry-point group."""
@@ -89,6 +93,9 @@ class RuntimeSpec:
     """Finds the installed executable (raises :class:`~orchestrator.core.errors.RuntimeNotFoundError`
     when missing); ``None`` for in-process runtimes."""
     summary: str = ""
+    settings: frozenset[str] | None = None
+    """The ``[runtimes.ID]`` settings the runtime uses beyond those every run has
+    (:data:`RUN_SETTINGS`); ``None``: all of them. A setting it cannot use is refused."""
 
     def create(self, config: RuntimeConfig) -> RuntimeAdapter:
         return self.factory(config)
