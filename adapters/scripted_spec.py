@@ -59,5 +59,8 @@ def _scripted(config: RuntimeConfig) -> RuntimeAdapter:
 
 
 SCRIPTED = RuntimeSpec(
-    id="scripted", factory=_scripted, summary="a canned in-memory run (no model at all)"
+    id="scripted",
+    factory=_scripted,
+    summary="a canned in-memory run (no model at all)",
+    settings=frozenset(),  # no binary, no model: only what every run has
 )

@@ -32,4 +32,5 @@ ACP = RuntimeSpec(
     id="acp",
     factory=_acp,
     summary="any Agent Client Protocol agent (runtimes.acp.binary + extra_args, e.g. gemini --acp)",
+    settings=frozenset({"binary", "model", "api_key_env", "permission", "extra_args"}),
 )

@@ -80,4 +80,16 @@ CLAUDE_CODE = RuntimeSpec(
     key_envs=_claude_keys,
     locate=lambda config: locate_pinned("claude-code", config),
     summary="Claude Code (claude -p, stream-json)",
+    settings=frozenset(
+        {
+            "binary",
+            "model",
+            "provider",
+            "base_url",
+            "api_key_env",
+            "permission",
+            "mode",
+            "extra_args",
+        }
+    ),
 )

@@ -89,4 +89,17 @@ CODEX = RuntimeSpec(
     key_envs=_codex_keys,
     locate=lambda config: locate_pinned("codex", config),
     summary="OpenAI Codex CLI (codex app-server; codex exec --json with mode = 'exec')",
+    settings=frozenset(
+        {
+            "binary",
+            "model",
+            "provider",
+            "base_url",
+            "api_key_env",
+            "permission",
+            "mode",
+            "extra_args",
+            "prices",
+        }
+    ),
 )

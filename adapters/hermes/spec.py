@@ -51,4 +51,5 @@ HERMES = RuntimeSpec(
     key_envs=lambda config: tuple(v for v in (config.api_key_env, "OPENAI_API_KEY") if v),
     locate=lambda config: locate_pinned("hermes", config),
     summary="Hermes Agent over the Agent Client Protocol (hermes acp)",
+    settings=frozenset({"binary", "model", "provider", "base_url", "api_key_env", "permission"}),
 )

@@ -163,4 +163,21 @@ NATIVE = RuntimeSpec(
     key_envs=_native_keys,
     summary="ringleader's in-process agent loop",
     inbox=InboxHook(list_items=_inbox_items, resolve=_resolve_inbox),
+    # in-process: no binary, command line or mode
+    settings=frozenset(
+        {
+            "model",
+            "provider",
+            "base_url",
+            "api_key_env",
+            "permission",
+            "skills_dir",
+            "hooks",
+            "skills",
+            "subagents",
+            "mcp_servers",
+            "output_schema",
+            "prices",
+        }
+    ),
 )

@@ -74,4 +74,7 @@ OPENCLAW = RuntimeSpec(
     ),
     locate=lambda config: locate_pinned("openclaw", config),
     summary="OpenClaw over its gateway WebSocket (one shared gateway)",
+    settings=frozenset(
+        {"binary", "model", "provider", "base_url", "api_key_env", "permission", "prices"}
+    ),
 )

@@ -136,20 +136,69 @@ def _ray_runtimes(address: str, as_json: bool, out: TextIO) -> int:
     return 0
 
 
+_DEFAULTS: dict[str, str] = {
+    "max_runs": "no limit",
+    "watermark": "85 (%)",
+    "rotate_to": "the same runtime",
+    "permission": "the runtime's own",
+}
+"""What an unset ``[runtimes.ID]`` field means, where ringleader decides it."""
+
+
+def _config_rows(loaded: Any, specs: Any) -> list[tuple[str, str, str]]:
+    """Every setting with its value (an unset one: its default, the binary: where it is found)
+    and source; a runtime's rows only for what it uses; then ``[budget]``, ``[breaker]`` and
+    ``[sandbox]``."""
+    from orchestrator.core.registry import RUN_SETTINGS
+
+    by_id = {spec.id: spec for spec in specs}
+    rows: list[tuple[str, str, str]] = []
+    for key, value, source in loaded.describe(by_id):
+        _, runtime_id, field = key.split(".", 2)
+        field = field.split(".", 1)[0]
+        spec = by_id.get(runtime_id)
+        if (
+            spec is not None
+            and spec.settings is not None
+            and field not in spec.settings | RUN_SETTINGS
+        ):
+            continue
+        if value == "-" and source == "default":
+            if field == "binary" and spec is not None and spec.locate is not None:
+                try:
+                    value = spec.locate(loaded.runtime(runtime_id)).path
+                    source = "installed"
+                except (RuntimeNotFoundError, OSError):
+                    value = "not installed (ringleader install " + runtime_id + ")"
+            else:
+                value = _DEFAULTS.get(field, "the runtime's own default")
+        rows.append((key, value, source))
+    config = loaded.config
+    for section, model in (
+        ("budget", config.budget),
+        ("breaker", config.breaker),
+        ("sandbox", config.sandbox),
+    ):
+        if model is None:
+            rows.append((section, "off (no [breaker] table)", "default"))
+            continue
+        for field, value in model.model_dump().items():
+            key = f"{section}.{field}"
+            shown = "-" if value is None else json.dumps(value)
+            if value is None:
+                shown = "no limit" if section == "budget" else "-"
+            rows.append((key, shown, loaded.sources.get(key, "default")))
+    return rows
+
+
 def _config(config_file: str | None, as_json: bool, out: TextIO) -> int:
     specs = discover_runtimes()
     loaded = load_cli_config(config_file, specs)
-    rows = loaded.describe(spec.id for spec in specs)
-    if as_json:
-        out.write(
-            json.dumps(
-                {
-                    "files": [str(f) for f in loaded.files],
-                    "values": [{"key": k, "value": v, "source": src} for k, v, src in rows],
-                }
-            )
-            + "\n"
-        )
+    rows = _config_rows(loaded, specs)
+    if as_json:  # JSON Lines: the files, then one object per setting
+        out.write(json.dumps({"files": [str(f) for f in loaded.files]}) + "\n")
+        for k, v, src in rows:
+            out.write(json.dumps({"key": k, "value": v, "source": src}) + "\n")
         return 0
     files = ", ".join(str(f) for f in loaded.files) or "none (defaults and environment only)"
     out.write(f"config files: {files}\n")

@@ -12,6 +12,7 @@ from orchestrator.cli.commands import usable_state_dir
 from orchestrator.core.config import LoadedConfig
 from orchestrator.core.drift import drift_report
 from orchestrator.core.registry import RuntimeSpec
+from orchestrator.core.sandbox import probe
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.governance.breaker import BreakerBoard, BreakerPolicy
 from orchestrator.engine.governance.policy import BREAKERS_FILE
@@ -50,6 +51,16 @@ def _versions_line(rid: str, versions: dict[str, int]) -> str:
     return f"{rid}: " + ", ".join(one(v, n) for v, n in sorted(versions.items()))
 
 
+def _sandbox_line(config: LoadedConfig) -> str:
+    """Whether the run sandbox (bubblewrap) works here, and whether it is on."""
+    why = probe()
+    on = config.config.sandbox.kind == "bubblewrap"
+    if why is None:
+        state = "on" if on else 'off (turn it on: [sandbox] kind = "bubblewrap")'
+        return f"bubblewrap works here; {state}"
+    return f"{why}; runs are not confined" if on else f"{why} (the sandbox is off)"
+
+
 async def doctor(
     specs: Sequence[RuntimeSpec],
     config: LoadedConfig,
@@ -84,6 +95,7 @@ async def doctor(
             damage = await log.check(repair=repair)
     findings = drift_report(rows)
     versions = runs_by_version(rows)
+    sandbox = _sandbox_line(config)
     if as_json:
         out.write(json.dumps({"eventLog": str(db), "sound": not damage, "problems": damage}) + "\n")
         for f in findings:
@@ -102,6 +114,7 @@ async def doctor(
             out.write(json.dumps({"runtimeId": rid, "runsByVersion": per}) + "\n")
         for key, why in open_breakers.items():
             out.write(json.dumps({"breaker": key, "open": why}) + "\n")
+        out.write(json.dumps({"sandbox": sandbox}) + "\n")
         return 1 if findings or open_breakers or damage else 0
     if db.exists():
         if damage:
@@ -111,6 +124,7 @@ async def doctor(
                 out.write("  rebuild its indexes with: ringleader doctor --repair\n")
         else:
             out.write(f"event log {db}: sound (SQLite integrity check)\n")
+    out.write(f"sandbox: {sandbox}\n")
     if rows:
         for rid, per in sorted(versions.items()):
             out.write(f"runs: {_versions_line(rid, per)}\n")

@@ -107,6 +107,9 @@ class Lane:
     phase: str = "starting"
     model: str | None = None
     first_event: float | None = None
+    command_started: float | None = None
+    """When the command started, on trio's clock (the table's "first event" counts from it:
+    what a person waited, imports and startup included); ``None``: from :attr:`started`."""
     last_event: float | None = None
     ended: float | None = None
     outcome: str | None = None
@@ -373,7 +376,8 @@ def comparison_table(lanes: Sequence[Lane], *, now: float | None = None) -> Tabl
     table.add_column("lines", justify="right")
     table.add_column("workspace", overflow="fold")
     for lane in lanes:
-        first = "-" if lane.first_event is None else f"{lane.first_event - lane.started:.2f}s"
+        since = lane.started if lane.command_started is None else lane.command_started
+        first = "-" if lane.first_event is None else f"{lane.first_event - since:.2f}s"
         tools = str(lane.tool_calls) + (f" ({lane.tool_errors} ✗)" if lane.tool_errors else "")
         where = lane.workspace or "-"
         if lane.workspace and lane.workspace_kind:

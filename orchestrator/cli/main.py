@@ -5,6 +5,7 @@ their own mistake. Each command group's arguments and body live in its own modul
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -14,7 +15,11 @@ if TYPE_CHECKING:
 # Only the standard library at import: `ringleader --version` answers before anything else is
 # imported; each command's modules are imported when the parser is built.
 
-__all__ = ["commands", "main"]
+__all__ = ["STARTED", "commands", "main"]
+
+STARTED = time.perf_counter()
+"""When this process started running ringleader (``perf_counter``): "first event" counts from
+here, so the table shows what a person waited, imports included."""
 
 
 def _version() -> str:

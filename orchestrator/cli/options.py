@@ -38,6 +38,7 @@ __all__ = [
     "approvals_option",
     "asking",
     "budget_options",
+    "check_runtime_tables",
     "config_option",
     "default_script",
     "governance_for",
@@ -82,7 +83,46 @@ def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> Lo
     loaded = load_config(config_file, runtime_ids=[spec.id for spec in specs])
     for line in loaded.ignored:
         print(f"ringleader: {line}", file=sys.stderr)
+    check_runtime_tables(loaded, specs)
     return loaded
+
+
+def check_runtime_tables(loaded: LoadedConfig, specs: Sequence[RuntimeSpec]) -> None:
+    """A ``[runtimes.ID]`` table must name a known runtime (a typo gets a did-you-mean), and
+    set only what that runtime uses.
+
+    Raises:
+        ConfigError: one line naming the file, the key and the problem.
+    """
+    import difflib
+
+    from orchestrator.core.registry import RUN_SETTINGS
+
+    by_id = {spec.id: spec for spec in specs}
+    for runtime_id in loaded.config.runtimes:
+        prefix = f"runtimes.{runtime_id}."
+        keys = sorted(k for k in loaded.sources if k.startswith(prefix))
+        where = loaded.sources[keys[0]] if keys else "the configuration"
+        spec = by_id.get(runtime_id)
+        if spec is None:
+            close = difflib.get_close_matches(
+                runtime_id.replace("_", "-"), list(by_id), n=1, cutoff=0.6
+            )
+            hint = f"; did you mean [runtimes.{close[0]}]?" if close else ""
+            raise ConfigError(
+                f"{where}: [runtimes.{runtime_id}]: unknown runtime{hint} "
+                f"(known: {', '.join(sorted(by_id))})"
+            )
+        if spec.settings is None:
+            continue
+        usable = spec.settings | RUN_SETTINGS
+        for key in keys:
+            field = key[len(prefix) :].split(".", 1)[0]
+            if field not in usable:
+                raise ConfigError(
+                    f"{loaded.sources[key]}: runtimes.{runtime_id}.{field}: {runtime_id} cannot "
+                    f"use {field} (it uses: {', '.join(sorted(usable))})"
+                )
 
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:

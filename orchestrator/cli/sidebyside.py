@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import os
 import sys
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -200,6 +201,13 @@ async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
             await adapter.aclose()
 
 
+def _command_started() -> float:
+    """When the ``ringleader`` command started (its module was imported), on trio's clock."""
+    from orchestrator.cli.main import STARTED
+
+    return trio.current_time() - (time.perf_counter() - STARTED)
+
+
 def _notice(view: JsonView | PlainView | RichView) -> Callable[[str], None]:
     """Where a notice goes: above the live view at a terminal (written past it, the view's
     next redraw would overwrite it), else a line on stderr (stdout holds the events)."""
@@ -315,8 +323,10 @@ async def run_jobs(
     ``group_id``: names the jobs' workspaces as one task in the event log (``ringleader compare
     GROUP``; default: a new id)."""
     lanes: list[Lane] = []
+    began = _command_started()
     for job in jobs:
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
+        lane.command_started = began
         lane.phase = "queued"
         lane.estimated = estimates
         others = targets(job.runtime_id, job.task.account, job.task.fallback, accounts or {})

@@ -103,6 +103,10 @@ class Installed:
     version: str | None = None
 
 
+RUN_SETTINGS: frozenset[str] = frozenset({"max_runs", "watermark", "rotate_to", "accounts"})
+"""Settings the runner applies to any runtime (its limit, rotation, accounts)."""
+
+
 @attrs.frozen
 class RuntimeSpec:
     """One runtime as registered in the ``ringleader.runtimes`` entry-point group."""
@@ -120,6 +124,9 @@ class RuntimeSpec:
     summary: str = ""
     inbox: InboxHook | None = None
     """Set when the runtime keeps inbox items (``ringleader inbox``)."""
+    settings: frozenset[str] | None = None
+    """The ``[runtimes.ID]`` settings the runtime uses beyond those every run has
+    (:data:`RUN_SETTINGS`); ``None``: all of them. A setting it cannot use is refused."""
 
     def create(self, config: RuntimeConfig) -> RuntimeAdapter:
         return self.factory(config)

@@ -79,16 +79,16 @@ def wrap(policy: SandboxPolicy, argv: Sequence[str], cwd: str | None) -> list[st
         "/tmp",
     ]
 
-    def real(path: str) -> str:  # a bind onto a symlink's path fails: bind where it points
-        return os.path.realpath(path)
+    def real(paths: Sequence[str]) -> list[str]:  # a bind onto a symlink fails: bind its target
+        return list(dict.fromkeys(os.path.realpath(p) for p in paths))
 
-    for path in dict.fromkeys(map(real, policy.hidden)):
+    for path in real(policy.hidden):
         if os.path.isdir(path):
             args += ["--tmpfs", path]
-    for path in dict.fromkeys(map(real, policy.readable)):
+    for path in real(policy.readable):
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
-    for path in dict.fromkeys(map(real, [*policy.writable, *([cwd] if cwd else [])])):
+    for path in real([*policy.writable, *([cwd] if cwd else [])]):
         if os.path.exists(path):
             args += ["--bind", path, path]
     if cwd:

@@ -244,24 +244,44 @@ def test_cli_config_prints_values_and_sources(
     assert table["runtimes.codex.api_key_env"][:2] == ["H12_K", "(set)"]
     assert table["runtimes.native.provider"] == ["openai", str(explicit)]
     assert table["runtimes.claude-code.model"] == ["opus", "env", "RINGLEADER_CLAUDE_CODE_MODEL"]
-    assert table["runtimes.scripted.model"] == ["-", "default"]
+    # issue 34 item 10: what a runtime cannot use is not listed; an unset value shows its
+    # default; the governance and sandbox tables are there
+    assert "runtimes.scripted.model" not in table and "runtimes.native.binary" not in table
+    assert table["runtimes.codex.max_runs"] == ["no", "limit", "default"]
+    assert table["runtimes.codex.watermark"] == ["85", "(%)", "default"]
+    assert table["budget.usd"] == ["no", "limit", "default"]
+    assert table["breaker"][0] == "off"
+    assert table["sandbox.kind"] == ['"none"', "default"]
     assert "sk-very-secret-key-0000" not in result.stdout
     as_json = ringleader("config", "--json", cwd=project, env=env)
-    data = json.loads(as_json.stdout)
+    lines_json = [json.loads(line) for line in as_json.stdout.splitlines()]  # JSON Lines
+    assert lines_json[0] == {"files": [str(project / "ringleader.toml")]}
     assert {
         "key": "runtimes.codex.model",
         "value": "gpt-5.5",
         "source": str(project / "ringleader.toml"),
-    } in data["values"]
+    } in lines_json[1:]
 
 
 def test_cli_config_reaches_the_runtime(dirs: tuple[Path, Path, dict[str, str]]) -> None:
-    """A setting the runtime cannot use is refused when the run starts (exit 2, one line)."""
+    """A setting the runtime cannot use is refused when the configuration loads (exit 2, one
+    line naming the file), scripted's binary included (issue 34 item 10); a typo'd runtime
+    table is an error with a did-you-mean."""
     project, _, env = dirs
-    write(project / "ringleader.toml", '[runtimes.native]\nbinary = "/bin/true"\n')
+    config = write(project / "ringleader.toml", '[runtimes.native]\nbinary = "/bin/true"\n')
     trust_directory(project, env)  # an untrusted project may not set a binary
     result = ringleader("run", "--runtime", "native", "hi", cwd=project, env=env)
     assert result.returncode == 2
-    assert result.stderr.strip() == (
-        "ringleader: runtimes.native.binary: not used by the native runtime"
+    assert result.stderr.strip().startswith(
+        f"ringleader: {config}: runtimes.native.binary: native cannot use binary (it uses: "
+    )
+    write(config, '[runtimes.scripted]\nbinary = "/bin/true"\n')
+    result = ringleader("run", "--runtime", "scripted", "hi", cwd=project, env=env)
+    assert result.returncode == 2 and "scripted cannot use binary" in result.stderr
+    write(config, '[runtimes.claude_code]\nmodel = "opus"\n')
+    result = ringleader("config", cwd=project, env=env)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(
+        f"ringleader: {config}: [runtimes.claude_code]: unknown runtime; "
+        "did you mean [runtimes.claude-code]?"
     )

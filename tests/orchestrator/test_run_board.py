@@ -40,3 +40,25 @@ async def test_a_run_with_its_board_succeeds_and_the_url_is_drawn_above_the_live
     assert "ringleader: board at http://127.0.0.1:" in drawn  # through the live view's console
     assert "board at" not in capsys.readouterr().err  # not written past it (a redraw erases it)
     assert "comparison" in drawn
+
+
+async def test_first_event_counts_from_the_commands_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34 item 11: "first event" is what a person waited, from the command's start
+    (imports and startup included), not from the moment the run was submitted."""
+    import time
+
+    import orchestrator.cli.main
+
+    monkeypatch.setattr(orchestrator.cli.main, "STARTED", time.perf_counter() - 5.0)
+    console = Console(file=io.StringIO(), record=True, width=200, force_terminal=True)
+    view = RichView(console=console)
+    jobs = [Job(label="scripted", runtime_id="scripted", task=TaskSpec(task_id="1", title="hi"))]
+    [result] = await run_jobs(registry(), jobs, view, state_dir=tmp_path)
+    lane = result.lane
+    assert lane.first_event is not None and lane.command_started is not None
+    assert lane.first_event - lane.command_started >= 5.0
+    row = next(line for line in console.export_text().splitlines() if "│ scripted" in line)
+    first = [cell.strip() for cell in row.split("│") if cell.strip().endswith("s")][-1]
+    assert float(first.removesuffix("s")) >= 5.0, row

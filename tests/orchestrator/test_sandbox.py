@@ -38,9 +38,27 @@ def outside() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def test_a_native_bash_tool_cannot_read_the_home_or_write_outside(
-    bwrap: None, outside: Path, tmp_path: Path
+TOOLS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "native": ("bash", "command", {}),
+    "claude-code": ("Bash", "command", {"description": "try things"}),
+    "codex": ("exec_command", "cmd", {}),
+}
+"""Per runtime: its shell tool, the input field of the command, other input fields."""
+
+
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        "native",
+        pytest.param("claude-code", marks=pytest.mark.e2e),
+        pytest.param("codex", marks=pytest.mark.e2e),
+    ],
+)
+def test_a_shell_tool_cannot_read_the_home_or_write_outside(
+    bwrap: None, outside: Path, tmp_path: Path, runtime: str
 ) -> None:
+    """Each runtime's shell tool in the sandbox: the planted secret in the (fake) home is not
+    readable, a write outside the workspace fails, a write inside works, the run succeeds."""
     home = outside / "home"
     home.mkdir()
     (home / "secret.txt").write_text(SECRET + "\n")
@@ -48,6 +66,8 @@ def test_a_native_bash_tool_cannot_read_the_home_or_write_outside(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     command = f"cat {home}/secret.txt; echo pwned > {escape}; echo fine > inside.txt; echo end"
+    tool, field, more = TOOLS[runtime]
+    call = {"name": tool, "input": {field: command, **more}}
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(
@@ -55,32 +75,32 @@ def test_a_native_bash_tool_cannot_read_the_home_or_write_outside(
                 "conversations": [
                     {
                         "name": "c",
-                        "turns": [
-                            {
-                                "text": "trying",
-                                "tool_calls": [{"name": "bash", "input": {"command": command}}],
-                            },
-                            {"text": "finished"},
-                        ],
+                        "turns": [{"text": "trying", "tool_calls": [call]}, {"text": "finished"}],
                     }
                 ]
             }
         )
     )
     config = tmp_path / "ringleader.toml"
-    config.write_text('[sandbox]\nkind = "bubblewrap"\n\n[runtimes.native]\npermission = "allow"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    config.write_text(
+        f'[sandbox]\nkind = "bubblewrap"\n\n[runtimes.{runtime}]\npermission = "allow"\n'
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+    }
     env |= {"HOME": str(home), "RINGLEADER_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
     done = subprocess.run(
         [
             *(sys.executable, "-m", "orchestrator.cli", "--config", str(config), "run"),
-            *("--runtime", "native", "--model-server", str(script), "--json", "go"),
+            *("--runtime", runtime, "--model-server", str(script), "--json", "go"),
         ],
         cwd=workspace,
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
@@ -116,3 +136,37 @@ def test_without_bubblewrap_the_probe_says_why(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("PATH", "/nonexistent")
     why = probe()
     assert why is not None and "not installed" in why
+
+
+def _ringleader(
+    tmp_path: Path, *args: str, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
+    if path is not None:
+        env["PATH"] = path
+    config = tmp_path / "ringleader.toml"
+    config.write_text('[sandbox]\nkind = "bubblewrap"\n')
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "--config", str(config), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_doctor_says_whether_the_sandbox_works_here(bwrap: None, tmp_path: Path) -> None:
+    works = _ringleader(tmp_path, "doctor")
+    assert "sandbox: bubblewrap works here; on" in works.stdout, works.stdout
+    missing = _ringleader(tmp_path, "doctor", path="/nonexistent")
+    assert "sandbox: bubblewrap (bwrap) is not installed" in missing.stdout
+    assert "runs are not confined" in missing.stdout
+
+
+def test_without_bubblewrap_a_run_goes_on_unconfined_saying_so_once(tmp_path: Path) -> None:
+    done = _ringleader(tmp_path, "run", "--runtime", "scripted", "hi", path="/nonexistent")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "sandbox off" in line]
+    assert len(lines) == 1 and "not confined" in lines[0], done.stderr
