@@ -39,6 +39,7 @@ from .normalize import Price
 
 __all__ = [
     "DEFAULT_KEY_ENV",
+    "SANDBOX_HELPER",
     "ApprovalDecision",
     "ApprovalHandler",
     "CodexConfig",
@@ -48,6 +49,7 @@ __all__ = [
     "Mode",
     "Sandbox",
     "app_server_argv",
+    "ask_person",
     "common_overrides",
     "default_state_root",
     "exec_argv",
@@ -56,14 +58,16 @@ __all__ = [
     "run_env",
     "thread_total_usage",
     "under_system_temp",
+    "with_sandbox_helper",
 ]
 
 Mode: TypeAlias = Literal["exec", "app-server"]
 Sandbox: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access", "bypass"]
-ApprovalDecision: TypeAlias = Literal["accept", "acceptForSession", "decline", "cancel"]
+ApprovalDecision: TypeAlias = Literal["accept", "acceptForSession", "decline", "cancel", "ask"]
 ApprovalHandler: TypeAlias = Callable[[str, Mapping[str, Any]], ApprovalDecision]
 """``(method, params) -> decision`` for an app-server approval request (``method`` is e.g.
-``item/commandExecution/requestApproval``)."""
+``item/commandExecution/requestApproval``); ``"ask"`` asks a person (the run's approval book,
+:mod:`orchestrator.core.asking`; with nobody to ask, the request is declined)."""
 Launcher: TypeAlias = Callable[[Sequence[str]], Sequence[str]]
 """Turns Codex's arguments into the argv to run (default: the native binary first)."""
 
@@ -127,14 +131,20 @@ def _decline(method: str, params: Mapping[str, Any]) -> ApprovalDecision:
     return "decline"
 
 
+def ask_person(method: str, params: Mapping[str, Any]) -> ApprovalDecision:
+    """Ask a person about every approval request (see :data:`ApprovalHandler`)."""
+    return "ask"
+
+
 @attrs.frozen
 class CodexConfig:
     """How the adapter runs Codex. Everything has a safe default; a run's ``StartOpts`` win
     where they overlap (model, cwd, home)."""
 
-    mode: Mode = "exec"
-    """``exec`` (one process per run, ``codex exec --json``) or ``app-server`` (JSON-RPC over
-    stdio: streamed text, clean interrupts, approvals)."""
+    mode: Mode = "app-server"
+    """``app-server`` (the default: JSON-RPC over stdio; streamed text, clean interrupts,
+    approvals a person can answer, steering with ``turn/steer``) or ``exec`` (one ``codex exec
+    --json`` process per run: whole messages, abort by signal, no approvals, not steerable)."""
     binary: str | None = None
     """The Codex executable; ``None``: the native binary installed by ``scripts/install-runtimes``."""
     launcher: Launcher | None = None
@@ -257,6 +267,29 @@ def prepare_home(home_dir: str | None, state_root: Path | None, run_name: str) -
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     (path / "home").mkdir(exist_ok=True, mode=0o700)
     return path, owned
+
+
+SANDBOX_HELPER = "codex-linux-sandbox"
+"""The name Codex's shell sandbox runs itself under inside ``bwrap`` (the codex binary picks its
+sandbox role from ``argv[0]``)."""
+
+
+def with_sandbox_helper(env: dict[str, str], codex_home: Path, binary: Path) -> dict[str, str]:
+    """``env`` with ``<CODEX_HOME>/bin/codex-linux-sandbox`` (a link to ``binary``) first on
+    ``PATH``. Codex makes that link itself at startup, but refuses to when its home is under the
+    system temp directory; its shell then fails inside bubblewrap ("bwrap: execvp
+    codex-linux-sandbox"). Ours is in the run's own home (mode 0700), so it is always found."""
+    folder = codex_home / "bin"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    link = folder / SANDBOX_HELPER
+    target = binary.resolve()
+    if not link.is_symlink() or Path(os.readlink(link)) != target:
+        tmp = folder / f".{SANDBOX_HELPER}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target)
+        tmp.replace(link)  # atomic: runs sharing the home never see it missing
+    path = env.get("PATH") or os.defpath
+    return env | {"PATH": f"{folder}{os.pathsep}{path}"}
 
 
 def under_system_temp(path: Path) -> bool:

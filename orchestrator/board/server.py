@@ -7,9 +7,12 @@
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
-  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
+  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "scope"?, "message"?,
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
-  approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503;
+  approve`` decides it), ``POST /say`` (``{"run", "text"}``: a follow-up, as ``ringleader say``),
+  ``POST /followup`` (``{"id", "text"}`` edits a queued one, ``{"id", "withdraw": true}``
+  withdraws it) — only when the process hosts runs (:class:`BoardHost`), else 503;
+  ``GET /followups?run=KEY`` lists the queued follow-ups of the run's session;
 * review comments (:mod:`orchestrator.engine.reviewloop.comments`): ``GET /runs/KEY/comments``,
   ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``) and ``POST
   /runs/KEY/comments/send`` (``{}``: steered into the run when this process hosts it live on a
@@ -53,6 +56,7 @@ from orchestrator.core.errors import (
 )
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
+from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.hosts import LocalHost, TaskRef
 from orchestrator.engine.review.compare import compare_runs
 from orchestrator.engine.review.diff import workspace_diff
@@ -86,6 +90,8 @@ class BoardHost:
     """The approval book the hosted runs wait in (their runner's ``approvals``); the board
     lists its pending entries, runs of other processes' included, and decides them."""
     task_defaults: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
+    followups: FollowupBook | None = None
+    """Where ``POST /say`` queues a message (the hosted runner delivers it: ``followups``)."""
     titles: dict[str, str] = attrs.field(factory=dict[str, str])
     """Base run key (``runtime:ID:task:TASK``) → the task's title, for cards of live runs."""
 
@@ -259,18 +265,78 @@ def board_app(
             raise ConfigError("'message' must be a string")
         if edited is not None and not isinstance(edited, dict):
             raise ConfigError("'input' must be a JSON object")
+        scope = data.get("scope", "once")
+        if scope not in ("once", "run", "always"):
+            raise ConfigError("'scope' must be 'once', 'run' or 'always'")
+        if scope != "once" and (not allow or edited is not None):
+            raise ConfigError("'scope' beyond 'once' goes with a plain allow")
         if h.approvals is None:
             return JSONResponse({"error": "this board's runs do not wait for approvals"}, 404)
         decision = ApprovalDecision(
             allow,
             reject_message=None if allow else message or None,
             input=cast(dict[str, Any], edited) if allow and edited is not None else None,
+            scope=scope,
         )
         try:
             await h.approvals.decide(approval_id, decision)
         except ConfigError as exc:
             return JSONResponse({"error": str(exc)}, 404)
         return JSONResponse({"ok": True, "id": approval_id, "allow": allow}, 202)
+
+    async def say(data: dict[str, Any], h: BoardHost) -> Response:
+        """Queue a follow-up for the run's session: the hosting runner steers it in (steerable
+        runtimes) or makes it the next turn; a run that is over resumes here with it."""
+        run, text = text_field(data, "run"), text_field(data, "text")
+        if h.followups is None:
+            return JSONResponse({"error": "this board's runs take no follow-ups"}, 404)
+        rows = await log.runs()
+        named = next((r for r in rows if r.run_key == run), None)
+        if named is None:
+            return JSONResponse({"error": f"no run {run!r}"}, 404)
+        latest = [r for r in rows if r.session_key == named.session_key][-1]
+        queued = await h.followups.queue(named.session_key, named.run_key, text)
+        if latest.status == "running":
+            return JSONResponse({"ok": True, "id": queued.id, "delivery": "queued"}, 202)
+        messages = await h.followups.take(named.session_key, "turn")
+        try:
+            runtime_id, task = await resumable_task(
+                log, latest.run_key, joined(messages), agent_id="board"
+            )
+            if runtime_id not in h.runtimes:
+                raise ConfigError(f"this board does not run {runtime_id!r}")
+        except ConfigError:
+            await h.followups.requeue(messages)
+            raise
+        ref = h.host.submit(runtime_id, task)
+        key = base_key(ref.runtime_id, ref.task.task_id)
+        return JSONResponse(
+            {"ok": True, "id": queued.id, "delivery": "turn", "runKeyPrefix": key}, 202
+        )
+
+    async def followup(data: dict[str, Any], h: BoardHost) -> Response:
+        """Edit (``text``) or withdraw (``withdraw: true``) a queued follow-up."""
+        followup_id = text_field(data, "id")
+        if h.followups is None:
+            return JSONResponse({"error": "this board's runs take no follow-ups"}, 404)
+        if data.get("withdraw") is True:
+            changed = await h.followups.withdraw(followup_id)
+        else:
+            changed = await h.followups.edit(followup_id, text_field(data, "text"))
+        return JSONResponse({"ok": True, **changed.to_json()}, 202)
+
+    async def followups(request: Request) -> Response:
+        """The queued follow-ups of the run's session (``?run=KEY``)."""
+        if not auth.reads(request):
+            return refused()
+        if hosted is None or hosted.followups is None:
+            return JSONResponse([])
+        key = request.query_params.get("run", "")
+        named = next((r for r in await log.runs() if r.run_key == key), None)
+        if named is None:
+            return JSONResponse([])
+        queued = await hosted.followups.list(named.session_key)
+        return JSONResponse([m.to_json() for m in queued])
 
     async def pending_approvals() -> list[dict[str, Any]]:
         if hosted is None or hosted.approvals is None:
@@ -519,6 +585,9 @@ def board_app(
         Route("/abort", action(abort), methods=["POST"]),
         Route("/steer", action(steer), methods=["POST"]),
         Route("/approve", action(approve), methods=["POST"]),
+        Route("/say", action(say), methods=["POST"]),
+        Route("/followup", action(followup), methods=["POST"]),
+        Route("/followups", followups),
         Route("/runs/{key:path}/comments/send", keyed(send_comments), methods=["POST"]),
         Route("/runs/{key:path}/comments", keyed(add_comment), methods=["POST"]),
         Route("/runs/{key:path}/comments", list_comments, methods=["GET"]),

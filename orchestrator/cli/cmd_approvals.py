@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
 import trio
 
 from orchestrator.cli.options import (
     Interrupt,
+    asking,
     config_option,
     json_option,
     load_cli_config,
+    model_server_option,
+    model_servers,
     print_retry,
     registry_for,
     sub_command,
@@ -31,25 +35,34 @@ async def _approve(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.sidebyside import Job, run_jobs
     from orchestrator.engine.runner import TaskSpec
 
-    decision = decision_from_args(bool(args.allow), args.message, args.edit)
+    scope = "run" if args.for_run else "always" if args.always else "once"
+    decision = decision_from_args(bool(args.allow), args.message, args.edit, scope)
     state = usable_state_dir()
 
     async def resume(runtime_id: str, task: TaskSpec) -> int:
         specs = discover_runtimes()
-        registry = registry_for(specs, load_cli_config(args.config_file, specs))
         job = Job(label=runtime_id, runtime_id=runtime_id, task=task)
         interrupt = Interrupt()
-        results = await interrupt.run(
-            lambda: run_jobs(
-                registry,
-                [job],
-                make_view(out, as_json=bool(args.json)),
-                state_dir=state,
-                on_host=interrupt.attach,
-                on_retry=print_retry,
-                approvals=True,
+        async with AsyncExitStack() as stack:
+            config = await model_servers(
+                stack,
+                specs,
+                asking(load_cli_config(args.config_file, specs), [runtime_id], "approve"),
+                [runtime_id],
+                args.model_server,
             )
-        )
+            registry = registry_for(specs, config)
+            results = await interrupt.run(
+                lambda: run_jobs(
+                    registry,
+                    [job],
+                    make_view(out, as_json=bool(args.json)),
+                    state_dir=state,
+                    on_host=interrupt.attach,
+                    on_retry=print_retry,
+                    approvals=True,
+                )
+            )
         if interrupt.requested:
             return 130
         return 0 if all(r.ok for r in results) else 1
@@ -75,8 +88,10 @@ def register(sub: Any) -> None:
         "approvals",
         "list the tool calls waiting for a person's approval",
         "List the pending approvals of the state directory: runs started with --approvals wait, "
-        "by `ringleader serve` or `ringleader acp --approvals wait`, in any process. A run "
-        "whose process is gone resumes when its approval is decided (`ringleader approve`).",
+        "by `ringleader serve` or `ringleader acp --approvals wait`, in any process, and the "
+        "standing grants (allowed for the rest of a run, or always on a runtime in a "
+        "directory). A run whose process is gone resumes when its approval is decided "
+        "(`ringleader approve`).",
         ["ringleader approvals", "ringleader approvals --json | jq .id"],
     )
     json_option(approvals, "the pending approvals")
@@ -90,6 +105,7 @@ def register(sub: Any) -> None:
         "process is gone, the run resumes here from its session and runs to its end.",
         [
             "ringleader approve ap-1a2b3c4d5e6f --allow",
+            "ringleader approve ap-1a2b3c4d5e6f --allow --for-run",
             "ringleader approve ap-1a2b3c4d5e6f --deny --message 'not on main; use a branch'",
             'ringleader approve ap-1a2b3c4d5e6f --allow --edit \'{"command": "ls -la"}\'',
         ],
@@ -111,7 +127,21 @@ def register(sub: Any) -> None:
         help="with --allow: the input to run the call with instead; e.g. --edit "
         '\'{"command": "ls"}\'',
     )
+    reach = approve.add_mutually_exclusive_group()
+    reach.add_argument(
+        "--for-run",
+        action="store_true",
+        help="with --allow: also allow this tool for the rest of the run, without asking; "
+        "e.g. --allow --for-run",
+    )
+    reach.add_argument(
+        "--always",
+        action="store_true",
+        help="with --allow: always allow this tool on this runtime in this directory "
+        "(stored; listed by `ringleader approvals`); e.g. --allow --always",
+    )
     json_option(approve, "the resumed run's events")
+    model_server_option(approve, "the resumed run's runtime")
     config_option(approve)
     approvals.set_defaults(handler=_handle_list)
     approve.set_defaults(handler=_handle_approve)

@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     MODEL_SERVER_KEY_ENV,
     Interrupt,
     approvals_option,
+    asking,
     budget_options,
     config_option,
     governance_for,
@@ -25,6 +26,9 @@ from orchestrator.cli.options import (
     json_option,
     load_cli_config,
     model_server,
+    model_server_option,
+    model_servers,
+    notify_sinks,
     percent,
     print_retry,
     ray_option,
@@ -114,6 +118,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     if args.acp_command is not None:
         config = _with_acp_command(config, args.acp_command, runtime_ids)
     config = _native_app_flags(args, config, runtime_ids)
+    if args.approvals == "wait":
+        config = asking(config, runtime_ids, "--approvals wait")
     rotation = _rotation(args, config, runtime_ids)
     for rotate_to, _ in rotation.values():
         if rotate_to is not None:
@@ -127,6 +133,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     model_server(spec_named(specs, runtime_id), config, script or None)
                 )
         registry = registry_for(specs, config)
+        sinks = [*trace_sinks(args, stack), *await notify_sinks(config, stack, title=prompt)]
         results = await interrupt.run(
             lambda: run_side_by_side(
                 registry,
@@ -149,12 +156,13 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 if args.board
                 else None,
                 approvals=args.approvals == "wait",
+                plan=bool(args.plan),
                 rotation=rotation,
                 make_host=host_maker(
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
                 ),
                 governance=governance_for(args, config),
-                sinks=trace_sinks(args, stack),
+                sinks=sinks,
                 workspace=config.config.workspace,
             )
         )
@@ -163,7 +171,9 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     return 0 if all(r.ok for r in results) else 1
 
 
-async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
+async def _recover(
+    config_file: str | None, as_json: bool, out: TextIO, script: str | None = None
+) -> int:
     """``recover``: resume every interrupted run that recorded a session (see its --help)."""
     from orchestrator.cli.commands import usable_state_dir
     from orchestrator.cli.live import make_view
@@ -177,7 +187,6 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
         print("ringleader: nothing to recover (no interrupted run with a recorded session)")
         return 0
     specs = discover_runtimes()
-    registry = registry_for(specs, load_cli_config(config_file, specs))
     jobs = [
         Job(label=f"{runtime_id}#{index}", runtime_id=runtime_id, task=task)
         for index, (runtime_id, task) in enumerate(found, 1)
@@ -190,16 +199,21 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
             flush=True,
         )
     interrupt = Interrupt()
-    results = await interrupt.run(
-        lambda: run_jobs(
-            registry,
-            jobs,
-            make_view(out, as_json=as_json),
-            state_dir=usable_state_dir(),
-            on_host=interrupt.attach,
-            on_retry=print_retry,
+    async with AsyncExitStack() as stack:
+        config = await model_servers(
+            stack, specs, load_cli_config(config_file, specs), [j.runtime_id for j in jobs], script
         )
-    )
+        registry = registry_for(specs, config)
+        results = await interrupt.run(
+            lambda: run_jobs(
+                registry,
+                jobs,
+                make_view(out, as_json=as_json),
+                state_dir=usable_state_dir(),
+                on_host=interrupt.attach,
+                on_retry=print_retry,
+            )
+        )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
@@ -261,7 +275,7 @@ def _handle_run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _handle_recover(args: argparse.Namespace, out: TextIO) -> int:
-    return trio.run(_recover, args.config_file, bool(args.json), out)
+    return trio.run(_recover, args.config_file, bool(args.json), out, args.model_server)
 
 
 def register(sub: Any) -> None:
@@ -367,6 +381,15 @@ def register(sub: Any) -> None:
         "(glove_invoke_subagent), answering with INSTRUCTIONS as its system prompt; its events "
         "are tagged agentId=NAME; repeatable; e.g. --subagent 'reviewer=You review diffs.'",
     )
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan first: the runtime works read-only in its planning mode (Claude Code "
+        "--permission-mode plan, Codex's read-only sandbox, the native read-only policy) and "
+        "answers with a plan that waits for `ringleader approve ID --allow` (or the board); "
+        "approved, the same session carries it out with the normal policy; --deny --message M "
+        "asks for a new plan; e.g. --plan",
+    )
     approvals_option(run)
     budget_options(run)
     config_option(run)
@@ -386,5 +409,6 @@ def register(sub: Any) -> None:
     )
     json_option(recover)
     config_option(recover)
+    model_server_option(recover, "each recovered run's runtime")
     run.set_defaults(handler=_handle_run)
     recover.set_defaults(handler=_handle_recover)

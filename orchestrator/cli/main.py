@@ -50,12 +50,14 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_demo,
         cmd_diff,
         cmd_doctor,
+        cmd_inbox,
         cmd_mcp,
         cmd_open,
         cmd_prune,
         cmd_replay,
         cmd_run,
         cmd_runtimes,
+        cmd_say,
         cmd_serve,
         cmd_trust,
         cmd_workspaces,
@@ -77,10 +79,12 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_acp.register,
         cmd_mcp.register,
         cmd_approvals.register,  # approvals and approve
+        cmd_say.register,
         cmd_comment.register,
         cmd_checkpoints.register,  # checkpoints and rewind
         cmd_open.register,
         cmd_trust.register,
+        cmd_inbox.register,
     )
 
 
@@ -144,6 +148,7 @@ def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     if all(isinstance(e, BrokenPipeError) for e in found):
         return 0
     if all(isinstance(e, KeyboardInterrupt | trio.Cancelled) for e in found):
+        print("ringleader: interrupted", file=sys.stderr)
         return 130
     from orchestrator.core.listen import bind_error
 

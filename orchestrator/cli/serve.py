@@ -8,7 +8,7 @@ import os
 import signal
 import stat
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -18,10 +18,13 @@ import trio
 from orchestrator.board.server import BoardHost, board_app
 from orchestrator.cli.commands import serve_banner, usable_state_dir
 from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.config import NotifyConfig
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
 from orchestrator.engine.feed import Feed, RecordingSink, check_bind, new_token, serve_feed
+from orchestrator.engine.followups import FollowupBook
 from orchestrator.engine.hosts import LocalHost
+from orchestrator.engine.notify import Notifier
 from orchestrator.engine.runner import Runner
 
 __all__ = ["FeedRelay", "board_for_run", "serve_board", "tail_log"]
@@ -94,21 +97,44 @@ async def serve_board(
     port: int,
     token: str | None,
     out: TextIO,
+    notify: NotifyConfig | None = None,
 ) -> int:
     """Serve the board over the event log, hosting the runs posted to ``/tasks`` (they work in
-    the current directory); runs of other processes show up live too."""
+    the current directory); runs of other processes show up live too. ``notify``: tell a person
+    when a hosted run needs them (``[notify]``)."""
     check_bind(host, token)
     state = usable_state_dir()
     feed = Feed()
+    titles: dict[str, str] = {}
+    async with AsyncExitStack() as stack:
+        notifiers: list[Notifier] = []
+        if notify is not None and notify.urls:
+            notifier = Notifier(notify, titles=titles)
+            notifiers.append(await stack.enter_async_context(notifier.running()))
+        return await _serve_board(registry, host, port, token, out, state, feed, titles, notifiers)
+
+
+async def _serve_board(
+    registry: RuntimeRegistry,
+    host: str,
+    port: int,
+    token: str | None,
+    out: TextIO,
+    state: Path,
+    feed: Feed,
+    titles: dict[str, str],
+    notifiers: list[Notifier],
+) -> int:
     async with EventLog.open(state / "events.db") as log:
         relay = FeedRelay(feed)
         log.add_listener(relay)
         runner = Runner(
             registry,
-            sink=RecordingSink(log),
+            sink=RecordingSink(log, extra=notifiers),
             state_dir=state,
             event_log=log,
             approvals=True,  # tool calls that need approval wait for the board (or the CLI)
+            followups=True,  # `ringleader say` and the run page's message box reach them
             checkpoints=True,  # follow-ups of runs in ringleader's workspaces (comments sent)
         )
         async with LocalHost(runner) as local:
@@ -117,6 +143,8 @@ async def serve_board(
                 tuple(registry.ids()),
                 approvals=ApprovalBook.in_state_dir(state),
                 task_defaults={"cwd": os.getcwd(), "agent_id": "board"},
+                followups=FollowupBook.in_state_dir(state),
+                titles=titles,
             )
             access = token or access_token(state)  # loopback is no trust boundary
             app = board_app(feed, log, token=access, hosted=hosted)
@@ -183,7 +211,12 @@ async def board_for_run(
     they run (with ``approvals``: their pending approvals too); gives its URL to ``notice``."""
     feed = Feed()
     feed.attach(log)
-    hosted = BoardHost(local, (), approvals=approvals)
+    hosted = BoardHost(
+        local,
+        (),
+        approvals=approvals,
+        followups=FollowupBook.in_state_dir(local.runner.state_dir),
+    )
     token = access_token(log.path.parent)
     app = board_app(feed, log, token=token, hosted=hosted)
     async with serve_feed(feed, log, host="127.0.0.1", port=0, token=token, app=app) as served:
