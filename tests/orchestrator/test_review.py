@@ -584,3 +584,16 @@ def test_runs_under_reads_the_runs_of_a_task_only(state: Path) -> None:
             return [r.run_key for r in await log.runs_under(["runtime:codex:task:ab"])]
 
     assert trio.run(go) == ["runtime:codex:task:ab:run-1", "runtime:codex:task:ab:r1:run-2"]
+
+
+def test_last_names_the_runs_of_a_side_by_side_task_instead_of_guessing(
+    repo: Path, state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = make_runs(repo, state, ("native", "codex"))
+    (made["codex"] / "codex.txt").write_text("c\n")
+    code, _, err = cli("apply", "last", capsys=capsys)
+    line = one_line_error(code, err)
+    assert "the newest task (task1) ran on 2 runtimes: name one (task1/native, task1/codex" in line
+    assert not (repo / "codex.txt").exists()
+    assert cli("apply", "last/codex", capsys=capsys)[0] == 0
+    assert (repo / "codex.txt").read_text() == "c\n"
