@@ -20,6 +20,7 @@ import trio
 from orchestrator.cli.main import main
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.review.diff import LARGE_BYTES
+from orchestrator.engine.reviewloop.checkpoints import checkpoint_ref_prefix
 from tests.orchestrator.review_kit import GIT_ID, git, make_runs
 
 
@@ -480,6 +481,8 @@ def test_workspaces_lists_and_prunes_applied_and_old_but_never_live_ones(
     made = make_runs(repo, state, ("native", "codex", "claude-code"))
     (made["native"] / "hello.py").write_text("agent\n")
     assert cli("apply", "task1/native", capsys=capsys)[0] == 0
+    checkpoint = checkpoint_ref_prefix("runtime:native:task:t-native:run-0001") + "/1"
+    git("update-ref", checkpoint, "HEAD", cwd=repo)  # as the checkpoint recorder leaves them
     # claude-code's run is live: running, owned by a process that is alive (this one)
     with sqlite3.connect(state / "events.db") as db:
         db.execute(
@@ -497,6 +500,7 @@ def test_workspaces_lists_and_prunes_applied_and_old_but_never_live_ones(
     assert code == 0 and f"removed {made['native']} (native, applied)" in out
     assert not made["native"].exists() and made["codex"].exists()
     assert "ringleader/t-native-native" not in git("branch", "--list", cwd=repo)
+    assert git("for-each-ref", "refs/ringleader/", cwd=repo) == ""
     assert str(made["native"]) not in git("worktree", "list", cwd=repo)
     code, out, _ = cli("workspaces", "--prune", "--older-than", "1s", capsys=capsys)
     assert code == 0 and "(codex, old)" in out and "claude-code" not in out.split("workspaces")[0]
