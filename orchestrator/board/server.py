@@ -3,6 +3,7 @@
 :func:`board_app` serves, next to the feed's routes (``/events``, ``/runs``, ``/runs/KEY``):
 
 * ``GET /`` — the board (a column per state, a card per run), ``GET /run/KEY`` — one run's page;
+* ``GET /usage`` — the quota meters per runtime and account (:mod:`orchestrator.core.quota`);
   static files from ``orchestrator/board/static`` (plain JavaScript modules, no build step);
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
@@ -54,6 +55,8 @@ from orchestrator.core.errors import (
     MailboxClosedError,
     RingleaderError,
 )
+from orchestrator.core.events import now_ms
+from orchestrator.core.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
 from orchestrator.engine.followups import FollowupBook, joined
@@ -161,6 +164,7 @@ def board_app(
     token: str,
     hosted: BoardHost | None = None,
     keepalive_s: float = 15.0,
+    quota: QuotaBook | None = None,
 ) -> Starlette:
     """The board (see the module docstring). ``token``: what every request must carry
     (:func:`~orchestrator.engine.feed.new_token` when none is configured). ``hosted``: the runs
@@ -361,6 +365,7 @@ def board_app(
                     "runtimeId": row.runtime_id if row is not None else None,
                     "title": title,
                     "resumedFrom": (row.outcome or {}).get("resumedFrom") if row else None,
+                    **_chain_fields(row.outcome if row is not None else None),
                 }
             )
         pending = await pending_approvals()
@@ -397,12 +402,26 @@ def board_app(
                 r.run_key.startswith(task_base + ":")
                 or (r.outcome or {}).get("resumedFrom") == key
                 or (mine.outcome or {}).get("resumedFrom") == r.run_key
+                or _same_chain(mine.outcome, r.outcome)
             )
         ]
         title = hosted.title(key) if hosted is not None else None
         if title is None and mine.outcome:
             title = mine.outcome.get("title")
         return JSONResponse({"run": run_json(mine), "title": title, "related": related})
+
+    async def usage(request: Request) -> Response:
+        """The quota meters (``orchestrator/core/quota.py``): per runtime and account, the
+        windows last reported; the hosted runtimes without any are listed as unknown."""
+        if not auth.reads(request):
+            return refused()
+        readings = await trio.to_thread.run_sync(quota.readings) if quota is not None else []
+        runtimes: dict[str, list[str]] = {}
+        for key in hosted.runtimes if hosted else ():  # ``claude-code@work``: an account
+            rid, _, account = key.partition("@")
+            runtimes.setdefault(rid, []).append(account or DEFAULT_ACCOUNT)
+        now = now_ms()
+        return JSONResponse({"now": now, "usage": usage_report(readings, runtimes, now_ms=now)})
 
     def html(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -581,6 +600,7 @@ def board_app(
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),
+        Route("/usage", usage),
         Route("/tasks", action(tasks), methods=["POST"]),
         Route("/abort", action(abort), methods=["POST"]),
         Route("/steer", action(steer), methods=["POST"]),
@@ -597,3 +617,14 @@ def board_app(
         Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
     ]
     return Starlette(routes=routes)
+
+
+def _chain_fields(outcome: dict[str, Any] | None) -> dict[str, Any]:
+    """A chained run's ``chain``, ``chainTask`` and ``dependsOn`` (see ``engine/chains.py``)."""
+    found = outcome or {}
+    return {k: found[k] for k in ("chain", "chainTask", "dependsOn") if k in found}
+
+
+def _same_chain(mine: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
+    chain = (mine or {}).get("chain")
+    return chain is not None and (other or {}).get("chain") == chain

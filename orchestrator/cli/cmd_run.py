@@ -92,6 +92,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     from orchestrator.cli.approvals import ApprovalBook
     from orchestrator.cli.commands import run_side_by_side, usable_state_dir
     from orchestrator.cli.serve import board_for_run
+    from orchestrator.engine.accounts import account_table
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.runner import ResumeFrom, resumable_task
 
@@ -164,6 +165,9 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 governance=governance_for(args, config),
                 sinks=sinks,
                 workspace=config.config.workspace,
+                account=args.account,
+                fallback=args.fallback or (),
+                accounts=account_table(config.config),
             )
         )
     if interrupt.requested:
@@ -307,6 +311,22 @@ def register(sub: Any) -> None:
         metavar="ID",
         help="runtime id (see `ringleader runtimes`); repeat to run side by side; "
         "e.g. --runtime native --runtime codex",
+    )
+    run.add_argument(
+        "--account",
+        default=None,
+        metavar="NAME",
+        help="run as this account of the runtime ([runtimes.<id>.accounts.NAME] in the config: "
+        "its own home and key); e.g. --account work",
+    )
+    run.add_argument(
+        "--fallback",
+        action="append",
+        default=None,
+        metavar="TARGET",
+        help="where the task goes while its account is held at a rate limit (its breaker open, "
+        "or parked): another account NAME, a RUNTIME or RUNTIME@NAME; repeat for more, in "
+        "order; e.g. --fallback personal --fallback codex",
     )
     run.add_argument(
         "--model",

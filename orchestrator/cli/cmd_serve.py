@@ -31,6 +31,7 @@ __all__ = ["register"]
 
 async def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.serve import serve_board
+    from orchestrator.engine.accounts import account_table
 
     specs = discover_runtimes()
     config = asking(load_cli_config(args.config_file, specs), (s.id for s in specs), "serve")
@@ -46,6 +47,8 @@ async def _serve(args: argparse.Namespace, out: TextIO) -> int:
             token=_feed_token(args),
             out=out,
             notify=config.config.notify,
+            schedules=config.config.schedule,
+            accounts=account_table(config.config),
         )
 
 

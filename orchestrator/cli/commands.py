@@ -29,9 +29,10 @@ from orchestrator.cli.sidebyside import (
     run_jobs,
     teardown_workspaces,
 )
-from orchestrator.core.config import WorkspaceConfig
+from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.accounts import check_targets, targets
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, RunRow
 from orchestrator.engine.governance import Governance
@@ -130,6 +131,9 @@ async def run_side_by_side(
     board: BoardStarter | None = None,
     approvals: bool = False,
     agent_id: str = "cli",
+    account: str | None = None,
+    fallback: Sequence[str] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
     workspace: WorkspaceConfig | None = None,
     task_fields: Mapping[str, Any] | None = None,
     plan: bool = False,
@@ -140,6 +144,8 @@ async def run_side_by_side(
 
     One runtime runs in the working directory itself; if it raises (not installed, bad
     configuration), so does this."""
+    for rid in runtime_ids:  # an unknown account or fallback fails before anything starts
+        check_targets(targets(rid, account, fallback, accounts or {}), registry, where="run")
     state = usable_state_dir()
     origin = cwd or os.getcwd()
     labels = _labels(runtime_ids)
@@ -158,6 +164,8 @@ async def run_side_by_side(
                 watermark=(rotation or {}).get(rid, (None, None))[1],
                 **dict(task_fields or {}),
                 plan=plan,
+                account=account,
+                fallback=tuple(fallback),
             ),
         )
         for label, rid in zip(labels, runtime_ids, strict=True)
@@ -177,6 +185,7 @@ async def run_side_by_side(
         sinks=sinks,
         board=board,
         approvals=approvals,
+        accounts=accounts,
     )
     await teardown_workspaces(jobs, workspace, _notice(view))
     if len(results) == 1 and results[0].error is not None:
@@ -212,6 +221,7 @@ async def batch(
     make_host: Callable[[Runner], Host] = LocalHost,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
     workspace: WorkspaceConfig | None = None,
     on_host: Callable[[Host], None] | None = None,
 ) -> int:
@@ -223,9 +233,14 @@ async def batch(
     if unknown:
         raise ConfigError(
             f"batch file {file}: unknown runtime {', '.join(map(repr, unknown))}; "
-            f"known: {', '.join(registry.ids())}"
+            f"known: {', '.join(r for r in registry.ids() if '@' not in r)}"
         )
+    for t in spec.task:
+        found = targets(t.runtime, t.account, t.fallback, accounts or {})
+        check_targets(found, registry, where=f"batch file {file}: task {t.id!r}")
     state = usable_state_dir()
+    chained = any(t.depends_on for t in spec.task)
+    chain = new_task_id(Path(file).stem) if chained else None
     planned = [
         Job(
             label=t.id,
@@ -236,7 +251,15 @@ async def batch(
                 model=t.model,
                 cwd=t.cwd,
                 agent_id="batch",
+                account=t.account,
+                fallback=t.fallback,
+                outcome_fields=(
+                    {"chain": chain, "chainTask": t.id, "dependsOn": list(t.depends_on)}
+                    if chain
+                    else {}
+                ),
             ),
+            depends_on=t.depends_on,
         )
         for t in spec.task
     ]
@@ -257,6 +280,7 @@ async def batch(
         make_host=make_host,
         governance=governance,
         sinks=sinks,
+        accounts=accounts,
         on_host=on_host,
     )
     await teardown_workspaces(isolated, workspace, _notice(view))

@@ -131,8 +131,13 @@ class Lane:
     _in_turn: bool = False
     _calls: dict[str, _Line] = attrs.field(factory=dict[str, _Line])
 
+    also: tuple[str, ...] = ()
+    """More run-key prefixes of the same task (its fallback runtimes)."""
+
     def owns(self, run_key: str) -> bool:
-        return run_key == self.key or run_key.startswith(self.key + ":")
+        if run_key == self.key or run_key.startswith(self.key + ":"):
+            return True
+        return any(run_key == k or run_key.startswith(k + ":") for k in self.also)
 
     @property
     def done(self) -> bool:

@@ -58,8 +58,10 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_run,
         cmd_runtimes,
         cmd_say,
+        cmd_schedules,
         cmd_serve,
         cmd_trust,
+        cmd_usage,
         cmd_workspaces,
     )
 
@@ -69,12 +71,14 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_batch.register,
         cmd_doctor.register,
         cmd_runtimes.register,  # runtimes and config
+        cmd_usage.register,
         cmd_replay.register,
         cmd_prune.register,
         cmd_diff.register,  # diff and compare
         cmd_apply.register,
         cmd_workspaces.register,
         cmd_serve.register,
+        cmd_schedules.register,
         _model_server_help,
         cmd_acp.register,
         cmd_mcp.register,

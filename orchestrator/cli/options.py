@@ -86,7 +86,11 @@ def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> Lo
 
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
+    """The runtimes, and each configured account as ``<runtime>@<name>``."""
+    from orchestrator.engine.accounts import register_accounts
+
     registry = RuntimeRegistry.from_specs(specs, config.runtime)
+    register_accounts(registry, specs, config.config)
     registry.sandbox = sandbox_for(config)
     return registry
 

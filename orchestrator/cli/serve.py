@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import stat
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TextIO
@@ -18,7 +18,8 @@ import trio
 from orchestrator.board.server import BoardHost, board_app
 from orchestrator.cli.commands import serve_banner, usable_state_dir
 from orchestrator.core.approvals import ApprovalBook
-from orchestrator.core.config import NotifyConfig
+from orchestrator.core.config import AccountConfig, NotifyConfig, ScheduleConfig
+from orchestrator.core.quota import QuotaBook
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
 from orchestrator.engine.feed import Feed, RecordingSink, check_bind, new_token, serve_feed
@@ -26,6 +27,7 @@ from orchestrator.engine.followups import FollowupBook
 from orchestrator.engine.hosts import LocalHost
 from orchestrator.engine.notify import Notifier
 from orchestrator.engine.runner import Runner
+from orchestrator.engine.schedule import ScheduleBook, Scheduler, describe_cron, host_firing
 
 __all__ = ["FeedRelay", "board_for_run", "serve_board", "tail_log"]
 
@@ -98,10 +100,13 @@ async def serve_board(
     token: str | None,
     out: TextIO,
     notify: NotifyConfig | None = None,
+    schedules: Sequence[ScheduleConfig] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> int:
     """Serve the board over the event log, hosting the runs posted to ``/tasks`` (they work in
     the current directory); runs of other processes show up live too. ``notify``: tell a person
-    when a hosted run needs them (``[notify]``)."""
+    when a hosted run needs them (``[notify]``). ``schedules``: the ``[[schedule]]`` tasks it
+    runs on their cron schedule (``orchestrator/engine/schedule.py``)."""
     check_bind(host, token)
     state = usable_state_dir()
     feed = Feed()
@@ -111,7 +116,19 @@ async def serve_board(
         if notify is not None and notify.urls:
             notifier = Notifier(notify, titles=titles)
             notifiers.append(await stack.enter_async_context(notifier.running()))
-        return await _serve_board(registry, host, port, token, out, state, feed, titles, notifiers)
+        return await _serve_board(
+            registry,
+            host,
+            port,
+            token,
+            out,
+            state,
+            feed,
+            titles,
+            notifiers,
+            schedules=schedules,
+            accounts=accounts,
+        )
 
 
 async def _serve_board(
@@ -124,6 +141,9 @@ async def _serve_board(
     feed: Feed,
     titles: dict[str, str],
     notifiers: list[Notifier],
+    *,
+    schedules: Sequence[ScheduleConfig] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> int:
     async with EventLog.open(state / "events.db") as log:
         relay = FeedRelay(feed)
@@ -136,6 +156,8 @@ async def _serve_board(
             approvals=True,  # tool calls that need approval wait for the board (or the CLI)
             followups=True,  # `ringleader say` and the run page's message box reach them
             checkpoints=True,  # follow-ups of runs in ringleader's workspaces (comments sent)
+            quota=QuotaBook.in_state_dir(state),
+            accounts=accounts or {},
         )
         async with LocalHost(runner) as local:
             hosted = BoardHost(
@@ -147,7 +169,9 @@ async def _serve_board(
                 titles=titles,
             )
             access = token or access_token(state)  # loopback is no trust boundary
-            app = board_app(feed, log, token=access, hosted=hosted)
+            app = board_app(
+                feed, log, token=access, hosted=hosted, quota=QuotaBook.in_state_dir(state)
+            )
             # /mcp: ringleader's tools for an agent, over the same host, log and token (imported
             # here: `run`, which imports this module for --board, does not need the MCP SDK)
             from orchestrator.mcp.server import Orchestration, mcp_http_route
@@ -167,11 +191,34 @@ async def _serve_board(
                     shown = None if token else access  # a configured token is never printed
                     out.write(serve_banner(served.url, token=shown) + "\n")
                     out.flush()
+                    if schedules:
+                        nursery.start_soon(_run_schedules, schedules, local, state, out)
                     async for _ in signals:
                         break
                     await _abort_hosted(local, signals)
                 nursery.cancel_scope.cancel()
     return 130
+
+
+async def _run_schedules(
+    schedules: Sequence[ScheduleConfig], local: LocalHost, state: Path, out: TextIO
+) -> None:
+    """The ``[[schedule]]`` tasks, fired on this server's host; missed and skipped firings are
+    reported on ``out``."""
+
+    def notify(line: str) -> None:
+        out.write(f"ringleader: {line}\n")
+        out.flush()
+
+    for schedule in schedules:
+        notify(f"schedule {schedule.id}: {describe_cron(schedule)} ({schedule.timezone})")
+    scheduler = Scheduler(
+        schedules,
+        host_firing(local.submit, state_dir=state, base_dir=Path.cwd()),
+        book=ScheduleBook.in_state_dir(state),
+        notify=notify,
+    )
+    await scheduler.run()
 
 
 async def _abort_hosted(

@@ -9,7 +9,7 @@ import importlib
 import os
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 from typing import TypeAlias
@@ -18,11 +18,23 @@ import attrs
 import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
-from orchestrator.core.config import WorkspaceConfig
+from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import RingleaderError
 from orchestrator.core.events import now_ms
+from orchestrator.core.quota import QuotaBook
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.accounts import targets
 from orchestrator.engine.actor import EventSink
+from orchestrator.engine.chains import (
+    ChainGate,
+    StepResult,
+    blocked_by,
+    directory_diff,
+    placeholders,
+    record_skipped,
+    render_prompt,
+)
+from orchestrator.engine.chains import workspace_diff as chain_diff
 from orchestrator.engine.eventlog import EventLog, WorkspaceRow
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
@@ -71,6 +83,9 @@ class Job:
     runtime_id: str
     task: TaskSpec
     workspace: Workspace | None = None
+    depends_on: tuple[str, ...] = ()
+    """Labels of the jobs this one waits for (a chain: see :mod:`orchestrator.engine.chains`);
+    its task's title may hold their ``{{ LABEL.summary }}`` / ``.diff`` / ``.status``."""
 
 
 @attrs.frozen
@@ -79,6 +94,8 @@ class JobResult:
     lane: Lane
     outcome: TaskOutcome | None
     error: Exception | None = None
+    skipped: str | None = None
+    """Why the job never started (a dependency did not succeed)."""
 
     @property
     def ok(self) -> bool:
@@ -202,28 +219,70 @@ async def _run_all(
     outcomes: list[TaskOutcome | None],
     errors: list[Exception | None],
     limiter: trio.CapacityLimiter,
+    skips: list[str | None],
+    log: EventLog,
+    recording: EventSink,
 ) -> None:
-    """Submit every job to ``host`` (at most ``limiter`` at once); fill in each one's outcome
-    or error and finish its lane."""
+    """Submit every job to ``host`` (at most ``limiter`` at once) once the jobs it depends on
+    succeeded (a chain: else it is skipped, and recorded so); fill in each one's outcome or
+    error and finish its lane."""
+    gate = ChainGate()
+    diffs_wanted = {
+        ref for job in jobs for ref, field in placeholders(job.task.title) if field == "diff"
+    }
 
     async def one(index: int) -> None:
         job, lane = jobs[index], lanes[index]
-        async with limiter:
-            lane.started = trio.current_time()
-            lane.phase = "starting"
-            ref = host.submit(job.runtime_id, job.task)
-            if isinstance(ref, TaskRef):  # a run over its runtime's limit is shown waiting
+        result: StepResult | None = None
+        try:
+            task = job.task
+            if job.depends_on:
+                lane.phase = f"waiting for {', '.join(job.depends_on)}"
+                done = await gate.wait(job.depends_on)
+                why = blocked_by(job.label, job.depends_on, done)
+                if why is not None:
+                    await record_skipped(
+                        log,
+                        recording,
+                        runtime_id=job.runtime_id,
+                        task_id=task.task_id,
+                        reason=why,
+                        outcome_fields=task.outcome_fields,
+                        title=task.title,
+                    )
+                    skips[index] = lane.error = why
+                    lane.outcome, lane.phase = "skipped", "skipped"
+                    lane.ended = lane.started = trio.current_time()
+                    result = StepResult("skipped", reason=why)
+                    return
+                task = attrs.evolve(task, title=render_prompt(task.title, gate.results))
+            outcome: TaskOutcome | None = None
+            async with limiter:
+                lane.started = trio.current_time()
+                lane.phase = "starting"
+                ref = host.submit(job.runtime_id, task)
+                if isinstance(ref, TaskRef):  # a run over its runtime's limit is shown waiting
 
-                def show(reason: str, lane: Lane = lane) -> None:
-                    lane.phase = f"queued: {reason}"
+                    def show(reason: str, lane: Lane = lane) -> None:
+                        lane.phase = f"queued: {reason}"
 
-                ref.on_wait = show
-            try:
-                outcomes[index] = await ref.outcome()
-            except Exception as exc:
-                errors[index] = exc
-                lane.error = " ".join(str(exc).split())
-            lane.finish("error", trio.current_time())
+                    ref.on_wait = show
+                try:
+                    outcome = outcomes[index] = await ref.outcome()
+                except Exception as exc:
+                    errors[index] = exc
+                    lane.error = " ".join(str(exc).split())
+                lane.finish("error", trio.current_time())
+            if outcome is None:
+                result = StepResult("error", reason=lane.error or "it raised")
+            else:
+                diff = ""
+                if job.label in diffs_wanted and outcome.status == "success":
+                    diff = await _diff_of(job)
+                reason = outcome.error_message or outcome.error_code or ""
+                result = StepResult(outcome.status, outcome.summary, diff, reason)
+        finally:
+            gate.finish(job.label, result or StepResult("error", reason="cancelled"))
 
     async with trio.open_nursery() as nursery:
         for index in range(len(jobs)):
@@ -246,6 +305,7 @@ async def run_jobs(
     board: BoardStarter | None = None,
     approvals: bool = False,
     group_id: str | None = None,
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
@@ -259,6 +319,10 @@ async def run_jobs(
         lane = view.add_lane(job.label, job.runtime_id, lane_key(job.runtime_id, job.task.task_id))
         lane.phase = "queued"
         lane.estimated = estimates
+        others = targets(job.runtime_id, job.task.account, job.task.fallback, accounts or {})
+        lane.also = tuple(  # the runs of its fallback runtimes are its runs too
+            lane_key(rid, job.task.task_id) for rid, _ in others if rid != job.runtime_id
+        )
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
@@ -269,6 +333,7 @@ async def run_jobs(
     ]
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
+    skips: list[str | None] = [None] * len(jobs)
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
     group = group_id or new_task_id()
     async with EventLog.open(state_dir / "events.db") as log:
@@ -286,6 +351,8 @@ async def run_jobs(
             approvals=approvals,
             followups=True,  # `ringleader say` reaches these runs
             checkpoints=True,
+            quota=QuotaBook.in_state_dir(state_dir),
+            accounts=accounts or {},
         )
         async with view.active(), make_host(runner) as host, AsyncExitStack() as boards:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
@@ -303,22 +370,24 @@ async def run_jobs(
                 warming.start_soon(stop_on_abort)
                 await _warm_up(registry, {job.runtime_id for job in jobs})
                 warming.cancel_scope.cancel()
-            await _run_all(host, jobs, lanes, outcomes, errors, limiter)
+            await _run_all(host, jobs, lanes, outcomes, errors, limiter, skips, log, runner.sink)
     for job, lane, before in zip(jobs, lanes, in_place, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)
         elif before is not None:
             lane.files_changed = await changes_since(before)
     results = [
-        JobResult(job, lane, outcome, error)
-        for job, lane, outcome, error in zip(jobs, lanes, outcomes, errors, strict=True)
+        JobResult(job, lane, outcome, error, skip)
+        for job, lane, outcome, error, skip in zip(
+            jobs, lanes, outcomes, errors, skips, strict=True
+        )
     ]
     if view.console is not None:
         console = view.console
         console.print()
         console.print(comparison_table(lanes))
         for result in results:
-            if result.error is not None:
+            if result.error is not None or result.skipped is not None:
                 console.print(
                     f"{result.job.label}: {result.lane.error}", markup=False, highlight=False
                 )
@@ -332,3 +401,10 @@ async def run_jobs(
                 highlight=False,
             )
     return results
+
+
+async def _diff_of(job: Job) -> str:
+    """What ``job`` changed: its workspace's diff, or its directory's against git ``HEAD``."""
+    if job.workspace is not None:
+        return await chain_diff(job.workspace)
+    return await directory_diff(job.task.cwd or ".")

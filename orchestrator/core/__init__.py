@@ -69,6 +69,7 @@ from orchestrator.core.events import DoneReason as DoneReason
 from orchestrator.core.events import ErrorEvent as ErrorEvent
 from orchestrator.core.events import EventBase as EventBase
 from orchestrator.core.events import EventFactory as EventFactory
+from orchestrator.core.events import QuotaWindow as QuotaWindow
 from orchestrator.core.events import RuntimeEvent as RuntimeEvent
 from orchestrator.core.events import RuntimeEventKind as RuntimeEventKind
 from orchestrator.core.events import Status as Status

@@ -26,6 +26,10 @@ The file format::
     output = 10.0
     cached_input = 0.125
 
+    [runtimes.claude-code.accounts.work]  # another account (run --account work)
+    home = "~/.claude-work"             # its config directory (holds its login)
+    api_key_env = "WORK_ANTHROPIC_KEY"  # … or its key, by variable NAME
+
     [runtimes.native]
     output_schema = "answer.schema.json"  # the final answer: JSON matching this JSON Schema
 
@@ -85,6 +89,7 @@ reads the key from the environment when the adapter is built.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -93,8 +98,10 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
+from cronsim import CronSim, CronSimError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -108,6 +115,7 @@ from orchestrator.core.errors import ConfigError, redact_secrets
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "AccountConfig",
     "BreakerConfig",
     "BudgetConfig",
     "Config",
@@ -119,6 +127,7 @@ __all__ = [
     "PermissionPolicyName",
     "RuntimeConfig",
     "SandboxConfig",
+    "ScheduleConfig",
     "SkillConfig",
     "SubagentConfig",
     "WorkspaceConfig",
@@ -306,6 +315,32 @@ class SkillConfig(BaseModel):
         return f"{what}{exposed}"
 
 
+class AccountConfig(BaseModel):
+    """``[runtimes.<id>.accounts.<name>]``: another account of the runtime (a second
+    subscription login, a team key). A run with ``--account NAME`` (or a task's ``account``)
+    uses its ``home`` as the runtime's config directory (Claude Code's ``CLAUDE_CONFIG_DIR``,
+    Codex's ``CODEX_HOME``; default: a home of its own under the state directory, where you log
+    in once) and its ``api_key_env`` / ``base_url`` / ``model`` over the runtime's."""
+
+    model_config = _STRICT
+    home: str | None = None
+    """The account's config directory (``~`` is expanded); it holds its login."""
+    api_key_env: str | None = None
+    """The NAME of the environment variable holding this account's key (never the key)."""
+    base_url: str | None = None
+    model: str | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and (redact_secrets(value) != value or not _ENV_NAME.match(value)):
+            raise ValueError(f"{value!r} is not an environment variable name")
+        return value
+
+    def home_path(self) -> Path | None:
+        return Path(self.home).expanduser() if self.home else None
+
+
 class RuntimeConfig(BaseModel):
     """One runtime's settings. ``None`` everywhere means "the runtime's own default"."""
 
@@ -356,6 +391,26 @@ class RuntimeConfig(BaseModel):
     """A JSON Schema file (native; relative to the working directory): the final answer must
     be JSON matching it; a mismatch goes back to the model (twice at most), then the run fails
     with ``error{output_invalid}``."""
+    accounts: dict[str, AccountConfig] = Field(default_factory=dict[str, AccountConfig])
+    """More accounts of this runtime by name (``--account NAME``; see :class:`AccountConfig`)."""
+
+    def for_account(self, name: str) -> RuntimeConfig:
+        """These settings as account ``name`` has them (its key variable, URL and model over
+        the runtime's).
+
+        Raises:
+            ConfigError: no such account.
+        """
+        account = self.accounts.get(name)
+        if account is None:
+            known = ", ".join(self.accounts) or "none configured"
+            raise ConfigError(f"no account {name!r} (accounts: {known})")
+        values = {
+            k: v
+            for k, v in account.model_dump().items()
+            if k in ("api_key_env", "base_url", "model") and v is not None
+        }
+        return self.model_copy(update={**values, "accounts": {}})
 
     @field_validator("hooks")
     @classmethod
@@ -464,6 +519,51 @@ class SandboxConfig(BaseModel):
 _SECTIONS: Final = ("budget", "breaker", "workspace", "notify", "sandbox")
 
 
+class ScheduleConfig(BaseModel):
+    """``[[schedule]]``: a task that ``ringleader serve`` runs on a cron schedule (see
+    ``orchestrator/engine/schedule.py``). The task's fields are a batch file task's."""
+
+    model_config = _STRICT
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    cron: str = Field(min_length=1)
+    """A five-field cron expression (minute hour day-of-month month day-of-week), e.g.
+    ``"0 3 * * 1-5"``."""
+    timezone: str = "UTC"
+    """An IANA time zone name the expression is read in (``Europe/Riga``); default UTC."""
+    catch_up: bool = False
+    """Run once at start-up when a firing was missed while the server was down (a missed
+    firing is always reported)."""
+    overlap: bool = False
+    """Let a firing start while the previous one still runs (default: it is skipped, and
+    reported)."""
+    prompt: str = Field(min_length=1)
+    runtime: str = Field(min_length=1)
+    model: str | None = None
+    cwd: str = "."
+    """Relative to the directory ``ringleader serve`` runs in."""
+    workspace: bool = True
+    account: str | None = None
+    fallback: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _valid(self) -> ScheduleConfig:
+        if not self.prompt.strip():
+            raise ValueError("prompt is empty")
+        if len(self.cron.split()) != 5:
+            raise ValueError(
+                f"cron {self.cron!r}: give five fields (minute hour day month weekday)"
+            )
+        try:
+            zone = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {self.timezone!r} (an IANA name)") from None
+        try:
+            CronSim(self.cron, datetime.datetime.now(zone))
+        except CronSimError as exc:
+            raise ValueError(f"cron {self.cron!r}: {exc}") from None
+        return self
+
+
 class Config(BaseModel):
     """The whole configuration: settings per runtime id, and governance."""
 
@@ -471,6 +571,8 @@ class Config(BaseModel):
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     breaker: BreakerConfig | None = None
+    schedule: tuple[ScheduleConfig, ...] = ()
+    """``[[schedule]]`` entries of every file (a later file's entry replaces one with its id)."""
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -481,7 +583,7 @@ class Config(BaseModel):
 
 
 _FIELDS: Final = tuple(RuntimeConfig.model_fields)
-_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents", "hooks", "skills")
+_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents", "hooks", "skills", "accounts")
 """Fields that are tables keyed by name (a model, a server): merged entry by entry."""
 _ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
 
@@ -536,6 +638,21 @@ class LoadedConfig:
             cfg = self.config.runtime(runtime_id)
             for field in _FIELDS:
                 key = f"runtimes.{runtime_id}.{field}"
+                if field == "accounts":
+                    for name, account in cfg.accounts.items():
+                        entry_key = f"{key}.{name}"
+                        parts = [f"home={account.home or '(own, in the state directory)'}"]
+                        if account.api_key_env:
+                            state = "set" if os.environ.get(account.api_key_env) else "not set"
+                            parts.append(f"api_key_env={account.api_key_env} ({state})")
+                        parts += [
+                            f"{k}={v}"
+                            for k, v in (("base_url", account.base_url), ("model", account.model))
+                            if v
+                        ]
+                        shown = redact_secrets(", ".join(parts))
+                        rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
+                    continue
                 if field in ("mcp_servers", "subagents", "skills"):  # entries that describe()
                     entries: Mapping[str, McpServerConfig | SubagentConfig | SkillConfig] = getattr(
                         cfg, field
@@ -606,11 +723,21 @@ def load_config(
     merged: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
+    schedules: dict[str, ScheduleConfig] = {}
     ignored: list[str] = []
     for path in paths:
         explicit_file = config_file is not None and path == paths[-1]  # --config: the user's
         project = path == untrusted and not explicit_file
         data, tables = _read_file(path, user=path == user, ignored=ignored if project else None)
+        found = _schedules(path, sources)
+        if project and found:  # a repository does not schedule work on its own
+            ignored.append(
+                f"{path}: ignored [[schedule]] {', '.join(found)}: this directory is not trusted "
+                f"and it would run tasks of the repository's choosing on a schedule (trust it "
+                f"with `ringleader trust {path.parent}`)"
+            )
+            found = {}
+        schedules.update(found)
         _merge(merged, sources, data, str(path))
         for name, table in tables.items():  # key by key, a later file wins
             sections.setdefault(name, {}).update(table)
@@ -627,6 +754,7 @@ def load_config(
             merged.setdefault(runtime_id, {})[field] = value
             sources[f"runtimes.{runtime_id}.{field}"] = f"env {name}"
     config = _validate(Config, {"runtimes": merged, **sections}, "the merged configuration")
+    config = config.model_copy(update={"schedule": tuple(schedules.values())})
     return LoadedConfig(config, sources, tuple(paths), tuple(ignored))
 
 
@@ -645,6 +773,7 @@ _UNTRUSTED_REASONS: Final = {
     "skills": "it would import and run Python code of the repository's choosing",
     "subagents": "a sub-agent factory would import and run Python code of the repository's "
     "choosing",
+    "accounts": "it would choose an account's config directory, key variable or server",
 }
 
 
@@ -697,6 +826,19 @@ def trust_directory(
     with path.open("a", encoding="utf-8") as f:
         f.write(entry)
     return here, True
+
+
+def _schedules(path: Path, sources: dict[str, str]) -> dict[str, ScheduleConfig]:
+    """The ``[[schedule]]`` entries of ``path`` (already validated by ``_read_file``) by id."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    entries = _validate(Config, {"schedule": data.get("schedule", [])}, str(path)).schedule
+    found: dict[str, ScheduleConfig] = {}
+    for entry in entries:
+        if entry.id in found:
+            raise ConfigError(f"{path}: schedule id {entry.id!r} appears twice")
+        found[entry.id] = entry
+        sources[f"schedule.{entry.id}"] = str(path)
+    return found
 
 
 # -- internals -------------------------------------------------------------------------------

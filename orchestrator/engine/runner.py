@@ -54,6 +54,7 @@ from orchestrator.core.approvals import (
     ApprovalDecision,
     ApprovalRequest,
 )
+from orchestrator.core.config import AccountConfig
 from orchestrator.core.errors import (
     CapabilityError,
     ConfigError,
@@ -72,10 +73,17 @@ from orchestrator.core.events import (
 )
 from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
-from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
+from orchestrator.core.lifetime import (
+    ProcessRegistry,
+    current_process_registry,
+    default_state_dir,
+    ensure_private_dir,
+)
+from orchestrator.core.quota import QuotaBook, readings_from, wants
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.core.sandbox import current_sandbox
+from orchestrator.engine.accounts import HANDED_OFF, MOVE_ON, account_key, split_key, targets
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
@@ -97,7 +105,13 @@ from orchestrator.engine.rotation import (
     rotate_session,
     should_rotate,
 )
-from orchestrator.engine.supervisor import RestartPolicy, RetryListener, Supervisor, failure_reason
+from orchestrator.engine.supervisor import (
+    RestartPolicy,
+    RetryListener,
+    RetryNotice,
+    Supervisor,
+    failure_reason,
+)
 from tiers import PromptTiers, assemble_tiers, date_stamp
 
 __all__ = [
@@ -116,16 +130,6 @@ __all__ = [
 LAST_SUMMARY_CHARS = 400
 CONTINUE_PROMPT = "Continue where you left off."
 """The message that continues a session parked at a rate limit."""
-
-
-def default_state_dir() -> Path:
-    """``$RINGLEADER_STATE_DIR``, else ``$XDG_STATE_HOME/ringleader``, else ``~/.local/state/ringleader``."""
-    explicit = os.environ.get("RINGLEADER_STATE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "ringleader"
 
 
 class NullSink:
@@ -168,6 +172,16 @@ class TaskSpec:
     watermark: float | None = None
     """Rotate past this share of the context window (0–1; default: the runner's
     ``rotation.threshold_pct``)."""
+    account: str | None = None
+    """The account the runtime runs as (``[runtimes.<id>.accounts.<name>]``; ``None``: its
+    default login or key); the quota meters are kept per account."""
+    fallback: tuple[str, ...] = ()
+    """Where the task goes, in order, when its target is held at a limit: another account
+    (``NAME``), a runtime (``RUNTIME``) or both (``RUNTIME@NAME``); see
+    :mod:`orchestrator.engine.accounts`."""
+    outcome_fields: Mapping[str, Any] = attrs.field(factory=dict[str, Any], repr=False)
+    """More fields for each of the task's runs rows in the event log (a chain's ``chain``,
+    ``chainTask`` and ``dependsOn``: the board links chained runs by them)."""
     setup: str | None = None
     """A workspace setup script (``[workspace] setup``) run with ``sh -c`` in ``cwd`` before
     the agent starts; its output lines are the run's first ``status`` events, and a failure
@@ -261,6 +275,12 @@ class Runner:
     approvals: bool = False
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
+    quota: QuotaBook | None = None
+    """Where the rate-limit windows the runs report are kept (the quota meters: see
+    :mod:`orchestrator.core.quota`); ``None``: not kept."""
+    accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
+    """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
+    adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""
     followups: bool = False
     """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
     :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
@@ -299,8 +319,10 @@ class Runner:
         if kind == "connected":
             yield None
             return
-        if kind == "persistent":
-            path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
+        account = self.accounts.get(runtime_id)
+        own = account.home_path() if account is not None else None
+        if kind == "persistent" or own is not None:
+            path = own or self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
             await trio.to_thread.run_sync(
                 lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
             )
@@ -382,9 +404,11 @@ class Runner:
         preset: tuple[str, int] | None = None,
         first_checkpointer: Checkpointer | None = None,
         resume_at: str | None = None,
+        hand_off: bool = False,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
+        handed: list[int] = []  # the reset of a limit the task leaves for its next target
         guards: list[RunGuard | None] = []
         continue_from: list[str] = []  # the session a parked run continues from
 
@@ -404,7 +428,15 @@ class Runner:
             continue_from[:] = [session] if session else []
             return wait
 
-        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park)
+        def stop(outcome: RunOutcome) -> bool:
+            guard = guards[-1] if guards else None
+            trip = guard.tripped if guard is not None else None
+            if not hand_off or trip is None or trip.resets_at_ms is None:
+                return False
+            handed.append(trip.resets_at_ms)
+            return True
+
+        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park, stop=stop)
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
@@ -455,10 +487,13 @@ class Runner:
                 checkpointer = await self._checkpointer(task)
             if checkpointer is not None:
                 checkpointer.run_key = run_key
+            book = self.quota
 
             def on_event(event: RuntimeEvent) -> Awaitable[None] | None:
                 first = record_session_once(event)
                 second = checkpointer.observe(event, handle.run_id) if checkpointer else None
+                if book is not None and wants(event):
+                    first = self._record_quota(book, event, adapter.id, task.account, first)
                 if first is None:
                     return second
                 if second is None:
@@ -474,8 +509,10 @@ class Runner:
                 idle_s=self.idle_s,
                 grace_s=self.grace_s,
                 clock=self.clock,
-                on_event=(record_session_once if checkpointer is None else on_event)
-                if log is not None or checkpointer is not None
+                on_event=(
+                    record_session_once if checkpointer is None and book is None else on_event
+                )
+                if log is not None or checkpointer is not None or book is not None
                 else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
                 endpoint=endpoint,
@@ -501,6 +538,14 @@ class Runner:
             return outcome
 
         outcome = await supervisor.supervise(attempt)
+        if handed:
+            at = _dt.datetime.fromtimestamp(handed[-1] / 1000).strftime("%H:%M:%S")
+            outcome = attrs.evolve(
+                outcome,
+                error_code=HANDED_OFF,
+                error_message=f"rate limited until {at}; handed to the next target "
+                f"({outcome.error_message or outcome.error_code or 'rate limited'})",
+            )
         return outcome, supervisor.attempts, current
 
     # -- plan mode (run --plan) ----------------------------------------------------------------
@@ -590,6 +635,19 @@ class Runner:
                 outcome={"reason": "success", "summary": verdict, "title": f"plan {n}"},
             )
         return decision
+
+    async def _record_quota(
+        self,
+        book: QuotaBook,
+        event: RuntimeEvent,
+        runtime_id: str,
+        account: str | None,
+        first: Awaitable[None] | None,
+    ) -> None:
+        if first is not None:
+            await first
+        readings = readings_from(event, runtime_id, account, now_ms=self.clock())
+        await trio.to_thread.run_sync(book.record, readings)
 
     # -- follow-ups (ringleader say) ---------------------------------------------------------
 
@@ -806,6 +864,8 @@ class Runner:
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
+                **({"account": task.account} if task.account else {}),
+                **task.outcome_fields,
                 **(lineage or {}),
                 "runtimeVersion": await self._version(adapter.id),
                 **_drift(outcome),
@@ -865,7 +925,7 @@ class Runner:
         await trio.to_thread.run_sync(registry.reap)
         token = current_process_registry.set(registry)
         try:
-            return await self._run_task(runtime_id, task, rotate_to, max_rotations)
+            return await self._run_targets(runtime_id, task, rotate_to, max_rotations)
         except BaseExceptionGroup as group:
             leaf = single_exception(group)
             if leaf is not None:
@@ -874,12 +934,58 @@ class Runner:
         finally:
             current_process_registry.reset(token)
 
+    async def _run_targets(
+        self,
+        runtime_id: str,
+        task: TaskSpec,
+        rotate_to: str | None,
+        max_rotations: int | None,
+    ) -> TaskOutcome:
+        """The task on its target, moving on through its fallbacks while a target is held at
+        a limit (see :mod:`orchestrator.engine.accounts`); the last one parks as usual."""
+        if "@" in runtime_id and task.account is None:  # ``claude-code@work`` names both
+            runtime_id, account = split_key(runtime_id)
+            task = attrs.evolve(task, account=account)
+        found = targets(runtime_id, task.account, task.fallback, self.accounts)
+        if len(found) == 1:
+            return await self._run_task(runtime_id, task, rotate_to, max_rotations)
+        done: list[TaskOutcome] = []
+        for index, (rid, account) in enumerate(found):
+            last = index == len(found) - 1
+            key = account_key(rid, account)
+            target = attrs.evolve(task, account=account, fallback=())
+            held = None
+            if not last and self.quota is not None:
+                held = await trio.to_thread.run_sync(
+                    self.quota.limited_until, rid, account, self.clock()
+                )
+            if held is not None:
+                at = _dt.datetime.fromtimestamp(held / 1000).strftime("%H:%M:%S")
+                await self._moving_on(index, found, f"{key} is held by a rate limit until {at}")
+                continue
+            outcome = await self._run_task(rid, target, rotate_to, max_rotations, hand_off=not last)
+            done.append(outcome)
+            if last or outcome.error_code not in MOVE_ON:
+                break
+            await self._moving_on(index, found, outcome.error_message or str(outcome.error_code))
+        return _merge(done)
+
+    async def _moving_on(self, index: int, found: list[tuple[str, str | None]], why: str) -> None:
+        if self.on_retry is None:
+            return
+        nxt = account_key(*found[index + 1])
+        notice = RetryNotice(index + 2, len(found), f"{why}; moving to {nxt}", 0.0)
+        result = self.on_retry(notice)
+        if result is not None:
+            await result
+
     async def _run_task(
         self,
         runtime_id: str,
         task: TaskSpec,
         rotate_to: str | None,
         max_rotations: int | None,
+        hand_off: bool = False,
     ) -> TaskOutcome:
         limit = self.rotation.max_rotations if max_rotations is None else max_rotations
         # keys configured by environment variable (ours or the task's) are redacted by value
@@ -894,18 +1000,22 @@ class Runner:
         state = _TaskState()
         lineage: dict[str, Any] | None = None
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
-        runtime: str = runtime_id
+        # an account is its own registry entry (and breaker): ``<runtime>@<name>``
+        keyed = account_key(runtime_id, task.account)
+        runtime = keyed
         gov = self.governance
         ledger = gov.task_ledger() if gov is not None else None
         if gov is not None:
             try:
-                runtime = gov.admit(runtime_id, task.model)
+                runtime = gov.admit(keyed, task.model)
             except RingleaderError as exc:  # its breaker is open and no fallback may start
                 failed = await self._start_failed(runtime_id, base_key, base_key, exc)
-                state.runs.append(RunRecord(runtime_id, base_key, failed, 1))
+                state.runs.append(RunRecord(keyed, base_key, failed, 1))
                 return _final(state)
+            if runtime != keyed:  # the configured breaker fallback: that runtime's own account
+                task = attrs.evolve(task, account=None)
         async with AsyncExitStack() as stack:
-            await self._wait_for_a_slot(runtime, stack)
+            await self._wait_for_a_slot(runtime.partition("@")[0], stack)  # accounts share it
             adapters: dict[str, RuntimeAdapter] = {}
 
             async def adapter_for(rid: str) -> RuntimeAdapter:
@@ -975,6 +1085,7 @@ class Runner:
                     preset,
                     first_checkpointer,
                     resume_at,
+                    hand_off,
                 )
                 preset = first_checkpointer = resume_at = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
@@ -1289,6 +1400,19 @@ def _spent(gov: Governance | None, ledger: SpendLedger | None) -> bool:
     if gov is None or ledger is None:
         return False
     return ledger.exhausted() is not None or gov.host_ledger.exhausted() is not None
+
+
+def _merge(outcomes: list[TaskOutcome]) -> TaskOutcome:
+    """The outcomes of one task on its successive targets as one: the last one's status, every
+    run, usage and cost summed."""
+    last = outcomes[-1]
+    if len(outcomes) == 1:
+        return last
+    state = _TaskState(
+        runs=[run for outcome in outcomes for run in outcome.runs],
+        rotations=sum(o.rotations for o in outcomes),
+    )
+    return attrs.evolve(_final(state), summary=last.summary, status=last.status)
 
 
 def _final(state: _TaskState) -> TaskOutcome:

@@ -198,6 +198,14 @@ async function loadMeta() {
       let why = "same task";
       if (row.runKey === resumedFrom) why = "resumed from";
       else if (row.outcome?.resumedFrom === runKey) why = "resumed by";
+      else if (row.outcome?.chain && row.outcome.chain === meta.run.outcome?.chain) {
+        const mine = meta.run.outcome;
+        why = (mine.dependsOn || []).includes(row.outcome.chainTask)
+          ? `chain: depends on ${row.outcome.chainTask}`
+          : (row.outcome.dependsOn || []).includes(mine.chainTask)
+            ? `chain: ${row.outcome.chainTask} depends on this`
+            : `chain: ${row.outcome.chainTask}`;
+      }
       else if (/:r\d+(:|$)/.test(row.runKey)) why = "rotation";
       else if (/:a\d+(:|$)/.test(row.runKey)) why = "retry";
       items.push(link(row, why));
