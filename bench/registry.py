@@ -17,6 +17,7 @@ MODULES = (
     "bench.p_prefix",
     "bench.p_cli_start",
     "bench.p_review_diff",
+    "bench.p_workspaces",
 )
 
 

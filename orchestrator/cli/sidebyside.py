@@ -406,7 +406,7 @@ async def run_jobs(
             console.print(
                 f"each run worked in its own {' / '.join(kinds)} (kept; see the workspace column)"
                 f": `ringleader compare {group}` shows what each changed, `ringleader apply "
-                f"{group}/RUN` lands one, `ringleader workspaces --prune` removes them",
+                f"{group}/LABEL` lands one, `ringleader workspaces --prune` removes them",
                 markup=False,
                 highlight=False,
             )

@@ -19,6 +19,7 @@ PATH_KEYS = (
     "live",  # live-under-load: rows live-p99-N and live-first-N
     "cli-start",
     "review-diff",
+    "workspaces",
 )
 
 

@@ -20,6 +20,7 @@ import trio
 from orchestrator.cli.main import main
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.review.diff import LARGE_BYTES
+from orchestrator.engine.reviewloop.checkpoints import checkpoint_ref_prefix
 from tests.orchestrator.review_kit import GIT_ID, git, make_runs
 
 
@@ -480,6 +481,8 @@ def test_workspaces_lists_and_prunes_applied_and_old_but_never_live_ones(
     made = make_runs(repo, state, ("native", "codex", "claude-code"))
     (made["native"] / "hello.py").write_text("agent\n")
     assert cli("apply", "task1/native", capsys=capsys)[0] == 0
+    checkpoint = checkpoint_ref_prefix("runtime:native:task:t-native:run-0001") + "/1"
+    git("update-ref", checkpoint, "HEAD", cwd=repo)  # as the checkpoint recorder leaves them
     # claude-code's run is live: running, owned by a process that is alive (this one)
     with sqlite3.connect(state / "events.db") as db:
         db.execute(
@@ -497,6 +500,7 @@ def test_workspaces_lists_and_prunes_applied_and_old_but_never_live_ones(
     assert code == 0 and f"removed {made['native']} (native, applied)" in out
     assert not made["native"].exists() and made["codex"].exists()
     assert "ringleader/t-native-native" not in git("branch", "--list", cwd=repo)
+    assert git("for-each-ref", "refs/ringleader/", cwd=repo) == ""
     assert str(made["native"]) not in git("worktree", "list", cwd=repo)
     code, out, _ = cli("workspaces", "--prune", "--older-than", "1s", capsys=capsys)
     assert code == 0 and "(codex, old)" in out and "claude-code" not in out.split("workspaces")[0]
@@ -584,3 +588,16 @@ def test_runs_under_reads_the_runs_of_a_task_only(state: Path) -> None:
             return [r.run_key for r in await log.runs_under(["runtime:codex:task:ab"])]
 
     assert trio.run(go) == ["runtime:codex:task:ab:run-1", "runtime:codex:task:ab:r1:run-2"]
+
+
+def test_last_names_the_runs_of_a_side_by_side_task_instead_of_guessing(
+    repo: Path, state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = make_runs(repo, state, ("native", "codex"))
+    (made["codex"] / "codex.txt").write_text("c\n")
+    code, _, err = cli("apply", "last", capsys=capsys)
+    line = one_line_error(code, err)
+    assert "the newest task (task1) ran on 2 runtimes: name one (task1/native, task1/codex" in line
+    assert not (repo / "codex.txt").exists()
+    assert cli("apply", "last/codex", capsys=capsys)[0] == 0
+    assert (repo / "codex.txt").read_text() == "c\n"

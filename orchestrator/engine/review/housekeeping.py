@@ -1,6 +1,6 @@
 """Kept workspaces: each with its run, size, age and whether it was applied; pruning the applied
-and the old ones (the worktree and its ``ringleader/…`` branch, or the copy and its snapshot),
-never one whose run is live."""
+and the old ones (the worktree, its ``ringleader/…`` branch and its runs' checkpoint refs, or the
+copy and its snapshot), never one whose run is live."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import attrs
 from orchestrator.engine.eventlog import RunRow, WorkspaceRow
 from orchestrator.engine.review.git import git
 from orchestrator.engine.review.records import runs_of
+from orchestrator.engine.reviewloop.checkpoints import checkpoint_ref_prefix
 
 __all__ = ["KeptWorkspace", "kept_workspaces", "remove_workspace"]
 
@@ -84,6 +85,26 @@ def kept_workspaces(rows: Sequence[WorkspaceRow], runs: Sequence[RunRow]) -> lis
     return kept
 
 
+def _drop_checkpoints(repo: Path, run_keys: list[str]) -> None:
+    """Delete the runs' checkpoint refs (``refs/ringleader/checkpoints/<run>/…``): the
+    workspace they restore is gone, and the refs would keep its objects alive."""
+    lines: list[str] = []
+    for key in run_keys:
+        listed = git(
+            ["for-each-ref", "--format=%(refname)", checkpoint_ref_prefix(key) + "/"],
+            cwd=repo,
+            check=False,
+        )
+        lines += [f"delete {ref}" for ref in listed.stdout.decode().split() if ref]
+    if lines:
+        git(
+            ["update-ref", "--stdin"],
+            cwd=repo,
+            check=False,
+            input=("\n".join(lines) + "\n").encode(),
+        )
+
+
 def remove_workspace(ws: KeptWorkspace) -> None:
     """Remove a workspace: a worktree with ``git worktree remove --force`` (and its
     ``ringleader/…`` branch once applied), a copy and its snapshot repository with ``rm -r``.
@@ -101,6 +122,7 @@ def remove_workspace(ws: KeptWorkspace) -> None:
             branch = (row.applied or {}).get("branch")
             if isinstance(branch, str) and branch.startswith("ringleader/"):
                 git(["branch", "-D", "--quiet", branch], cwd=origin, check=False)
+            _drop_checkpoints(origin, [r.run_key for r in ws.runs])
     else:
         shutil.rmtree(root, ignore_errors=True)
         if row.git_dir:

@@ -3,8 +3,9 @@ workspace, written when it was made) and the runs of its task (run keys
 ``runtime:<runtime>:task:<task>:…``; a resumed run is found by the directory its session ran in).
 
 A reference to a run (``diff REF``, ``apply REF``) is, in this order: ``last`` (the newest run that
-worked in a recorded workspace), a run key, a task id, a side-by-side task's id with its label
-(``TASK/codex``), or a label or runtime id (its newest workspace)."""
+worked in a recorded workspace, when its task ran on one runtime; otherwise the runs are named), a
+run key, a task id, a side-by-side task's id with its label (``TASK/codex``, ``last/codex``), or a
+label or runtime id (its newest workspace)."""
 
 from __future__ import annotations
 
@@ -104,12 +105,18 @@ async def resolve_run(log: EventLog, ref: str) -> ResolvedRun:
 
     if ref == "last":
         runs = await log.runs_under([task_prefix(row) for row in rows])
+        chosen = rows[-1]
         if runs:
             newest = max(runs, key=lambda r: r.started_ms)
-            for row in reversed(rows):
-                if runs_of(row, [newest]):
-                    return await found(row)
-        return await found(rows[-1])
+            chosen = next((row for row in reversed(rows) if runs_of(row, [newest])), chosen)
+        siblings = [row for row in rows if row.group_id == chosen.group_id]
+        if len(siblings) > 1:
+            names = ", ".join(f"{chosen.group_id}/{row.label}" for row in siblings)
+            raise ReviewError(
+                f"the newest task ({chosen.group_id}) ran on {len(siblings)} runtimes: name one "
+                f"({names}, or last/LABEL)"
+            )
+        return await found(chosen)
     keyed = await log.runs_under([ref]) if ref.startswith("runtime:") else []
     keyed = [r for r in keyed if r.run_key == ref]
     if keyed:
