@@ -87,6 +87,7 @@ from .driver import (
     provider_for,
     run_env,
     thread_total_usage,
+    with_sandbox_helper,
 )
 from .normalize import AppState, ExecState, exec_frame_label, normalize_app, normalize_exec
 
@@ -313,6 +314,8 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         env = run_env(config, provider, codex_home=home, extra=opts.env)
+        if config.launcher is None:  # its shell sandbox finds its helper even under /tmp
+            env = with_sandbox_helper(env, home, Path(self.binary()))
         if config.mode == "app-server":
             spec = self.spec(app_server_argv(config, provider), env, cwd=cwd, stdin=True)
             await run.cli.launch(self.nursery, spec, adapter=self.id, conversation=self._converse)

@@ -96,11 +96,21 @@ async def list_approvals(state: Path, *, as_json: bool, out: TextIO) -> int:
 async def approve_command(
     state: Path, approval_id: str, decision: ApprovalDecision, *, resume: Resume, out: TextIO
 ) -> int:
-    """Decide ``approval_id``; if no live process waits on it, resume its run here."""
-    entry = await ApprovalBook.in_state_dir(state).decide(approval_id, decision)
+    """Decide ``approval_id``; if no live process waits on it, resume its run here. A decision
+    whose resume failed (the runtime could not start, the run ended in error) is not used up:
+    the same ``approve`` again resumes the run again."""
+    book = ApprovalBook.in_state_dir(state)
     verb = "approved" if decision.approved else "rejected"
-    reach = {"once": "", "run": ", and for the rest of its run", "always": ", and always here"}
-    out.write(f"ringleader: {entry.id} {verb} ({entry.tool}{reach[decision.scope]})\n")
+    try:
+        entry = await book.decide(approval_id, decision)
+    except ConfigError:
+        entry = await _retry(state, book, approval_id, decision)
+        if entry is None:
+            raise
+        out.write(f"ringleader: {entry.id} was {verb}; its resumed run failed: resuming again\n")
+    else:
+        reach = {"once": "", "run": ", and for the rest of its run", "always": ", and always here"}
+        out.write(f"ringleader: {entry.id} {verb} ({entry.tool}{reach[decision.scope]})\n")
     out.flush()
     if entry.owner is not None and entry.owner.alive():
         out.write(f"ringleader: the run waiting on it (pid {entry.owner.pid}) goes on\n")
@@ -113,6 +123,29 @@ async def approve_command(
         flush=True,
     )
     return await resume(runtime_id, task)
+
+
+async def _retry(
+    state: Path, book: ApprovalBook, approval_id: str, decision: ApprovalDecision
+) -> ApprovalEntry | None:
+    """The entry, when deciding it again the same way means retrying its resume: decided so,
+    no live process waits on it, and no resume of its run went through (else ``None``: the
+    decision stands, and the caller's error says so)."""
+    entry = await book.get(approval_id)
+    if entry is None or entry.decision is None or not entry.session_key:
+        return None
+    if entry.decision.approved != decision.approved:
+        return None
+    if entry.owner is not None and entry.owner.alive():
+        return None
+    async with EventLog.open(state / "events.db") as log:
+        rows = await log.runs()
+    own = {r.run_key for r in rows if r.session_key == entry.session_key}
+    for row in rows:  # a resume of one of its runs that went through uses the decision up
+        resumed_from = row.outcome.get("resumedFrom") if row.outcome else None
+        if resumed_from in own and row.status not in ("error", "interrupted", "aborted"):
+            return None
+    return entry
 
 
 async def _task(state: Path, entry: ApprovalEntry) -> tuple[str, TaskSpec]:

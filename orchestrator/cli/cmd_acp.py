@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
 import trio
@@ -11,6 +12,8 @@ from orchestrator.cli.options import (
     approvals_option,
     asking,
     load_cli_config,
+    model_server_option,
+    model_servers,
     registry_for,
     sub_command,
 )
@@ -23,7 +26,11 @@ __all__ = ["register"]
 
 
 async def _acp(
-    runtime_id: str, model: str | None, config_file: str | None, approvals: bool = False
+    runtime_id: str,
+    model: str | None,
+    config_file: str | None,
+    approvals: bool = False,
+    script: str | None = None,
 ) -> int:
     from orchestrator.acp.server import serve_acp_stdio
     from orchestrator.cli.commands import usable_state_dir
@@ -33,17 +40,27 @@ async def _acp(
     config = load_cli_config(config_file, specs)
     if approvals:
         config = asking(config, [runtime_id], "acp --approvals wait")
-    registry = registry_for(specs, config)
-    if runtime_id not in registry:
-        raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(registry.ids())}")
-    async with EventLog.open(usable_state_dir() / "events.db") as log:
-        await serve_acp_stdio(registry, runtime_id, event_log=log, model=model, approvals=approvals)
+    if runtime_id not in {spec.id for spec in specs}:
+        known = ", ".join(spec.id for spec in specs)
+        raise ConfigError(f"unknown runtime {runtime_id!r}; known: {known}")
+    async with AsyncExitStack() as stack:
+        config = await model_servers(stack, specs, config, [runtime_id], script)
+        registry = registry_for(specs, config)
+        async with EventLog.open(usable_state_dir() / "events.db") as log:
+            await serve_acp_stdio(
+                registry, runtime_id, event_log=log, model=model, approvals=approvals
+            )
     return 0
 
 
 def _handle(args: argparse.Namespace, out: TextIO) -> int:
     return trio.run(
-        _acp, args.runtime, args.model, getattr(args, "config_file", None), args.approvals == "wait"
+        _acp,
+        args.runtime,
+        args.model,
+        getattr(args, "config_file", None),
+        args.approvals == "wait",
+        args.model_server,
     )
 
 
@@ -63,4 +80,5 @@ def register(sub: Any) -> None:
         "--model", default=None, help="model for every prompt; e.g. --model anthropic:claude-x"
     )
     approvals_option(acp, "wait", ", the ACP client (session/request_permission)")
+    model_server_option(acp, "the runtime")
     acp.set_defaults(handler=_handle)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
 import trio
@@ -13,6 +14,8 @@ from orchestrator.cli.options import (
     config_option,
     json_option,
     load_cli_config,
+    model_server_option,
+    model_servers,
     print_retry,
     registry_for,
     sub_command,
@@ -38,21 +41,28 @@ async def _approve(args: argparse.Namespace, out: TextIO) -> int:
 
     async def resume(runtime_id: str, task: TaskSpec) -> int:
         specs = discover_runtimes()
-        config = asking(load_cli_config(args.config_file, specs), [runtime_id], "approve")
-        registry = registry_for(specs, config)
         job = Job(label=runtime_id, runtime_id=runtime_id, task=task)
         interrupt = Interrupt()
-        results = await interrupt.run(
-            lambda: run_jobs(
-                registry,
-                [job],
-                make_view(out, as_json=bool(args.json)),
-                state_dir=state,
-                on_host=interrupt.attach,
-                on_retry=print_retry,
-                approvals=True,
+        async with AsyncExitStack() as stack:
+            config = await model_servers(
+                stack,
+                specs,
+                asking(load_cli_config(args.config_file, specs), [runtime_id], "approve"),
+                [runtime_id],
+                args.model_server,
             )
-        )
+            registry = registry_for(specs, config)
+            results = await interrupt.run(
+                lambda: run_jobs(
+                    registry,
+                    [job],
+                    make_view(out, as_json=bool(args.json)),
+                    state_dir=state,
+                    on_host=interrupt.attach,
+                    on_retry=print_retry,
+                    approvals=True,
+                )
+            )
         if interrupt.requested:
             return 130
         return 0 if all(r.ok for r in results) else 1
@@ -131,6 +141,7 @@ def register(sub: Any) -> None:
         "(stored; listed by `ringleader approvals`); e.g. --allow --always",
     )
     json_option(approve, "the resumed run's events")
+    model_server_option(approve, "the resumed run's runtime")
     config_option(approve)
     approvals.set_defaults(handler=_handle_list)
     approve.set_defaults(handler=_handle_approve)

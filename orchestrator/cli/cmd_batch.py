@@ -10,12 +10,16 @@ from typing import Any, TextIO
 import trio
 
 from orchestrator.cli.options import (
+    MODEL_SERVER_KEY_ENV,
+    Interrupt,
     budget_options,
     config_option,
     governance_for,
     host_maker,
     json_option,
     load_cli_config,
+    model_server_option,
+    model_servers,
     positive,
     ray_option,
     registry_for,
@@ -29,28 +33,43 @@ from orchestrator.core.registry import (
 __all__ = ["register"]
 
 
-def _handle(args: argparse.Namespace, out: TextIO) -> int:
+async def _batch(args: argparse.Namespace, out: TextIO, interrupt: Interrupt) -> int:
+    from orchestrator.cli.batch import load_batch
     from orchestrator.cli.commands import batch
 
     specs = discover_runtimes()
     loaded = load_cli_config(args.config_file, specs)
-    registry = registry_for(specs, loaded)
-    governance = governance_for(args, loaded)
-    with contextlib.ExitStack() as stack:
-        sinks = trace_sinks(args, stack)
-        return trio.run(
-            lambda: batch(
-                registry,
-                args.file,
-                jobs=args.jobs,
-                as_json=bool(args.json),
-                out=out,
-                make_host=host_maker(args.ray, loaded, []),
-                governance=governance,
-                sinks=sinks,
-                workspace=loaded.config.workspace,
+    async with contextlib.AsyncExitStack() as servers:
+        script: str | None = args.model_server
+        if script is not None:  # a model server per runtime the file names
+            ids = [task.runtime for task in load_batch(args.file).task]
+            loaded = await model_servers(servers, specs, loaded, ids, script)
+        registry = registry_for(specs, loaded)
+        governance = governance_for(args, loaded)
+        with contextlib.ExitStack() as stack:
+            sinks = trace_sinks(args, stack)
+            return await interrupt.run(
+                lambda: batch(
+                    registry,
+                    args.file,
+                    jobs=args.jobs,
+                    as_json=bool(args.json),
+                    out=out,
+                    make_host=host_maker(
+                        args.ray, loaded, [MODEL_SERVER_KEY_ENV] if script is not None else []
+                    ),
+                    governance=governance,
+                    sinks=sinks,
+                    on_host=interrupt.attach,
+                    workspace=loaded.config.workspace,
+                )
             )
-        )
+
+
+def _handle(args: argparse.Namespace, out: TextIO) -> int:
+    interrupt = Interrupt()  # Ctrl-C aborts the runs cleanly (logged aborted, the table)
+    code = trio.run(_batch, args, out, interrupt)
+    return 130 if interrupt.requested else code
 
 
 def register(sub: Any) -> None:
@@ -76,4 +95,5 @@ def register(sub: Any) -> None:
     budget_options(batch)
     config_option(batch)
     ray_option(batch)
+    model_server_option(batch, "each task's runtime")
     batch.set_defaults(handler=_handle)

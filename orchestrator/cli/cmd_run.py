@@ -26,6 +26,8 @@ from orchestrator.cli.options import (
     json_option,
     load_cli_config,
     model_server,
+    model_server_option,
+    model_servers,
     notify_sinks,
     percent,
     print_retry,
@@ -169,7 +171,9 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     return 0 if all(r.ok for r in results) else 1
 
 
-async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
+async def _recover(
+    config_file: str | None, as_json: bool, out: TextIO, script: str | None = None
+) -> int:
     """``recover``: resume every interrupted run that recorded a session (see its --help)."""
     from orchestrator.cli.commands import usable_state_dir
     from orchestrator.cli.live import make_view
@@ -183,7 +187,6 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
         print("ringleader: nothing to recover (no interrupted run with a recorded session)")
         return 0
     specs = discover_runtimes()
-    registry = registry_for(specs, load_cli_config(config_file, specs))
     jobs = [
         Job(label=f"{runtime_id}#{index}", runtime_id=runtime_id, task=task)
         for index, (runtime_id, task) in enumerate(found, 1)
@@ -196,16 +199,21 @@ async def _recover(config_file: str | None, as_json: bool, out: TextIO) -> int:
             flush=True,
         )
     interrupt = Interrupt()
-    results = await interrupt.run(
-        lambda: run_jobs(
-            registry,
-            jobs,
-            make_view(out, as_json=as_json),
-            state_dir=usable_state_dir(),
-            on_host=interrupt.attach,
-            on_retry=print_retry,
+    async with AsyncExitStack() as stack:
+        config = await model_servers(
+            stack, specs, load_cli_config(config_file, specs), [j.runtime_id for j in jobs], script
         )
-    )
+        registry = registry_for(specs, config)
+        results = await interrupt.run(
+            lambda: run_jobs(
+                registry,
+                jobs,
+                make_view(out, as_json=as_json),
+                state_dir=usable_state_dir(),
+                on_host=interrupt.attach,
+                on_retry=print_retry,
+            )
+        )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
@@ -267,7 +275,7 @@ def _handle_run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _handle_recover(args: argparse.Namespace, out: TextIO) -> int:
-    return trio.run(_recover, args.config_file, bool(args.json), out)
+    return trio.run(_recover, args.config_file, bool(args.json), out, args.model_server)
 
 
 def register(sub: Any) -> None:
@@ -401,5 +409,6 @@ def register(sub: Any) -> None:
     )
     json_option(recover)
     config_option(recover)
+    model_server_option(recover, "each recovered run's runtime")
     run.set_defaults(handler=_handle_run)
     recover.set_defaults(handler=_handle_recover)

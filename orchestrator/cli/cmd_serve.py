@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -14,6 +15,8 @@ from orchestrator.cli.options import (
     asking,
     config_option,
     load_cli_config,
+    model_server_option,
+    model_servers,
     port_arg,
     registry_for,
     sub_command,
@@ -31,15 +34,19 @@ async def _serve(args: argparse.Namespace, out: TextIO) -> int:
 
     specs = discover_runtimes()
     config = asking(load_cli_config(args.config_file, specs), (s.id for s in specs), "serve")
-    registry = registry_for(specs, config)
-    return await serve_board(
-        registry,
-        host=args.host,
-        port=args.port,
-        token=_feed_token(args),
-        out=out,
-        notify=config.config.notify,
-    )
+    async with AsyncExitStack() as stack:
+        # --model-server: every runtime that can be pointed at one gets its own
+        able = [spec.id for spec in specs if spec.model_server is not None]
+        config = await model_servers(stack, specs, config, able, args.model_server)
+        registry = registry_for(specs, config)
+        return await serve_board(
+            registry,
+            host=args.host,
+            port=args.port,
+            token=_feed_token(args),
+            out=out,
+            notify=config.config.notify,
+        )
 
 
 def _feed_token(args: argparse.Namespace) -> str | None:
@@ -110,4 +117,5 @@ def register(sub: Any) -> None:
         "--token-file); e.g. --token local-test-only",
     )
     config_option(serve)
+    model_server_option(serve, "every runtime that can use one")
     serve.set_defaults(handler=_handle)

@@ -131,6 +131,7 @@ async def run_side_by_side(
     approvals: bool = False,
     agent_id: str = "cli",
     workspace: WorkspaceConfig | None = None,
+    task_fields: Mapping[str, Any] | None = None,
     plan: bool = False,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
@@ -155,6 +156,7 @@ async def run_side_by_side(
                 resume=resume,
                 rotate_to=(rotation or {}).get(rid, (None, None))[0],
                 watermark=(rotation or {}).get(rid, (None, None))[1],
+                **dict(task_fields or {}),
                 plan=plan,
             ),
         )
@@ -211,9 +213,11 @@ async def batch(
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
     workspace: WorkspaceConfig | None = None,
+    on_host: Callable[[Host], None] | None = None,
 ) -> int:
     """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded
-    (``workspace``: the setup and teardown scripts of the tasks' workspaces)."""
+    (``workspace``: the setup and teardown scripts of the tasks' workspaces; ``on_host``: told of
+    the host, so Ctrl-C aborts its runs through it)."""
     spec = load_batch(file)
     unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
     if unknown:
@@ -253,6 +257,7 @@ async def batch(
         make_host=make_host,
         governance=governance,
         sinks=sinks,
+        on_host=on_host,
     )
     await teardown_workspaces(isolated, workspace, _notice(view))
     return 0 if all(r.ok for r in results) else 1

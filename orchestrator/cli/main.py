@@ -50,6 +50,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_demo,
         cmd_diff,
         cmd_doctor,
+        cmd_inbox,
         cmd_mcp,
         cmd_open,
         cmd_prune,
@@ -83,6 +84,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_checkpoints.register,  # checkpoints and rewind
         cmd_open.register,
         cmd_trust.register,
+        cmd_inbox.register,
     )
 
 
@@ -146,6 +148,7 @@ def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     if all(isinstance(e, BrokenPipeError) for e in found):
         return 0
     if all(isinstance(e, KeyboardInterrupt | trio.Cancelled) for e in found):
+        print("ringleader: interrupted", file=sys.stderr)
         return 130
     from orchestrator.core.listen import bind_error
 

@@ -24,6 +24,7 @@ from orchestrator.core.registry import (
 )
 
 if TYPE_CHECKING:
+    from orchestrator.core.sandbox import SandboxPolicy
     from orchestrator.engine.governance import Governance
     from orchestrator.engine.hosts import Host
     from orchestrator.engine.runner import Runner
@@ -44,6 +45,8 @@ __all__ = [
     "json_option",
     "load_cli_config",
     "model_server",
+    "model_server_option",
+    "model_servers",
     "notify_sinks",
     "one_line",
     "percent",
@@ -53,6 +56,7 @@ __all__ = [
     "print_retry",
     "ray_option",
     "registry_for",
+    "sandbox_for",
     "short",
     "spec_named",
     "sub_command",
@@ -82,7 +86,36 @@ def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> Lo
 
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
-    return RuntimeRegistry.from_specs(specs, config.runtime)
+    registry = RuntimeRegistry.from_specs(specs, config.runtime)
+    registry.sandbox = sandbox_for(config)
+    return registry
+
+
+def sandbox_for(config: LoadedConfig) -> SandboxPolicy | None:
+    """``[sandbox] kind = "bubblewrap"``: the policy every run's children go through (the
+    user's home and the state directory hidden); ``None`` when off, or (one line on stderr)
+    when bubblewrap does not work here."""
+    from orchestrator.cli.commands import usable_state_dir
+    from orchestrator.core.sandbox import SandboxPolicy, bwrap_binary, home_of_user, probe
+
+    wanted = config.config.sandbox
+    if wanted.kind != "bubblewrap":
+        return None
+    why = probe()
+    found = bwrap_binary()
+    if why is not None or found is None:
+        print(f"ringleader: sandbox off, runs are not confined: {why}", file=sys.stderr)
+        return None
+
+    def absolute(paths: Sequence[str]) -> tuple[str, ...]:
+        return tuple(str(Path(p).expanduser().resolve()) for p in paths)
+
+    return SandboxPolicy(
+        writable=absolute(wanted.write),
+        readable=absolute(wanted.read),
+        hidden=(str(home_of_user()), str(usable_state_dir())),
+        bwrap=found,
+    )
 
 
 _ASKING: Final = frozenset({"claude-code", "codex", "hermes", "acp"})
@@ -129,18 +162,30 @@ def default_script(hook: ModelServerHook) -> dict[str, Any]:
     return {"model": hook.model, "conversations": [{"name": "default", "turns": turns}]}
 
 
+def default_script_for(hook: ModelServerHook, runs: int) -> dict[str, Any]:
+    """The built-in script for ``runs`` runs of one runtime (a batch's tasks): a conversation
+    each (a run's session takes the next one no session has taken)."""
+    one = default_script(hook)
+    if runs <= 1:
+        return one
+    conversation = one["conversations"][0]
+    copies = [conversation | {"name": f"default-{n}"} for n in range(1, runs + 1)]
+    return one | {"conversations": copies}
+
+
 @asynccontextmanager
 async def model_server(
-    spec: RuntimeSpec, config: LoadedConfig, script: str | None
+    spec: RuntimeSpec, config: LoadedConfig, script: str | None, *, runs: int = 1
 ) -> AsyncGenerator[LoadedConfig]:
-    """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it."""
+    """Serve the scripted model server on 127.0.0.1 and point ``spec``'s runtime at it
+    (``runs``: how many runs the built-in script answers)."""
     hook = spec.model_server
     if hook is None:
         raise ConfigError(f"runtime {spec.id!r} cannot be pointed at the model server")
     # imported when used: the other commands do not pay for Starlette and Hypercorn
     from orchestrator.model_server import load_script, serve_model_server
 
-    source: Any = default_script(hook)
+    source: Any = default_script_for(hook, runs)
     if script:
         try:
             source = load_script(script)
@@ -159,6 +204,46 @@ async def model_server(
         if hook.provider is not None:
             values["provider"] = hook.provider
         yield config.with_runtime(spec.id, f"--model-server ({url})", **values)
+
+
+def model_server_option(parser: argparse.ArgumentParser, which: str) -> None:
+    """``--model-server [SCRIPT]``, as ``run`` has it, for a command whose runs are ``which``."""
+    parser.add_argument(
+        "--model-server",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SCRIPT",
+        help="start the built-in scripted model server on 127.0.0.1 (one per runtime) and point "
+        f"{which} at it (no keys needed); SCRIPT is a .json/.toml script, else a built-in one; "
+        "e.g. --model-server or --model-server script.json",
+    )
+
+
+async def model_servers(
+    stack: Any,
+    specs: Sequence[RuntimeSpec],
+    config: LoadedConfig,
+    runtime_ids: Sequence[str],
+    script: str | None,
+) -> LoadedConfig:
+    """``--model-server``: one scripted model server per runtime of ``runtime_ids`` (entered on
+    ``stack``, an ``AsyncExitStack``), each runtime pointed at its own; ``script`` ``None``: the
+    configuration as it is, ``""``: the built-in script."""
+    if script is None:
+        return config
+    if script and not await trio.Path(script).is_file():
+        raise ConfigError(f"{script}: model server script not found")
+    for runtime_id in dict.fromkeys(runtime_ids):
+        config = await stack.enter_async_context(
+            model_server(
+                spec_named(specs, runtime_id),
+                config,
+                script or None,
+                runs=runtime_ids.count(runtime_id),
+            )
+        )
+    return config
 
 
 def one_line(exc: BaseException) -> str:
@@ -208,9 +293,7 @@ class Interrupt:
     def abort(self) -> None:
         self.requested = True
         for host in self.hosts:
-            for ref in host.tasks:
-                if not ref.finished:
-                    ref.abort()
+            host.abort_all()  # runs submitted later too: nothing starts after a Ctrl-C
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()`` with Ctrl-C handled (a forced exit raises ``KeyboardInterrupt``)."""

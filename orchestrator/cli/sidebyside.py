@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import uuid
 from collections.abc import Callable, Sequence
@@ -25,13 +26,19 @@ from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, WorkspaceRow
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
-from orchestrator.engine.hosts import Host, LocalHost
+from orchestrator.engine.hosts import Host, LocalHost, TaskRef
 from orchestrator.engine.review.diff import workspace_diff
 from orchestrator.engine.review.git import Checkout
 from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
-from orchestrator.engine.workspaces import Workspace, create_workspace, workspace_changes
+from orchestrator.engine.workspaces import (
+    Workspace,
+    changes_since,
+    create_workspace,
+    snapshot,
+    workspace_changes,
+)
 
 __all__ = [
     "BoardStarter",
@@ -164,7 +171,9 @@ async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
         # worker thread, before any clock runs.
         for module in _NATIVE_SDKS:
             with contextlib.suppress(ImportError):
-                await trio.to_thread.run_sync(importlib.import_module, module)
+                await trio.to_thread.run_sync(
+                    importlib.import_module, module, abandon_on_cancel=True
+                )
     for runtime_id in sorted(runtime_ids):
         try:
             adapter = registry.create(runtime_id)
@@ -203,6 +212,12 @@ async def _run_all(
             lane.started = trio.current_time()
             lane.phase = "starting"
             ref = host.submit(job.runtime_id, job.task)
+            if isinstance(ref, TaskRef):  # a run over its runtime's limit is shown waiting
+
+                def show(reason: str, lane: Lane = lane) -> None:
+                    lane.phase = f"queued: {reason}"
+
+                ref.on_wait = show
             try:
                 outcomes[index] = await ref.outcome()
             except Exception as exc:
@@ -247,7 +262,11 @@ async def run_jobs(
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
-    await _warm_up(registry, {job.runtime_id for job in jobs})
+    # a run in the working directory itself: what it changes there is counted too
+    in_place = [
+        await snapshot(job.task.cwd or os.getcwd()) if job.workspace is None else None
+        for job in jobs
+    ]
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
@@ -275,10 +294,21 @@ async def run_jobs(
                 # entered before the jobs' nursery opens, so it closes after that nursery
                 # (a board opened inside it and closed outside it misnests their scopes)
                 await boards.enter_async_context(board(log, host, _notice(view)))
+            async with trio.open_nursery() as warming:  # a Ctrl-C (host.abort_all) ends it
+
+                async def stop_on_abort() -> None:
+                    await host.aborting.wait()
+                    warming.cancel_scope.cancel()
+
+                warming.start_soon(stop_on_abort)
+                await _warm_up(registry, {job.runtime_id for job in jobs})
+                warming.cancel_scope.cancel()
             await _run_all(host, jobs, lanes, outcomes, errors, limiter)
-    for job, lane in zip(jobs, lanes, strict=True):
+    for job, lane, before in zip(jobs, lanes, in_place, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)
+        elif before is not None:
+            lane.files_changed = await changes_since(before)
     results = [
         JobResult(job, lane, outcome, error)
         for job, lane, outcome, error in zip(jobs, lanes, outcomes, errors, strict=True)

@@ -24,6 +24,10 @@ publisher — and through the log writer, the producing runs — wait. How long 
 The publisher offers to subscribers one after the other, so a blocked subscriber holds up the
 others too; with ``"disconnect"`` that is bounded by ``slow_timeout_s``.
 
+**SSE event names.** Each message's ``event:`` is the event's kind, except a run's ``error``
+events, named ``run-error`` (``event: error`` would reach an ``EventSource``'s connection-error
+listeners); the ``data:`` keeps the event as it is, ``"kind": "error"`` included.
+
 **SSE ids and resume.** Each SSE message's ``id:`` is the event's global log id (``gid``), one
 cursor for a board that follows every run (``?run=<run key>`` filters to one run; the ids stay
 global). A client reconnecting with ``Last-Event-ID: <gid>`` gets exactly the events after it:
@@ -420,9 +424,16 @@ async def write_jsonl(
 # -- Server-Sent Events ----------------------------------------------------------------------------
 
 
+SSE_ERROR_EVENT = "run-error"
+"""The SSE event name of a run's ``error`` events: ``EventSource`` dispatches an ``event: error``
+message to its ``error`` listeners, the ones that mean "the connection broke", so a board would
+show "reconnecting" after every failed run. Every other kind is its own event name."""
+
+
 def _sse(item: LoggedEvent) -> str:
+    name = SSE_ERROR_EVENT if item.kind == "error" else item.kind
     return (
-        f"id: {item.gid}\nevent: {item.kind}\n"
+        f"id: {item.gid}\nevent: {name}\n"
         f'data: {{"runKey":{json.dumps(item.run_key)},"event":{item.body}}}\n\n'
     )
 

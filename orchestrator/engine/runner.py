@@ -12,8 +12,8 @@ Choices the original executor leaves open (documented here, tested in ``tests/or
 * tokens for the watermark are the run's cumulative ``input + output`` tokens from its last
   ``cost`` (conservative: it over-estimates the live context, so rotation comes early, not late);
 * a successful run never rotates; an aborted one never rotates;
-* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700) and runs that
-  share one are serialized; ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
+* persistent homes live under ``<state_dir>/homes/<runtime>/<agent>`` (mode 0700); runs that
+  share one run side by side (a runtime's ``max_runs`` limits how many run at once); ephemeral homes live under ``<state_dir>/runs/`` (not ``/tmp``: Codex
   refuses a home there) and are deleted when the run ends;
 * the successor's session key is ``<base>:r<n>`` (the original executor's), retries append ``:a<n>``;
 * the codec blob of the predecessor travels into ``record_rotation`` (the original executor drops it);
@@ -46,6 +46,7 @@ from orchestrator.core.adapter import (
     RuntimeAdapter,
     StartOpts,
     TaskHandle,
+    TurnResumable,
 )
 from orchestrator.core.approvals import (
     APPROVALS_DB,
@@ -54,6 +55,7 @@ from orchestrator.core.approvals import (
     ApprovalRequest,
 )
 from orchestrator.core.errors import (
+    CapabilityError,
     ConfigError,
     RingleaderError,
     RuntimeStartError,
@@ -73,6 +75,7 @@ from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtim
 from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.core.sandbox import current_sandbox
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
@@ -171,6 +174,13 @@ class TaskSpec:
     ends the run ``error{setup_failed}`` + ``done{error}`` with no agent started. Not run
     when the task resumes a session."""
     setup_timeout_s: float = 300.0
+    resume_turn: int | None = None
+    """With ``resume``: continue the session from the end of this turn of the resumed run (a
+    fork; runtimes that can: :class:`~orchestrator.core.adapter.TurnResumable`), not from its
+    end (``ringleader rewind``)."""
+    resume_prompt_index: int = 0
+    """Which of the session's prompts started the resumed run (0: the first; each run that
+    resumed the session since added one)."""
     plan: bool = False
     """Plan mode: the first turn plans read-only; a person approves the plan (the approval book)
     before a turn with the normal policy carries it out on the same session, or rejects it
@@ -238,6 +248,10 @@ class Runner:
     the same runtime)."""
     on_actor: Callable[[RunActor], None] | None = None
     """Called with each new actor (to abort, steer or watch it from outside)."""
+    on_start: Callable[[trio.CancelScope], None] | None = None
+    """Called with the scope of a task's start (before its first actor exists): cancelling it
+    aborts a start still under way (a gateway booting, a model SDK importing); the run is
+    logged as ``aborted``."""
     on_retry: RetryListener | None = None
     """Told before the supervisor retries a run (``attempt 2/4: <reason>``)."""
     event_log: RunRecorder | None = None
@@ -261,12 +275,19 @@ class Runner:
     left alone."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
+    run_limiters: dict[str, trio.CapacityLimiter] = attrs.field(
+        factory=dict[str, trio.CapacityLimiter], repr=False
+    )
+    """One limiter per runtime with a limit (the registry's ``limit``, ``max_runs`` in the
+    configuration): at most that many of its runs at once. Copies of this runner
+    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task)
+    share the table, so a limit holds across all of a host's tasks. Without a limit, runs of one
+    runtime run side by side, a shared persistent home included (the runtimes keep each
+    session apart in it)."""
+    on_queued: Callable[[str], None] | None = None
+    """Told why a task waits before it starts (``at most 1 native run at once``)."""
     _plan_rounds: dict[str, int] = attrs.field(factory=dict[str, int], repr=False)
     """Plans reviewed per session key (a task asks for a new plan at most MAX_PLAN_ROUNDS)."""
-    home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
-    """One lock per persistent home: runs sharing a home are serialized. Copies of this runner
-    (``attrs.evolve``, as :class:`~orchestrator.engine.hosts.local.LocalHost` makes per task) share
-    the table, so the serialization holds across all of a host's tasks."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -280,12 +301,10 @@ class Runner:
             return
         if kind == "persistent":
             path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
-            lock = self.home_locks.setdefault(str(path), trio.Lock())
-            async with lock:
-                await trio.to_thread.run_sync(
-                    lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
-                )
-                yield str(path)
+            await trio.to_thread.run_sync(
+                lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            )
+            yield str(path)
             return
         path = self.state_dir / "runs" / f"{_safe(runtime_id)}-{uuid.uuid4().hex[:12]}"
         await trio.to_thread.run_sync(lambda: path.mkdir(mode=0o700, parents=True))
@@ -294,6 +313,18 @@ class Runner:
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
+
+    async def _wait_for_a_slot(self, runtime_id: str, stack: AsyncExitStack) -> None:
+        """Hold one of ``runtime_id``'s run slots until ``stack`` closes (no limit: at once);
+        a task that must wait is told why first (``on_queued``)."""
+        most = self.registry.limit(runtime_id)
+        if most is None:
+            return
+        limiter = self.run_limiters.setdefault(runtime_id, trio.CapacityLimiter(most))
+        if limiter.available_tokens < 1 and self.on_queued is not None:
+            plural = "run" if most == 1 else "runs"
+            self.on_queued(f"at most {most} {runtime_id} {plural} at once (max_runs)")
+        await stack.enter_async_context(limiter)
 
     # -- prompt ------------------------------------------------------------------------------
 
@@ -304,6 +335,7 @@ class Runner:
         note: str,
         home: str | None,
         resume_id: str | None = None,
+        resume_at: str | None = None,
     ) -> StartOpts:
         context = "\n\n".join(part for part in (task.context, note) if part)
         volatile = "\n\n".join(
@@ -326,6 +358,7 @@ class Runner:
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
             resume_session_id=resume_id,
+            resume_at=resume_at if resume_id else None,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
             plan=task.plan,
@@ -348,6 +381,7 @@ class Runner:
         endpoint: str | None = None,
         preset: tuple[str, int] | None = None,
         first_checkpointer: Checkpointer | None = None,
+        resume_at: str | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
@@ -381,7 +415,7 @@ class Runner:
                     opts = self._opts(resumed, f"{session_key}:a{n}", note, home, continue_from[0])
                     continue_from.clear()
                 else:
-                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id, resume_at)
                 retry_checkpointer = await self._checkpointer(task)  # before it can write
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
@@ -719,6 +753,36 @@ class Runner:
             )
         return outcome
 
+    async def _start_aborted(self, adapter_id: str, session_key: str, task: TaskSpec) -> RunOutcome:
+        """Record a run aborted before its runtime had started (Ctrl-C during a gateway's
+        boot, say) as a logged run: ``done{aborted}`` through the sink, and its runs row."""
+        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        summary = f"aborted while {adapter_id} was starting"
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        events = make.finish("aborted", summary)
+        with trio.CancelScope(shield=True):
+            if log is not None:
+                await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
+            await self.sink.deliver(run_key, events)
+            if log is not None:
+                await log.finish_run(
+                    run_key,
+                    status="aborted",
+                    outcome={"reason": "aborted", "summary": summary, "title": task.title},
+                )
+        return RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="aborted",
+            summary=summary,
+            usage=None,
+            cost_usd=None,
+            error_code=None,
+            error_message=None,
+            events=len(events),
+        )
+
     async def _record(
         self,
         log: RunRecorder,
@@ -822,7 +886,8 @@ class Runner:
         register_env_secrets(os.environ)
         register_env_secrets(task.env)
         # … and so are the secrets of the files a workspace was given (.env, .worktreeinclude)
-        await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
+        if task.cwd is not None:
+            await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         rotate_to = rotate_to or task.rotate_to or self.rotate_to
@@ -840,6 +905,7 @@ class Runner:
                 state.runs.append(RunRecord(runtime_id, base_key, failed, 1))
                 return _final(state)
         async with AsyncExitStack() as stack:
+            await self._wait_for_a_slot(runtime, stack)
             adapters: dict[str, RuntimeAdapter] = {}
 
             async def adapter_for(rid: str) -> RuntimeAdapter:
@@ -853,7 +919,12 @@ class Runner:
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
             home: str | None = await stack.enter_async_context(home_cm)
+            template = self.registry.sandbox
+            if template is not None:  # its children see its workspace and home, writable
+                policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
+                stack.callback(current_sandbox.reset, current_sandbox.set(policy))
             resume_id = await _restore(adapter, task.resume) if task.resume else None
+            resume_at = await _resume_point(adapter, task, resume_id, home)
             preset: tuple[str, int] | None = None
             if task.setup and task.resume is None:
                 set_up = await self._setup(adapter.id, task, session_key)
@@ -862,14 +933,18 @@ class Runner:
                     return _final(state)
                 preset = set_up
             first_checkpointer = await self._checkpointer(task)
+            handle: RunHandle | None = None
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
                 await _check_endpoint(self.registry.endpoint(runtime), runtime)
-                handle = await adapter.start(
-                    TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                    self._opts(task, session_key, "", home, resume_id),
-                )
+                with trio.CancelScope() as starting:
+                    if self.on_start is not None:
+                        self.on_start(starting)
+                    handle = await adapter.start(
+                        TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                        self._opts(task, session_key, "", home, resume_id, resume_at),
+                    )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
                 failed = await self._start_failed(adapter, session_key, session_key, exc)
@@ -878,6 +953,10 @@ class Runner:
                 if isinstance(exc, ConfigError):
                     raise  # the caller's own bad input: a typed error (and now in the log too)
                 state.runs.append(RunRecord(runtime, session_key, failed, 1))
+                return _final(state)
+            if handle is None:  # aborted while it started
+                aborted = await self._start_aborted(adapter.id, session_key, task)
+                state.runs.append(RunRecord(runtime, session_key, aborted, 1))
                 return _final(state)
             turn_task = task  # a follow-up turn's prompt is the person's messages
             while True:
@@ -895,8 +974,9 @@ class Runner:
                     self.registry.endpoint(runtime),
                     preset,
                     first_checkpointer,
+                    resume_at,
                 )
-                preset = first_checkpointer = None
+                preset = first_checkpointer = resume_at = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 planning = turn_task.plan
                 turn_task = attrs.evolve(task, plan=planning)  # plan rounds stay in plan mode
@@ -1087,10 +1167,15 @@ async def recoverable_tasks(
     log: RunRecorder, prompt: str = RESUME_PROMPT
 ) -> list[tuple[str, TaskSpec]]:
     """``(runtime id, task)`` for every run left ``interrupted`` (its orchestrator died) that
-    recorded a resumable session and that no later run resumed yet, oldest first: what
+    recorded a resumable session and that no later run resumed yet (a resume that ended in
+    error does not count), oldest first: what
     :meth:`~orchestrator.engine.hosts.local.LocalHost.recover` and ``ringleader recover`` continue."""
     rows = await log.runs()
-    resumed = {row.outcome.get("resumedFrom") for row in rows if row.outcome}
+    # a resume that failed (its runtime could not go on: no key, no model) does not use up the
+    # recovery: `recover` again tries again
+    resumed = {
+        row.outcome.get("resumedFrom") for row in rows if row.outcome and row.status != "error"
+    }
     found: list[tuple[str, TaskSpec]] = []
     for row in rows:
         if row.status != "interrupted" or row.run_key in resumed:
@@ -1108,6 +1193,36 @@ async def _check_endpoint(endpoint: str | None, runtime_id: str) -> None:
     why = await unreachable(endpoint)
     if why is not None:
         raise RuntimeStartError(why, adapter=runtime_id)
+
+
+async def _resume_point(
+    adapter: RuntimeAdapter, task: TaskSpec, resume_id: str | None, home: str | None
+) -> str | None:
+    """The runtime's marker for the end of ``task.resume_turn`` of the resumed session (``None``
+    when the task continues from the session's end).
+
+    Raises:
+        CapabilityError: the runtime cannot continue a session from an earlier turn.
+        ConfigError: that turn is not in the session's transcript.
+    """
+    turn = task.resume_turn
+    if turn is None or resume_id is None or task.resume is None:
+        return None
+    if not isinstance(adapter, TurnResumable):
+        raise CapabilityError(
+            f"runtime {adapter.id!r} cannot continue a session from an earlier turn",
+            actor_id=task.resume.run_key,
+        )
+    index = task.resume_prompt_index
+    point = await trio.to_thread.run_sync(
+        lambda: adapter.resume_point(resume_id, turn, home_dir=home, prompt_index=index)
+    )
+    if point is None:
+        raise ConfigError(
+            f"run {task.resume.run_key!r}: turn {turn} of its session is not in "
+            f"{adapter.id}'s transcript"
+        )
+    return point
 
 
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:

@@ -393,3 +393,43 @@ def test_actions_need_the_token_in_a_header_and_a_json_body(served: Served) -> N
         headers={"authorization": f"Bearer {token}"},
     )
     assert unknown.status_code == 409 and "unknown runtime" in unknown.json()["error"]
+
+
+def test_a_failed_run_does_not_leave_the_page_reconnecting(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """Issue 34 item 5: a run's error event is not named ``error`` on the wire (EventSource
+    takes that name for a broken connection): after a failed run the page stays live."""
+    script = write_script(
+        tmp_path,
+        "fails.json",
+        [
+            {"type": "init", "sessionId": "x", "model": "scripted-model"},
+            {"type": "text", "text": "trying\n"},
+            {"type": "result", "ok": False, "errorMessage": "it broke"},
+        ],
+    )
+    server = Served(tmp_path, board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)}, None)
+    server.start()
+    try:
+        page = browser.new_page()
+        page.goto(server.url + "/")
+        page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
+        page.evaluate(
+            """() => { window.__states = [];
+              new MutationObserver(() => window.__states.push(
+                document.getElementById('conn').dataset.state))
+              .observe(document.getElementById('conn'), { attributes: true }); }"""
+        )
+        prefix = post_task(server.url, "scripted", "fail please")
+        page.wait_for_selector(card_selector(prefix, "failed"), timeout=TIMEOUT_MS)
+        page.wait_for_timeout(1500)  # an EventSource error would have flipped the state by now
+        assert page.get_attribute("#conn", "data-state") == "live"
+        states = page.evaluate("window.__states")
+        assert "reconnecting" not in states, states
+        # the error itself reached the page: the run page shows it
+        page.click(card_selector(prefix, "failed"))
+        page.wait_for_selector('[data-testid="done"]', timeout=TIMEOUT_MS)
+        assert "it broke" in page.inner_text("body")
+    finally:
+        server.close()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -184,5 +185,41 @@ def test_ringleader_recover_resumes_it_from_the_command_line(tmp_path: Path) -> 
             first, second = await log.runs()
             assert first.run_key == crashed and second.status == "success"
             assert second.outcome is not None and second.outcome["resumedFrom"] == crashed
+
+    trio.run(check)
+
+
+def test_a_recovery_that_fails_can_be_tried_again(tmp_path: Path) -> None:
+    """Issue 34 item 6: a resume that ends in error (its model unreachable, say) does not use
+    up the recovery: the next ``recover`` finds the run again, and one that succeeds ends it."""
+    crashed = _crash(tmp_path)
+    failing: list[dict[str, Any]] = [
+        {"type": "result", "ok": False, "errorMessage": "the model is unreachable"}
+    ]
+    working: list[dict[str, Any]] = [
+        {"type": "text", "text": "back"},
+        {"type": "result", "ok": True, "summary": "ok"},
+    ]
+
+    async def recover(script: list[dict[str, Any]]) -> list[str]:
+        registry = RuntimeRegistry()
+        registry.register_factory("scripted", lambda: ScriptedAdapter(script))
+        async with EventLog.open(tmp_path / "events.db") as log:
+            runner = Runner(
+                registry, sink=RecordingSink(log), state_dir=tmp_path / "state", event_log=log
+            )
+            async with LocalHost(runner) as host:
+                refs = await host.recover()
+                return [(await ref.outcome()).status for ref in refs]
+
+    assert trio.run(recover, failing) == ["error"]
+    assert trio.run(recover, working) == ["success"]  # tried again
+    assert trio.run(recover, working) == []  # that one went through: nothing left
+
+    async def check() -> None:
+        async with EventLog.open(tmp_path / "events.db") as log:
+            rows = await log.runs()
+            assert [r.status for r in rows] == ["interrupted", "error", "success"]
+            assert all(r.outcome and r.outcome["resumedFrom"] == crashed for r in rows[1:])
 
     trio.run(check)

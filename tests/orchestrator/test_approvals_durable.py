@@ -255,3 +255,74 @@ def test_acp_shows_a_waiting_call_as_pending_with_the_command_that_decides_it() 
     )
     assert "ringleader approve ap-123 --allow" in update["content"][0]["content"]["text"]
     assert event_to_update(EventFactory(run_id="r").status("running"), None) is None
+
+
+def test_a_failed_resume_does_not_use_up_the_decision(tmp_path: Path, model_server: str) -> None:
+    """Issue 34 item 6: ``approve`` whose resume fails (the model is gone) can be given again;
+    ``approve --model-server SCRIPT`` resumes against the scripted model server."""
+    state, work = tmp_path / "state", tmp_path / "work"
+    work.mkdir()
+    env = {
+        **os.environ,
+        "RINGLEADER_STATE_DIR": str(state),
+        "ANTHROPIC_BASE_URL": model_server,
+        "ANTHROPIC_API_KEY": "test-key-not-secret",
+        "NO_COLOR": "1",
+    }
+    deadline = time.monotonic() + DEADLINE_S
+    args = ["run", "--runtime", "native", "--model", "anthropic:claude-test"]
+    run = subprocess.Popen(
+        _ringleader(*args, "--approvals", "wait", "--json", "tidy up the workspace"),
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert run.stdout is not None
+        waiting: dict[str, Any] | None = None
+        while waiting is None:
+            line = _readline(run.stdout, deadline)
+            assert line, "the run ended before it waited for an approval"
+            event = json.loads(line)
+            if event.get("kind") == "status" and event.get("phase") == "waiting_approval":
+                waiting = event
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=10)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(timeout=10)
+        if run.stdout is not None:
+            run.stdout.close()
+    approval = waiting["approval"]["id"]
+    # the model is gone (nothing listens there): the resumed run fails
+    gone = env | {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    failed = subprocess.run(
+        _ringleader("approve", approval, "--allow"),
+        env=gone,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert failed.returncode == 1, failed.stderr
+    # the same decision again, against the scripted model server: the run resumes and ends
+    rest = tmp_path / "rest.json"
+    rest.write_text(
+        json.dumps({"conversations": [{"name": "rest", "turns": [{"text": "Done now."}]}]})
+    )
+    again = subprocess.run(
+        _ringleader("approve", approval, "--allow", "--model-server", str(rest), "--json"),
+        env=gone,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "resuming again" in again.stdout
+    assert (work / "out.txt").read_text() == "resumed\n"
+    # once a resume went through, the decision is used up
+    third = subprocess.run(
+        _ringleader("approve", approval, "--allow"), env=gone, capture_output=True, text=True
+    )
+    assert third.returncode == 2 and "is not pending (it is approved)" in third.stderr

@@ -1,7 +1,9 @@
 // Shared by the board and the run page: tokens, requests, formatting, and the card projection
 // (the same rules as orchestrator/board.py, which serves GET /board; keep the two in step).
 
-export const KINDS = ["text-delta", "tool-call", "tool-result", "status", "cost", "done", "error"];
+// The feed's SSE event names: each kind, but a run's error is "run-error" ("error" is
+// EventSource's own name for a broken connection).
+export const KINDS = ["text-delta", "tool-call", "tool-result", "status", "cost", "done", "run-error"];
 export const COLUMNS = [
   ["queued", "Queued"],
   ["running", "Running"],

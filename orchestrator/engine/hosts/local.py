@@ -16,6 +16,7 @@ again by :meth:`TaskRef.outcome`) and does not take its siblings down.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Self
@@ -49,6 +50,11 @@ class TaskRef:
     _cancel: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     _aborted: bool = False
     _started: trio.Event = attrs.field(factory=trio.Event)
+    _starting: trio.CancelScope | None = None
+    waiting: str | None = None
+    """Why the task has not started yet (a runtime's ``max_runs`` reached), while it waits."""
+    on_wait: Callable[[str], None] | None = None
+    """Told the reason when the task has to wait before it starts (the CLI's lane shows it)."""
 
     @property
     def finished(self) -> bool:
@@ -68,6 +74,20 @@ class TaskRef:
         if self.actor is not None:
             with contextlib.suppress(MailboxClosedError):
                 self.actor.abort()
+        elif self._starting is not None:  # still starting: stop the start (logged aborted)
+            self._starting.cancel()
+
+    def queued(self, reason: str) -> None:
+        """The task waits before it starts, for ``reason``."""
+        self.waiting = reason
+        if self.on_wait is not None:
+            self.on_wait(reason)
+
+    def starting(self, scope: trio.CancelScope) -> None:
+        """The task's runtime is starting under ``scope``: cancelled if the task is aborted."""
+        self._starting, self.waiting = scope, None
+        if self._aborted:
+            scope.cancel()
 
     async def started(self) -> None:
         """Wait until the task's first run has a live actor (or the task has finished)."""
@@ -76,6 +96,7 @@ class TaskRef:
     def attach(self, actor: RunActor) -> None:
         """The task's run has a (new) live actor: abort it at once if the task was aborted."""
         self.actor = actor
+        self._starting = None
         self._started.set()
         if self._aborted:
             actor.abort()
@@ -93,6 +114,8 @@ class LocalHost:
 
     runner: Runner
     tasks: list[TaskRef] = attrs.field(init=False, factory=list[TaskRef])
+    aborting: trio.Event = attrs.field(init=False, factory=trio.Event)
+    """Set by :meth:`abort_all` (work before the runs, e.g. a warm-up, stops on it)."""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _stack: AsyncExitStack | None = attrs.field(init=False, default=None)
 
@@ -115,11 +138,21 @@ class LocalHost:
         if stack is not None:
             await stack.__aexit__(exc_type, exc, tb)
 
+    def abort_all(self) -> None:
+        """Abort every task, those submitted from now on included (each still runs far enough
+        to be logged as ``aborted``); sets :attr:`aborting`."""
+        self.aborting.set()
+        for ref in self.tasks:
+            if not ref.finished:
+                ref.abort()
+
     def submit(self, runtime_id: str, task: TaskSpec) -> TaskRef:
         """Start ``task`` on ``runtime_id`` now; returns its ref."""
         if self._nursery is None:
             raise RuntimeError("use `async with LocalHost(...)` before submitting")
         ref = TaskRef(runtime_id=runtime_id, task=task)
+        if self.aborting.is_set():
+            ref.abort()
         self.tasks.append(ref)
         self._nursery.start_soon(self._run, ref)
         return ref
@@ -139,7 +172,9 @@ class LocalHost:
         return [self.submit(rid, task) for rid, task in await recoverable_tasks(log, prompt)]
 
     async def _run(self, ref: TaskRef) -> None:
-        runner = attrs.evolve(self.runner, on_actor=ref.attach)
+        runner = attrs.evolve(
+            self.runner, on_actor=ref.attach, on_start=ref.starting, on_queued=ref.queued
+        )
         try:
             ref._outcome = await runner.run_task(ref.runtime_id, ref.task)  # pyright: ignore[reportPrivateUsage]
         except Exception as exc:

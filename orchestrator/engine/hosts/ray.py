@@ -200,6 +200,8 @@ class RayHost:
     batch_max: int = 256
     batch_wait_s: float = 0.02
     tasks: list[RayTaskRef] = attrs.field(init=False, factory=list[RayTaskRef])
+    aborting: trio.Event = attrs.field(init=False, factory=trio.Event)
+    """Set by :meth:`abort_all` (work before the runs, e.g. a warm-up, stops on it)."""
     nodes: list[_Node] = attrs.field(init=False, factory=list[_Node])
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _stack: AsyncExitStack | None = attrs.field(init=False, default=None)
@@ -268,11 +270,20 @@ class RayHost:
 
     # -- tasks ---------------------------------------------------------------------------------
 
+    def abort_all(self) -> None:
+        """Abort every task, those submitted from now on included; sets :attr:`aborting`."""
+        self.aborting.set()
+        for ref in self.tasks:
+            if not ref.finished:
+                ref.abort()
+
     def submit(self, runtime_id: str, task: TaskSpec) -> RayTaskRef:
         """Queue ``task`` for a node that can run ``runtime_id``; returns its ref at once."""
         if self._nursery is None:
             raise RuntimeError("use `async with RayHost(...)` before submitting")
         ref = RayTaskRef(runtime_id, task, f"{task.task_id}:{uuid.uuid4().hex[:8]}", self)
+        if self.aborting.is_set():
+            ref.abort()
         self.tasks.append(ref)
         self._by_key[ref.task_key] = ref
         self._nursery.start_soon(self._place, ref)

@@ -1,0 +1,184 @@
+"""Ctrl-C at every phase of ``ringleader run`` and ``batch`` (issue 34 item 1), through real
+child processes: the command started as a subprocess (native against the scripted model
+server; scripted runs in a batch), SIGINT at several points. Each time: exit 130 within a few
+seconds of the signal, no traceback, and every run the log holds ended ``aborted``."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from orchestrator.engine.eventlog import EventLog, RunRow
+
+PROMPT_S = 8.0
+"""How soon after the signal the command must have exited (a loaded 2-core machine)."""
+
+SLOW_TURN = {
+    "conversations": [
+        {
+            "name": "native",
+            "turns": [{"text": "working\n" * 200, "chunk_chars": 8, "chunk_delay_s": 0.5}],
+        }
+    ]
+}
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    return env | {
+        "RINGLEADER_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "NO_COLOR": "1",
+    }
+
+
+def runs_of(tmp_path: Path) -> list[RunRow]:
+    db = tmp_path / "state" / "events.db"
+    if not db.exists():
+        return []
+
+    async def read() -> list[RunRow]:
+        async with EventLog.open(db) as log:
+            return await log.runs()
+
+    return trio.run(read)
+
+
+def interrupt(
+    tmp_path: Path,
+    args: list[str],
+    *,
+    at_s: float | None,
+    on_line: str | None = None,
+    twice: bool = False,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, str, float]:
+    """Run ``ringleader ARGS``; SIGINT ``at_s`` seconds after the start, or once a stdout line
+    contains ``on_line`` (``twice``: a second SIGINT 0.1 s later). Returns (exit code, stdout,
+    stderr, seconds from the signal to the exit)."""
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", *args],
+        cwd=work,
+        env=env_for(tmp_path) | (env or {}),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    out: list[str] = []
+    assert proc.stdout is not None
+    stdout = proc.stdout
+
+    def pump() -> None:
+        for line in stdout:
+            out.append(line)
+            lines.put(line)
+        lines.put("")
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        if on_line is not None:
+            while True:
+                line = lines.get(timeout=120)
+                assert line, (
+                    f"ended before {on_line!r}: {proc.stderr.read() if proc.stderr else ''}"
+                )
+                if on_line in line:
+                    break
+        else:
+            assert at_s is not None
+            time.sleep(at_s)
+        proc.send_signal(signal.SIGINT)
+        signalled = time.monotonic()
+        if twice:
+            time.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=120)
+        took = time.monotonic() - signalled
+        reader.join(timeout=10)
+        err = proc.stderr.read() if proc.stderr else ""
+        return code, "".join(out), err, took
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def check(tmp_path: Path, code: int, err: str, took: float) -> list[RunRow]:
+    assert code == 130, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert took < PROMPT_S, f"exited {took:.1f}s after Ctrl-C"
+    rows = runs_of(tmp_path)
+    assert all(row.status == "aborted" for row in rows), [(r.run_key, r.status) for r in rows]
+    return rows
+
+
+@pytest.mark.parametrize("at_s", [0.3, 1.5, 3.0])
+def test_ctrl_c_early_in_run_aborts_promptly(tmp_path: Path, at_s: float) -> None:
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(SLOW_TURN))
+    args = ["run", "--runtime", "native", "--model-server", str(script), "go slowly"]
+    code, _, err, took = interrupt(tmp_path, args, at_s=at_s)
+    check(tmp_path, code, err, took)
+
+
+def test_ctrl_c_mid_run_logs_it_aborted(tmp_path: Path) -> None:
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(SLOW_TURN))
+    args = ["run", "--runtime", "native", "--model-server", str(script), "go slowly"]
+    code, out, err, took = interrupt(tmp_path, args, at_s=None, on_line="working")
+    rows = check(tmp_path, code, err, took)
+    assert len(rows) == 1
+    assert "aborted" in out  # the table
+
+
+def test_a_double_ctrl_c_mid_run_still_logs_the_run(tmp_path: Path) -> None:
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(SLOW_TURN))
+    args = ["run", "--runtime", "native", "--model-server", str(script), "go slowly"]
+    code, _, err, took = interrupt(tmp_path, args, at_s=None, on_line="working", twice=True)
+    rows = check(tmp_path, code, err, took)
+    assert len(rows) == 1
+
+
+def test_ctrl_c_in_a_batch_aborts_its_runs_and_prints_the_table(tmp_path: Path) -> None:
+    frames = [
+        {"type": "init", "sessionId": "x", "model": "m"},
+        {"type": "text", "text": "working\n"},
+        {"type": "sleep", "seconds": 120},
+        {"type": "result", "ok": True},
+    ]
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(frames))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.toml").write_text(
+        "".join(f'[[task]]\nid = "{name}"\nruntime = "scripted"\nprompt = "p"\n' for name in "ab")
+    )
+    code, out, err, took = interrupt(
+        tmp_path,
+        ["batch", "tasks.toml"],
+        at_s=None,
+        on_line="working",
+        env={"RINGLEADER_SCRIPTED_SCRIPT": str(script)},
+    )
+    rows = check(tmp_path, code, err, took)
+    assert len(rows) == 2
+    assert "comparison" in out and out.count("aborted") >= 2, out

@@ -1,0 +1,81 @@
+"""Ctrl-C before a run has started (issue 34 item 1), deterministically in one process: a
+Ctrl-C while the command is still getting ready (a model server starting, SDKs importing)
+aborts the runs submitted after it, and an abort while a runtime starts (a gateway booting)
+stops the start. Each run is logged ``aborted``; none runs on to ``success``."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import trio
+from rich.console import Console
+
+from adapters import ScriptedAdapter
+from orchestrator.cli.live import PlainView
+from orchestrator.cli.options import Interrupt
+from orchestrator.cli.sidebyside import Job, run_jobs
+from orchestrator.core import RuntimeRegistry, StartOpts, TaskHandle
+from orchestrator.core.adapter import RunHandle
+from orchestrator.engine import Runner, TaskSpec
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.hosts import LocalHost
+
+SLOW = [
+    {"type": "text", "text": "working\n"},
+    {"type": "sleep", "seconds": 3600},
+    {"type": "result", "ok": True, "summary": "finished"},
+]
+
+
+class SlowStart(ScriptedAdapter):
+    """A runtime whose start takes an hour (an OpenClaw gateway booting, say)."""
+
+    async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
+        await trio.sleep(3600)
+        return await super().start(task, opts)
+
+
+def view() -> PlainView:
+    return PlainView(console=Console(file=io.StringIO(), width=200))
+
+
+async def statuses(state: Path) -> list[str]:
+    async with EventLog.open(state / "events.db") as log:
+        return [row.status for row in await log.runs()]
+
+
+async def test_a_ctrl_c_before_the_runs_start_aborts_them(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    registry = RuntimeRegistry()
+    registry.register_factory("slow", lambda: ScriptedAdapter(SLOW))
+    interrupt = Interrupt()
+    interrupt.abort()  # Ctrl-C while the command was still getting ready
+    jobs = [
+        Job(label=name, runtime_id="slow", task=TaskSpec(task_id=name, title="t"))
+        for name in ("a", "b")
+    ]
+    start = trio.current_time()
+    results = await run_jobs(registry, jobs, view(), state_dir=tmp_path, on_host=interrupt.attach)
+    assert [r.outcome.status if r.outcome else None for r in results] == ["aborted", "aborted"]
+    assert trio.current_time() - start < 60
+    assert await statuses(tmp_path) == ["aborted", "aborted"]
+
+
+async def test_an_abort_while_a_runtime_starts_stops_the_start_and_is_logged(
+    tmp_path: Path,
+) -> None:
+    registry = RuntimeRegistry()
+    registry.register_factory("gateway", lambda: SlowStart(SLOW))
+    async with EventLog.open(tmp_path / "events.db") as log:
+        runner = Runner(registry, state_dir=tmp_path, event_log=log)
+        async with LocalHost(runner) as host:
+            ref = host.submit("gateway", TaskSpec(task_id="g", title="t"))
+            await trio.sleep(0.5)  # the gateway is booting (for an hour)
+            ref.abort()
+            with trio.fail_after(30):
+                outcome = await ref.outcome()
+        rows = await log.runs()
+    assert outcome.status == "aborted"
+    assert [row.status for row in rows] == ["aborted"]
