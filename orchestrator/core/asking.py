@@ -15,12 +15,19 @@ to :meth:`ToolAsker.ask`, which
    returns it. The adapter answers the runtime in its own protocol (allow, deny with the
    message, or allow with the edited input).
 
-A run that ends while a call waits (abort, the process gone) cancels its entry. The native
+A call's entry is keyed by its tool and input within the runtime's session (:func:`call_key`),
+not by the runtime's call id: when the orchestrator dies while a call waits, ``ringleader
+approve`` decides the entry and resumes the session, the runtime asks again (a new call id, the
+same call), and the recorded decision answers it. Like the native runtime's remembered decisions,
+a later identical call in the session gets the same answer. A run that ends while a call waits
+(abort, the process gone) cancels its entry (a decision made later still answers a re-ask). The native
 runtime asks the same book through :class:`~orchestrator.core.approvals.BookHandler` directly.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Protocol
 
@@ -36,7 +43,7 @@ from orchestrator.core.approvals import (
 )
 from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent
 
-__all__ = ["NO_ONE_TO_ASK", "RUN_ENDED", "EventSink", "ToolAsker"]
+__all__ = ["NO_ONE_TO_ASK", "RUN_ENDED", "EventSink", "ToolAsker", "call_key"]
 
 NO_ONE_TO_ASK: Final = (
     "This tool call needs a person's approval and nobody can be asked in this run "
@@ -53,6 +60,12 @@ class EventSink(Protocol):
     @property
     def finished(self) -> trio.Event: ...
     def publish(self, events: Iterable[RuntimeEvent]) -> Awaitable[None]: ...
+
+
+def call_key(tool: str, tool_input: Any) -> str:
+    """A call's key in the book: its tool and input (stable across a resumed session)."""
+    blob = json.dumps([tool, tool_input], sort_keys=True, default=str)
+    return f"{tool}:{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
 
 
 @attrs.define(eq=False)
@@ -90,9 +103,13 @@ class ToolAsker:
         if handler is None:
             await trio.lowlevel.checkpoint()
             return reject(NO_ONE_TO_ASK)
+        # keyed by the call's tool and input in the runtime's session (not by the runtime's call
+        # id): a session resumed after its process died asks again with a new call id, and the
+        # decision made meanwhile answers it; a later identical call is answered the same way
         request = ApprovalRequest(
-            tool, tool_input, call_id, make.run_id or handler.run.session_key, reason
-        )
+            tool, tool_input, call_key(tool, tool_input), make.run_id or handler.run.session_key,
+            reason,
+        )  # fmt: skip
         standing = await handler.standing(request)
         if standing is not None:
             return standing

@@ -34,7 +34,7 @@ from adapters.hermes import HermesAdapter, HermesConfig
 from contract import check_stream
 from orchestrator.core.adapter import RuntimeAdapter, StartOpts, TaskHandle
 from orchestrator.core.approvals import ApprovalBook
-from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status
+from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status, event_from_json
 from orchestrator.model_server import ModelServer, serve_model_server
 
 from .kit import installed
@@ -289,3 +289,75 @@ async def test_allowing_for_the_rest_of_the_run_skips_the_second_ask(
     assert [(g.scope, g.tool, g.runtime_id) for g in grants] == [("run", asked[0].name, runtime)]
     listed = await ringleader(state, "approvals")
     assert "rest of run" in listed and asked[0].name in listed
+
+
+async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_the_resume(
+    tmp_path: Path,
+) -> None:
+    """Claude Code through the CLI: the orchestrator is SIGKILLed while a call waits; ``ringleader
+    approve`` (another process) decides it and, the waiting process being gone, resumes the
+    session; Claude Code asks again for the same call and the recorded decision answers it."""
+    installed("claude-code")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    state = tmp_path / "state"
+    touch = {"name": "Bash", "input": {"command": "touch recovered.txt", "description": "x"}}
+    durable = {
+        "model": MODELS["claude-code"],
+        "conversations": [
+            {
+                "name": "durable",
+                "marker": "[[e2e:durable]]",
+                "turns": [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}],
+            }
+        ],
+    }
+    async with serve_model_server(durable) as server:
+        config = tmp_path / "ringleader.toml"
+        config.write_text(
+            f'[runtimes.claude-code]\nbase_url = "{server.url}"\napi_key_env = "E2E_CLAUDE_KEY"\n'
+        )
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+        } | {
+            "RINGLEADER_STATE_DIR": str(state),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "E2E_CLAUDE_KEY": KEYS["claude-code"],
+        }
+        base = [sys.executable, "-m", "orchestrator.cli"]
+        argv = [*base, "run", "--config", str(config), "--approvals", "wait"]
+        argv += ["--runtime", "claude-code", "--json", "[[e2e:durable]] go"]
+        proc = await trio.lowlevel.open_process(argv, cwd=workspace, env=env)
+        book = ApprovalBook.in_state_dir(state)
+        try:
+            with trio.fail_after(90):
+                while True:  # the orchestrator's entry, in another process
+                    if (state / "approvals.db").exists() and await book.pending():
+                        break
+                    await trio.sleep(0.2)
+            [entry] = await book.pending()
+            assert entry.owner is not None and entry.owner.pid == proc.pid
+            proc.kill()  # SIGKILL: nothing of the orchestrator runs any more
+            await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert not (workspace / "recovered.txt").exists()
+        decide = [*base, "approve", entry.id, "--allow", "--config", str(config), "--json"]
+        with trio.fail_after(150):
+            done = await trio.run_process(
+                decide, cwd=workspace, env=env, capture_stdout=True, capture_stderr=True,
+                check=False,
+            )  # fmt: skip
+        err = done.stderr.decode()
+        assert done.returncode == 0, err[-2000:]
+        assert "resuming" in err
+    assert (workspace / "recovered.txt").exists()
+    lines = done.stdout.decode().splitlines()
+    events = [event_from_json(line) for line in lines if line.startswith("{")]
+    assert isinstance(events[-1], Done) and events[-1].reason == "success"
+    assert [e for e in events if isinstance(e, Status) and e.approval is not None]  # asked again
+    assert await book.pending() == []

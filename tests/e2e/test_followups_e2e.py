@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 import trio
 
+from adapters.codex.driver import default_state_root
 from orchestrator.core.events import Done, TextDelta, event_from_json
 from orchestrator.model_server import serve_model_server
 
@@ -148,3 +151,80 @@ async def test_messages_said_to_a_busy_non_steerable_run_are_its_next_turn(
     assert KEY not in out
     left = ringleader("say", "--list", "--json", cwd=workspace, env=env)
     assert left.stdout == ""  # all delivered (or withdrawn)
+
+
+def codex_script() -> dict[str, object]:
+    return {
+        "model": "gpt-5.5",
+        "conversations": [
+            {
+                "name": "steer",
+                "turns": [
+                    {
+                        "text": "tick " * 120,
+                        "chunk_chars": 5,
+                        "chunk_delay_s": 0.05,
+                        "tool_calls": [{"name": "exec_command", "input": {"cmd": "echo step"}}],
+                    },
+                    {"text": "STEERED"},
+                ],
+            }
+        ],
+    }
+
+
+async def test_a_message_said_to_a_live_codex_turn_is_steered_into_it() -> None:
+    """Codex (app-server) is steerable: the process running it steers the message into the
+    running turn (``turn/steer``): the model's next request carries it, and no extra turn runs."""
+    installed("codex")
+    root = default_state_root().parent / f"e2e-steer-{uuid.uuid4().hex[:8]}"  # not under /tmp
+    workspace = root / "ws"
+    workspace.mkdir(parents=True)
+    state = root / "state"
+    try:
+        async with serve_model_server(codex_script()) as server:
+            config = root / "ringleader.toml"
+            config.write_text(
+                f'[runtimes.codex]\nbase_url = "{server.url}/v1"\n'
+                'api_key_env = "E2E_CODEX_KEY"\nmodel = "gpt-5.5"\n'
+            )
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+            } | {"RINGLEADER_STATE_DIR": str(state), "E2E_CODEX_KEY": KEY}
+            argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config)]
+            argv += ["--runtime", "codex", "--json", "start ticking"]
+            proc = await trio.to_thread.run_sync(
+                lambda: subprocess.Popen(
+                    argv,
+                    cwd=workspace,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            try:
+                run_key = await trio.to_thread.run_sync(running_run, state, time.monotonic() + 60)
+                said = await trio.to_thread.run_sync(
+                    lambda: ringleader("say", run_key, "STEER-TEXT-9", cwd=workspace, env=env)
+                )
+                assert said.returncode == 0 and "queued" in said.stdout, said.stderr
+                out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            assert proc.returncode == 0, err[-2000:]
+        events = [event_from_json(line) for line in out.splitlines() if line.strip()]
+        assert [d.reason for d in events if isinstance(d, Done)] == ["success"]  # no extra turn
+        turns = [r for r in server.requests if r.conversation == "steer" and not r.side]
+        assert len(turns) == 2
+        assert "STEER-TEXT-9" not in json.dumps(turns[0].body)
+        assert "STEER-TEXT-9" in json.dumps(turns[1].body)
+        listed = ringleader("say", "--list", "--json", cwd=workspace, env=env)
+        assert listed.stdout == ""  # delivered
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

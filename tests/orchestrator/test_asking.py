@@ -13,8 +13,15 @@ import pytest
 import trio
 
 from orchestrator.cli.approvals import decision_from_args
-from orchestrator.core.approvals import ApprovalBook, RunInfo, approve, as_decision, reject
-from orchestrator.core.asking import NO_ONE_TO_ASK, RUN_ENDED, ToolAsker
+from orchestrator.core.approvals import (
+    ApprovalBook,
+    ApprovalRequest,
+    RunInfo,
+    approve,
+    as_decision,
+    reject,
+)
+from orchestrator.core.asking import NO_ONE_TO_ASK, RUN_ENDED, ToolAsker, call_key
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import EventFactory, RuntimeEvent, Status
 
@@ -148,3 +155,24 @@ def test_a_scope_is_kept_only_on_an_approval_and_the_cli_refuses_mixes() -> None
     with pytest.raises(ConfigError, match="--edit is for one call"):
         decision_from_args(True, None, '{"cmd": "ls"}', "run")
     assert RunInfo(cwd="/x").cwd == "/x"
+
+
+async def test_a_resumed_session_asking_again_is_answered_by_the_decision_made_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """The orchestrator died while a call waited (its pending entry stays); a person decided it
+    meanwhile; the resumed session asks again with a new call id: the decision answers it."""
+    book = ApprovalBook(tmp_path / "approvals.db", poll_s=0.01)
+    resumed = Sink()  # the runtime's session id is the same ("sess-1") after a resume
+    ask = asker(tmp_path, resumed)
+    ask = attrs.evolve(ask, handler=attrs.evolve(ask.handler, book=book))
+    assert ask.handler is not None
+    call = {"cmd": "touch x"}
+    before = ApprovalRequest("command", call, call_key("command", call), "sess-1")
+    await ask.handler.record(before)  # what the dead process left
+    await book.decide(before.id, reject("not today"))
+    made = await ask.ask("command", call, "call-after-resume")
+    assert not made.approved and made.rejection_text() == "not today"
+    [waiting] = [e for e in resumed.events if isinstance(e, Status) and e.approval is not None]
+    assert waiting.approval is not None and waiting.approval.id == before.id
+    assert waiting.approval.tool_call_id == "call-after-resume"  # the runtime's own call id

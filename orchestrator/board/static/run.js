@@ -222,7 +222,7 @@ async function pollApprovals() {
   if (!hosting) return;
   try {
     const list = (await getJSON("/approvals")).filter(
-      (a) => a.run === runKey || card.openToolCalls.includes(a.callId),
+      (a) => a.run === runKey || runKey.startsWith(`${a.run}:`) || card.openToolCalls.includes(a.callId),
     );
     const ids = new Set(list.map((a) => a.id));
     if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
