@@ -84,7 +84,7 @@ class BoardHost:
             task_id=task_id, title=prompt, model=model or None, **dict(self.task_defaults)
         )
         ref = self.host.submit(runtime_id, task)
-        self.titles[base_key(runtime_id, task_id)] = prompt
+        self.titles[base_key(runtime_id, task_id)] = task.title  # valid Unicode (TaskSpec)
         return ref
 
     def find(self, run_key: str) -> TaskRef | None:

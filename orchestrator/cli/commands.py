@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from orchestrator.cli.batch import load_batch
 from orchestrator.cli.live import PlainView, format_cost, make_view
@@ -356,13 +357,13 @@ async def list_runs(*, as_json: bool, out: TextIO) -> int:
     for record in records:
         started = _dt.datetime.fromtimestamp(record["startedMs"] / 1000)
         prompt = " ".join(str(record["prompt"] or "-").split())
-        table.add_row(
+        table.add_row(  # user text as Text: never read as Rich markup ("[[x]] go" stays)
             started.strftime("%Y-%m-%d %H:%M:%S"),
-            record["runtimeId"],
+            Text(str(record["runtimeId"])),
             record["status"],
-            prompt if len(prompt) <= 48 else prompt[:47] + "…",
+            Text(prompt if len(prompt) <= 48 else prompt[:47] + "…"),
             format_cost(record["costUsd"], seen=record["costUsd"] is not None, estimated=False),
-            record["runKey"],
+            Text(record["runKey"]),
         )
     _console(out).print(table)
     return 0

@@ -71,7 +71,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import attrs
 import outcome
@@ -85,6 +85,7 @@ from orchestrator.core.events import (
     event_from_json,
     event_to_json,
     now_ms,
+    valid_text,
 )
 from orchestrator.core.lifetime import ProcessIdentity, ensure_private_dir
 
@@ -975,7 +976,7 @@ class EventLog:
         await self._write(
             "UPDATE runs SET status = ?, ended_ms = ?, outcome = ? "
             "WHERE run_key = ? AND status = 'running'",
-            (status, self.clock(), json.dumps(outcome), run_key),
+            (status, self.clock(), _outcome_json(outcome), run_key),
             what="finish_run",
             wait=False,
         )
@@ -1004,7 +1005,7 @@ class EventLog:
                 "FROM runs ORDER BY started_ms, rowid"
             )
             return [
-                RunRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]) if r[6] else None)
+                RunRow(r[0], r[1], r[2], r[3], r[4], r[5], _outcome(r[6]) if r[6] else None)
                 for r in cur.fetchall()
             ]
 
@@ -1072,3 +1073,18 @@ class EventLog:
             return SessionRow(*row) if row else None
 
         return await self._call(query)
+
+
+def _outcome_json(outcome: dict[str, Any]) -> str:
+    """A run's outcome as JSON, its text valid Unicode (a lone surrogate in a prompt that
+    became the title is U+FFFD: what is stored can always be served)."""
+    return valid_text(json.dumps(outcome, ensure_ascii=False))
+
+
+def _outcome(raw: str) -> dict[str, Any] | None:
+    """A stored outcome; one stored before :func:`_outcome_json` existed may escape a lone
+    surrogate (``\\udXXX``): it is read as U+FFFD, so such a log still opens and serves."""
+    data: Any = json.loads(raw)
+    if "\\ud" in raw or "\\uD" in raw:
+        data = json.loads(valid_text(json.dumps(data, ensure_ascii=False)))
+    return cast(dict[str, Any], data) if isinstance(data, dict) else None

@@ -54,7 +54,14 @@ from orchestrator.core.errors import (
     redact_secrets,
     single_exception,
 )
-from orchestrator.core.events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
+from orchestrator.core.events import (
+    DoneReason,
+    EventFactory,
+    RuntimeEvent,
+    Usage,
+    now_ms,
+    valid_text,
+)
 from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
 from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
@@ -125,13 +132,15 @@ class ResumeFrom:
 class TaskSpec:
     """What to do. ``context`` lands in the context tier, ``memory`` in the volatile tier."""
 
-    task_id: str
-    title: str
-    description: str = ""
+    task_id: str = attrs.field(converter=valid_text)
+    title: str = attrs.field(converter=valid_text)
+    """The prompt (text that enters the engine is made valid Unicode here: a lone surrogate
+    from a JSON body becomes U+FFFD, so the log and every reader of it can encode it)."""
+    description: str = attrs.field(default="", converter=valid_text)
     agent_id: str = "agent"
     team_id: str | None = None
-    context: str = ""
-    memory: str = ""
+    context: str = attrs.field(default="", converter=valid_text)
+    memory: str = attrs.field(default="", converter=valid_text)
     model: str | None = None
     cwd: str | None = None
     max_turns: int | None = None

@@ -301,3 +301,48 @@ def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
     # the model sees the message as the (error) result, like every denial
     assert [(r["isError"], r["output"]) for r in results] == [(True, "Error: not in this repo")]
     assert not (tmp_path / "nope.txt").exists()
+
+
+def test_a_lone_surrogate_in_a_prompt_breaks_nothing(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    """``"\\ud800"`` in a posted prompt (valid JSON, not valid Unicode) is stored as U+FFFD:
+    the runs, the board and ``replay --list`` keep working, across a restart too."""
+    script = write_script(tmp_path, "quick.json", scripted_frames(["ok\n"], pause_s=0))
+    env = board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)}
+    server = Served(tmp_path, env, None)
+    server.start()
+    try:
+        answer = server.post(
+            "/tasks",
+            content=b'{"prompt": "\\ud800 go [[x]]", "runtime": "scripted"}',
+            headers={"content-type": "application/json"},
+        )
+        assert answer.status_code == 201, answer.text
+        prefix = answer.json()["runKeyPrefix"]
+        for _ in range(600):
+            runs = server.get("/runs")
+            assert runs.status_code == 200, runs.text
+            if any(r["runKey"].startswith(prefix) and r["endedMs"] for r in runs.json()):
+                break
+            threading.Event().wait(0.1)
+        board = server.get("/board")
+        assert board.status_code == 200
+        [card] = [c for c in board.json()["cards"] if c["runKey"].startswith(prefix)]
+        assert card["title"] == "\ufffd go [[x]]"
+        server.kill()
+        server.start()
+        assert server.get("/runs").status_code == 200
+        assert server.get("/board").status_code == 200
+    finally:
+        server.close()
+    for args in (("--json",), ()):
+        listed = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "replay", "--list", *args],
+            env=env | {"COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert "\ufffd go [[x]]" in listed.stdout  # and Rich markup is not applied to it
