@@ -244,6 +244,7 @@ def governance_for(args: argparse.Namespace, config: LoadedConfig) -> Governance
         usd=args.budget_usd,
         tokens=args.budget_tokens,
         wall_s=args.max_wall,
+        stall_s=getattr(args, "max_stall", None),
         allow_estimates=True if args.allow_estimates else None,
         state_dir=usable_state_dir(),  # breakers outlive the command
     )
@@ -301,6 +302,15 @@ def budget_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="stop a run after this much wall time; e.g. --max-wall 600",
+    )
+    parser.add_argument(
+        "--max-stall",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="end a run as error{stalled} once its runtime has gone this long without progress "
+        "(no text, tool call or result; statuses such as reconnect attempts do not count); "
+        "default 1200; e.g. --max-stall 300",
     )
     parser.add_argument(
         "--trace-file",

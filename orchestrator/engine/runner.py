@@ -62,7 +62,11 @@ from orchestrator.core.events import (
     now_ms,
     valid_text,
 )
-from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
+from orchestrator.core.idle import (
+    DEFAULT_RUN_SILENT_TIMEOUT_S,
+    DEFAULT_RUN_STALL_TIMEOUT_S,
+    IDLE_ABORT_GRACE_S,
+)
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
 from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
 from orchestrator.core.redact import register_env_secrets
@@ -202,6 +206,9 @@ class Runner:
     restart: RestartPolicy = attrs.field(factory=RestartPolicy)
     idle_s: float = DEFAULT_RUN_SILENT_TIMEOUT_S
     grace_s: float = IDLE_ABORT_GRACE_S
+    stall_s: float | None = DEFAULT_RUN_STALL_TIMEOUT_S
+    """A run whose runtime keeps talking without progress this long ends ``error{stalled}``
+    (see :attr:`RunActor.stall_s`; None: never)."""
     clock: Callable[[], int] = now_ms
     today: Callable[[], _dt.date] = lambda: _dt.datetime.now(_dt.UTC).date()
     record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
@@ -372,6 +379,7 @@ class Runner:
                 capabilities=caps,
                 idle_s=self.idle_s,
                 grace_s=self.grace_s,
+                stall_s=gov.stall_s if gov is not None and gov.stall_s else self.stall_s,
                 clock=self.clock,
                 on_event=record_session_once if log is not None else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
