@@ -87,8 +87,10 @@ def test_run_max_stall_configures_it(tmp_path: Path) -> None:
         "RINGLEADER_SCRIPTED_SCRIPT": str(script),
     }
     answer = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted"]
-        + ["--max-stall", "1", "--json", "go"],
+        [
+            *(sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted"),
+            *("--max-stall", "1", "--json", "go"),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
