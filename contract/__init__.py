@@ -14,21 +14,28 @@ from __future__ import annotations
 try:
     import hypothesis  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import pytest  # noqa: F401  # pyright: ignore[reportUnusedImport]
-except ModuleNotFoundError as _exc:  # pragma: no cover - the extra is installed in the tests
-    raise ModuleNotFoundError(
-        f"the ringleader contract suite needs {_exc.name}: pip install 'ringleader[contract]'",
-        name=_exc.name,
-    ) from _exc
+except ModuleNotFoundError as _missing:  # pragma: no cover - the extra is installed in the tests
+    # the pytest plugin (contract.plugin) loads in any project that installs ringleader; without
+    # the extra, the suite's names say what to install instead of breaking pytest
+    _MISSING = _missing.name
 
-from .harness import AdapterTestHarness as AdapterTestHarness
-from .harness import ChildProcessHarness as ChildProcessHarness
-from .harness import ContractFrames as ContractFrames
-from .harness import ProcessFaultHarness as ProcessFaultHarness
-from .harness import RecordedCall as RecordedCall
-from .invariants import ContractViolation as ContractViolation
-from .invariants import check_stream as check_stream
-from .scripted_harness import ScriptedFrames as ScriptedFrames
-from .scripted_harness import ScriptedHarness as ScriptedHarness
-from .suite import AdapterContract as AdapterContract
-from .suite import ProcessFaultContract as ProcessFaultContract
-from .suite import collect_run as collect_run
+    def __getattr__(name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise ModuleNotFoundError(
+            f"the ringleader contract suite needs {_MISSING}: pip install 'ringleader[contract]'",
+            name=_MISSING,
+        )
+else:
+    from .harness import AdapterTestHarness as AdapterTestHarness
+    from .harness import ChildProcessHarness as ChildProcessHarness
+    from .harness import ContractFrames as ContractFrames
+    from .harness import ProcessFaultHarness as ProcessFaultHarness
+    from .harness import RecordedCall as RecordedCall
+    from .invariants import ContractViolation as ContractViolation
+    from .invariants import check_stream as check_stream
+    from .scripted_harness import ScriptedFrames as ScriptedFrames
+    from .scripted_harness import ScriptedHarness as ScriptedHarness
+    from .suite import AdapterContract as AdapterContract
+    from .suite import ProcessFaultContract as ProcessFaultContract
+    from .suite import collect_run as collect_run

@@ -8,9 +8,12 @@ The package is in layers, each a sub-package; each layer imports only the layers
   the registry and configuration.
 * :mod:`orchestrator.engine` — what runs tasks: actors, supervision, the runner, rotation,
   workspaces, the event log and its feed, governance and hosts.
-* the surfaces a person uses: :mod:`orchestrator.board`, :mod:`orchestrator.acp`,
+* the surfaces a person uses: :mod:`orchestrator.board`, :mod:`orchestrator.acp`, :mod:`orchestrator.mcp`,
   :mod:`orchestrator.cli` and the scripted model server :mod:`orchestrator.model_server`.
 
 Import names from the layer that defines them (``from orchestrator.engine import LocalHost``);
 this package itself exports nothing, so ``import orchestrator.cli.main`` stays cheap.
 """
+
+__version__ = "0.1.0"
+"""The version of the ``ringleader`` distribution (``pyproject.toml`` reads it from here)."""

@@ -50,7 +50,11 @@ def said_once(package: str) -> tuple[dict[str, str], set[str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     exported: dict[str, str] = {}
     defined: set[str] = set()
-    for node in tree.body:
+    nodes = list(tree.body)
+    for node in list(nodes):  # `try: <extra's imports> else: <names>` (contract without its extra)
+        if isinstance(node, ast.Try):
+            nodes += [*node.body, *node.orelse]
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module != "__future__":
             base = package.split(".")[: len(package.split(".")) - max(node.level - 1, 0)]
             module = (

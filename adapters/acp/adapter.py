@@ -181,7 +181,7 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         if not self.config.command:
             raise ConfigError(
                 "the acp runtime needs the agent's command line (runtimes.acp.binary and "
-                "extra_args, or --acp-command 'gemini --experimental-acp')"
+                "extra_args, or --acp-command 'gemini --acp')"
             )
         return [*self.config.command, *args]
 

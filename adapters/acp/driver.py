@@ -48,7 +48,7 @@ class AcpConfig:
     """How to start and talk to an ACP agent."""
 
     command: Sequence[str] = ()
-    """The agent's argv, e.g. ``("gemini", "--experimental-acp")``; no shell."""
+    """The agent's argv, e.g. ``("gemini", "--acp")``; no shell."""
     binary: str | None = None
     """The agent's executable where a subclass knows its arguments (``hermes`` → ``acp``)."""
     launcher: Callable[[Sequence[str]], Sequence[str]] | None = None

@@ -31,6 +31,5 @@ def _acp(config: RuntimeConfig) -> RuntimeAdapter:
 ACP = RuntimeSpec(
     id="acp",
     factory=_acp,
-    summary="any Agent Client Protocol agent (runtimes.acp.binary + extra_args, e.g. gemini "
-    "--experimental-acp)",
+    summary="any Agent Client Protocol agent (runtimes.acp.binary + extra_args, e.g. gemini --acp)",
 )

@@ -182,6 +182,21 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         """Adapter-made homes by session id (a resume without ``home_dir`` reuses its home)."""
         self._owned: set[Path] = set()
 
+    def interactive_command(
+        self, session_id: str, *, cwd: str, home_dir: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """``claude --resume ID`` in the run's home (``ringleader open``; see
+        :class:`~orchestrator.core.adapter.InteractiveRuntime`)."""
+        config = self.config
+        home, _ = prepare_home(home_dir, config.state_root, f"open-{session_id}")
+        args = ["--resume", session_id]
+        if config.model:
+            args += ["--model", config.model]
+        if config.permission_mode:
+            args += ["--permission-mode", config.permission_mode]
+        args += list(config.extra_args)
+        return self.argv(args), run_env(config, home=home, extra={})
+
     def capabilities(self) -> Capabilities:
         config = self.config
         first: list[str] = [config.model] if config.model else []

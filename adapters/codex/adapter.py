@@ -74,6 +74,7 @@ from .driver import (
     CodexProvider,
     JsonRpcClient,
     app_server_argv,
+    common_overrides,
     exec_argv,
     prepare_home,
     provider_for,
@@ -215,6 +216,20 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         self, config: CodexConfig | None = None, *, clock: Callable[[], int] = now_ms
     ) -> None:
         super().__init__(config or CodexConfig(), clock=clock)
+
+    def interactive_command(
+        self, session_id: str, *, cwd: str, home_dir: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """``codex resume ID`` with the runs' ``CODEX_HOME`` and provider overrides
+        (``ringleader open``; see :class:`~orchestrator.core.adapter.InteractiveRuntime`)."""
+        config = self.config
+        home, _ = prepare_home(home_dir, config.state_root, f"open-{session_id}")
+        provider = provider_for(config, {})
+        args = ["resume", *common_overrides(config, provider)]
+        if config.model:
+            args += ["-m", config.model]
+        args += ["--", session_id]
+        return self.argv(args), run_env(config, provider, codex_home=home, extra={})
 
     def capabilities(self) -> Capabilities:
         config = self.config

@@ -17,7 +17,9 @@ normalization, redaction, cost accounting and event log. JSON-RPC 2.0, one messa
   when the runner can resume it; otherwise it starts a fresh one and says so in a status update.
 * ``session/cancel {sessionId}`` → the running prompt is aborted (its answer is ``cancelled``).
 * ``session/load {sessionId, cwd}`` → a session served earlier (kept in the event log's runs):
-  its recorded text is replayed as updates, then later prompts continue it.
+  its history is replayed as updates before the answer — each prompt as a
+  ``user_message_chunk``, then that run's text, thoughts and tool calls with their results —
+  and later prompts continue it.
 
 * ``status{waiting_approval}`` (``ringleader acp``; ``--approvals deny`` turns it off) →
   ``tool_call_update{pending}`` naming the ``ringleader approve`` command that decides it, and
@@ -48,6 +50,7 @@ from orchestrator.core.events import ApprovalCall, RuntimeEvent, Status
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import RunActor
 from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 
 __all__ = ["AcpServer", "event_to_update", "serve_acp_stdio"]
@@ -281,6 +284,15 @@ class AcpServer:
             raise _InvalidParams(f"no session {session_id} in the event log")
         session = _Session(session_id=session_id, cwd=cwd, prompts=len(runs))
         for run in runs:
+            prompt = (run.outcome or {}).get("title")
+            if isinstance(prompt, str) and prompt:  # the user's turn first, as it was sent
+                await self._notify(
+                    session,
+                    {
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": prompt},
+                    },
+                )
             for event in await log.read(run.run_key):
                 update = event_to_update(event, None)
                 if update is not None:
@@ -347,9 +359,11 @@ class AcpServer:
             if session.cancelled:
                 actor.abort()
 
+        # the event log first (what `replay`, the board and session/load read), then the client
+        sink = Sink() if self.event_log is None else RecordingSink(self.event_log, extra=(Sink(),))
         runner = self.runner_factory(
             registry=self.registry,
-            sink=Sink(),
+            sink=sink,
             event_log=self.event_log,
             on_actor=on_actor,
             approvals=self.approvals,

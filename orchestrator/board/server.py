@@ -9,7 +9,11 @@
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
   ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
-  approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503.
+  approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503;
+* review comments (:mod:`orchestrator.engine.reviewloop.comments`): ``GET /runs/KEY/comments``,
+  ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``) and ``POST
+  /runs/KEY/comments/send`` (``{}``: steered into the run when this process hosts it live on a
+  steerable runtime, else a resumed turn hosted here; 503 when the process hosts no runs).
 
 Security (docs/architecture.md, Security): every read and every action needs the token — on
 loopback too, where another local user can connect (the Jupyter model: ``serve`` prints
@@ -50,7 +54,14 @@ from orchestrator.core.errors import (
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
 from orchestrator.engine.hosts import LocalHost, TaskRef
-from orchestrator.engine.runner import TaskSpec
+from orchestrator.engine.reviewloop.comments import (
+    CommentBook,
+    comment_range,
+    commented_lines,
+    follow_up_prompt,
+    resolve_commented_run,
+)
+from orchestrator.engine.runner import TaskSpec, resumable_task
 
 __all__ = ["BoardHost", "board_app"]
 
@@ -339,6 +350,98 @@ def board_app(
 
         return endpoint
 
+    book = CommentBook.in_state_dir(log.path.parent)
+
+    def keyed(
+        fn: Callable[[str, dict[str, Any]], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """An action on the run named in the path (the action rules: token, origin, JSON)."""
+
+        async def endpoint(request: Request) -> Response:
+            denied = may_act(request)
+            if denied is not None:
+                return denied
+            data = await body(request)
+            if isinstance(data, Response):
+                return data
+            try:
+                return await fn(str(request.path_params["key"]), data)
+            except RingleaderError as exc:
+                return JSONResponse({"error": " ".join(str(exc).split())}, 409)
+
+        return endpoint
+
+    async def list_comments(request: Request) -> Response:
+        """``GET /runs/KEY/comments``: the run's comments, oldest first."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            run_key, _ = await resolve_commented_run(log, str(request.path_params["key"]))
+        except ConfigError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        return JSONResponse([c.to_json() for c in await book.comments(run_key)])
+
+    async def add_comment(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/comments`` ``{"file", "start", "end"?, "text"}``."""
+        path, text = text_field(data, "file"), text_field(data, "text")
+        start, end = data.get("start"), data.get("end", data.get("start"))
+        if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
+            raise ConfigError("'start' (and 'end', if given) must be line numbers")
+        path, start, end = comment_range(path, start, end)
+        run_key, session = await resolve_commented_run(log, key)
+        rel, lines = await commented_lines(session.origin_cwd or "", path, start, end)
+        comment = await book.add(run_key, rel, start, end, text.strip(), lines)
+        return JSONResponse(comment.to_json(), 201)
+
+    async def send_comments(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/comments/send`` ``{}``: a steer into the run when this server hosts
+        it live on a steerable runtime, else a resumed turn hosted here."""
+        run_key, session = await resolve_commented_run(log, key)
+        pending = await book.comments(run_key, pending=True)
+        if not pending:
+            raise ConfigError(f"no comments waiting on {run_key}")
+        prompt = follow_up_prompt(pending)
+        ids = [c.id for c in pending]
+        ref = hosted.find(run_key) if hosted is not None else None
+        actor = ref.actor if ref is not None and not ref.finished else None
+        live = actor is not None and actor.run_key == run_key and not actor.finished.is_set()
+        if live and ref is not None and actor is not None and actor.capabilities.steerable:
+            ref.steer(prompt)
+            await book.mark_sent(ids, via="steer", follow_up=run_key)
+            return JSONResponse({"ok": True, "via": "steer", "run": run_key}, 202)
+        if hosted is None:
+            return JSONResponse(
+                {
+                    "error": "this server hosts no runs: send the comments with "
+                    f"`ringleader comment {run_key} --send`"
+                },
+                503,
+            )
+        row = next((r for r in await log.runs() if r.run_key == run_key), None)
+        if row is not None and row.status == "running":
+            raise ConfigError(
+                f"run {run_key!r} is still running and cannot be steered here; send the comments "
+                "once it has ended"
+            )
+        runtime_id, task = await resumable_task(
+            log, run_key, prompt, agent_id=session.agent_id or "board"
+        )
+        if runtime_id not in hosted.runtimes:
+            raise ConfigError(f"this board does not run {runtime_id!r}")
+        submitted = hosted.host.submit(runtime_id, task)
+        prefix = base_key(runtime_id, submitted.task.task_id)
+        hosted.titles[prefix] = prompt
+        await book.mark_sent(ids, via="resume", follow_up=prefix)
+        return JSONResponse(
+            {
+                "ok": True,
+                "via": "resume",
+                "taskId": submitted.task.task_id,
+                "runKeyPrefix": prefix,
+            },
+            202,
+        )
+
     routes: list[Route | Mount] = [
         Route("/", html("index.html")),
         Route("/run/{key:path}", html("run.html")),
@@ -349,6 +452,9 @@ def board_app(
         Route("/abort", action(abort), methods=["POST"]),
         Route("/steer", action(steer), methods=["POST"]),
         Route("/approve", action(approve), methods=["POST"]),
+        Route("/runs/{key:path}/comments/send", keyed(send_comments), methods=["POST"]),
+        Route("/runs/{key:path}/comments", keyed(add_comment), methods=["POST"]),
+        Route("/runs/{key:path}/comments", list_comments, methods=["GET"]),
         *feed_routes(feed, log, auth, keepalive_s=keepalive_s),
         Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
     ]

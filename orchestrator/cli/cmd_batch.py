@@ -48,6 +48,7 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
                 make_host=host_maker(args.ray, loaded, []),
                 governance=governance,
                 sinks=sinks,
+                workspace=loaded.config.workspace,
             )
         )
 

@@ -69,7 +69,7 @@ def _prompt_and_script(args: argparse.Namespace) -> tuple[str, str | None]:
 def _with_acp_command(
     config: LoadedConfig, command: str, runtime_ids: Sequence[str]
 ) -> LoadedConfig:
-    """``--acp-command "gemini --experimental-acp"``: the agent process of ``--runtime acp``
+    """``--acp-command "gemini --acp"``: the agent process of ``--runtime acp``
     (its binary and extra arguments), recorded as coming from the flag."""
     if "acp" not in runtime_ids:
         raise ConfigError(
@@ -142,7 +142,6 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 on_retry=print_retry,
                 board=partial(
                     board_for_run,
-                    notice=sys.stderr,
                     approvals=ApprovalBook.in_state_dir(usable_state_dir())
                     if args.approvals == "wait"
                     else None,
@@ -156,6 +155,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 ),
                 governance=governance_for(args, config),
                 sinks=trace_sinks(args, stack),
+                workspace=config.config.workspace,
             )
         )
     if interrupt.requested:
@@ -282,7 +282,7 @@ def register(sub: Any) -> None:
             "ringleader run --runtime native --model anthropic:claude-haiku-4-5 'fix the typo'",
             "ringleader run --runtime native --runtime claude-code --runtime codex 'add tests'",
             "ringleader run --runtime scripted --json 'say hello' | jq .kind",
-            "ringleader run --runtime acp --acp-command 'gemini --experimental-acp' 'fix it'",
+            "ringleader run --runtime acp --acp-command 'gemini --acp' 'fix it'",
             "ringleader run --runtime claude-code --runtime codex --model-server 'list the files'",
         ],
     )
@@ -318,7 +318,7 @@ def register(sub: Any) -> None:
         metavar="COMMAND",
         help="the command line of the ACP agent that --runtime acp drives (instead of "
         "runtimes.acp.binary and extra_args in the config); e.g. --runtime acp --acp-command "
-        "'gemini --experimental-acp'",
+        "'gemini --acp'",
     )
     run.add_argument(
         "--board",

@@ -8,6 +8,7 @@ import datetime as _dt
 import errno
 import json
 import os
+import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,9 @@ from orchestrator.cli.sidebyside import (
     new_task_id,
     prepare_workspaces,
     run_jobs,
+    teardown_workspaces,
 )
+from orchestrator.core.config import WorkspaceConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
@@ -128,9 +131,11 @@ async def run_side_by_side(
     board: BoardStarter | None = None,
     approvals: bool = False,
     agent_id: str = "cli",
+    workspace: WorkspaceConfig | None = None,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
-    workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
+    workspace (git worktree or temporary copy) when there are several, through ``LocalHost``;
+    ``workspace``: the ``[workspace]`` setup and teardown scripts each of those gets.
 
     One runtime runs in the working directory itself; if it raises (not installed, bad
     configuration), so does this."""
@@ -156,7 +161,7 @@ async def run_side_by_side(
     ]
     view = make_view(out, as_json=as_json)
     if len(jobs) > 1:
-        jobs = await prepare_workspaces(jobs, state_dir=state)
+        jobs = await prepare_workspaces(jobs, state_dir=state, settings=workspace)
     results = await run_jobs(
         registry,
         jobs,
@@ -170,9 +175,18 @@ async def run_side_by_side(
         board=board,
         approvals=approvals,
     )
+    await teardown_workspaces(jobs, workspace, _notice(view))
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
     return results
+
+
+def _notice(view: Any) -> Callable[[str], None]:
+    """Where workspace script lines go: the terminal's console, else stderr (JSON mode)."""
+    console = getattr(view, "console", None)
+    if console is not None:
+        return lambda line: console.print(line, markup=False, highlight=False)
+    return lambda line: print(line, file=sys.stderr, flush=True)
 
 
 def _labels(runtime_ids: Sequence[str]) -> list[str]:
@@ -195,8 +209,10 @@ async def batch(
     make_host: Callable[[Runner], Host] = LocalHost,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
+    workspace: WorkspaceConfig | None = None,
 ) -> int:
-    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded."""
+    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded
+    (``workspace``: the setup and teardown scripts of the tasks' workspaces)."""
     spec = load_batch(file)
     unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
     if unknown:
@@ -220,7 +236,9 @@ async def batch(
         for t in spec.task
     ]
     isolated = await prepare_workspaces(
-        [j for j, t in zip(planned, spec.task, strict=True) if t.workspace], state_dir=state
+        [j for j, t in zip(planned, spec.task, strict=True) if t.workspace],
+        state_dir=state,
+        settings=workspace,
     )
     by_label = {j.label: j for j in isolated}
     ready = [by_label.get(j.label, j) for j in planned]
@@ -235,6 +253,7 @@ async def batch(
         governance=governance,
         sinks=sinks,
     )
+    await teardown_workspaces(isolated, workspace, _notice(view))
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -324,49 +343,70 @@ def rotation_chain(runs: Sequence[RunRow], run_key: str) -> list[RunRow]:
     return chain
 
 
-async def list_runs(*, as_json: bool, out: TextIO) -> int:
-    """``replay --list``: time, runtime, status, prompt, cost of every logged run (a table, or
-    JSON Lines with ``--json``)."""
+async def list_runs(*, as_json: bool, out: TextIO, limit: int | None = 50) -> int:
+    """``replay --list``: time, runtime, status, prompt, cost of the newest ``limit`` runs (every
+    run when ``None``), oldest first: a table at a terminal (plain aligned lines past a few
+    hundred rows), or JSON Lines with ``--json``."""
     state = usable_state_dir()
     async with EventLog.open(state / "events.db") as log:
-        rows = await log.runs()
-    records: list[dict[str, Any]] = []
-    for row in rows:
-        outcome: dict[str, Any] = row.outcome or {}
-        records.append(
-            {
-                "runKey": row.run_key,
-                "startedMs": row.started_ms,
-                "endedMs": row.ended_ms,
-                "runtimeId": row.runtime_id,
-                "status": row.status,
-                "prompt": outcome.get("title"),
-                "costUsd": outcome.get("costUsd"),
-            }
-        )
+        rows = await log.run_listing(limit)
     if as_json:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        dumps = json.dumps
+        out.writelines(
+            dumps(
+                {
+                    "runKey": r.run_key,
+                    "startedMs": r.started_ms,
+                    "endedMs": r.ended_ms,
+                    "runtimeId": r.runtime_id,
+                    "status": r.status,
+                    "prompt": r.title,
+                    "costUsd": r.cost_usd,
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for r in rows
+        )
         return 0
-    if not records:
+    if not rows:
         out.write("no runs yet (the event log is empty)\n")
+        return 0
+    cells = [
+        (
+            _dt.datetime.fromtimestamp(r.started_ms / 1000).strftime("%Y-%m-%d %H:%M:%S"),
+            r.runtime_id,
+            r.status,
+            _short_prompt(r.title),
+            format_cost(r.cost_usd, seen=r.cost_usd is not None, estimated=False),
+            r.run_key,
+        )
+        for r in rows
+    ]
+    if len(cells) > _RICH_ROWS:  # a long listing: plain aligned lines (a rich table is ~1 ms a row)
+        header = ("time", "runtime", "status", "prompt", "cost", "run key")
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+        for line in (header, *cells):
+            out.write("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+            out.write("\n")
         return 0
     table = Table(box=None, pad_edge=False)
     for name in ("time", "runtime", "status", "prompt", "cost", "run key"):
         table.add_column(name, overflow="fold" if name == "run key" else "ellipsis")
-    for record in records:
-        started = _dt.datetime.fromtimestamp(record["startedMs"] / 1000)
-        prompt = " ".join(str(record["prompt"] or "-").split())
-        table.add_row(  # user text as Text: never read as Rich markup ("[[x]] go" stays)
-            started.strftime("%Y-%m-%d %H:%M:%S"),
-            Text(str(record["runtimeId"])),
-            record["status"],
-            Text(prompt if len(prompt) <= 48 else prompt[:47] + "…"),
-            format_cost(record["costUsd"], seen=record["costUsd"] is not None, estimated=False),
-            Text(record["runKey"]),
-        )
+    for time_, runtime, status, prompt, cost, key in cells:
+        # user text as Text: never read as Rich markup ("[[x]] go" stays as it is)
+        table.add_row(time_, Text(runtime), status, Text(prompt), cost, Text(key))
     _console(out).print(table)
     return 0
+
+
+_RICH_ROWS = 500
+"""Rows ``replay --list`` draws as a rich table; more are written as plain aligned lines."""
+
+
+def _short_prompt(title: str | None) -> str:
+    prompt = " ".join(str(title or "-").split())
+    return prompt if len(prompt) <= 48 else prompt[:47] + "…"
 
 
 def _console(out: TextIO) -> Console:

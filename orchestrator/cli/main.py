@@ -4,42 +4,30 @@ their own mistake. Each command group's arguments and body live in its own modul
 
 from __future__ import annotations
 
-import argparse
-import importlib.metadata
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import trio
+if TYPE_CHECKING:
+    import argparse
 
-from orchestrator.cli import (
-    cmd_acp,
-    cmd_approvals,
-    cmd_batch,
-    cmd_demo,
-    cmd_doctor,
-    cmd_replay,
-    cmd_run,
-    cmd_runtimes,
-    cmd_serve,
-    cmd_trust,
-)
-from orchestrator.cli.options import RAW, sub_command
-from orchestrator.core.errors import RingleaderError, RuntimeNotFoundError, exception_leaves
+# Only the standard library at import: `ringleader --version` answers before anything else is
+# imported; each command's modules are imported when the parser is built.
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["commands", "main"]
 
 
 def _version() -> str:
-    try:
-        return importlib.metadata.version("ringleader")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
+    from orchestrator import __version__
+
+    return __version__
 
 
 def _model_server_help(sub: Any) -> None:
     """``model-server`` passes its arguments to the model server's own parser (see :func:`main`);
     this entry only lists it in ``--help``."""
+    from orchestrator.cli.options import sub_command
+
     sub_command(
         sub,
         "model-server",
@@ -50,23 +38,49 @@ def _model_server_help(sub: Any) -> None:
     )
 
 
-COMMANDS: tuple[Callable[[Any], None], ...] = (
-    cmd_demo.register,
-    cmd_run.register,  # run and recover
-    cmd_batch.register,
-    cmd_doctor.register,
-    cmd_runtimes.register,  # runtimes and config
-    cmd_replay.register,
-    cmd_serve.register,
-    cmd_trust.register,
-    _model_server_help,
-    cmd_acp.register,
-    cmd_approvals.register,  # approvals and approve
-)
-"""Each command group adds its subcommands, in the order ``--help`` lists them."""
+def commands() -> tuple[Callable[[Any], None], ...]:
+    """Each command group's ``register``, in the order ``--help`` lists them."""
+    from orchestrator.cli import (
+        cmd_acp,
+        cmd_approvals,
+        cmd_batch,
+        cmd_checkpoints,
+        cmd_comment,
+        cmd_demo,
+        cmd_doctor,
+        cmd_mcp,
+        cmd_open,
+        cmd_replay,
+        cmd_run,
+        cmd_runtimes,
+        cmd_serve,
+        cmd_trust,
+    )
+
+    return (
+        cmd_demo.register,
+        cmd_run.register,  # run and recover
+        cmd_batch.register,
+        cmd_doctor.register,
+        cmd_runtimes.register,  # runtimes and config
+        cmd_replay.register,
+        cmd_serve.register,
+        _model_server_help,
+        cmd_acp.register,
+        cmd_mcp.register,
+        cmd_approvals.register,  # approvals and approve
+        cmd_comment.register,
+        cmd_checkpoints.register,  # checkpoints and rewind
+        cmd_open.register,
+        cmd_trust.register,
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from orchestrator.cli.options import RAW
+
     parser = argparse.ArgumentParser(
         prog="ringleader",
         description="Run heterogeneous coding agents (ringleader's native loop, Claude Code, "
@@ -96,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         "e.g. --config team.toml",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in COMMANDS:
+    for register in commands():
         register(sub)
     return parser
 
@@ -114,6 +128,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
 def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     """The exit code for an operator mistake or an interrupt (its one line printed), else None."""
+    import trio
+
+    from orchestrator.core.errors import RingleaderError, RuntimeNotFoundError, exception_leaves
+
     found = exception_leaves(exc)
     if all(isinstance(e, BrokenPipeError) for e in found):
         return 0
@@ -145,6 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     the state directory (exit 1)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     args: argparse.Namespace | None = None
+    if args_list == ["--version"]:  # nothing else to import
+        print(f"ringleader {_version()}")
+        return 0
     try:
         if args_list[:1] == ["model-server"]:
             return _model_server_command(args_list[1:])

@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import stat
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TextIO
@@ -109,6 +109,7 @@ async def serve_board(
             state_dir=state,
             event_log=log,
             approvals=True,  # tool calls that need approval wait for the board (or the CLI)
+            checkpoints=True,  # follow-ups of runs in ringleader's workspaces (comments sent)
         )
         async with LocalHost(runner) as local:
             hosted = BoardHost(
@@ -162,20 +163,21 @@ async def _abort_hosted(
 
 @asynccontextmanager
 async def board_for_run(
-    log: EventLog, local: LocalHost, *, notice: TextIO, approvals: ApprovalBook | None = None
+    log: EventLog,
+    local: LocalHost,
+    notice: Callable[[str], None],
+    *,
+    approvals: ApprovalBook | None = None,
 ) -> AsyncGenerator[BoardHost]:
     """``run --board``: the board on 127.0.0.1 (a free port) over this process's runs while
-    they run (with ``approvals``: their pending approvals too); prints its URL to ``notice``."""
+    they run (with ``approvals``: their pending approvals too); gives its URL to ``notice``."""
     feed = Feed()
     feed.attach(log)
     hosted = BoardHost(local, (), approvals=approvals)
     token = access_token(log.path.parent)
     app = board_app(feed, log, token=token, hosted=hosted)
     async with serve_feed(feed, log, host="127.0.0.1", port=0, token=token, app=app) as served:
-        notice.write(
-            f"ringleader: board at {served.url}/#token={token} (open while the runs run)\n"
-        )
-        notice.flush()
+        notice(f"ringleader: board at {served.url}/#token={token} (open while the runs run)")
         try:
             yield hosted
         finally:

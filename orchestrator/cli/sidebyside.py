@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -16,20 +17,33 @@ import attrs
 import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
+from orchestrator.core.config import WorkspaceConfig
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost
+from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
 from orchestrator.engine.workspaces import Workspace, create_workspace, workspace_changes
 
-__all__ = ["BoardStarter", "Job", "JobResult", "new_task_id", "prepare_workspaces", "run_jobs"]
+__all__ = [
+    "BoardStarter",
+    "Job",
+    "JobResult",
+    "new_task_id",
+    "prepare_workspaces",
+    "run_jobs",
+    "teardown_workspaces",
+]
 
-BoardStarter: TypeAlias = Callable[[EventLog, LocalHost], AbstractAsyncContextManager[object]]
-"""Serves a board over the log and the host's runs while they run (``run --board``)."""
+BoardStarter: TypeAlias = Callable[
+    [EventLog, LocalHost, Callable[[str], None]], AbstractAsyncContextManager[object]
+]
+"""Serves a board over the log and the host's runs while they run (``run --board``); its
+notices (the URL) go to the given callable, which prints them above a live view."""
 
 
 def new_task_id(name: str = "") -> str:
@@ -60,17 +74,44 @@ class JobResult:
         return self.outcome is not None and self.outcome.status == "success"
 
 
-async def prepare_workspaces(jobs: Sequence[Job], *, state_dir: Path) -> list[Job]:
+async def prepare_workspaces(
+    jobs: Sequence[Job], *, state_dir: Path, settings: WorkspaceConfig | None = None
+) -> list[Job]:
     """Give every job its own workspace of its working directory (one after the other: git
-    locks a repository's worktree list), and point its task there."""
+    locks a repository's worktree list), and point its task there; with ``settings``, the
+    task runs its ``setup`` script there before its agent starts."""
     prepared: list[Job] = []
     for job in jobs:
         origin = job.task.cwd or "."
         ws = await create_workspace(origin, job.label, state_dir=state_dir)
-        prepared.append(
-            attrs.evolve(job, task=attrs.evolve(job.task, cwd=str(ws.path)), workspace=ws)
-        )
+        task = attrs.evolve(job.task, cwd=str(ws.path))
+        if settings is not None and settings.setup:
+            task = attrs.evolve(task, setup=settings.setup, setup_timeout_s=settings.timeout_s)
+        prepared.append(attrs.evolve(job, task=task, workspace=ws))
     return prepared
+
+
+async def teardown_workspaces(
+    jobs: Sequence[Job], settings: WorkspaceConfig | None, notice: Callable[[str], None]
+) -> None:
+    """Run the ``teardown`` script in each job's workspace (one after the other), each line of
+    its output given to ``notice`` as ``[label] · teardown: …``; a failure is said, not
+    raised (the runs have ended)."""
+    if settings is None or not settings.teardown:
+        return
+    for job in jobs:
+        if job.workspace is None:
+            continue
+        label = job.label
+        notice(f"[{label}] · teardown: $ {settings.teardown}")
+        result = await run_workspace_script(
+            settings.teardown,
+            job.workspace.path,
+            timeout_s=settings.timeout_s,
+            on_line=lambda line, label=label: notice(f"[{label}] · teardown: {line}"),
+        )
+        if not result.ok:
+            notice(f"[{label}] ! {result.describe('teardown', settings.timeout_s)}")
 
 
 _NATIVE_SDKS = ("anthropic", "openai")
@@ -94,6 +135,47 @@ async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
             continue
         with contextlib.suppress(Exception):
             await adapter.aclose()
+
+
+def _notice(view: JsonView | PlainView | RichView) -> Callable[[str], None]:
+    """Where a notice goes: above the live view at a terminal (written past it, the view's
+    next redraw would overwrite it), else a line on stderr (stdout holds the events)."""
+    if isinstance(view, RichView):
+        return view.note
+
+    def to_stderr(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    return to_stderr
+
+
+async def _run_all(
+    host: Host,
+    jobs: Sequence[Job],
+    lanes: Sequence[Lane],
+    outcomes: list[TaskOutcome | None],
+    errors: list[Exception | None],
+    limiter: trio.CapacityLimiter,
+) -> None:
+    """Submit every job to ``host`` (at most ``limiter`` at once); fill in each one's outcome
+    or error and finish its lane."""
+
+    async def one(index: int) -> None:
+        job, lane = jobs[index], lanes[index]
+        async with limiter:
+            lane.started = trio.current_time()
+            lane.phase = "starting"
+            ref = host.submit(job.runtime_id, job.task)
+            try:
+                outcomes[index] = await ref.outcome()
+            except Exception as exc:
+                errors[index] = exc
+                lane.error = " ".join(str(exc).split())
+            lane.finish("error", trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        for index in range(len(jobs)):
+            nursery.start_soon(one, index)
 
 
 async def run_jobs(
@@ -139,33 +221,16 @@ async def run_jobs(
             record_rotation=view.rotated,
             governance=governance,
             approvals=approvals,
+            checkpoints=True,
         )
-        async with (
-            view.active(),
-            make_host(runner) as host,
-            AsyncExitStack() as boards,
-            trio.open_nursery() as nursery,
-        ):
+        async with view.active(), make_host(runner) as host, AsyncExitStack() as boards:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
                 on_host(host)
             if board is not None and isinstance(host, LocalHost):  # `run --board` (not --ray)
-                await boards.enter_async_context(board(log, host))
-
-            async def one(index: int) -> None:
-                job, lane = jobs[index], lanes[index]
-                async with limiter:
-                    lane.started = trio.current_time()
-                    lane.phase = "starting"
-                    ref = host.submit(job.runtime_id, job.task)
-                    try:
-                        outcomes[index] = await ref.outcome()
-                    except Exception as exc:
-                        errors[index] = exc
-                        lane.error = " ".join(str(exc).split())
-                    lane.finish("error", trio.current_time())
-
-            for index in range(len(jobs)):
-                nursery.start_soon(one, index)
+                # entered before the jobs' nursery opens, so it closes after that nursery
+                # (a board opened inside it and closed outside it misnests their scopes)
+                await boards.enter_async_context(board(log, host, _notice(view)))
+            await _run_all(host, jobs, lanes, outcomes, errors, limiter)
     for job, lane in zip(jobs, lanes, strict=True):
         if job.workspace is not None:
             lane.files_changed = await workspace_changes(job.workspace)

@@ -30,6 +30,7 @@ __all__ = [
     "Capabilities",
     "EventStream",
     "HealthResult",
+    "InteractiveRuntime",
     "NativeHomeClaim",
     "ParticipantKind",
     "RunHandle",
@@ -211,3 +212,17 @@ class RuntimeAdapter(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class InteractiveRuntime(Protocol):
+    """A runtime whose own CLI has an interactive mode that can continue a recorded session
+    (``ringleader open``): Claude Code (``claude --resume ID``), Codex (``codex resume ID``)."""
+
+    def interactive_command(
+        self, session_id: str, *, cwd: str, home_dir: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv and the whole environment that open session ``session_id`` interactively
+        in ``cwd``, with the home the runs used (``home_dir``: the host's; ``None``: the
+        runtime's own default). Pure apart from creating the home's folders."""
+        ...

@@ -50,12 +50,17 @@ The file format::
     cooldown_s = 60
     fallback = { codex = "claude-code" }
 
+    [workspace]                         # each new workspace of a side-by-side run or batch
+    setup = "npm ci"                    # run there (sh -c) before the agent starts
+    teardown = "docker compose down"    # run there after the task's runs end
+    timeout_s = 600                     # each script's limit (default 300)
+
 **A project's file is not the user's.** ``ringleader.toml`` in the working directory comes with
 whatever repository was cloned there, so unless the user trusted that directory (``ringleader
 trust DIR``: a ``[[trusted]]`` entry in the user config file; a trusted directory's
 subdirectories are trusted too) it may only set what can neither redirect a key nor run code:
-its ``binary``, ``base_url``, ``api_key_env``, ``extra_args`` and ``mcp_servers`` — and a
-``permission = "allow"`` — are ignored, one line each in :attr:`LoadedConfig.ignored` saying
+its ``binary``, ``base_url``, ``api_key_env``, ``extra_args`` and ``mcp_servers``, a
+``permission = "allow"`` and ``[workspace]`` ``setup``/``teardown`` are ignored, one line each in :attr:`LoadedConfig.ignored` saying
 which key and why (the CLI prints them). The user config, ``--config FILE`` and the environment
 are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
 
@@ -100,6 +105,7 @@ __all__ = [
     "ModelPrice",
     "PermissionPolicyName",
     "RuntimeConfig",
+    "WorkspaceConfig",
     "env_var_for",
     "is_trusted",
     "load_config",
@@ -317,7 +323,19 @@ class BreakerConfig(BaseModel):
     fallback: dict[str, str] = Field(default_factory=dict[str, str])
 
 
-_SECTIONS: Final = ("budget", "breaker")
+class WorkspaceConfig(BaseModel):
+    """``[workspace]``: scripts run (``sh -c``) in each new workspace of a side-by-side run or a
+    batch, with the workspace as working directory: ``setup`` before the agent starts (a failure
+    fails that run with ``error{setup_failed}``), ``teardown`` after the task's runs end; each
+    is stopped after ``timeout_s`` seconds."""
+
+    model_config = _STRICT
+    setup: str | None = None
+    teardown: str | None = None
+    timeout_s: float = Field(default=300.0, gt=0)
+
+
+_SECTIONS: Final = ("budget", "breaker", "workspace")
 
 
 class Config(BaseModel):
@@ -327,6 +345,7 @@ class Config(BaseModel):
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     breaker: BreakerConfig | None = None
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
@@ -593,6 +612,16 @@ def _read_file(
             kept[field] = value
         runtimes[runtime_id] = kept
     tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    workspace = tables.get("workspace")
+    if ignored is not None and workspace is not None:
+        for field in ("setup", "teardown"):  # shell commands run in every workspace
+            if field in workspace:
+                del workspace[field]
+                ignored.append(
+                    f"{path}: ignored workspace.{field}: this directory is not trusted and it "
+                    f"would run a command of the repository's choosing (trust it with "
+                    f"`ringleader trust {path.parent}`)"
+                )
     return runtimes, tables
 
 

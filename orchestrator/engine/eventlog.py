@@ -89,7 +89,15 @@ from orchestrator.core.events import (
 )
 from orchestrator.core.lifetime import ProcessIdentity, ensure_private_dir
 
-__all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRecorder", "RunRow", "SessionRow"]
+__all__ = [
+    "CommitListener",
+    "EventLog",
+    "LoggedEvent",
+    "RunListing",
+    "RunRecorder",
+    "RunRow",
+    "SessionRow",
+]
 
 T = TypeVar("T")
 
@@ -131,6 +139,13 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_key ON sessions (session_key, updated_ms);
 """
+
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_ms);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+"""
+"""Listing the newest runs and finding the running ones read an index, not every run (a log of
+100,000 runs lists its newest in milliseconds)."""
 
 _RUN_OWNER_COLUMNS = (("owner_pid", "INTEGER"), ("owner_start", "INTEGER"))
 
@@ -230,6 +245,19 @@ class RunRow:
     started_ms: int
     ended_ms: int | None
     outcome: dict[str, Any] | None
+
+
+@attrs.frozen
+class RunListing:
+    """One line of ``replay --list``: a run with its title and USD (from its outcome)."""
+
+    run_key: str
+    runtime_id: str
+    status: str
+    started_ms: int
+    ended_ms: int | None
+    title: str | None
+    cost_usd: float | None
 
 
 @attrs.frozen
@@ -627,6 +655,7 @@ class EventLog:
                 conn.executescript(_SCHEMA)
                 _migrate(conn)
                 conn.executescript(_SCHEMA_SESSIONS)
+                conn.executescript(_INDEXES)
                 interrupted = _mark_interrupted(conn, clock())
                 if interrupted:
                     _log.warning(
@@ -1011,6 +1040,24 @@ class EventLog:
 
         return await self._call(query)
 
+    async def run_listing(self, limit: int | None = None) -> list[RunListing]:
+        """The newest ``limit`` runs (every run when ``None``), oldest first, with their title
+        and USD read from the outcome inside SQLite (no JSON decoding here)."""
+        conn = self._reader
+
+        def query() -> list[RunListing]:
+            cur = conn.execute(
+                "SELECT * FROM (SELECT run_key, runtime_id, status, started_ms, ended_ms, "
+                "CAST(json_extract(outcome, '$.title') AS BLOB), "
+                "json_extract(outcome, '$.costUsd'), rowid "
+                "FROM runs ORDER BY started_ms DESC, rowid DESC LIMIT ?) "
+                "ORDER BY started_ms, rowid",
+                (-1 if limit is None else limit,),
+            )
+            return [RunListing(*r[:5], _title(r[5]), r[6]) for r in cur.fetchall()]
+
+        return await self._call(query)
+
     # -- sessions --------------------------------------------------------------------------------
 
     async def record_session(
@@ -1088,3 +1135,18 @@ def _outcome(raw: str) -> dict[str, Any] | None:
     if "\\ud" in raw or "\\uD" in raw:
         data = json.loads(valid_text(json.dumps(data, ensure_ascii=False)))
     return cast(dict[str, Any], data) if isinstance(data, dict) else None
+
+
+def _title(raw: bytes | None) -> str | None:
+    """A title read as bytes: an old outcome's escaped lone surrogate comes out of SQLite's JSON
+    as its 3-byte encoding, which no UTF-8 decoder takes; it reads as U+FFFD."""
+    if raw is None:
+        return None
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        pass
+    try:
+        return valid_text(raw.decode("utf-8", "surrogatepass"))
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")

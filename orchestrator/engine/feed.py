@@ -470,7 +470,10 @@ class _SSEStream:
                 )
                 if batch:
                     self._cursor = batch[-1].gid
-                    return "".join(_sse(i) for i in batch).encode()
+                    text = await self._encode(batch)
+                    if text:
+                        return text.encode()
+                    continue
                 self._replaying = False
             with trio.move_on_after(self._keepalive_s):
                 try:
@@ -481,7 +484,7 @@ class _SSEStream:
                     # dropped for lagging: resume from the log
                     self._resync()
                     continue
-                out: list[str] = []
+                out: list[LoggedEvent] = []
                 for item in batch:
                     if item.gid <= self._cursor:
                         continue  # already replayed
@@ -490,11 +493,15 @@ class _SSEStream:
                         self._resync()
                         break
                     self._cursor = item.gid
-                    out.append(_sse(item))
-                if out:
-                    return "".join(out).encode()
+                    out.append(item)
+                text = await self._encode(out) if out else ""
+                if text:
+                    return text.encode()
                 continue
             return b": keepalive\n\n"
+
+    async def _encode(self, batch: Sequence[LoggedEvent]) -> str:
+        return "".join(_sse(i) for i in batch)
 
     def _resync(self) -> None:
         self.resyncs += 1
@@ -504,6 +511,39 @@ class _SSEStream:
 
     async def aclose(self) -> None:
         await self._sub.aclose()
+
+
+class _AguiStream(_SSEStream):
+    """The same stream (replay, then live; resumable by ``Last-Event-ID``) as AG-UI events
+    (:mod:`.agui`): a run first met in its middle is primed with its earlier events."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # imported on the first AG-UI request: the protocol's models take ~0.2 s to import
+        from orchestrator.engine.agui import AguiTranslator
+
+        super().__init__(*args, **kwargs)
+        self._translator = AguiTranslator()
+
+    async def _encode(self, batch: Sequence[LoggedEvent]) -> str:
+        from orchestrator.engine.agui import sse_message
+
+        out: list[str] = []
+        for item in batch:
+            if not self._translator.knows(item.run_key) and item.first_gid > 0 and item.seq > 1:
+                self._translator.prime(await self._earlier(item))
+            out.append(sse_message(self._translator.translate(item), item.gid))
+        return "".join(out)
+
+    async def _earlier(self, item: LoggedEvent) -> list[LoggedEvent]:
+        found: list[LoggedEvent] = []
+        cursor = 0
+        while True:
+            page = await self._log.read_since(cursor, limit=self._page, run_key=item.run_key)
+            page = [i for i in page if i.gid < item.first_gid]
+            if not page:
+                return found
+            found += page
+            cursor = page[-1].gid
 
 
 class _ClosingStreamingResponse(StreamingResponse):
@@ -572,8 +612,8 @@ def feed_routes(
     """The feed's routes (see :func:`feed_app`), for an app that serves more (the board)."""
     authorized = auth.reads
 
-    async def events(request: Request) -> Response:
-        if not auth.reads(request, query=True):
+    async def events(request: Request, kind: type[_SSEStream] = _SSEStream) -> Response:
+        if not auth.reads(request, query=True):  # EventSource cannot set a header
             return refused()
         raw = (
             request.headers.get("last-event-id") or request.query_params.get("last_event_id") or "0"
@@ -584,7 +624,7 @@ def feed_routes(
                 {"error": f"Last-Event-ID must be an integer from 0 to {_MAX_EVENT_ID}"},
                 status_code=400,
             )
-        stream = _SSEStream(
+        stream = kind(
             feed,
             log,
             last,
@@ -598,6 +638,10 @@ def feed_routes(
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
+
+    async def agui(request: Request) -> Response:
+        """``GET /agui``: the same stream as ``/events``, as AG-UI events (:mod:`.agui`)."""
+        return await events(request, _AguiStream)
 
     async def runs(request: Request) -> Response:
         if not authorized(request):
@@ -617,6 +661,7 @@ def feed_routes(
 
     return [
         Route("/events", events),
+        Route("/agui", agui),
         Route("/runs", runs),
         Route("/runs/{key:path}", run_events),
     ]

@@ -26,6 +26,7 @@ Choices the original executor leaves open (documented here, tested in ``tests/or
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import shutil
@@ -75,6 +76,12 @@ from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
 from orchestrator.engine.governance import Governance, RunGuard, SpendLedger
+from orchestrator.engine.reviewloop.bootstrap import (
+    SetupFailedError,
+    register_workspace_secrets,
+    run_workspace_script,
+)
+from orchestrator.engine.reviewloop.checkpoints import Checkpointer
 from orchestrator.engine.rotation import (
     DEFAULT_ROTATION,
     RotationDefaults,
@@ -158,6 +165,12 @@ class TaskSpec:
     watermark: float | None = None
     """Rotate past this share of the context window (0–1; default: the runner's
     ``rotation.threshold_pct``)."""
+    setup: str | None = None
+    """A workspace setup script (``[workspace] setup``) run with ``sh -c`` in ``cwd`` before
+    the agent starts; its output lines are the run's first ``status`` events, and a failure
+    ends the run ``error{setup_failed}`` + ``done{error}`` with no agent started. Not run
+    when the task resumes a session."""
+    setup_timeout_s: float = 300.0
 
 
 @attrs.frozen
@@ -227,6 +240,12 @@ class Runner:
     approvals: bool = False
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
+    checkpoints: bool = False
+    """After every turn that changed files in a run's working directory, when that is a git
+    worktree ringleader made (under ``<state_dir>/workspaces/``), record the state on
+    ``refs/ringleader/checkpoints/<run>/<n>`` (see
+    :mod:`orchestrator.engine.reviewloop.checkpoints`). A run in the person's own checkout is
+    left alone."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     home_locks: dict[str, trio.Lock] = attrs.field(factory=dict[str, trio.Lock], repr=False)
@@ -311,6 +330,8 @@ class Runner:
         lineage: Mapping[str, Any] | None = None,
         ledger: SpendLedger | None = None,
         endpoint: str | None = None,
+        preset: tuple[str, int] | None = None,
+        first_checkpointer: Checkpointer | None = None,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
@@ -337,6 +358,7 @@ class Runner:
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
+            retry_checkpointer: Checkpointer | None = None
             if n > 0:
                 if continue_from:  # parked at a rate limit: continue its session
                     resumed = attrs.evolve(task, title=CONTINUE_PROMPT, description="")
@@ -344,6 +366,7 @@ class Runner:
                     continue_from.clear()
                 else:
                     opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                retry_checkpointer = await self._checkpointer(task)  # before it can write
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
                         gov.check_start(adapter.id, caps, task.model, ledger)
@@ -359,6 +382,9 @@ class Runner:
             # every attempt gets its own run key: re-running a task (after a crash, in another
             # process) never collides with, or overwrites, what an earlier attempt recorded
             run_key = f"{current.session_key}:run-{uuid.uuid4().hex[:8]}"
+            offset = 0
+            if n == 0 and preset is not None:  # its setup's status events came first
+                run_key, offset = preset
             recorded = False
 
             def record_session_once(event: RuntimeEvent) -> Awaitable[None] | None:
@@ -371,6 +397,24 @@ class Runner:
                 recorded = True
                 return self._record_session(log, adapter, handle, task, run_key)
 
+            if n > 0:
+                checkpointer = retry_checkpointer
+            elif first_checkpointer is not None:
+                checkpointer = first_checkpointer
+            else:  # a rotation successor: already started
+                checkpointer = await self._checkpointer(task)
+            if checkpointer is not None:
+                checkpointer.run_key = run_key
+
+            def on_event(event: RuntimeEvent) -> Awaitable[None] | None:
+                first = record_session_once(event)
+                second = checkpointer.observe(event, handle.run_id) if checkpointer else None
+                if first is None:
+                    return second
+                if second is None:
+                    return first
+                return _both(first, second)
+
             actor = RunActor(
                 adapter=adapter,
                 run_handle=current,
@@ -381,14 +425,17 @@ class Runner:
                 grace_s=self.grace_s,
                 stall_s=gov.stall_s if gov is not None and gov.stall_s else self.stall_s,
                 clock=self.clock,
-                on_event=record_session_once if log is not None else None,
+                on_event=(record_session_once if checkpointer is None else on_event)
+                if log is not None or checkpointer is not None
+                else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
                 endpoint=endpoint,
+                seq_offset=offset,
             )
             guards.append(actor.guard)
             if self.on_actor is not None:
                 self.on_actor(actor)
-            if log is not None:
+            if log is not None and not offset:
                 await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
             try:
                 outcome = await actor.run()
@@ -437,6 +484,83 @@ class Runner:
                 run_key,
                 status="error",
                 outcome={"reason": "error", "summary": message, "errorCode": code, "runId": None},
+            )
+        return outcome
+
+    async def _checkpointer(self, task: TaskSpec) -> Checkpointer | None:
+        """A checkpoint recorder for a run of ``task`` that is about to start (``None`` unless
+        :attr:`checkpoints` is on and the task works in one of ringleader's git worktrees)."""
+        if not self.checkpoints or not _in_workspaces(task.cwd, self.state_dir):
+            await trio.lowlevel.checkpoint()
+            return None
+        return await Checkpointer.before_start(task.cwd, clock=self.clock)
+
+    async def _setup(
+        self, adapter_id: str, task: TaskSpec, session_key: str
+    ) -> tuple[str, int] | RunOutcome:
+        """Run the task's workspace setup script before its agent starts. Its output lines are
+        the first ``status`` events of the task's first run (live, through the sink); returns
+        that run's key and how many events it already has, or — the script failed — the
+        outcome of the run it ended (``error{setup_failed}`` + ``done{error}``)."""
+        assert task.setup is not None
+        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        if log is not None:
+            await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
+        sent = 0
+        send, receive = trio.open_memory_channel[str](256)
+        cwd = task.cwd or os.getcwd()
+
+        async def forward() -> None:
+            nonlocal sent
+            async with receive:
+                async for line in receive:
+                    batch: list[RuntimeEvent] = [make.status("running", detail=f"setup: {line}")]
+                    sent += len(batch)
+                    await self.sink.deliver(run_key, batch)
+
+        def on_line(line: str) -> None:
+            with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+                send.send_nowait(line)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(forward)
+            first: list[RuntimeEvent] = [make.status("running", detail=f"setup: $ {task.setup}")]
+            sent += 1
+            await self.sink.deliver(run_key, first)
+            async with send:
+                result = await run_workspace_script(
+                    task.setup, cwd, timeout_s=task.setup_timeout_s, on_line=on_line
+                )
+        if result.ok:
+            return run_key, sent
+        message = redact_secrets(result.describe("setup", task.setup_timeout_s))
+        code = SetupFailedError.event_code
+        events = make.fail(message, code=code)
+        await self.sink.deliver(run_key, events)
+        outcome = RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="error",
+            summary=message,
+            usage=None,
+            cost_usd=None,
+            error_code=code,
+            error_message=message,
+            events=sent + len(events),
+        )
+        if log is not None:
+            await log.finish_run(
+                run_key,
+                status="error",
+                outcome={
+                    "reason": "error",
+                    "summary": message,
+                    "errorCode": code,
+                    "runId": None,
+                    "title": task.title,
+                },
             )
         return outcome
 
@@ -542,6 +666,8 @@ class Runner:
         # keys configured by environment variable (ours or the task's) are redacted by value
         register_env_secrets(os.environ)
         register_env_secrets(task.env)
+        # … and so are the secrets of the files a workspace was given (.env, .worktreeinclude)
+        await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         rotate_to = rotate_to or task.rotate_to or self.rotate_to
@@ -573,6 +699,14 @@ class Runner:
             home_cm = self._home(plan, runtime, task.agent_id)
             home = await stack.enter_async_context(home_cm)
             resume_id = await _restore(adapter, task.resume) if task.resume else None
+            preset: tuple[str, int] | None = None
+            if task.setup and task.resume is None:
+                set_up = await self._setup(adapter.id, task, session_key)
+                if isinstance(set_up, RunOutcome):  # it failed: no agent starts
+                    state.runs.append(RunRecord(runtime, session_key, set_up, 1))
+                    return _final(state)
+                preset = set_up
+            first_checkpointer = await self._checkpointer(task)
             try:
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
@@ -603,7 +737,10 @@ class Runner:
                     lineage,
                     ledger,
                     self.registry.endpoint(runtime),
+                    preset,
+                    first_checkpointer,
                 )
+                preset = first_checkpointer = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
@@ -819,6 +956,22 @@ async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
 
 
 _GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
+
+
+def _in_workspaces(cwd: str | None, state_dir: Path) -> bool:
+    """Whether ``cwd`` is inside a workspace ringleader made (``<state_dir>/workspaces/``)."""
+    if cwd is None:
+        return False
+    try:
+        Path(cwd).resolve().relative_to((state_dir / "workspaces").resolve())
+    except ValueError:
+        return False
+    return True
+
+
+async def _both(first: Awaitable[None], second: Awaitable[None]) -> None:
+    await first
+    await second
 
 
 def _drift(outcome: RunOutcome) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import ConfigError
+from orchestrator.engine.reviewloop.bootstrap import copy_included_files
 
 __all__ = [
     "COPY_IGNORED",
@@ -69,6 +70,9 @@ class Workspace:
     baseline: dict[str, tuple[int, int]] = attrs.field(
         factory=dict[str, tuple[int, int]], repr=False
     )
+    included: tuple[str, ...] = ()
+    """Ignored files copied in because the repository's ``.worktreeinclude`` names them
+    (:mod:`orchestrator.engine.reviewloop.bootstrap`)."""
 
 
 def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -139,8 +143,13 @@ def _worktree(origin: Path, top: Path, name: str, state_dir: Path) -> Workspace:
         raise ConfigError(
             f"could not create a git worktree of {top}: {added.stderr.strip() or added.stdout.strip()}"
         )
+    included = tuple(copy_included_files(top, target))
     return Workspace(
-        path=target / origin.relative_to(top), kind="git worktree", origin=origin, root=target
+        path=target / origin.relative_to(top),
+        kind="git worktree",
+        origin=origin,
+        root=target,
+        included=included,
     )
 
 

@@ -52,7 +52,9 @@ def test_run_board_prints_its_url_and_aborts_from_it(
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stderr is not None
     stderr = proc.stderr
-    threading.Thread(target=lambda: [lines.put(x) for x in stderr], daemon=True).start()
+    threading.Thread(
+        target=lambda: ([lines.put(x) for x in stderr], lines.put("")), daemon=True
+    ).start()
     try:
         url = token = ""
         while not url:
@@ -81,8 +83,30 @@ def test_run_board_prints_its_url_and_aborts_from_it(
         assert proc.wait(timeout=60) == 1  # the run ended aborted: not a success
         out = proc.stdout.read() if proc.stdout else ""
         assert '"reason":"aborted"' in out.replace(" ", "")
+        rest = "".join(iter(lambda: lines.get(timeout=60), ""))  # "" marks the end of stderr
+        assert "internal error" not in rest, rest
     finally:
         stop(proc)
+
+
+def test_run_board_ends_in_its_runs_outcome_with_the_table(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    """Issue 34 item 2: a run under --board succeeds (exit 0, the comparison table), never an
+    internal error from the board's server closing around the runs."""
+    script = write_script(tmp_path, "quick.json", scripted_frames(["done\n"], pause_s=0))
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--board", "--runtime", "scripted", "hi"],
+        cwd=tmp_path,
+        env=board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"board at http://127\.0\.0\.1:\d+/", done.stderr), done.stderr
+    assert "internal error" not in done.stderr
+    assert "comparison" in done.stdout and "success" in done.stdout, done.stdout
 
 
 def test_ctrl_c_on_serve_ends_its_runs_as_aborted(

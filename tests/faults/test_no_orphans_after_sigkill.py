@@ -46,7 +46,8 @@ FAKE_RUNTIME = textwrap.dedent(
 ORCHESTRATOR = textwrap.dedent(
     """
     import sys, trio
-    from orchestrator import Runner, RuntimeRegistry, TaskSpec
+    from orchestrator.core import RuntimeRegistry
+    from orchestrator.engine import Runner, TaskSpec
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.feed import RecordingSink
     from tests.faults.pipe_runtime import PipeRuntime, python_argv

@@ -32,7 +32,8 @@ ORCHESTRATOR = textwrap.dedent(
     from pathlib import Path
     from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig
     from orchestrator.model_server import serve_model_server
-    from orchestrator import Runner, RuntimeRegistry, TaskSpec
+    from orchestrator.core import RuntimeRegistry
+    from orchestrator.engine import Runner, TaskSpec
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.feed import RecordingSink
 

@@ -24,7 +24,8 @@ ORCHESTRATOR = textwrap.dedent(
     """
     import sys, trio
     from adapters import ScriptedAdapter
-    from orchestrator import Runner, RuntimeRegistry, TaskSpec
+    from orchestrator.core import RuntimeRegistry
+    from orchestrator.engine import Runner, TaskSpec
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.feed import RecordingSink
 

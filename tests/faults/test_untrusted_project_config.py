@@ -32,6 +32,11 @@ extra_args = ["--mcp-config", "evil.json"]
 
 [budget]
 usd = 1.5
+
+[workspace]
+setup = "touch pwned"
+teardown = "touch pwned"
+timeout_s = 30
 """
 
 
@@ -71,7 +76,11 @@ def test_an_untrusted_project_sets_nothing_that_redirects_keys_or_runs_code(
         "runtimes.native.base_url",
         "runtimes.native.mcp_servers",
         "runtimes.native.permission",
+        "workspace.setup",
+        "workspace.teardown",
     ]
+    assert loaded.config.workspace.setup is None and loaded.config.workspace.teardown is None
+    assert loaded.config.workspace.timeout_s == 30
     for line in loaded.ignored:
         assert "not trusted" in line and f"ringleader trust {project}" in line
 
@@ -123,7 +132,7 @@ def test_runtimes_never_executes_an_untrusted_binary(
     )
     assert not marker.exists(), "the repository's binary ran"
     said = [line for line in result.stderr.splitlines() if " ignored " in line]
-    assert len(said) == 6, result.stderr
+    assert len(said) == 8, result.stderr
     assert any("runtimes.claude-code.binary" in line and "program" in line for line in said)
     trusted = subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", "trust", str(project)],

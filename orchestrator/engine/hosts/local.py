@@ -48,6 +48,7 @@ class TaskRef:
     _error: BaseException | None = None
     _cancel: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     _aborted: bool = False
+    _started: trio.Event = attrs.field(factory=trio.Event)
 
     @property
     def finished(self) -> bool:
@@ -68,9 +69,14 @@ class TaskRef:
             with contextlib.suppress(MailboxClosedError):
                 self.actor.abort()
 
+    async def started(self) -> None:
+        """Wait until the task's first run has a live actor (or the task has finished)."""
+        await self._started.wait()
+
     def attach(self, actor: RunActor) -> None:
         """The task's run has a (new) live actor: abort it at once if the task was aborted."""
         self.actor = actor
+        self._started.set()
         if self._aborted:
             actor.abort()
 
@@ -140,3 +146,4 @@ class LocalHost:
             ref._error = exc  # pyright: ignore[reportPrivateUsage]
         finally:
             ref._done.set()  # pyright: ignore[reportPrivateUsage]
+            ref._started.set()  # pyright: ignore[reportPrivateUsage]

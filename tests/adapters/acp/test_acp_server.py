@@ -7,12 +7,18 @@ runner (recording the run in its event log) and maps the events back to ACP upda
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
+import trio
 
 from adapters.acp import AcpAdapter, AcpConfig
 from contract import check_stream, collect_run
@@ -178,3 +184,83 @@ async def test_unknown_runtime_fails_the_handshake(runtime: str, tmp_path: Path)
     check_stream(events)
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "error"
+
+
+class RawAcp:
+    """``ringleader acp`` driven line by line, as an outside ACP client drives it."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc, self.stdin, self.stdout = proc, proc.stdin, proc.stdout
+        self.buffer = b""
+        self.next_id = 0
+
+    async def line(self) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            chunk = await self.stdout.receive_some(65536)
+            assert chunk, "the agent closed its stdout"
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return json.loads(line)
+
+    async def call(self, method: str, params: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+        """The answer, and the notifications the agent sent before it."""
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        await self.stdin.send_all(json.dumps(message).encode() + b"\n")
+        before: list[dict[str, Any]] = []
+        with trio.fail_after(60):
+            while True:
+                got = await self.line()
+                if got.get("id") == self.next_id and "method" not in got:
+                    assert "error" not in got, got
+                    return got["result"], before
+                before.append(got)
+
+
+@asynccontextmanager
+async def raw_acp(state: Path) -> AsyncIterator[RawAcp]:
+    root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "RINGLEADER_STATE_DIR": str(state), "PYTHONPATH": root}
+    argv = [sys.executable, "-m", "orchestrator.cli", "acp", "--runtime", "scripted"]
+    proc = await trio.lowlevel.open_process(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    try:
+        client = RawAcp(proc)
+        await client.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        yield client
+    finally:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await client.stdin.aclose()
+        with trio.fail_after(30):
+            await proc.wait()
+
+
+async def test_session_load_replays_the_conversation_before_it_answers(tmp_path: Path) -> None:
+    """A new agent process loads a session served earlier: every prompt comes back as a
+    user_message_chunk, then that run's own updates, all before the load's answer."""
+    cwd = tmp_path / "ws"
+    cwd.mkdir()
+    async with raw_acp(tmp_path / "state") as first:
+        new, _ = await first.call("session/new", {"cwd": str(cwd), "mcpServers": []})
+        session = new["sessionId"]
+        prompt = [{"type": "text", "text": "say hello"}]
+        answer, live = await first.call("session/prompt", {"sessionId": session, "prompt": prompt})
+        assert answer["stopReason"] == "end_turn"
+    async with raw_acp(tmp_path / "state") as second:
+        loaded, replay = await second.call(
+            "session/load", {"sessionId": session, "cwd": str(cwd), "mcpServers": []}
+        )
+    assert loaded == {} or loaded is None
+    updates = [m["params"]["update"] for m in replay if m.get("method") == "session/update"]
+    assert updates[0] == {
+        "sessionUpdate": "user_message_chunk",
+        "content": {"type": "text", "text": "say hello"},
+    }
+    said = "".join(
+        u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert said == "Hello from the scripted runtime."
+    live_kinds = [m["params"]["update"]["sessionUpdate"] for m in live if "params" in m]
+    assert [u["sessionUpdate"] for u in updates[1:]] == live_kinds
