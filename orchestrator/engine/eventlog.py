@@ -1054,7 +1054,10 @@ class EventLog:
                 "ORDER BY started_ms, rowid",
                 (-1 if limit is None else limit,),
             )
-            return [RunListing(*r[:5], _title(r[5]), r[6]) for r in cur.fetchall()]
+            return [
+                RunListing(r[0], r[1], r[2], r[3], r[4], _title(r[5]), r[6])
+                for r in cur.fetchall()
+            ]
 
         return await self._call(query)
 
