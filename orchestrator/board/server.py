@@ -169,13 +169,23 @@ def board_app(
     async def body(request: Request) -> dict[str, Any] | Response:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "send JSON (Content-Type: application/json)"}, 415)
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            return JSONResponse({"error": f"body over {MAX_BODY_BYTES} bytes"}, 413)
+        too_big = JSONResponse({"error": f"body over {MAX_BODY_BYTES} bytes"}, 413)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return too_big  # said up front: not a byte is read
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():  # the limit holds while reading, not after
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return too_big
+            chunks.append(chunk)
         try:
-            data = json.loads(raw)
+            data = json.loads(b"".join(chunks))
         except ValueError:
             return JSONResponse({"error": "the body is not JSON"}, 400)
+        except RecursionError:
+            return JSONResponse({"error": "the body is nested too deeply"}, 400)
         if not isinstance(data, dict):
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
         return dict[str, Any](data)  # pyright: ignore[reportUnknownArgumentType]

@@ -1055,8 +1055,7 @@ class EventLog:
                 (-1 if limit is None else limit,),
             )
             return [
-                RunListing(r[0], r[1], r[2], r[3], r[4], _title(r[5]), r[6])
-                for r in cur.fetchall()
+                RunListing(r[0], r[1], r[2], r[3], r[4], _title(r[5]), r[6]) for r in cur.fetchall()
             ]
 
         return await self._call(query)

@@ -370,3 +370,40 @@ def test_a_lone_surrogate_in_a_prompt_breaks_nothing(
         )
         assert listed.returncode == 0, listed.stderr
         assert "\ufffd go [[x]]" in listed.stdout  # and Rich markup is not applied to it
+
+
+def test_a_body_over_the_limit_is_refused_while_it_is_read(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    """The board answers 413 once a body passes its limit — or at once when the declared length
+    does — without waiting for (or buffering) the rest; a deeply nested body is a clean 400."""
+    server = Served(tmp_path, board_env, None)
+    server.start()
+    try:
+
+        def request(head: str, body: bytes) -> str:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+                sock.sendall(
+                    (
+                        f"POST /tasks HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                        f"Authorization: Bearer {server.token}\r\n"
+                        f"Content-Type: application/json\r\n{head}\r\n"
+                    ).encode()
+                    + body
+                )
+                return sock.recv(4096).decode(errors="replace")  # the body is never finished
+
+        huge = request("Content-Length: 419430400\r\n", b'{"prompt": "')
+        assert huge.startswith("HTTP/1.1 413"), huge
+        chunk = b"x" * 65536
+        streamed = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(6))
+        endless = request("Transfer-Encoding: chunked\r\n", streamed)
+        assert endless.startswith("HTTP/1.1 413"), endless
+        deep = server.post(
+            "/tasks",
+            content=b"[" * 100_000 + b"]" * 100_000,
+            headers={"content-type": "application/json"},
+        )
+        assert deep.status_code == 400 and "deeply" in deep.json()["error"]
+    finally:
+        server.close()
