@@ -4,8 +4,9 @@
 
 * ``GET /`` — the board (a column per state, a card per run), ``GET /run/KEY`` — one run's page;
   static files from ``orchestrator/board/static`` (plain JavaScript modules, no build step);
-* ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
-  plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
+* ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the
+  log, kept by the server and brought up to date from its cursor on each request, plus the
+  cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
   ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
@@ -132,11 +133,14 @@ def _page(name: str, hosting: bool) -> str:
     return text.replace("<!--ringleader-meta-->", meta, 1)
 
 
-async def read_board(log: EventLog, page: int = 5000) -> Board:
-    """:mod:`orchestrator.board.projection`'s projection of the whole log (every run, queued ones too)."""
-    board = Board()
+async def read_board(log: EventLog, page: int = 5000, board: Board | None = None) -> Board:
+    """:mod:`orchestrator.board.projection`'s projection of the log (every run, queued ones
+    too). With ``board``: brought up to date from its cursor — only the events appended since
+    are read and applied (the board's own projection is incremental)."""
+    board = board if board is not None else Board()
     for row in await log.runs():
-        board.add_run(row.run_key)
+        if row.run_key not in board.cards:
+            board.add_run(row.run_key)
     while True:
         batch = await log.read_since(board.cursor, limit=page)
         if not batch:
@@ -284,10 +288,14 @@ def board_app(
             return []
         return [entry.to_json() for entry in await hosted.approvals.pending()]
 
+    projection = Board()  # kept and brought up to date per request: never re-projected
+    projecting = trio.Lock()
+
     async def board(request: Request) -> Response:
         if not auth.reads(request):
             return refused()
-        snapshot = await read_board(log)
+        async with projecting:
+            snapshot = await read_board(log, board=projection)
         rows = {r.run_key: r for r in await log.runs()}
         cards: list[dict[str, Any]] = []
         for card in snapshot.cards.values():
