@@ -412,8 +412,10 @@ def test_the_page_never_asks_for_the_whole_board_per_event(
         page.goto(server.page_url)
         page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
         runner = subprocess.run(
-            [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted"]
-            + ["--json", "another shell's run"],
+            [
+                *(sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted"),
+                *("--json", "another shell's run"),
+            ],
             cwd=tmp_path,
             env=env,
             capture_output=True,
