@@ -57,6 +57,7 @@ __all__ = [
     "BudgetExceededError",
     "CapabilityError",
     "ConfigError",
+    "EventLogWriteError",
     "HostError",
     "LineTooLongError",
     "MailboxClosedError",
@@ -435,6 +436,14 @@ class NodeLostError(HostError):
     """The node running the task died; its runs were marked ``interrupted`` on the head."""
 
     event_code = "node_lost"
+
+
+class EventLogWriteError(RingleaderError):
+    """The event log could not be written (the disk is full, a file-size limit, an I/O error):
+    what was committed before stays readable; the run it belonged to is ended as far as can be
+    recorded (the next open of the log ends it when this process is gone)."""
+
+    event_code = "event_log_write_failed"
 
 
 def exception_leaves(error: BaseException) -> list[BaseException]:

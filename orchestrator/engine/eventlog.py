@@ -77,7 +77,7 @@ import attrs
 import outcome
 import trio
 
-from orchestrator.core.errors import single_exception
+from orchestrator.core.errors import EventLogWriteError, single_exception
 from orchestrator.core.events import (
     Done,
     EventFactory,
@@ -454,7 +454,8 @@ def _end_unfinished(
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back itself (a full disk)
+                conn.execute("ROLLBACK")
             raise
         ended.append(key)
     return ended
@@ -490,7 +491,8 @@ def _write_batch(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int] |
             if rows:
                 _insert_rows(conn, rows)
         except sqlite3.Error:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back itself (a full disk)
+                conn.execute("ROLLBACK")
             conn.execute("BEGIN IMMEDIATE")
             out = _write_isolated(conn, batch)
         else:
@@ -524,6 +526,8 @@ def _write_isolated(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int
         try:
             _run_op(conn, op)
         except sqlite3.Error as exc:
+            if not conn.in_transaction:  # SQLite rolled the whole transaction back (disk full)
+                raise
             conn.execute("ROLLBACK TO a")
             conn.execute("RELEASE a")
             out.append(exc)
@@ -656,7 +660,16 @@ class EventLog:
                 _migrate(conn)
                 conn.executescript(_SCHEMA_SESSIONS)
                 conn.executescript(_INDEXES)
-                interrupted = _mark_interrupted(conn, clock())
+                try:
+                    interrupted = _mark_interrupted(conn, clock())
+                except sqlite3.OperationalError as exc:  # a full disk: reading still works
+                    _log.warning(
+                        "event log %s: runs of a dead process could not be marked interrupted "
+                        "(%s); the next open does it",
+                        target,
+                        exc,
+                    )
+                    interrupted = []
                 if interrupted:
                     _log.warning(
                         "event log %s: %d run(s) of a dead process marked interrupted",
@@ -724,23 +737,38 @@ class EventLog:
                 raise
         finally:
             with trio.CancelScope(shield=True):
-                if log._unfinished:  # the runs' owner is going away without their end
-                    ended = await db.call(
-                        functools.partial(
-                            _end_unfinished,
-                            conn,
-                            sorted(log._unfinished),
-                            clock(),
-                            UNFINISHED_AT_CLOSE,
+                try:
+                    if log._unfinished:  # the runs' owner is going away without their end
+                        ended = await db.call(
+                            functools.partial(
+                                _end_unfinished,
+                                conn,
+                                sorted(log._unfinished),
+                                clock(),
+                                UNFINISHED_AT_CLOSE,
+                            )
                         )
+                        if ended:
+                            _log.warning(
+                                "event log %s: %d unfinished run(s) ended at close",
+                                target,
+                                len(ended),
+                            )
+                except sqlite3.OperationalError as exc:  # a full disk: the next open ends them
+                    _log.warning(
+                        "event log %s: the end of %d run(s) could not be recorded (%s); the "
+                        "next open of the log records it",
+                        target,
+                        len(log._unfinished),
+                        exc,
                     )
-                    if ended:
-                        _log.warning(
-                            "event log %s: %d unfinished run(s) ended at close", target, len(ended)
-                        )
-                await db.call(functools.partial(_checkpoint, reader))
-                await db.call(functools.partial(close, opened[0]))
-                db.stop()
+                try:
+                    await db.call(functools.partial(_checkpoint, reader))
+                except sqlite3.OperationalError:  # a full disk: the WAL keeps every commit
+                    _log.debug("event log %s: checkpoint at close failed", target, exc_info=True)
+                finally:
+                    await db.call(functools.partial(close, opened[0]))
+                    db.stop()
 
     async def _call(self, fn: Callable[[], T]) -> T:
         """Run a read in the database thread, after everything queued so far is committed."""
@@ -815,6 +843,18 @@ class EventLog:
             batch.append(op)
         return batch
 
+    def _write_error(self, exc: Exception) -> Exception:
+        """A failed transaction as one clear line (a full disk, a file-size limit, an I/O
+        error): nothing of it was written, what was committed before stays readable."""
+        if not isinstance(exc, sqlite3.Error):
+            return exc
+        error = EventLogWriteError(
+            f"the event log {self.path} could not be written ({exc}: is the disk full?); "
+            "what was recorded before stays readable"
+        )
+        error.__cause__ = exc
+        return error
+
     async def _writer(self) -> None:
         conn = self._conn
         batch: list[_Op] = []
@@ -834,8 +874,8 @@ class EventLog:
                     else:
                         results = await self._db.call(functools.partial(_write_batch, conn, batch))
                 except Exception as exc:
-                    _log.error("event log write failed: %s", type(exc).__name__)
-                    results = [exc] * len(batch)
+                    _log.debug("event log write failed", exc_info=True)
+                    results = [self._write_error(exc)] * len(batch)
                 self.transactions += 1
                 self._uncheckpointed += sum(len(op.rows) for op in batch) + 1
                 if self._uncheckpointed >= _CHECKPOINT_ROWS and not self._checkpointing:
