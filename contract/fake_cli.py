@@ -403,11 +403,21 @@ def _spawn_grandchild(pidfile: str | None) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
+        if pidfile:  # its pid as the harness sees it: in a PID namespace of its own (the
+            # child driver may start runtimes in one) only /proc/self, the host's, says it
+            try:
+                seen = int(os.readlink("/proc/self"))
+            except (OSError, ValueError):
+                seen = os.getpid()
+            tmp = f"{pidfile}.tmp"
+            Path(tmp).write_text(str(seen))
+            os.replace(tmp, pidfile)
         _sleep_forever()
-    if pidfile:
-        tmp = f"{pidfile}.tmp"
-        Path(tmp).write_text(str(pid))
-        os.replace(tmp, pidfile)
+    if pidfile:  # recorded before the runtime goes on (as the parent recording it was)
+        for _ in range(500):
+            if os.path.exists(pidfile):
+                break
+            time.sleep(0.01)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
