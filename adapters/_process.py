@@ -592,9 +592,9 @@ def _probe_pid_namespace() -> tuple[str, ...] | None:
     unshare = shutil.which("unshare")
     if unshare is None:
         return None
-    # /proc stays the host's (no --mount-proc): a pid read there (/proc/self) is the one the
-    # orchestrator, its process registry and the contract suite see
-    base = [unshare, "--pid", "--fork", "--kill-child"]
+    # a /proc of the namespace's own: what runs inside sees its own pids there (Codex's shell
+    # tool needs it); the orchestrator reads the host's
+    base = [unshare, "--pid", "--fork", "--kill-child", "--mount-proc"]
     tries = [base] if os.geteuid() == 0 else []
     tries.append([unshare, "--user", "--map-current-user", *base[1:]])
     for prefix in tries:
