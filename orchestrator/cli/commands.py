@@ -32,6 +32,7 @@ from orchestrator.cli.sidebyside import (
 )
 from orchestrator.core.config import WorkspaceConfig
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.redact import redact_text
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, RunRow
@@ -80,12 +81,25 @@ def usable_state_dir(path: Path | None = None) -> Path:
             raise NotADirectoryError(errno.ENOTDIR, "not a directory")
         with tempfile.TemporaryFile(dir=state):
             pass
+        info = state.stat()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(
             f"the state directory {state} is unusable ({reason}); "
             "set RINGLEADER_STATE_DIR to a writable directory"
         ) from None
+    # as ssh refuses loose key files: another user could plant procs/*.json (processes the
+    # next run kills) or read the log
+    if info.st_uid != os.geteuid():
+        raise ConfigError(
+            f"the state directory {state} belongs to another user (uid {info.st_uid}); "
+            "set RINGLEADER_STATE_DIR to a directory of your own"
+        )
+    if info.st_mode & 0o022:
+        raise ConfigError(
+            f"the state directory {state} is writable by other users "
+            f"(mode {info.st_mode & 0o777:o}); make it private: chmod 700 {state}"
+        )
     return state
 
 
@@ -95,14 +109,15 @@ def crash_report(exc: BaseException) -> str:
     text = "".join(traceback.format_exception(exc))
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     where: Path | None = None
-    for folder in (default_state_dir(), Path(tempfile.gettempdir())):
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            where = folder / f"crash-{stamp}-{os.getpid()}.txt"
-            where.write_text(text, encoding="utf-8")
-            break
-        except OSError:
-            where = None
+    folder = default_state_dir()  # private (0700), never a shared temp directory
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        where = folder / f"crash-{stamp}-{os.getpid()}.txt"
+        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(redact_text(text))
+    except OSError:
+        where = None
     kind = type(exc).__name__
     message = " ".join(str(exc).split())[:200]
     saved = f"; the traceback is in {where}" if where else ""

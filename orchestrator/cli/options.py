@@ -263,8 +263,10 @@ def trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
         raise ConfigError(
             "--trace-file needs the otel extra: pip install 'ringleader[otel]'"
         ) from None
-    try:
-        handle = path.open("w", encoding="utf-8")
+    try:  # private like the log (0600): spans carry run details
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        handle = os.fdopen(fd, "w", encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--trace-file {path}: {exc.strerror or exc}") from None
     stack.callback(handle.close)
