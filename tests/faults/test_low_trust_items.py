@@ -80,3 +80,25 @@ async def test_serving_on_another_loopback_address_answers_at_its_url(tmp_path: 
         answer = await http.get(f"{url}/runs", headers={"authorization": f"Bearer {url.token}"})
         assert answer.status_code == 200
         await trio.lowlevel.checkpoint()
+
+
+def test_ray_auto_without_a_cluster_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="ray is in the dev extra: scripts/setup")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RINGLEADER_", "RAY_"))}
+    env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "RAY_TMPDIR": str(tmp_path / "ray")}
+    answer = subprocess.run(
+        [
+            *(sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted"),
+            *("--ray", "auto", "hi"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert answer.returncode == 2, answer.stderr
+    last = answer.stderr.strip().splitlines()[-1]
+    assert last.startswith("ringleader: no Ray cluster running on this machine"), answer.stderr
+    assert "internal error" not in answer.stderr
