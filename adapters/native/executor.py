@@ -163,12 +163,18 @@ class Executor:
         hooks: Lifecycle | None = None,
         *,
         approvals: ApprovalHandler | None = None,
+        interrupted: bool = False,
     ) -> None:
         """Fill ``batch.results`` (call order); ``approvals`` overrides the executor's approval
         handler for this batch. Raises ``Cancelled`` on a cancel, batch partial,
         :class:`~.lifecycle.RunStopped` when a tool hook stops the run (the calls not started
-        are left open for the loop to close), and ``ToolApprovalRequiredError``."""
-        run = _Run(token, session, hooks, approvals or self.permission_handler)
+        are left open for the loop to close), and ``ToolApprovalRequiredError``.
+
+        ``interrupted``: the calls were left unanswered by a process that stopped (a resumed
+        session): one that needed no approval may have been running then, so it is not run
+        again — the model is told it was interrupted; one that asks for approval goes to the
+        handler (a durable book answers it from its record)."""
+        run = _Run(token, session, hooks, approvals or self.permission_handler, interrupted)
         calls = batch.calls
         i = 0
         while i < len(calls):
@@ -300,6 +306,13 @@ class Executor:
                 "does not allow it.",
                 "denied",
             )
+        if run.interrupted and decision == "allow":
+            return _error(
+                f"The {tool.name} call was interrupted: the process running it stopped before it "
+                "finished, and it was not run again (its effects, if any, may be partial). Check "
+                "the state and run it again if it is still needed.",
+                "aborted",
+            )
         if decision == "ask":
             verdict = await self._check_permission(tool, value, call, run, asked)
             if isinstance(verdict, ToolResultData):
@@ -418,6 +431,7 @@ class _Run:
     session: str
     hooks: Lifecycle | None
     handler: ApprovalHandler | None
+    interrupted: bool = False
 
 
 def _apply(decision: ApprovalDecision) -> ToolResultData | Mapping[str, Any] | None:

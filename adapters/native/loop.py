@@ -385,6 +385,7 @@ class Agent:
             self.store.identifier,
             life if life.tool_hooks else None,
             approvals=state.approvals,
+            interrupted=True,  # never re-run a call that may have been running at the stop
         )
         await self.store.append_messages(
             (
