@@ -37,7 +37,17 @@ What it guarantees:
   and reaps the group (draining stdout meanwhile so a child blocked on a full pipe can still exit).
 
 Exit codes follow :mod:`subprocess`: ``-N`` means killed by signal ``N`` (a shell would say
-``128+N``, e.g. 143 for SIGTERM).
+``128+N``, e.g. 143 for SIGTERM; in a PID namespace, below, the shim reports ``128+N``).
+
+* **A PID namespace per child** (Linux, where ``unshare`` may create one: as root, or with an
+  unprivileged user namespace): the child runs under ``unshare --pid --fork --kill-child`` and a
+  small init shim (:data:`_PID1_SHIM`, PID 1 of the namespace; the runtime is PID 2, so its
+  signals behave as usual). When the runtime exits, or ringleader dies (the parent-death signal
+  kills ``unshare``, whose ``--kill-child`` kills the shim), the kernel kills every process left
+  in the namespace — tools that left the session and scrubbed their environment included, at
+  once, not at the next start. This is only the PID-namespace part: the filesystem sandbox is
+  not here. ``RINGLEADER_PID_NAMESPACE=0`` turns it off; where it cannot be made, children run
+  as before (marks, process groups and the registry still apply).
 """
 
 from __future__ import annotations
@@ -162,8 +172,10 @@ class ChildProcess:
         adapter: str | None,
         session_key: str | None,
         mark: str | None = None,
+        namespaced: bool = False,
     ) -> None:
         self._proc = proc
+        self._namespaced = namespaced
         self.mark = mark
         """The value of ``RINGLEADER_PROC_MARK`` in the environment of the child's whole tree."""
         self.argv: Final = tuple(argv)
@@ -194,7 +206,15 @@ class ChildProcess:
     @property
     def returncode(self) -> int | None:
         """The exit status (``-N``: killed by signal ``N``), or ``None`` while running."""
-        return self._proc.returncode
+        return self._code(self._proc.returncode)
+
+    def _code(self, code: int | None) -> int | None:
+        """In a PID namespace the shim reports a death by signal ``N`` as ``128+N`` (PID 1 cannot
+        die of a signal it sends itself): given back as ``-N``; SIGKILL of the whole namespace
+        from here comes back as ``-9`` already."""
+        if self._namespaced and code is not None and 128 < code <= 128 + 64:
+            return 128 - code
+        return code
 
     @property
     def stderr_tail(self) -> str:
@@ -285,7 +305,8 @@ class ChildProcess:
 
     async def wait(self) -> int:
         """Wait for the child to exit (and, briefly, for the rest of its stderr); return its code."""
-        code = await self._proc.wait()
+        code = self._code(await self._proc.wait())
+        assert code is not None
         # Members of the group left behind (tools still running) hold stderr open: no EOF to wait for.
         if not _group_has_live_members(self._pgid):
             with trio.move_on_after(_STDERR_EOF_WAIT):
@@ -528,6 +549,72 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+PID_NAMESPACE_ENV: Final = "RINGLEADER_PID_NAMESPACE"
+
+_PID1_SHIM: Final = """\
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handler: PID 1 ignores what comes from outside
+pid = os.fork()
+if pid == 0:
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # what Python ignores, the runtime must not
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    except OSError as exc:
+        sys.stderr.write(f"{sys.argv[1]}: {exc.strerror}\\n")
+        os._exit(127)
+# PID 1 of the namespace: signals from outside without a handler are ignored here, so the group
+# signal reaches the runtime (PID 2) alone; reap every orphan, leave with the runtime's status
+while True:
+    try:
+        done, status = os.wait()
+    except ChildProcessError:
+        os._exit(0)
+    if done == pid:
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+"""
+"""PID 1 of a child's namespace (run with ``python -c``): forks the runtime, reaps orphans, exits
+with the runtime's status (the kernel then kills whatever is left in the namespace)."""
+
+
+def _pid_namespace_prefix() -> tuple[str, ...] | None:
+    """The argv prefix that starts a child in a PID namespace of its own, or None where one
+    cannot be made (``unshare`` missing, no privilege: probed once) or it is turned off
+    (``RINGLEADER_PID_NAMESPACE=0``, read at each spawn)."""
+    if os.environ.get(PID_NAMESPACE_ENV, "1").lower() in ("0", "off", "no", "false"):
+        return None
+    return _probe_pid_namespace()
+
+
+@functools.cache
+def _probe_pid_namespace() -> tuple[str, ...] | None:
+    if sys.platform != "linux":
+        return None
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    # a /proc of the namespace's own: what runs inside sees its own pids there (Codex's shell
+    # tool needs it); the orchestrator reads the host's
+    base = [unshare, "--pid", "--fork", "--kill-child", "--mount-proc"]
+    tries = [base] if os.geteuid() == 0 else []
+    tries.append([unshare, "--user", "--map-current-user", *base[1:]])
+    for prefix in tries:
+        try:
+            probe = subprocess.run(
+                [*prefix, sys.executable, "-c", _PID1_SHIM, "true"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if probe.returncode == 0:
+            return (*prefix, sys.executable, "-c", _PID1_SHIM)
+    return None
+
+
 async def _spawn(
     args: list[str],
     *,
@@ -693,8 +780,11 @@ async def open_child(
         if registry is None
         else functools.partial(registry.record, mark, adapter=adapter, session_key=session_key)
     )
+    prefix = await trio.to_thread.run_sync(_pid_namespace_prefix)  # cached after the first
     try:
-        proc = await _spawn(args, stdin=stdin, env=env, cwd=cwd, on_spawned=record)
+        proc = await _spawn(
+            [*prefix, *args] if prefix else args, stdin=stdin, env=env, cwd=cwd, on_spawned=record
+        )
     except OSError as exc:
         raise RuntimeStartError(
             f"could not start {args[0]}: {exc}", adapter=adapter, session_key=session_key
@@ -709,6 +799,7 @@ async def open_child(
         adapter=adapter,
         session_key=session_key,
         mark=mark,
+        namespaced=bool(prefix),
     )
     try:
         async with trio.open_nursery() as nursery:

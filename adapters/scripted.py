@@ -96,6 +96,15 @@ class ResultFrame(BaseModel):
     error_code: str | None = Field(default=None, alias="errorCode")
 
 
+class StatusFrame(BaseModel):
+    """A runtime's status line (``Reconnecting… 2/5``): talk, not progress."""
+
+    model_config = _FRAME
+    type: Literal["status"]
+    phase: Literal["init", "thinking", "running", "turn-complete", "rate_limited"] = "running"
+    detail: str | None = None
+
+
 class SleepFrame(BaseModel):
     """Replay only: wait this long before the next frame."""
 
@@ -105,7 +114,14 @@ class SleepFrame(BaseModel):
 
 
 ScriptedFrame: TypeAlias = Annotated[
-    InitFrame | TextFrame | ToolCallFrame | ToolResultFrame | UsageFrame | ResultFrame | SleepFrame,
+    InitFrame
+    | TextFrame
+    | ToolCallFrame
+    | ToolResultFrame
+    | UsageFrame
+    | ResultFrame
+    | StatusFrame
+    | SleepFrame,
     Field(discriminator="type"),
 ]
 _FRAME_ADAPTER: TypeAdapter[ScriptedFrame] = TypeAdapter(ScriptedFrame)
@@ -155,6 +171,8 @@ def normalize_frame(
                 return make.finish("success", frame.summary)
             message = frame.error_message or "error"
             return make.fail(message, code=frame.error_code, summary=frame.summary or message)
+        case "status":
+            return [make.status(frame.phase, detail=frame.detail)]
         case "sleep":
             return []
 

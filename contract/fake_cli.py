@@ -248,7 +248,14 @@ def grandchild_pids() -> list[int]:
     pids: list[int] = []
     for record in sorted(_state_dir().glob("grandchild-*.pid")):
         with suppress(OSError, ValueError):
-            pids.append(int(record.read_text()))
+            text = record.read_text().strip()
+            if not text:  # not resolved yet: find it while it runs, and remember it
+                found = _find_tagged(str(record))
+                if found is None:
+                    continue
+                record.write_text(str(found))
+                text = str(found)
+            pids.append(int(text))
     return pids
 
 
@@ -403,11 +410,33 @@ def _spawn_grandchild(pidfile: str | None) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
+        if pidfile:  # named in its command line: the harness finds its pid by it, as it sees
+            # it (in a PID namespace of its own the child driver may start runtimes in, the pid
+            # known here is the namespace's)
+            code = "import time\nwhile True: time.sleep(3600)"
+            os.execv(sys.executable, [sys.executable, "-c", code, _GRANDCHILD_TAG, pidfile])
         _sleep_forever()
     if pidfile:
         tmp = f"{pidfile}.tmp"
-        Path(tmp).write_text(str(pid))
+        Path(tmp).write_text("")  # the pid is found by grandchild_pids() (see above)
         os.replace(tmp, pidfile)
+
+
+_GRANDCHILD_TAG = "ringleader-fake-cli-grandchild"
+
+
+def _find_tagged(pidfile: str) -> int | None:
+    """The pid (as this process sees it) of the grandchild whose command line names ``pidfile``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if _GRANDCHILD_TAG.encode() in argv and pidfile.encode() in argv:
+            return int(entry.name)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

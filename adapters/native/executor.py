@@ -179,12 +179,25 @@ class Executor:
         *,
         approvals: ApprovalHandler | None = None,
         hand_over: HandOverFunction | None = None,
+        interrupted: bool = False,
     ) -> None:
         """Fill ``batch.results`` (call order); ``approvals`` overrides the executor's approval
         handler for this batch, ``hand_over`` reaches every tool as ``ToolContext.hand_over``. Raises ``Cancelled`` on a cancel, batch partial,
         :class:`~.lifecycle.RunStopped` when a tool hook stops the run (the calls not started
-        are left open for the loop to close), and ``ToolApprovalRequiredError``."""
-        run = _Run(token, session, hooks, approvals or self.permission_handler, hand_over)
+        are left open for the loop to close), and ``ToolApprovalRequiredError``.
+
+        ``interrupted``: the calls were left unanswered by a process that stopped (a resumed
+        session): one that needed no approval may have been running then, so it is not run
+        again — the model is told it was interrupted; one that asks for approval goes to the
+        handler (a durable book answers it from its record)."""
+        run = _Run(
+            token,
+            session,
+            hooks,
+            approvals or self.permission_handler,
+            hand_over=hand_over,
+            interrupted=interrupted,
+        )
         calls = batch.calls
         i = 0
         while i < len(calls):
@@ -318,6 +331,13 @@ class Executor:
                 "does not allow it.",
                 "denied",
             )
+        if run.interrupted and decision == "allow":
+            return _error(
+                f"The {tool.name} call was interrupted: the process running it stopped before it "
+                "finished, and it was not run again (its effects, if any, may be partial). Check "
+                "the state and run it again if it is still needed.",
+                "aborted",
+            )
         if decision == "ask":
             verdict = await self._check_permission(tool, value, call, run, asked)
             if isinstance(verdict, ToolResultData):
@@ -442,6 +462,7 @@ class _Run:
     hooks: Lifecycle | None
     handler: ApprovalHandler | None
     hand_over: HandOverFunction | None = None
+    interrupted: bool = False
 
 
 def _apply(decision: ApprovalDecision) -> ToolResultData | Mapping[str, Any] | None:

@@ -386,6 +386,7 @@ class Agent:
             life if life.tool_hooks else None,
             approvals=state.approvals,
             hand_over=state.hand_over,
+            interrupted=True,  # never re-run a call that may have been running at the stop
         )
         await self.store.append_messages(
             (

@@ -26,6 +26,7 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
     from adapters.native import NativeAdapter, PermissionPolicy, Price, PriceTable, create_adapter
     from adapters.native.app_config import config_app
     from adapters.native.models.base import ModelAdapter
+    from adapters.native.models.providers import canonical_provider
 
     refuse_unused("native", config, "binary", "extra_args", "mode")
     key = config.api_key()
@@ -36,12 +37,20 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
 
     def model_factory(opts: StartOpts) -> ModelAdapter:
         env: dict[str, str] = {**os.environ, **opts.env}
-        provider = config.provider or env.get("RINGLEADER_NATIVE_PROVIDER", "anthropic")
-        model = opts.model or config.model
+        configured = config.provider or env.get("RINGLEADER_NATIVE_PROVIDER", "anthropic")
+        provider, model = configured, opts.model or config.model
         if model and ":" in model:
             provider, model = model.split(":", 1)
+        # the configured key and URL belong to the configured provider: a model naming another
+        # provider (`--model ollama:x`, the board's form) gets that provider's own key and URL
+        # from the environment, never ours
+        ours = canonical_provider(provider) == canonical_provider(configured)
         return create_adapter(
-            provider=provider, model=model or None, api_key=key, base_url=config.base_url, env=env
+            provider=provider,
+            model=model or None,
+            api_key=key if ours else None,
+            base_url=config.base_url if ours else None,
+            env=env,
         )
 
     prices = PriceTable()

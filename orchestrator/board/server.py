@@ -5,8 +5,9 @@
 * ``GET /`` — the board (a column per state, a card per run), ``GET /run/KEY`` — one run's page;
 * ``GET /usage`` — the quota meters per runtime and account (:mod:`orchestrator.core.quota`);
   static files from ``orchestrator/board/static`` (plain JavaScript modules, no build step);
-* ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
-  plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
+* ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the
+  log, kept by the server and brought up to date from its cursor on each request, plus the
+  cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
   ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "scope"?, "message"?,
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
@@ -108,7 +109,7 @@ class BoardHost:
             task_id=task_id, title=prompt, model=model or None, **dict(self.task_defaults)
         )
         ref = self.host.submit(runtime_id, task)
-        self.titles[base_key(runtime_id, task_id)] = prompt
+        self.titles[base_key(runtime_id, task_id)] = task.title  # valid Unicode (TaskSpec)
         return ref
 
     def find(self, run_key: str) -> TaskRef | None:
@@ -145,11 +146,14 @@ def _page(name: str, hosting: bool) -> str:
     return text.replace("<!--ringleader-meta-->", meta, 1)
 
 
-async def read_board(log: EventLog, page: int = 5000) -> Board:
-    """:mod:`orchestrator.board.projection`'s projection of the whole log (every run, queued ones too)."""
-    board = Board()
+async def read_board(log: EventLog, page: int = 5000, board: Board | None = None) -> Board:
+    """:mod:`orchestrator.board.projection`'s projection of the log (every run, queued ones
+    too). With ``board``: brought up to date from its cursor — only the events appended since
+    are read and applied (the board's own projection is incremental)."""
+    board = board if board is not None else Board()
     for row in await log.runs():
-        board.add_run(row.run_key)
+        if row.run_key not in board.cards:
+            board.add_run(row.run_key)
     while True:
         batch = await log.read_since(board.cursor, limit=page)
         if not batch:
@@ -183,13 +187,23 @@ def board_app(
     async def body(request: Request) -> dict[str, Any] | Response:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "send JSON (Content-Type: application/json)"}, 415)
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            return JSONResponse({"error": f"body over {MAX_BODY_BYTES} bytes"}, 413)
+        too_big = JSONResponse({"error": f"body over {MAX_BODY_BYTES} bytes"}, 413)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return too_big  # said up front: not a byte is read
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():  # the limit holds while reading, not after
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return too_big
+            chunks.append(chunk)
         try:
-            data = json.loads(raw)
+            data = json.loads(b"".join(chunks))
         except ValueError:
             return JSONResponse({"error": "the body is not JSON"}, 400)
+        except RecursionError:
+            return JSONResponse({"error": "the body is nested too deeply"}, 400)
         if not isinstance(data, dict):
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
         return dict[str, Any](data)  # pyright: ignore[reportUnknownArgumentType]
@@ -348,10 +362,14 @@ def board_app(
             return []
         return [entry.to_json() for entry in await hosted.approvals.pending()]
 
+    projection = Board()  # kept and brought up to date per request: never re-projected
+    projecting = trio.Lock()
+
     async def board(request: Request) -> Response:
         if not auth.reads(request):
             return refused()
-        snapshot = await read_board(log)
+        async with projecting:
+            snapshot = await read_board(log, board=projection)
         rows = {r.run_key: r for r in await log.runs()}
         cards: list[dict[str, Any]] = []
         for card in snapshot.cards.values():
@@ -408,7 +426,8 @@ def board_app(
         title = hosted.title(key) if hosted is not None else None
         if title is None and mine.outcome:
             title = mine.outcome.get("title")
-        return JSONResponse({"run": run_json(mine), "title": title, "related": related})
+        meta = {"run": run_json(mine), "title": title, "related": related}
+        return JSONResponse(meta | _chain_fields(mine.outcome))
 
     async def usage(request: Request) -> Response:
         """The quota meters (``orchestrator/core/quota.py``): per runtime and account, the

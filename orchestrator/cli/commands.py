@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from orchestrator.cli.batch import load_batch
 from orchestrator.cli.live import PlainView, format_cost, make_view
@@ -31,6 +32,7 @@ from orchestrator.cli.sidebyside import (
 )
 from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.redact import redact_text
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.accounts import check_targets, targets
 from orchestrator.engine.actor import EventSink
@@ -80,12 +82,25 @@ def usable_state_dir(path: Path | None = None) -> Path:
             raise NotADirectoryError(errno.ENOTDIR, "not a directory")
         with tempfile.TemporaryFile(dir=state):
             pass
+        info = state.stat()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(
             f"the state directory {state} is unusable ({reason}); "
             "set RINGLEADER_STATE_DIR to a writable directory"
         ) from None
+    # as ssh refuses loose key files: another user could plant procs/*.json (processes the
+    # next run kills) or read the log
+    if info.st_uid != os.geteuid():
+        raise ConfigError(
+            f"the state directory {state} belongs to another user (uid {info.st_uid}); "
+            "set RINGLEADER_STATE_DIR to a directory of your own"
+        )
+    if info.st_mode & 0o022:
+        raise ConfigError(
+            f"the state directory {state} is writable by other users "
+            f"(mode {info.st_mode & 0o777:o}); make it private: chmod 700 {state}"
+        )
     return state
 
 
@@ -95,14 +110,15 @@ def crash_report(exc: BaseException) -> str:
     text = "".join(traceback.format_exception(exc))
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     where: Path | None = None
-    for folder in (default_state_dir(), Path(tempfile.gettempdir())):
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            where = folder / f"crash-{stamp}-{os.getpid()}.txt"
-            where.write_text(text, encoding="utf-8")
-            break
-        except OSError:
-            where = None
+    folder = default_state_dir()  # private (0700), never a shared temp directory
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        where = folder / f"crash-{stamp}-{os.getpid()}.txt"
+        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(redact_text(text))
+    except OSError:
+        where = None
     kind = type(exc).__name__
     message = " ".join(str(exc).split())[:200]
     saved = f"; the traceback is in {where}" if where else ""
@@ -423,8 +439,9 @@ async def list_runs(*, as_json: bool, out: TextIO, limit: int | None = 50) -> in
     table = Table(box=None, pad_edge=False)
     for name in ("time", "runtime", "status", "prompt", "cost", "run key"):
         table.add_column(name, overflow="fold" if name == "run key" else "ellipsis")
-    for cell in cells:
-        table.add_row(*cell)
+    for time_, runtime, status, prompt, cost, key in cells:
+        # user text as Text: never read as Rich markup ("[[x]] go" stays as it is)
+        table.add_row(time_, Text(runtime), status, Text(prompt), cost, Text(key))
     _console(out).print(table)
     return 0
 

@@ -388,6 +388,7 @@ def governance_for(args: argparse.Namespace, config: LoadedConfig) -> Governance
         usd=args.budget_usd,
         tokens=args.budget_tokens,
         wall_s=args.max_wall,
+        stall_s=getattr(args, "max_stall", None),
         allow_estimates=True if args.allow_estimates else None,
         state_dir=usable_state_dir(),  # breakers outlive the command
     )
@@ -417,8 +418,10 @@ def trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
         raise ConfigError(
             "--trace-file needs the otel extra: pip install 'ringleader[otel]'"
         ) from None
-    try:
-        handle = path.open("w", encoding="utf-8")
+    try:  # private like the log (0600): spans carry run details
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        handle = os.fdopen(fd, "w", encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--trace-file {path}: {exc.strerror or exc}") from None
     stack.callback(handle.close)
@@ -456,6 +459,15 @@ def budget_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="stop a run after this much wall time; e.g. --max-wall 600",
+    )
+    parser.add_argument(
+        "--max-stall",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="end a run as error{stalled} once its runtime has gone this long without progress "
+        "(no text, tool call or result; statuses such as reconnect attempts do not count); "
+        "default 1200; e.g. --max-stall 300",
     )
     parser.add_argument(
         "--trace-file",

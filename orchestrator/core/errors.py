@@ -60,6 +60,7 @@ __all__ = [
     "BudgetExceededError",
     "CapabilityError",
     "ConfigError",
+    "EventLogWriteError",
     "HostError",
     "LineTooLongError",
     "MailboxClosedError",
@@ -474,6 +475,14 @@ class ApplyRefusedError(ReviewError):
     def __init__(self, message: str, *, files: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.files = files
+
+
+class EventLogWriteError(RingleaderError):
+    """The event log could not be written (the disk is full, a file-size limit, an I/O error):
+    what was committed before stays readable; the run it belonged to is ended as far as can be
+    recorded (the next open of the log ends it when this process is gone)."""
+
+    event_code = "event_log_write_failed"
 
 
 def exception_leaves(error: BaseException) -> list[BaseException]:

@@ -48,6 +48,7 @@ __all__ = [
     "event_to_json",
     "now_ms",
     "usage_of",
+    "valid_text",
     "with_seq",
     "with_text",
 ]
@@ -317,6 +318,19 @@ def event_to_json(event: RuntimeEvent) -> str:
         data = event.model_dump(by_alias=True)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode: each lone surrogate (``"\\ud800"`` from a JSON body, an
+    undecodable argument) becomes U+FFFD, as JavaScript's UTF-8 encoder writes it. Text that
+    enters the engine (a task's prompt) passes here, so nothing stored can fail to encode."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def event_from_json(data: str | bytes) -> RuntimeEvent:

@@ -36,6 +36,7 @@ import trio
 
 __all__ = [
     "DEFAULT_RUN_SILENT_TIMEOUT_S",
+    "DEFAULT_RUN_STALL_TIMEOUT_S",
     "IDLE_ABORT_GRACE_S",
     "IdleGuard",
     "with_idle_timeout",
@@ -45,6 +46,10 @@ T = TypeVar("T")
 
 DEFAULT_RUN_SILENT_TIMEOUT_S = 30 * 60.0
 """A run that says nothing for 30 minutes is considered wedged."""
+DEFAULT_RUN_STALL_TIMEOUT_S = 20 * 60.0
+"""A run whose runtime keeps talking (statuses, retries, "Reconnecting…") without progress —
+no text, tool call, tool result or cost — for 20 minutes ends ``error{stalled}`` (the actor's
+``stall_s``)."""
 IDLE_ABORT_GRACE_S = 5.0
 """After ``on_idle`` fires, this long is allowed for the terminal to arrive."""
 

@@ -61,7 +61,7 @@ _PATTERNS = (
     (re.compile(r"sk-[A-Za-z0-9_\-]{8,}"), REDACTED),
     # bearer tokens in headers or logs
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"), r"\1" + REDACTED),
-    # key=value / "key": "value" shapes
+    # key=value / "key": "value" shapes: the value goes, the name stays
     (
         re.compile(
             r"(?i)((?:api[_-]?key|auth[_-]?token|access[_-]?token|secret|password|x-api-key)"
@@ -70,6 +70,59 @@ _PATTERNS = (
         r"\1" + REDACTED,
     ),
 )
+# Token formats printed by tools, from their issuers' documented shapes (the formats Yelp's
+# detect-secrets plugins and gitleaks' rules look for; written here, not copied). Each pattern
+# starts with a literal (the regex engine then searches for it, not tries every position) and
+# runs only when that literal is in the text: plain ``in`` tests, tens of ns on a delta.
+_GITHUB = re.compile(r"gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}")
+"""GitHub: ghp_/gho_/ghu_/ghs_/ghr_ + 36+ base62 (classic, OAuth, app), github_pat_ (fine-grained)."""
+_AWS_KEY_ID = re.compile(r"A(?:KIA|SIA)[A-Z2-7]{16}(?![A-Za-z0-9])")
+"""AWS access key ids: AKIA (long-term) or ASIA (temporary) + 16 upper-case base32."""
+_SLACK = re.compile(r"xox[abeprs]-[A-Za-z0-9-]{10,}")
+"""Slack tokens: xoxb- (bot), xoxp- (user), xoxa-/xoxr-/xoxs-/xoxe-."""
+_SLACK_HOOK = re.compile(r"hooks\.slack\.com/services/[A-Za-z0-9/_]{20,}")
+_STRIPE = re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}")
+"""Stripe secret (sk_) and restricted (rk_) keys; publishable pk_ keys are public."""
+_GOOGLE = re.compile(r"AIza[0-9A-Za-z_\-]{35}")
+"""Google API keys: AIza + 35."""
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+"""JSON Web Tokens: three base64url parts, the first two JSON objects ({" → eyJ)."""
+_PEM = re.compile(
+    r"-----BEGIN[A-Z ]{0,20} PRIVATE KEY-----"
+    r"(?:[\s\S]*?-----END[A-Z ]{0,20} PRIVATE KEY-----|[\s\S]*\Z)"
+)
+"""PEM private keys (RSA, EC, OpenSSH, PKCS#8 …): the whole block (a truncated one: to the end)."""
+
+
+def _redact_formats(text: str) -> str:
+    """``text`` with every token of a known format (above) replaced. Each test is gated by a
+    one-character scan (``memchr``: a fraction of a ns a character) so ordinary text pays
+    almost nothing for the formats it cannot hold."""
+    if "_" in text:  # GitHub, Stripe
+        if "github_pat_" in text or ("gh" in text and _GITHUB_HINT.search(text)):
+            text = _GITHUB.sub(REDACTED, text)
+        if "k_live_" in text or "k_test_" in text:
+            text = _STRIPE.sub(REDACTED, text)
+    if "A" in text:  # AWS key ids, Google keys
+        if "AKIA" in text or "ASIA" in text:
+            text = _AWS_KEY_ID.sub(REDACTED, text)
+        if "AIza" in text:
+            text = _GOOGLE.sub(REDACTED, text)
+    if "-" in text:  # Slack tokens, PEM blocks
+        if "xox" in text:
+            text = _SLACK.sub(REDACTED, text)
+        if "-----BEGIN" in text:
+            text = _PEM.sub(REDACTED, text)
+    if "J" in text and "eyJ" in text:
+        text = _JWT.sub(REDACTED, text)
+    return text
+
+
+_GITHUB_HINT = re.compile(r"gh[pousr]_")
+
+
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,20}://[^\s:/@]{1,256}:)([^\s@/]{1,256})(@)")
+"""``scheme://user:password@host`` (a ``DATABASE_URL``, a git remote): the password goes."""
 _SK_TAIL = r"sk?\Z|sk-[A-Za-z0-9_\-]*\Z"
 _KEY_CHARS = string.ascii_letters + string.digits + "_-"
 """What may follow ``sk-`` in a key (the class in ``_SK_TAIL`` and the ``sk-…`` pattern)."""
@@ -163,12 +216,27 @@ def register_secret(value: str | None) -> None:
 
 
 def register_env_secrets(env: Mapping[str, str]) -> None:
-    """Register the values of ``env``'s secret-looking variables (see the module docstring)."""
-    _KNOWN.add(
-        value.strip()
-        for name, value in env.items()
-        if name not in _NOT_SECRET_NAMES and _SECRET_NAME.search(name)
-    )
+    """Register the values of ``env``'s secret-looking variables, and the password of every
+    ``scheme://user:password@host`` value whatever its variable is called (a ``DATABASE_URL``);
+    see the module docstring. A value that is itself a variable's name (``API_KEY_ENV=
+    ANTHROPIC_API_KEY``) or a file's path (``…_TOKEN_FILE``) is not a secret: redacting it
+    would hide the name, not a value."""
+    values: list[str] = []
+    for name, value in env.items():
+        if "://" in value and "@" in value:
+            values += (m.group(2) for m in _URL_PASSWORD.finditer(value))
+        if name in _NOT_SECRET_NAMES or not _SECRET_NAME.search(name):
+            continue
+        value = value.strip()
+        if _ENV_NAME_VALUE.match(value) or name.endswith(_NAME_OR_PATH_SUFFIXES):
+            continue
+        values.append(value)
+    _KNOWN.add(values)
+
+
+_ENV_NAME_VALUE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+"""An upper-case snake-case identifier: a variable's name, not a key (keys mix case)."""
+_NAME_OR_PATH_SUFFIXES = ("_ENV", "_FILE", "_PATH", "_DIR")
 
 
 def known_secret_count() -> int:
@@ -182,6 +250,12 @@ def redact_text(text: str) -> str:
     regex = _KNOWN.regex
     if regex is not None and (len(text) <= _LONG_TEXT or _mentions_known(text)):
         text = regex.sub(REDACTED, text)
+    if ":" in text and "://" in text:
+        if "@" in text:
+            text = _URL_PASSWORD.sub(r"\1" + REDACTED + r"\3", text)
+        if "hooks.slack.com" in text:
+            text = _SLACK_HOOK.sub(REDACTED, text)
+    text = _redact_formats(text)
     low = text.lower()
     if not (  # a pattern can only match text holding one of these words
         "sk-" in low

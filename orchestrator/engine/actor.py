@@ -42,6 +42,7 @@ from orchestrator.core.events import (
 )
 from orchestrator.core.idle import (
     DEFAULT_RUN_SILENT_TIMEOUT_S,
+    DEFAULT_RUN_STALL_TIMEOUT_S,
     IDLE_ABORT_GRACE_S,
     IdleGuard,
     with_idle_timeout,
@@ -113,6 +114,12 @@ class RunActor:
     capabilities: Capabilities
     idle_s: float = DEFAULT_RUN_SILENT_TIMEOUT_S
     grace_s: float = IDLE_ABORT_GRACE_S
+    stall_s: float | None = DEFAULT_RUN_STALL_TIMEOUT_S
+    """A run that makes no progress — no text, tool call, tool result or cost — for this long
+    while its runtime keeps talking (statuses such as Codex's "Reconnecting…", retries) is
+    aborted and ends ``error{stalled}`` (None: never); a run that goes entirely silent is the
+    idle guard's (``idle_s``, ``error{runtime_silent}``). Paused while it waits for a person's
+    approval."""
     clock: Callable[[], int] = now_ms
     on_event: Callable[[RuntimeEvent], Awaitable[None] | None] | None = None
     """Called for each event before its batch goes to the sink (the runner records the session
@@ -129,6 +136,12 @@ class RunActor:
     fenced: bool = attrs.field(init=False, default=False)
     finished: trio.Event = attrs.field(init=False, factory=trio.Event)
     _abort_requested: bool = attrs.field(init=False, default=False)
+    _stalled: bool = attrs.field(init=False, default=False)
+    _progress_at: float = attrs.field(init=False, default=0.0)
+    _waiting: bool = attrs.field(init=False, default=False)
+    _chatter: bool = attrs.field(init=False, default=False)
+    _pull_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
+    _cut: bool = attrs.field(init=False, default=False)
     _send: trio.MemorySendChannel[_Message] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[_Message] = attrs.field(init=False)
 
@@ -212,6 +225,9 @@ class RunActor:
             nursery.start_soon(self._serve_mailbox)
             if guard is not None and guard.wall_s is not None:
                 nursery.start_soon(self._wall_clock, guard, guard.wall_s)
+            self._progress_at = trio.current_time()
+            if self.stall_s is not None:
+                nursery.start_soon(self._stall_watch, self.stall_s)
             # the one choke point: every event is redacted here, before the sink (the event log,
             # then subscribers) and before the outcome, runs table and handoff notes see it
             redactor = StreamRedactor()
@@ -221,9 +237,19 @@ class RunActor:
                 # one pull takes every event the stream holds (up to _BATCH): one sink call
                 # per burst, and no timer for events that were already waiting
                 while done is None:
+                    raw: list[RuntimeEvent] = []
+                    self._pull_scope = scope = trio.CancelScope()
+                    if self._cut:
+                        scope.cancel()
                     try:
-                        raw = await guarded.next_batch(_BATCH)
+                        with scope:
+                            raw = await guarded.next_batch(_BATCH)
                     except StopAsyncIteration:
+                        break
+                    if not raw:  # stalled, and the runtime said nothing more: pull cancelled
+                        break
+                    if self._stalled:  # aborted for want of progress: its own end is not ours
+                        await self._stop(guarded)
                         break
                     # a producer that is still going (one publish per frame: a CLI streaming
                     # tokens one line per read) adds to the batch while we yield: keep taking
@@ -276,9 +302,15 @@ class RunActor:
                                 gap = missing_fields(event.detail)
                                 if gap is not None:
                                     missing.append(gap)
-                    # a run waiting for a person's approval is not silent
+                    # a run waiting for a person's approval is not silent, nor stalled
                     last = raw[-1]
                     guarded.paused = type(last) is Status and last.phase == "waiting_approval"
+                    self._waiting = guarded.paused
+                    if any(kind is not Status for kind in kinds):
+                        self._progress_at = trio.current_time()
+                        self._chatter = False
+                    else:
+                        self._chatter = True
                     await self._deliver(batch)
                     if guard is not None and guard.tripped is not None and done is None:
                         await self._stop(guarded)
@@ -315,6 +347,25 @@ class RunActor:
             unknown_frames=tuple(dict.fromkeys(unknown)),
             missing_fields=tuple(dict.fromkeys(missing)),
         )
+
+    async def _stall_watch(self, stall_s: float) -> None:
+        """Abort the run once it has gone ``stall_s`` without progress (see :attr:`stall_s`)."""
+        while True:
+            await trio.sleep_until(self._progress_at + stall_s)
+            if self._waiting or not self._chatter:
+                # a person's turn is not a stall; silence is the idle guard's
+                self._progress_at = max(self._progress_at, trio.current_time() - stall_s / 2)
+                await trio.sleep(stall_s / 2)
+                continue
+            if trio.current_time() >= self._progress_at + stall_s:
+                break
+        self._stalled = True
+        _log.warning("%s: no progress for %gs; aborting it", self.run_key, stall_s)
+        with trio.move_on_after(self.grace_s):
+            await self.adapter.abort(self.run_handle)
+        await trio.sleep(self.grace_s)
+        self._cut = True  # the runtime said nothing more: end the run here
+        self._pull_scope.cancel()
 
     async def _wall_clock(self, guard: RunGuard, wall_s: float) -> None:
         await trio.sleep(wall_s)
@@ -366,6 +417,13 @@ class RunActor:
                 detail = f"resets at {trip.resets_at_ms // 1000}"
                 events.append(make.rate_limited(detail, trip.resets_at_ms))
             events += make.fail(trip.message, code=trip.code, summary=summary or trip.message)
+            fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
+        elif self._stalled:
+            message = (
+                f"no progress for {self.stall_s:g}s (no text, tool call or result; statuses do "
+                "not count); run ended as stalled"
+            )
+            events = make.fail(message, code="stalled", summary=summary or message)
             fatal = next((e for e in events if isinstance(e, ErrorEvent)), fatal)
         elif self._abort_requested:
             events = make.finish("aborted", summary)

@@ -71,13 +71,13 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import attrs
 import outcome
 import trio
 
-from orchestrator.core.errors import single_exception
+from orchestrator.core.errors import EventLogWriteError, single_exception
 from orchestrator.core.events import (
     Done,
     EventFactory,
@@ -85,6 +85,7 @@ from orchestrator.core.events import (
     event_from_json,
     event_to_json,
     now_ms,
+    valid_text,
 )
 from orchestrator.core.lifetime import ProcessIdentity, ensure_private_dir
 
@@ -517,7 +518,8 @@ def _end_unfinished(
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back itself (a full disk)
+                conn.execute("ROLLBACK")
             raise
         ended.append(key)
     return ended
@@ -553,7 +555,8 @@ def _write_batch(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int] |
             if rows:
                 _insert_rows(conn, rows)
         except sqlite3.Error:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back itself (a full disk)
+                conn.execute("ROLLBACK")
             conn.execute("BEGIN IMMEDIATE")
             out = _write_isolated(conn, batch)
         else:
@@ -587,6 +590,8 @@ def _write_isolated(conn: sqlite3.Connection, batch: list[_Op]) -> list[list[int
         try:
             _run_op(conn, op)
         except sqlite3.Error as exc:
+            if not conn.in_transaction:  # SQLite rolled the whole transaction back (disk full)
+                raise
             conn.execute("ROLLBACK TO a")
             conn.execute("RELEASE a")
             out.append(exc)
@@ -720,7 +725,16 @@ class EventLog:
                 conn.executescript(_SCHEMA_SESSIONS)
                 conn.executescript(_SCHEMA_WORKSPACES)
                 conn.executescript(_INDEXES)
-                interrupted = _mark_interrupted(conn, clock())
+                try:
+                    interrupted = _mark_interrupted(conn, clock())
+                except sqlite3.OperationalError as exc:  # a full disk: reading still works
+                    _log.warning(
+                        "event log %s: runs of a dead process could not be marked interrupted "
+                        "(%s); the next open does it",
+                        target,
+                        exc,
+                    )
+                    interrupted = []
                 if interrupted:
                     _log.warning(
                         "event log %s: %d run(s) of a dead process marked interrupted",
@@ -788,23 +802,38 @@ class EventLog:
                 raise
         finally:
             with trio.CancelScope(shield=True):
-                if log._unfinished:  # the runs' owner is going away without their end
-                    ended = await db.call(
-                        functools.partial(
-                            _end_unfinished,
-                            conn,
-                            sorted(log._unfinished),
-                            clock(),
-                            UNFINISHED_AT_CLOSE,
+                try:
+                    if log._unfinished:  # the runs' owner is going away without their end
+                        ended = await db.call(
+                            functools.partial(
+                                _end_unfinished,
+                                conn,
+                                sorted(log._unfinished),
+                                clock(),
+                                UNFINISHED_AT_CLOSE,
+                            )
                         )
+                        if ended:
+                            _log.warning(
+                                "event log %s: %d unfinished run(s) ended at close",
+                                target,
+                                len(ended),
+                            )
+                except sqlite3.OperationalError as exc:  # a full disk: the next open ends them
+                    _log.warning(
+                        "event log %s: the end of %d run(s) could not be recorded (%s); the "
+                        "next open of the log records it",
+                        target,
+                        len(log._unfinished),
+                        exc,
                     )
-                    if ended:
-                        _log.warning(
-                            "event log %s: %d unfinished run(s) ended at close", target, len(ended)
-                        )
-                await db.call(functools.partial(_checkpoint, reader))
-                await db.call(functools.partial(close, opened[0]))
-                db.stop()
+                try:
+                    await db.call(functools.partial(_checkpoint, reader))
+                except sqlite3.OperationalError:  # a full disk: the WAL keeps every commit
+                    _log.debug("event log %s: checkpoint at close failed", target, exc_info=True)
+                finally:
+                    await db.call(functools.partial(close, opened[0]))
+                    db.stop()
 
     async def _call(self, fn: Callable[[], T]) -> T:
         """Run a read in the database thread, after everything queued so far is committed."""
@@ -941,6 +970,18 @@ class EventLog:
             batch.append(op)
         return batch
 
+    def _write_error(self, exc: Exception) -> Exception:
+        """A failed transaction as one clear line (a full disk, a file-size limit, an I/O
+        error): nothing of it was written, what was committed before stays readable."""
+        if not isinstance(exc, sqlite3.Error):
+            return exc
+        error = EventLogWriteError(
+            f"the event log {self.path} could not be written ({exc}: is the disk full?); "
+            "what was recorded before stays readable"
+        )
+        error.__cause__ = exc
+        return error
+
     async def _writer(self) -> None:
         conn = self._conn
         batch: list[_Op] = []
@@ -960,8 +1001,8 @@ class EventLog:
                     else:
                         results = await self._db.call(functools.partial(_write_batch, conn, batch))
                 except Exception as exc:
-                    _log.error("event log write failed: %s", type(exc).__name__)
-                    results = [exc] * len(batch)
+                    _log.debug("event log write failed", exc_info=True)
+                    results = [self._write_error(exc)] * len(batch)
                 self.transactions += 1
                 self._uncheckpointed += sum(len(op.rows) for op in batch) + 1
                 if self._uncheckpointed >= _CHECKPOINT_ROWS and not self._checkpointing:
@@ -1131,7 +1172,7 @@ class EventLog:
         await self._write(
             "UPDATE runs SET status = ?, ended_ms = ?, outcome = ? "
             "WHERE run_key = ? AND status = 'running'",
-            (status, self.clock(), json.dumps(outcome), run_key),
+            (status, self.clock(), _outcome_json(outcome), run_key),
             what="finish_run",
             wait=False,
         )
@@ -1160,7 +1201,7 @@ class EventLog:
                 "FROM runs ORDER BY started_ms, rowid"
             )
             return [
-                RunRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]) if r[6] else None)
+                RunRow(r[0], r[1], r[2], r[3], r[4], r[5], _outcome(r[6]) if r[6] else None)
                 for r in cur.fetchall()
             ]
 
@@ -1200,12 +1241,15 @@ class EventLog:
         def query() -> list[RunListing]:
             cur = conn.execute(
                 "SELECT * FROM (SELECT run_key, runtime_id, status, started_ms, ended_ms, "
-                "json_extract(outcome, '$.title'), json_extract(outcome, '$.costUsd'), rowid "
+                "CAST(json_extract(outcome, '$.title') AS BLOB), "
+                "json_extract(outcome, '$.costUsd'), rowid "
                 "FROM runs ORDER BY started_ms DESC, rowid DESC LIMIT ?) "
                 "ORDER BY started_ms, rowid",
                 (-1 if limit is None else limit,),
             )
-            return [RunListing(*r[:7]) for r in cur.fetchall()]
+            return [
+                RunListing(r[0], r[1], r[2], r[3], r[4], _title(r[5]), r[6]) for r in cur.fetchall()
+            ]
 
         return await self._call(query)
 
@@ -1353,3 +1397,33 @@ class EventLog:
             ]
 
         return await self._call(query)
+
+
+def _outcome_json(outcome: dict[str, Any]) -> str:
+    """A run's outcome as JSON, its text valid Unicode (a lone surrogate in a prompt that
+    became the title is U+FFFD: what is stored can always be served)."""
+    return valid_text(json.dumps(outcome, ensure_ascii=False))
+
+
+def _outcome(raw: str) -> dict[str, Any] | None:
+    """A stored outcome; one stored before :func:`_outcome_json` existed may escape a lone
+    surrogate (``\\udXXX``): it is read as U+FFFD, so such a log still opens and serves."""
+    data: Any = json.loads(raw)
+    if "\\ud" in raw or "\\uD" in raw:
+        data = json.loads(valid_text(json.dumps(data, ensure_ascii=False)))
+    return cast(dict[str, Any], data) if isinstance(data, dict) else None
+
+
+def _title(raw: bytes | None) -> str | None:
+    """A title read as bytes: an old outcome's escaped lone surrogate comes out of SQLite's JSON
+    as its 3-byte encoding, which no UTF-8 decoder takes; it reads as U+FFFD."""
+    if raw is None:
+        return None
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        pass
+    try:
+        return valid_text(raw.decode("utf-8", "surrogatepass"))
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")

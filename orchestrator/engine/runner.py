@@ -70,8 +70,13 @@ from orchestrator.core.events import (
     RuntimeEvent,
     Usage,
     now_ms,
+    valid_text,
 )
-from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
+from orchestrator.core.idle import (
+    DEFAULT_RUN_SILENT_TIMEOUT_S,
+    DEFAULT_RUN_STALL_TIMEOUT_S,
+    IDLE_ABORT_GRACE_S,
+)
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
 from orchestrator.core.lifetime import (
     ProcessRegistry,
@@ -152,13 +157,15 @@ class ResumeFrom:
 class TaskSpec:
     """What to do. ``context`` lands in the context tier, ``memory`` in the volatile tier."""
 
-    task_id: str
-    title: str
-    description: str = ""
+    task_id: str = attrs.field(converter=valid_text)
+    title: str = attrs.field(converter=valid_text)
+    """The prompt (text that enters the engine is made valid Unicode here: a lone surrogate
+    from a JSON body becomes U+FFFD, so the log and every reader of it can encode it)."""
+    description: str = attrs.field(default="", converter=valid_text)
     agent_id: str = "agent"
     team_id: str | None = None
-    context: str = ""
-    memory: str = ""
+    context: str = attrs.field(default="", converter=valid_text)
+    memory: str = attrs.field(default="", converter=valid_text)
     model: str | None = None
     cwd: str | None = None
     max_turns: int | None = None
@@ -253,6 +260,9 @@ class Runner:
     restart: RestartPolicy = attrs.field(factory=RestartPolicy)
     idle_s: float = DEFAULT_RUN_SILENT_TIMEOUT_S
     grace_s: float = IDLE_ABORT_GRACE_S
+    stall_s: float | None = DEFAULT_RUN_STALL_TIMEOUT_S
+    """A run whose runtime keeps talking without progress this long ends ``error{stalled}``
+    (see :attr:`RunActor.stall_s`; None: never)."""
     clock: Callable[[], int] = now_ms
     today: Callable[[], _dt.date] = lambda: _dt.datetime.now(_dt.UTC).date()
     record_rotation: Callable[[RotationRecord], Awaitable[None] | None] | None = None
@@ -508,6 +518,7 @@ class Runner:
                 capabilities=caps,
                 idle_s=self.idle_s,
                 grace_s=self.grace_s,
+                stall_s=gov.stall_s if gov is not None and gov.stall_s else self.stall_s,
                 clock=self.clock,
                 on_event=(
                     record_session_once if checkpointer is None and book is None else on_event

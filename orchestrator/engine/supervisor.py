@@ -120,6 +120,14 @@ _TRANSIENT_WORDS = re.compile(
 )
 
 
+_TOO_LONG = re.compile(
+    r"(?i)\b(?:input exceeds the maximum length|maximum context length|context[ _]length[ _]"
+    r"exceeded|context window (?:is )?exceeded|prompt is too long|too many (?:input )?tokens)\b"
+)
+"""An input no model will take as it is (Codex: "input exceeds the maximum length"): whatever
+code it comes with, retrying the same input cannot help."""
+
+
 def _status_class(status: int) -> FailureClass:
     if status == 429 or status >= 500:
         return "transient"
@@ -133,7 +141,7 @@ def classify_failure(code: str | None, message: str | None) -> FailureClass:
     if REFUSED.search(text) and LOOPBACK.search(text):
         return "permanent"
     code = (code or "").lower()
-    if code in PERMANENT_CODES:
+    if code in PERMANENT_CODES or _TOO_LONG.search(text):
         return "permanent"
     if code in TRANSIENT_CODES:
         # a typed transient code whose message is an auth failure (Codex words its 401s this
@@ -162,7 +170,9 @@ def classify_outcome(outcome: RunOutcome) -> FailureClass | None:
     code = outcome.error_code or ""
     if code in BEFORE_OUTPUT_CODES:
         text = (outcome.error_message or "")[:MAX_SCAN_CHARS]
-        if _AUTH.search(text) or (REFUSED.search(text) and LOOPBACK.search(text)):
+        if _AUTH.search(text) or _TOO_LONG.search(text):
+            return "permanent"
+        if REFUSED.search(text) and LOOPBACK.search(text):
             return "permanent"
         return "transient"
     return classify_failure(code, outcome.error_message)

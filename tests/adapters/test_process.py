@@ -15,7 +15,7 @@ import trio
 from trio.testing import wait_all_tasks_blocked
 
 from adapters._jsonl import Frame
-from adapters._process import _SPAWNER, ChildProcess, child_env, open_child  # pyright: ignore[reportPrivateUsage]
+from adapters._process import _SPAWNER, PID_NAMESPACE_ENV, ChildProcess, child_env, open_child  # pyright: ignore[reportPrivateUsage]
 from orchestrator.core.errors import (
     LineTooLongError,
     RuntimeExitedError,
@@ -195,7 +195,12 @@ GRANDCHILD = (
 """A child that starts a grandchild ignoring SIGINT and SIGTERM, then prints its pid and 'ready'."""
 
 
-async def test_grandchild_is_dead_after_terminate_even_when_the_child_exits_first() -> None:
+async def test_grandchild_is_dead_after_terminate_even_when_the_child_exits_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the group mechanisms alone, as where no PID namespace can be made (the pids printed are
+    # then the host's; in a namespace the kernel ends the grandchild with the namespace)
+    monkeypatch.setenv(PID_NAMESPACE_ENV, "0")
     # The child dies on SIGINT at once; its grandchild ignores SIGINT and SIGTERM. Escalation must
     # continue on the group after the direct child is gone (the original executor's bug orphaned it).
     code = GRANDCHILD + "import time\ntime.sleep(30)"
@@ -208,7 +213,12 @@ async def test_grandchild_is_dead_after_terminate_even_when_the_child_exits_firs
         assert not alive(gpid)
 
 
-async def test_grandchild_of_a_child_that_already_exited_is_cleaned_up_on_exit() -> None:
+async def test_grandchild_of_a_child_that_already_exited_is_cleaned_up_on_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the group mechanisms alone, as where no PID namespace can be made (the pids printed are
+    # then the host's; in a namespace the kernel ends the grandchild with the namespace)
+    monkeypatch.setenv(PID_NAMESPACE_ENV, "0")
     # The child exits by itself, leaving a grandchild that holds stdout open: leaving the scope kills it.
     async with open_child(
         py(GRANDCHILD), env=env(), sigint_grace=GRACE, sigterm_grace=GRACE
@@ -221,7 +231,12 @@ async def test_grandchild_of_a_child_that_already_exited_is_cleaned_up_on_exit()
     assert not alive(gpid)
 
 
-async def test_cancelling_the_enclosing_scope_reaps_everything() -> None:
+async def test_cancelling_the_enclosing_scope_reaps_everything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the group mechanisms alone, as where no PID namespace can be made (the pids printed are
+    # then the host's; in a namespace the kernel ends the grandchild with the namespace)
+    monkeypatch.setenv(PID_NAMESPACE_ENV, "0")
     code = IGNORE_INT + GRANDCHILD + "time.sleep(30)"
     gpid = 0
     seen: list[ChildProcess] = []
@@ -402,7 +417,12 @@ async def test_stdin_is_the_null_device_by_default() -> None:
 async def test_own_process_group_and_allow_listed_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RINGLEADER_TEST_SECRET", "do-not-leak")
     monkeypatch.setenv("LC_RINGLEADER_TEST", "kept")
-    code = "import os\nprint(os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())\nprint(sorted(os.environ))"
+    # its own group and session: led by the child itself, or (0 seen from inside) by the PID
+    # namespace's wrapper it runs under
+    code = (
+        "import os\nprint(os.getpgid(0) in (os.getpid(), 0), os.getsid(0) in (os.getpid(), 0))"
+        "\nprint(sorted(os.environ))"
+    )
     async with open_child(py(code), env=child_env(extra={"HOME": "/nonexistent"})) as child:
         frames = await read_all(child)
     assert frames[0] == b"True True"

@@ -433,3 +433,44 @@ def test_a_failed_run_does_not_leave_the_page_reconnecting(
         assert "it broke" in page.inner_text("body")
     finally:
         server.close()
+
+
+def test_the_page_never_asks_for_the_whole_board_per_event(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """A run of another process (untitled until it ends) streams 30 events: the page loads the
+    board once and asks for that run's title by its key, not for ``GET /board`` per event."""
+    chunks = [f"chunk {n}\n" for n in range(25)]
+    script = write_script(tmp_path, "long.json", scripted_frames(chunks, pause_s=0.15))
+    env = board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)}
+    server = Served(tmp_path, env, None)
+    server.start()
+    try:
+        page = browser.new_page()
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url.split(server.url, 1)[-1]))
+        page.goto(server.page_url)
+        page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
+        runner = subprocess.run(
+            [
+                *(sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted"),
+                *("--json", "another shell's run"),
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert runner.returncode == 0, runner.stderr
+        card = card_selector("runtime:scripted:task:", "done")
+        page.wait_for_selector(card, timeout=TIMEOUT_MS)
+        page.wait_for_function(
+            f"() => document.querySelector('{card} .title')?.textContent === \"another shell's run\"",
+            timeout=TIMEOUT_MS,
+        )
+        boards = [u for u in asked if u.split("?")[0] == "/board"]
+        assert len(boards) == 1, asked
+        assert 1 <= len([u for u in asked if u.startswith("/run-meta")]) <= 2, asked
+    finally:
+        server.close()

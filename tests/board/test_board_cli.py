@@ -325,3 +325,85 @@ def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
     # the model sees the message as the (error) result, like every denial
     assert [(r["isError"], r["output"]) for r in results] == [(True, "Error: not in this repo")]
     assert not (tmp_path / "nope.txt").exists()
+
+
+def test_a_lone_surrogate_in_a_prompt_breaks_nothing(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    """``"\\ud800"`` in a posted prompt (valid JSON, not valid Unicode) is stored as U+FFFD:
+    the runs, the board and ``replay --list`` keep working, across a restart too."""
+    script = write_script(tmp_path, "quick.json", scripted_frames(["ok\n"], pause_s=0))
+    env = board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)}
+    server = Served(tmp_path, env, None)
+    server.start()
+    try:
+        answer = server.post(
+            "/tasks",
+            content=b'{"prompt": "\\ud800 go [[x]]", "runtime": "scripted"}',
+            headers={"content-type": "application/json"},
+        )
+        assert answer.status_code == 201, answer.text
+        prefix = answer.json()["runKeyPrefix"]
+        for _ in range(600):
+            runs = server.get("/runs")
+            assert runs.status_code == 200, runs.text
+            if any(r["runKey"].startswith(prefix) and r["endedMs"] for r in runs.json()):
+                break
+            threading.Event().wait(0.1)
+        board = server.get("/board")
+        assert board.status_code == 200
+        [card] = [c for c in board.json()["cards"] if c["runKey"].startswith(prefix)]
+        assert card["title"] == "\ufffd go [[x]]"
+        server.kill()
+        server.start()
+        assert server.get("/runs").status_code == 200
+        assert server.get("/board").status_code == 200
+    finally:
+        server.close()
+    for args in (("--json",), ()):
+        listed = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "replay", "--list", *args],
+            env=env | {"COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert "\ufffd go [[x]]" in listed.stdout  # and Rich markup is not applied to it
+
+
+def test_a_body_over_the_limit_is_refused_while_it_is_read(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    """The board answers 413 once a body passes its limit — or at once when the declared length
+    does — without waiting for (or buffering) the rest; a deeply nested body is a clean 400."""
+    server = Served(tmp_path, board_env, None)
+    server.start()
+    try:
+
+        def request(head: str, body: bytes) -> str:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+                sock.sendall(
+                    (
+                        f"POST /tasks HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                        f"Authorization: Bearer {server.token}\r\n"
+                        f"Content-Type: application/json\r\n{head}\r\n"
+                    ).encode()
+                    + body
+                )
+                return sock.recv(4096).decode(errors="replace")  # the body is never finished
+
+        huge = request("Content-Length: 419430400\r\n", b'{"prompt": "')
+        assert huge.startswith("HTTP/1.1 413"), huge
+        chunk = b"x" * 65536
+        streamed = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(6))
+        endless = request("Transfer-Encoding: chunked\r\n", streamed)
+        assert endless.startswith("HTTP/1.1 413"), endless
+        deep = server.post(
+            "/tasks",
+            content=b"[" * 100_000 + b"]" * 100_000,
+            headers={"content-type": "application/json"},
+        )
+        assert deep.status_code == 400 and "deeply" in deep.json()["error"]
+    finally:
+        server.close()

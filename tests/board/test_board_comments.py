@@ -100,9 +100,7 @@ def test_comments_from_the_board_go_back_to_a_finished_run_as_a_resumed_turn(
         server.start()
         try:
             url = server.url
-            token = server.token  # printed once when the server started
-            assert token and token not in httpx2.get(url + "/", timeout=60).text
-            bearer = {"authorization": f"Bearer {token}"}
+            bearer = server.auth()  # the token serve printed (every read and action needs it)
             comments = f"{url}/runs/{key}/comments"
             body = {"file": "greeter.py", "start": 1, "end": 2, "text": "add type hints"}
             # the action rules: a token, a JSON body, no foreign origin
@@ -121,7 +119,7 @@ def test_comments_from_the_board_go_back_to_a_finished_run_as_a_resumed_turn(
             made = httpx2.post(comments, json=body, headers=bearer, timeout=60)
             assert made.status_code == 201, made.text
             assert made.json()["lines"] == GREETER.splitlines()
-            listed = httpx2.get(comments, timeout=60, headers=bearer).json()
+            listed = httpx2.get(comments, headers=bearer, timeout=60).json()
             assert [(c["file"], c["start"], c["end"], c["sentMs"]) for c in listed] == [
                 ("greeter.py", 1, 2, None)
             ]
@@ -131,7 +129,7 @@ def test_comments_from_the_board_go_back_to_a_finished_run_as_a_resumed_turn(
             assert answer["via"] == "resume"
             prefix = answer["runKeyPrefix"]
             cards = wait_for(
-                lambda: httpx2.get(url + "/board", timeout=60, headers=bearer).json()["cards"],
+                lambda: httpx2.get(url + "/board", headers=bearer, timeout=60).json()["cards"],
                 lambda cs: any(
                     c["runKey"].startswith(prefix) and c["column"] == "done" for c in cs
                 ),
@@ -140,7 +138,7 @@ def test_comments_from_the_board_go_back_to_a_finished_run_as_a_resumed_turn(
             [follow] = [c for c in cards if c["runKey"].startswith(prefix)]
             assert follow["resumedFrom"] == key  # the same session, resumed
             assert (ws / "greeter.py").read_text() == REVIEWED  # the agent acted on it
-            done = httpx2.get(comments, timeout=60, headers=bearer).json()
+            done = httpx2.get(comments, headers=bearer, timeout=60).json()
             assert done[0]["sentVia"] == "resume" and done[0]["followUp"] == prefix
             again = httpx2.post(comments + "/send", json={}, headers=bearer, timeout=60)
             assert again.status_code == 409 and "no comments waiting" in again.json()["error"]
@@ -172,16 +170,14 @@ def test_comments_sent_to_a_live_steerable_run_are_steered_into_it(
         server.start()
         try:
             url = server.url
-            token = server.token  # printed once when the server started
-            assert token and token not in httpx2.get(url + "/", timeout=60).text
-            bearer = {"authorization": f"Bearer {token}"}
+            bearer = server.auth()  # the token serve printed (every read and action needs it)
             started = httpx2.post(
                 url + "/tasks", json={"prompt": "take notes", "runtime": "native"}, headers=bearer
             )
             assert started.status_code == 201, started.text
             prefix = started.json()["runKeyPrefix"]
             cards = wait_for(
-                lambda: httpx2.get(url + "/board", timeout=60, headers=bearer).json()["cards"],
+                lambda: httpx2.get(url + "/board", headers=bearer, timeout=60).json()["cards"],
                 lambda cs: any(
                     c["runKey"].startswith(prefix) and "working" in (c["lastLine"] or "")
                     for c in cs
@@ -201,14 +197,14 @@ def test_comments_sent_to_a_live_steerable_run_are_steered_into_it(
             sent = httpx2.post(comments + "/send", json={}, headers=bearer, timeout=60)
             assert sent.status_code == 202, sent.text
             assert sent.json() == {"ok": True, "via": "steer", "run": key}
-            listed = httpx2.get(comments, timeout=60, headers=bearer).json()
+            listed = httpx2.get(comments, headers=bearer, timeout=60).json()
             assert listed[0]["sentVia"] == "steer" and listed[0]["followUp"] == key
             wait_for(
-                lambda: httpx2.get(url + "/board", timeout=60, headers=bearer).json()["cards"],
+                lambda: httpx2.get(url + "/board", headers=bearer, timeout=60).json()["cards"],
                 lambda cs: any(c["runKey"] == key and c["column"] == "done" for c in cs),
                 "the steered run to finish",
             )
-            events = httpx2.get(f"{url}/runs/{key}", timeout=60, headers=bearer).text
+            events = httpx2.get(f"{url}/runs/{key}", headers=bearer, timeout=60).text
             assert "Steered: I read the comment." in events  # a second turn, after the steer
         finally:
             server.close()

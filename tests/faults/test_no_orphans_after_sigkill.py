@@ -33,8 +33,12 @@ FAKE_RUNTIME = textwrap.dedent(
     if sys.argv[2] == "again":
         out(type="result", ok=True, summary="done")
         sys.exit(0)
+    # the tool leaves the session; in mode "scrub" it also drops its environment
+    # (and with it the mark), so neither the group kill nor the mark scan can find it
     tool = subprocess.Popen(
-        [sys.executable, "-c", "import time\\nwhile True: time.sleep(1)"], start_new_session=True
+        [sys.executable, "-c", "import time\\nwhile True: time.sleep(1)", "tool-" + sys.argv[1]],
+        start_new_session=True,
+        env={} if sys.argv[2] == "scrub" else None,
     )
     with open(sys.argv[1], "w") as f:
         f.write(f"{os.getpid()} {tool.pid}\\n")
@@ -95,6 +99,26 @@ def _orchestrator(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
     )
 
 
+def _host_pids(tmp_path: Path) -> tuple[int, int]:
+    """The fake runtime's and its tool's pids as this process sees them (in a PID namespace of
+    their own, the pids they write are the namespace's): found by their command lines."""
+    tool_mark = f"tool-{tmp_path / 'pids'}".encode()
+    child = tool = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if tool_mark in argv:
+            tool = int(entry.name)
+        elif argv[1:3] == [b"-c", FAKE_RUNTIME.encode()] and str(tmp_path).encode() in argv[3]:
+            child = int(entry.name)
+    assert child and tool, "the fake runtime or its tool is not running"
+    return child, tool
+
+
 def _wait_gone(procs: list[ProcessIdentity], within: float) -> list[int]:
     deadline = time.monotonic() + within
     while True:
@@ -109,7 +133,7 @@ def test_sigkill_mid_tool_then_restart_leaves_no_process_of_the_run(tmp_path: Pa
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "starting"
         assert proc.stdout.readline().strip() == "mid-tool"
-        child_pid, tool_pid = map(int, (tmp_path / "pids").read_text().split())
+        child_pid, tool_pid = _host_pids(tmp_path)
         child, tool = ProcessIdentity.of(child_pid), ProcessIdentity.of(tool_pid)
         assert child.alive() and tool.alive()
         assert os.getsid(tool_pid) != os.getsid(child_pid)  # the tool left the child's session
@@ -142,3 +166,25 @@ def test_sigkill_mid_tool_then_restart_leaves_no_process_of_the_run(tmp_path: Pa
             assert restored.run_id == "native-crash"
 
     trio.run(after)
+
+
+def test_sigkill_kills_a_tool_that_escaped_session_and_mark_at_once(tmp_path: Path) -> None:
+    """A tool that left the runtime's session *and* dropped its environment (the mark) is out of
+    reach of the group kill and the mark scan; the run's PID namespace still ends it the moment
+    the orchestrator is SIGKILLed — no restart needed."""
+    with _orchestrator(tmp_path, "scrub") as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "starting"
+        assert proc.stdout.readline().strip() == "mid-tool"
+        child_pid, tool_pid = _host_pids(tmp_path)
+        tool = ProcessIdentity.of(tool_pid)
+        assert tool.alive()
+        assert b"RINGLEADER_PROC_MARK" not in Path(f"/proc/{tool_pid}/environ").read_bytes()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    try:
+        assert _wait_gone([ProcessIdentity.of(child_pid), tool], within=2.0) == []
+    finally:
+        for pid in (child_pid, tool_pid):
+            if ProcessIdentity.of(pid).alive():
+                os.kill(pid, signal.SIGKILL)

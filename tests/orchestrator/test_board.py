@@ -203,3 +203,36 @@ async def test_read_board_projects_the_event_log(tmp_path: Path) -> None:
     cols = board.columns()
     assert [c.run_key for c in cols["queued"]] == ["queued-one"]
     assert list(cols) == list(COLUMNS)
+
+
+class CountingLog:
+    """The two reads the board makes, forwarded to a real log, with the cursors asked for."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.cursors: list[int] = []
+
+    async def runs(self) -> Any:
+        return await self.log.runs()
+
+    async def read_since(self, cursor: int, limit: int = 1000) -> Any:
+        self.cursors.append(cursor)
+        return await self.log.read_since(cursor, limit=limit)
+
+
+async def test_the_boards_projection_is_brought_up_to_date_not_redone(tmp_path: Path) -> None:
+    make = EventFactory(run_id="r")
+    async with EventLog.open(tmp_path / "events.db") as log:
+        await log.start_run("a", runtime_id="scripted", session_key="s")
+        first = [make.text_delta(f"line {i}\n") for i in range(50)]
+        await log.append("a", first)
+        counting = CountingLog(log)
+        board = await read_board(counting, board=None)  # pyright: ignore[reportArgumentType]
+        assert counting.cursors == [0, 50]
+        rest = [make.text_delta("more\n"), *make.finish("success")]
+        await log.append("a", rest)
+        counting.cursors.clear()
+        again = await read_board(counting, board=board)  # pyright: ignore[reportArgumentType]
+        assert again is board and counting.cursors == [50, 52]  # only what was appended
+        assert board.cards["a"] == project("a", first + rest)
+        assert board.cards == (await read_board(log)).cards

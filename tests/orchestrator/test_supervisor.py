@@ -62,6 +62,12 @@ PERMANENT = [
     ("budget_exceeded", ""),
     # a typed transient code whose message is an auth failure
     ("stream_connection_error", "unexpected status 401 Unauthorized"),
+    # an input too long for the model, whatever code it comes with: no retry can fix it
+    # (Codex's, through a stream error and before any output)
+    ("stream_connection_error", "Input exceeds the maximum length of 1048576 characters."),
+    ("server_error", "input exceeds the maximum length"),
+    ("runtime_exited", "codex exited with status 1: input exceeds the maximum length"),
+    ("runtime_reported", "This model's maximum context length is 200000 tokens"),
     # unknown: permanent
     ("runtime_reported", "something odd happened"),
     (None, ""),

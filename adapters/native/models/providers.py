@@ -35,7 +35,13 @@ if TYPE_CHECKING:
 # The model classes (and with them the anthropic and openai SDKs, ~1 s of imports) load when a
 # model is created, not when the runtime is listed.
 
-__all__ = ["PROVIDERS", "ProviderSpec", "create_adapter", "get_available_providers"]
+__all__ = [
+    "PROVIDERS",
+    "ProviderSpec",
+    "canonical_provider",
+    "create_adapter",
+    "get_available_providers",
+]
 
 WireFormat: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "bedrock"]
 
@@ -198,6 +204,12 @@ PROVIDERS: dict[str, ProviderSpec] = {
 """Provider id → spec. ``moonshot`` and ``google`` are accepted as aliases."""
 
 _ALIASES = {"moonshot": "kimi", "google": "gemini"}
+
+
+def canonical_provider(name: str) -> str:
+    """A provider id with its alias resolved (``google`` → ``gemini``, ``moonshot`` → ``kimi``)."""
+    name = name.strip().lower()
+    return _ALIASES.get(name, name)
 
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -90,28 +90,32 @@ async function abort(runKey) {
   }
 }
 
-let metaTimer = null;
-function refreshMeta() {
-  // titles and runtimes of runs first seen on the feed (the projection stays the page's own)
-  if (metaTimer) return;
-  metaTimer = setTimeout(async () => {
-    metaTimer = null;
-    try {
-      const snap = await getJSON("/board");
-      for (const c of snap.cards) {
-        const card = cards.get(c.runKey);
-        if (card && (card.title !== c.title || card.runtimeId !== c.runtimeId || card.chainTask !== c.chainTask)) {
-          card.title = c.title;
-          card.runtimeId = c.runtimeId;
-          card.chainTask = c.chainTask;
-          card.dependsOn = c.dependsOn;
-          render(card);
-        }
+// Title and runtime of a run first seen on the feed: asked once per run (GET /run-meta, one
+// row), and once more when it ends untitled (a run of another process records its title with
+// its outcome). Never the whole board per event: the projection stays the page's own.
+const metaAsked = new Map(); // runKey → "asked" | "final"
+function refreshMeta(runKey, final) {
+  const state = metaAsked.get(runKey);
+  if (state === "final" || (state === "asked" && !final)) return;
+  metaAsked.set(runKey, final ? "final" : "asked");
+  getJSON(`/run-meta?run=${encodeURIComponent(runKey)}`)
+    .then((meta) => {
+      const card = cards.get(runKey);
+      if (!card) return;
+      const title = meta.title ?? card.title;
+      const runtimeId = (meta.run && meta.run.runtimeId) ?? card.runtimeId;
+      const chainTask = meta.chainTask ?? card.chainTask;
+      if (title !== card.title || runtimeId !== card.runtimeId || chainTask !== card.chainTask) {
+        card.title = title;
+        card.runtimeId = runtimeId;
+        card.chainTask = chainTask;
+        card.dependsOn = meta.dependsOn ?? card.dependsOn;
+        render(card);
       }
-    } catch {
-      /* the next event retries */
-    }
-  }, 300);
+    })
+    .catch(() => {
+      /* the run's end asks again */
+    });
 }
 
 function onEvent(gid, runKey, ev) {
@@ -127,7 +131,8 @@ function onEvent(gid, runKey, ev) {
   render(card);
   counts();
   document.body.dataset.lastId = String(gid);
-  if (!known || !card.title) refreshMeta();
+  if (!known) refreshMeta(runKey, false);
+  else if (ev.kind === "done" && !card.title) refreshMeta(runKey, true);
 }
 
 async function pollApprovals() {

@@ -43,6 +43,9 @@ class Governance:
     fallback: Mapping[str, str] = attrs.field(factory=dict[str, str])
     park: ParkPolicy = attrs.field(factory=ParkPolicy)
     """Rate limits that say when they reset park the task until then (see ``ratelimit``)."""
+    stall_s: float | None = None
+    """A run without progress this long ends ``error{stalled}`` (``run --max-stall``); None:
+    the runner's default (:attr:`~orchestrator.engine.runner.Runner.stall_s`)."""
     host_ledger: SpendLedger = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -58,6 +61,7 @@ class Governance:
         wall_s: float | None = None,
         allow_estimates: bool | None = None,
         state_dir: Path | None = None,
+        stall_s: float | None = None,
     ) -> Governance:
         """From ``[budget]``, ``[breaker]`` and every runtime's ``prices``; the arguments (the
         command line's ``--budget-usd`` …) win over the file. With ``state_dir`` the breakers
@@ -92,6 +96,7 @@ class Governance:
                 else None
             ),
             fallback=breaker.fallback if breaker is not None else {},
+            stall_s=stall_s,
         )
 
     def for_node(self) -> Governance:

@@ -48,6 +48,7 @@ from orchestrator.core.adapter import RESUME_PROMPT
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import (
     ConfigError,
+    HostError,
     MailboxClosedError,
     NodeLostError,
     NoNodeForRuntimeError,
@@ -217,7 +218,14 @@ class RayHost:
             kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
             if self.address is not None:
                 kwargs["address"] = self.address
-            await trio.to_thread.run_sync(partial(ray.init, **kwargs))
+            try:
+                await trio.to_thread.run_sync(partial(ray.init, **kwargs))
+            except ConnectionError as exc:  # no cluster there: one line, not a traceback
+                where = "running on this machine" if self.address == "auto" else self.address
+                raise HostError(
+                    f"no Ray cluster {where} ({' '.join(str(exc).split())[:200]}); start one "
+                    "with `ray start --head`, or give its address"
+                ) from None
             self._connected = True
         self.nodes = await trio.to_thread.run_sync(partial(_start_nodes, ray, self.node_state_dir))
         stack = AsyncExitStack()

@@ -376,3 +376,34 @@ async def test_loop_config_is_honoured() -> None:
     glove = make(model, loop_config=LoopConfig(max_tokens=123))
     await glove.process_request("go")
     assert model.requests[0].max_tokens == 123
+
+
+async def test_a_call_running_at_a_stop_is_not_run_again_on_resume() -> None:
+    """A session whose last reply's tool call has no result (the process running it was killed
+    mid-call): the resumed run tells the model the call was interrupted instead of re-running
+    it (it may have had effects already)."""
+    ran: list[str] = []
+
+    async def side_effect(inp: EchoInput, ctx: ToolContext) -> str:
+        ran.append(inp.text)
+        return "done"
+
+    store = MemoryStore("s")
+    call = ToolCall(tool_name="deploy", input_args={"text": "prod"}, id="c1")
+    await store.append_messages(
+        (
+            Message(sender="user", text="deploy it"),
+            Message(sender="agent", text="", tool_calls=(call,)),
+        )
+    )
+    model = ScriptedModel([Reply(text="I will check before deploying again.")])
+    glove = Glove(model=model, system_prompt="sys", store=store)
+    glove.fold("deploy", "Deploy.", EchoInput, side_effect)
+    glove = glove.build()
+    await glove.process_request("go on")
+    assert ran == []  # not run a second time
+    results = [r for m in model.requests[0].messages for r in (m.tool_results or ())]
+    assert [r.call_id for r in results] == ["c1"]
+    assert results[0].result.status == "error" and "interrupted" in (
+        results[0].result.message or ""
+    )
