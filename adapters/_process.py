@@ -730,8 +730,13 @@ async def open_child(
     adapter: str | None = None,
     session_key: str | None = None,
     install_hint: str | None = None,
+    pid_namespace: bool = True,
 ) -> AsyncGenerator[ChildProcess]:
     """Spawn ``argv`` in its own process group; terminate and reap the group on leaving.
+
+    ``pid_namespace=False``: never in a PID namespace of its own (a child that is itself a
+    ringleader sharing the state directory — an MCP server such as ``ringleader mcp`` — must
+    record the pids the rest of the state directory's processes see).
 
     Args:
         argv: program and arguments (never a shell). A bare program name is looked up on ``env``'s
@@ -780,7 +785,11 @@ async def open_child(
         if registry is None
         else functools.partial(registry.record, mark, adapter=adapter, session_key=session_key)
     )
-    prefix = await trio.to_thread.run_sync(_pid_namespace_prefix)  # cached after the first
+    prefix = (
+        await trio.to_thread.run_sync(_pid_namespace_prefix)  # probed once
+        if pid_namespace
+        else None
+    )
     try:
         proc = await _spawn(
             [*prefix, *args] if prefix else args, stdin=stdin, env=env, cwd=cwd, on_spawned=record
