@@ -92,6 +92,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     from orchestrator.cli.approvals import ApprovalBook
     from orchestrator.cli.commands import run_side_by_side, usable_state_dir
     from orchestrator.cli.serve import board_for_run
+    from orchestrator.cli.sidebyside import exit_code
     from orchestrator.engine.accounts import account_table
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.runner import ResumeFrom, resumable_task
@@ -172,7 +173,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
         )
     if interrupt.requested:
         return 130
-    return 0 if all(r.ok for r in results) else 1
+    return exit_code(results)
 
 
 async def _recover(

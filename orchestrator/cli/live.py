@@ -15,6 +15,7 @@ library never imports this module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -439,10 +440,15 @@ class JsonView(_Lanes):
         lane = self.lane_for(run_key)
         now = trio.current_time()
         prefix = '{"runKey":' + json.dumps(run_key) + ","
+        lines: list[str] = []
         for event in events:
             lane.apply(event, now)
-            self.out.write(prefix + event_to_json(event)[1:] + "\n")
-        self.out.flush()
+            lines.append(prefix + event_to_json(event)[1:] + "\n")
+        try:
+            self.out.write("".join(lines))
+            self.out.flush()
+        except BrokenPipeError:  # the reader left (`| head -1`): the runs go on, unseen
+            self.out = _discard(self.out)
         await trio.lowlevel.checkpoint()
 
     @asynccontextmanager
@@ -562,6 +568,24 @@ class RichView(_Lanes):
         self._rotation_line(record)  # drawn in the lane's panel
 
 
+def _discard(out: TextIO) -> TextIO:
+    """Where output goes once its reader has left: nowhere (the stream's descriptor is
+    pointed at the null device too, so flushing it at exit does not fail again)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    return open(os.devnull, "w", encoding="utf-8")
+
+
+class _Console(Console):
+    """A console that goes quiet when its reader leaves (``| head -1``) instead of raising
+    ``SystemExit`` from inside a run: the runs go on to their end, logged, unseen."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.file.fileno())
+
+
 def wants_color(out: TextIO, environ: dict[str, str] | None = None) -> bool:
     """Colour and a live view only for a terminal, and never with ``NO_COLOR`` (any value,
     https://no-color.org) or ``TERM=dumb``."""
@@ -590,9 +614,9 @@ def make_view(out: TextIO, *, as_json: bool) -> JsonView | PlainView | RichView:
     if as_json:
         return JsonView(out=out)
     if wants_color(out):
-        return RichView(console=Console(file=out))
+        return RichView(console=_Console(file=out))
     width = int(os.environ.get("COLUMNS", "0") or 0) or 200
-    console = Console(
+    console = _Console(
         file=out, no_color=True, force_terminal=False, width=width, highlight=False, emoji=False
     )
     return PlainView(console=console)

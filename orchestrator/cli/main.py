@@ -147,6 +147,24 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     return handler(args, out)
 
 
+def _broken_pipe(exc: BaseException) -> bool:
+    """A write to a closed pipe: the error itself, or rich's ``SystemExit`` raised for it."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    return isinstance(exc, SystemExit) and isinstance(exc.__context__, BrokenPipeError)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so flushing it at exit does not fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     """The exit code for an operator mistake or an interrupt (its one line printed), else None."""
     import trio
@@ -154,7 +172,8 @@ def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     from orchestrator.core.errors import RingleaderError, RuntimeNotFoundError, exception_leaves
 
     found = exception_leaves(exc)
-    if all(isinstance(e, BrokenPipeError) for e in found):
+    if all(_broken_pipe(e) for e in found):  # `ringleader … | head -1`: the reader left
+        _silence_stdout()
         return 0
     if all(isinstance(e, KeyboardInterrupt | trio.Cancelled) for e in found):
         print("ringleader: interrupted", file=sys.stderr)
@@ -188,6 +207,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_list == ["--version"]:  # nothing else to import
         print(f"ringleader {_version()}")
         return 0
+    import os
+
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        print(
+            "ringleader: the current directory no longer exists (deleted?); cd to one that does",
+            file=sys.stderr,
+        )
+        return 2
     try:
         if args_list[:1] == ["model-server"]:
             return _model_server_command(args_list[1:])

@@ -102,6 +102,20 @@ class JobResult:
     def ok(self) -> bool:
         return self.outcome is not None and self.outcome.status == "success"
 
+    @property
+    def not_installed(self) -> bool:
+        """The run could not start: its runtime is not installed."""
+        return self.outcome is not None and self.outcome.error_code == "runtime_not_found"
+
+
+def exit_code(results: Sequence[JobResult]) -> int:
+    """0 when every run succeeded; 3 when the failures are all runtimes that are not
+    installed (the README's exit code for it); else 1."""
+    if all(r.ok for r in results):
+        return 0
+    failed = [r for r in results if not r.ok]
+    return 3 if all(r.not_installed for r in failed) else 1
+
 
 async def prepare_workspaces(
     jobs: Sequence[Job], *, state_dir: Path, settings: WorkspaceConfig | None = None
@@ -338,7 +352,9 @@ async def run_jobs(
         lanes.append(lane)
     # a run in the working directory itself: what it changes there is counted too
     in_place = [
-        await snapshot(job.task.cwd or os.getcwd()) if job.workspace is None else None
+        await snapshot(job.task.cwd or os.getcwd(), exclude=[state_dir])
+        if job.workspace is None
+        else None
         for job in jobs
     ]
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)

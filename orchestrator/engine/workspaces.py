@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -128,12 +129,22 @@ def _scan(
     return found, skipped
 
 
-def _snapshot(root: Path, limit: int | None = None) -> Snapshot | None:
+def _snapshot(
+    root: Path, limit: int | None = None, exclude: Sequence[Path] = ()
+) -> Snapshot | None:
+    left_out: set[str] = set()
+    for path in exclude:  # ringleader's own state directory, when it is inside the root
+        try:
+            left_out.add(str(path.resolve().relative_to(root.resolve())))
+        except ValueError:
+            continue
     try:
         files, skipped = _scan(root, None, limit)
     except _TooMany:
         return None
-    return Snapshot(root, files, frozenset(skipped))
+    for rel in left_out:
+        files = {k: v for k, v in files.items() if not (k == rel or k.startswith(rel + os.sep))}
+    return Snapshot(root, files, frozenset(skipped | left_out))
 
 
 def _count(before: Snapshot) -> str:
@@ -150,11 +161,12 @@ def _count(before: Snapshot) -> str:
     return f"{total} file{'s' if total != 1 else ''} changed (+{added} ~{modified} -{deleted})"
 
 
-async def snapshot(root: str | Path) -> Snapshot | None:
+async def snapshot(root: str | Path, exclude: Sequence[Path] = ()) -> Snapshot | None:
     """The files of a directory a run works in place (``None``: too many to count, or it
-    cannot be read): :func:`changes_since` counts what the run changed there."""
+    cannot be read), but ``exclude`` (the state directory): :func:`changes_since` counts what
+    the run changed there."""
     try:
-        return await trio.to_thread.run_sync(_snapshot, Path(root), COPY_MAX_FILES)
+        return await trio.to_thread.run_sync(_snapshot, Path(root), COPY_MAX_FILES, exclude)
     except OSError:
         return None
 

@@ -260,3 +260,59 @@ def test_no_color_gives_plain_lines_even_on_a_terminal() -> None:
     assert "[scripted] Hello from the scripted runtime." in text
     assert "[scripted] ■ done: success" in text
     assert "comparison" in text
+
+
+def test_a_reader_that_goes_away_is_not_an_internal_error(tmp_path: Path) -> None:
+    """Issue 34 item 11: ``ringleader run … | head -1``: the pipe closes before the output is
+    written; the command ends quietly (exit 0), no internal error."""
+    env = dict(os.environ, RINGLEADER_STATE_DIR=str(tmp_path / "state"), NO_COLOR="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted", "hi"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader left before anything was written
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0, err
+    assert "internal error" not in err and "Traceback" not in err, err
+
+
+def test_a_deleted_working_directory_is_one_line(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'mkdir {gone} && cd {gone} && rmdir {gone} && exec "$0" -m orchestrator.cli '
+            "run --runtime scripted hi",
+            sys.executable,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, RINGLEADER_STATE_DIR=str(tmp_path / "state")),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "ringleader: the current directory no longer exists (deleted?); cd to one that does"
+    )
+
+
+def test_a_runtime_that_is_not_installed_exits_3(tmp_path: Path) -> None:
+    result = ringleader(
+        "run",
+        "--runtime",
+        "claude-code",
+        "hi",
+        state=tmp_path / "state",
+        cwd=tmp_path,
+        RINGLEADER_RUNTIMES_DIR=str(tmp_path / "no-runtimes"),
+        NO_COLOR="1",
+    )
+    assert result.returncode == 3, result.stderr
+    assert "claude-code is not installed" in result.stdout + result.stderr
