@@ -68,8 +68,10 @@ from orchestrator.core.errors import (
 )
 from orchestrator.core.lifetime import MARK_ENV, current_process_registry, marked_pids
 from orchestrator.core.redact import register_env_secrets
+from orchestrator.core.sandbox import SandboxPolicy, current_sandbox, wrap
 
 from ._jsonl import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer
+from ._runtimes import runtimes_dir
 
 __all__ = [
     "DEFAULT_ENV_ALLOW",
@@ -610,6 +612,17 @@ async def _spawn(
     )
 
 
+def _with_install(policy: SandboxPolicy, argv0: str, env: Mapping[str, str]) -> SandboxPolicy:
+    """``policy`` showing what the program needs even if it lives in the hidden home: the
+    folder of its real executable, the runtimes' install folder, and this Python (a child may
+    be ringleader's own MCP server)."""
+    found = _resolve_executable(argv0, env)
+    readable = [str(runtimes_dir()), sys.prefix, sys.base_prefix]
+    if found is not None:
+        readable.append(os.path.dirname(os.path.realpath(found)))
+    return policy.with_paths(readable=readable)
+
+
 def _resolve_executable(argv0: str, env: Mapping[str, str]) -> str | None:
     if os.sep in argv0:
         return argv0 if os.path.isfile(argv0) and os.access(argv0, os.X_OK) else None
@@ -669,6 +682,9 @@ async def open_child(
             adapter=adapter,
             session_key=session_key,
         )
+    policy = current_sandbox.get()
+    if policy is not None:  # the run is confined: its children go through bubblewrap
+        args = wrap(_with_install(policy, args[0], env), args, os.fspath(cwd) if cwd else None)
     mark = uuid.uuid4().hex
     env[MARK_ENV] = mark  # inherited by every descendant, whatever session it moves to
     registry = current_process_registry.get()

@@ -82,6 +82,7 @@ from .driver import (
     permission_answer,
     prepare_home,
     run_env,
+    turn_end_uuid,
     user_message,
 )
 from .normalize import ClaudeState, flush_text, frame_label, normalize_line
@@ -89,6 +90,11 @@ from .normalize import ClaudeState, flush_text, frame_label, normalize_line
 __all__ = ["ClaudeCodeAdapter", "ClaudeCodeCodec", "ClaudeCodeSession", "ClaudeDialect"]
 
 ALIASES: Final = ("sonnet", "opus", "haiku")
+
+_PLAN_REVIEWED: Final = (
+    "Plan mode is read-only and you do not leave it yourself: a person reviews your plan once "
+    "this turn ends. End your turn with the plan as your answer."
+)
 
 ClaudeCodeSession = CliSession
 """What resumes a Claude Code session: its id and the directory it started in."""
@@ -159,6 +165,9 @@ class _Live:
     home: Path
     resume: str | None
     env: Mapping[str, str]
+    fork_at: str | None = None
+    plan: bool = False
+    """Started in plan mode (a turn out of plan mode needs a process started without it)."""
     child: ChildProcess | None = None
     control: ControlClient | None = None
     cost_usd: float = 0.0
@@ -187,6 +196,21 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         self._homes: dict[str, Path] = {}
         """Adapter-made homes by session id (a resume without ``home_dir`` reuses its home)."""
         self._owned: set[Path] = set()
+
+    def resume_point(
+        self, session_id: str, turn: int, *, home_dir: str | None, prompt_index: int = 0
+    ) -> str | None:
+        """The transcript entry ending turn ``turn`` of a run of ``session_id`` (see
+        :class:`~orchestrator.core.adapter.TurnResumable`; :func:`turn_end_uuid`)."""
+        roots = [Path(home_dir)] if home_dir else []
+        if session_id in self._homes:
+            roots.append(self._homes[session_id])
+        for root in roots:
+            for transcript in sorted(root.glob(f"projects/*/{session_id}.jsonl")):
+                found = turn_end_uuid(transcript, turn, prompt_index)
+                if found is not None:
+                    return found
+        return None
 
     def interactive_command(
         self, session_id: str, *, cwd: str, home_dir: str | None
@@ -287,6 +311,8 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             resume=run.resume,
             max_turns=run.opts.max_turns,
             blocklist=run.opts.child_tool_blocklist,
+            fork_at=run.opts.resume_at,
+            plan=run.opts.plan,
         )
         return self.spec(
             args,
@@ -311,12 +337,23 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             and run.resume is not None
             and run.resume == live.session_id
             and live.cwd == run.cwd
+            and run.opts.resume_at is None  # a fork needs a process of its own
+            and live.plan == run.opts.plan
         )
         if live is not None and not reusable:
             await self._close_live(live)
             live = None
         if live is None:
-            live = _Live(key, run.cwd, run.model, run.home, run.resume, run.opts.env)
+            live = _Live(
+                key,
+                run.cwd,
+                run.model,
+                run.home,
+                run.resume,
+                run.opts.env,
+                fork_at=run.opts.resume_at if run.resume else None,
+                plan=run.opts.plan,
+            )
             self._lives[key] = live
             self.spawn(self._drive_live, live)
             await live.ready.wait()
@@ -340,7 +377,14 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
 
     async def _drive_live(self, live: _Live) -> None:
         config = self.config
-        args = claude_args(config, prompt=None, model=live.model, resume=live.resume)
+        args = claude_args(
+            config,
+            prompt=None,
+            model=live.model,
+            resume=live.resume,
+            fork_at=live.fork_at,
+            plan=live.plan,
+        )
         env = run_env(config, home=live.home, extra=live.env)
         spec = self.spec(args, env, cwd=live.cwd, stdin=True)
         try:
@@ -476,7 +520,9 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         try:
             ask = CanUseToolRequest.model_validate(request)
             decision = self.config.permission_policy(ask.tool_name, ask.input)
-            if decision.ask:
+            if live.plan:  # plan mode is read-only; the host has a person review the plan
+                decision = PermissionDecision(allow=False, message=_PLAN_REVIEWED)
+            elif decision.ask:
                 if run is None:
                     decision = PermissionDecision(allow=False, message="no turn is running")
                 else:

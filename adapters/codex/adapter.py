@@ -87,6 +87,7 @@ from .driver import (
     provider_for,
     run_env,
     thread_total_usage,
+    with_sandbox_helper,
 )
 from .normalize import AppState, ExecState, exec_frame_label, normalize_app, normalize_exec
 
@@ -113,6 +114,12 @@ _APPROVAL_TOOLS: Final = {
     "applyPatchApproval": "file_change",
 }
 """The tool an approval request is about, as the book shows it."""
+_SANDBOX_POLICY: Final = {
+    "read-only": "readOnly",
+    "workspace-write": "workspaceWrite",
+    "danger-full-access": "dangerFullAccess",
+}
+"""``thread/start``'s sandbox mode → ``turn/start``'s ``sandboxPolicy`` type."""
 _APPROVAL_NOISE: Final = frozenset({"threadId", "turnId", "startedAtMs", "environmentId"})
 
 
@@ -307,6 +314,8 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         env = run_env(config, provider, codex_home=home, extra=opts.env)
+        if config.launcher is None:  # its shell sandbox finds its helper even under /tmp
+            env = with_sandbox_helper(env, home, Path(self.binary()))
         if config.mode == "app-server":
             spec = self.spec(app_server_argv(config, provider), env, cwd=cwd, stdin=True)
             await run.cli.launch(self.nursery, spec, adapter=self.id, conversation=self._converse)
@@ -314,7 +323,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             prompt = opts.full_message()
             stdin = prompt_input(prompt)  # a long prompt goes on stdin (argv caps one at 128 KiB)
             args = exec_argv(
-                config,
+                attrs.evolve(config, sandbox="read-only") if opts.plan else config,
                 provider,
                 "-" if stdin is not None else prompt,
                 model=model,
@@ -366,6 +375,8 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             )
             if config.sandbox == "bypass":
                 params["approvalPolicy"] = "never"
+            if run.opts.plan:  # plan mode: read-only, nothing to approve
+                params |= {"sandbox": "read-only", "approvalPolicy": "never"}
             if run.model:
                 params["model"] = run.model
             if run.resume_thread:
@@ -386,6 +397,10 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             model = run.next_model or run.model
             if model:
                 turn["model"] = model
+            # the turn's own sandbox and approvals (a resumed thread keeps its last ones: a
+            # plan turn's read-only sandbox must not outlive it)
+            turn["sandboxPolicy"] = {"type": _SANDBOX_POLICY[params["sandbox"]]}
+            turn["approvalPolicy"] = params["approvalPolicy"]
             if cli.aborting:
                 cli.ended.set()
                 return

@@ -39,6 +39,7 @@ from .normalize import Price
 
 __all__ = [
     "DEFAULT_KEY_ENV",
+    "SANDBOX_HELPER",
     "ApprovalDecision",
     "ApprovalHandler",
     "CodexConfig",
@@ -57,6 +58,7 @@ __all__ = [
     "run_env",
     "thread_total_usage",
     "under_system_temp",
+    "with_sandbox_helper",
 ]
 
 Mode: TypeAlias = Literal["exec", "app-server"]
@@ -265,6 +267,29 @@ def prepare_home(home_dir: str | None, state_root: Path | None, run_name: str) -
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     (path / "home").mkdir(exist_ok=True, mode=0o700)
     return path, owned
+
+
+SANDBOX_HELPER = "codex-linux-sandbox"
+"""The name Codex's shell sandbox runs itself under inside ``bwrap`` (the codex binary picks its
+sandbox role from ``argv[0]``)."""
+
+
+def with_sandbox_helper(env: dict[str, str], codex_home: Path, binary: Path) -> dict[str, str]:
+    """``env`` with ``<CODEX_HOME>/bin/codex-linux-sandbox`` (a link to ``binary``) first on
+    ``PATH``. Codex makes that link itself at startup, but refuses to when its home is under the
+    system temp directory; its shell then fails inside bubblewrap ("bwrap: execvp
+    codex-linux-sandbox"). Ours is in the run's own home (mode 0700), so it is always found."""
+    folder = codex_home / "bin"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    link = folder / SANDBOX_HELPER
+    target = binary.resolve()
+    if not link.is_symlink() or Path(os.readlink(link)) != target:
+        tmp = folder / f".{SANDBOX_HELPER}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target)
+        tmp.replace(link)  # atomic: runs sharing the home never see it missing
+    path = env.get("PATH") or os.defpath
+    return env | {"PATH": f"{folder}{os.pathsep}{path}"}
 
 
 def under_system_temp(path: Path) -> bool:

@@ -148,7 +148,13 @@ def gateway_config(
             "auth": {"mode": "token", "token": token},
         },
         "agents": {
-            "defaults": {"workspace": str(workspace), "heartbeat": {"every": "0m"}},
+            "defaults": {
+                "workspace": str(workspace),
+                "heartbeat": {"every": "0m"},
+                # the workspace is the user's project: OpenClaw's first-run ritual (AGENTS.md,
+                # BOOTSTRAP.md, IDENTITY.md, SOUL.md, USER.md, `git init`) must not land there
+                "skipBootstrap": True,
+            },
         },
     }
     models: dict[str, Any] = {"mode": "replace", "catalogRefresh": {"enabled": False}}

@@ -157,6 +157,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 if args.board
                 else None,
                 approvals=args.approvals == "wait",
+                plan=bool(args.plan),
                 rotation=rotation,
                 make_host=host_maker(
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
@@ -399,6 +400,15 @@ def register(sub: Any) -> None:
         help="native: a sub-agent the model can hand a self-contained job to "
         "(glove_invoke_subagent), answering with INSTRUCTIONS as its system prompt; its events "
         "are tagged agentId=NAME; repeatable; e.g. --subagent 'reviewer=You review diffs.'",
+    )
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan first: the runtime works read-only in its planning mode (Claude Code "
+        "--permission-mode plan, Codex's read-only sandbox, the native read-only policy) and "
+        "answers with a plan that waits for `ringleader approve ID --allow` (or the board); "
+        "approved, the same session carries it out with the normal policy; --deny --message M "
+        "asks for a new plan; e.g. --plan",
     )
     approvals_option(run)
     budget_options(run)

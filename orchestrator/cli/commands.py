@@ -135,6 +135,8 @@ async def run_side_by_side(
     fallback: Sequence[str] = (),
     accounts: Mapping[str, AccountConfig] | None = None,
     workspace: WorkspaceConfig | None = None,
+    task_fields: Mapping[str, Any] | None = None,
+    plan: bool = False,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
     workspace (git worktree or temporary copy) when there are several, through ``LocalHost``;
@@ -160,6 +162,8 @@ async def run_side_by_side(
                 resume=resume,
                 rotate_to=(rotation or {}).get(rid, (None, None))[0],
                 watermark=(rotation or {}).get(rid, (None, None))[1],
+                **dict(task_fields or {}),
+                plan=plan,
                 account=account,
                 fallback=tuple(fallback),
             ),

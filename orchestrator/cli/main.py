@@ -50,6 +50,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_demo,
         cmd_diff,
         cmd_doctor,
+        cmd_inbox,
         cmd_mcp,
         cmd_open,
         cmd_prune,
@@ -87,6 +88,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_checkpoints.register,  # checkpoints and rewind
         cmd_open.register,
         cmd_trust.register,
+        cmd_inbox.register,
     )
 
 

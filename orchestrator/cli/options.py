@@ -24,6 +24,7 @@ from orchestrator.core.registry import (
 )
 
 if TYPE_CHECKING:
+    from orchestrator.core.sandbox import SandboxPolicy
     from orchestrator.engine.governance import Governance
     from orchestrator.engine.hosts import Host
     from orchestrator.engine.runner import Runner
@@ -55,6 +56,7 @@ __all__ = [
     "print_retry",
     "ray_option",
     "registry_for",
+    "sandbox_for",
     "short",
     "spec_named",
     "sub_command",
@@ -89,7 +91,35 @@ def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeR
 
     registry = RuntimeRegistry.from_specs(specs, config.runtime)
     register_accounts(registry, specs, config.config)
+    registry.sandbox = sandbox_for(config)
     return registry
+
+
+def sandbox_for(config: LoadedConfig) -> SandboxPolicy | None:
+    """``[sandbox] kind = "bubblewrap"``: the policy every run's children go through (the
+    user's home and the state directory hidden); ``None`` when off, or (one line on stderr)
+    when bubblewrap does not work here."""
+    from orchestrator.cli.commands import usable_state_dir
+    from orchestrator.core.sandbox import SandboxPolicy, bwrap_binary, home_of_user, probe
+
+    wanted = config.config.sandbox
+    if wanted.kind != "bubblewrap":
+        return None
+    why = probe()
+    found = bwrap_binary()
+    if why is not None or found is None:
+        print(f"ringleader: sandbox off, runs are not confined: {why}", file=sys.stderr)
+        return None
+
+    def absolute(paths: Sequence[str]) -> tuple[str, ...]:
+        return tuple(str(Path(p).expanduser().resolve()) for p in paths)
+
+    return SandboxPolicy(
+        writable=absolute(wanted.write),
+        readable=absolute(wanted.read),
+        hidden=(str(home_of_user()), str(usable_state_dir())),
+        bwrap=found,
+    )
 
 
 _ASKING: Final = frozenset({"claude-code", "codex", "hermes", "acp"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +44,13 @@ from orchestrator.engine.review.git import Checkout
 from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
-from orchestrator.engine.workspaces import Workspace, create_workspace, workspace_changes
+from orchestrator.engine.workspaces import (
+    Workspace,
+    changes_since,
+    create_workspace,
+    snapshot,
+    workspace_changes,
+)
 
 __all__ = [
     "BoardStarter",
@@ -319,6 +326,11 @@ async def run_jobs(
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
+    # a run in the working directory itself: what it changes there is counted too
+    in_place = [
+        await snapshot(job.task.cwd or os.getcwd()) if job.workspace is None else None
+        for job in jobs
+    ]
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
     skips: list[str | None] = [None] * len(jobs)
@@ -359,9 +371,11 @@ async def run_jobs(
                 await _warm_up(registry, {job.runtime_id for job in jobs})
                 warming.cancel_scope.cancel()
             await _run_all(host, jobs, lanes, outcomes, errors, limiter, skips, log, runner.sink)
-    for job, lane in zip(jobs, lanes, strict=True):
+    for job, lane, before in zip(jobs, lanes, in_place, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)
+        elif before is not None:
+            lane.files_changed = await changes_since(before)
     results = [
         JobResult(job, lane, outcome, error, skip)
         for job, lane, outcome, error, skip in zip(

@@ -42,6 +42,16 @@ The file format::
     url = "http://127.0.0.1:8931/mcp"
     headers_env = { Authorization = "SEARCH_AUTH" }  # header value from this variable
 
+    [runtimes.native.hooks]             # /compact runs this function before the model
+    compact = "myapp.hooks:compact"
+    [runtimes.native.skills.concise]    # a /concise skill: a handler function …
+    handler = "myapp.skills:concise"
+    expose_to_agent = true
+    [runtimes.native.skills.python-debug]  # … or a content skill directory (SKILL.md)
+    dir = "docs/skills/python-debug"
+    [runtimes.native.subagents.reviewer]   # a sub-agent: instructions, or a factory function
+    factory = "myapp.agents:reviewer"
+
     [budget]                            # governance (see orchestrator.engine.governance)
     usd = 2.0                           # per task; run --budget-usd wins
     tokens = 500000                     # per task; run --budget-tokens wins
@@ -63,8 +73,9 @@ The file format::
 whatever repository was cloned there, so unless the user trusted that directory (``ringleader
 trust DIR``: a ``[[trusted]]`` entry in the user config file; a trusted directory's
 subdirectories are trusted too) it may only set what can neither redirect a key nor run code:
-its ``binary``, ``base_url``, ``api_key_env``, ``extra_args`` and ``mcp_servers``, a
-``permission = "allow"`` and ``[workspace]`` ``setup``/``teardown`` are ignored, one line each in :attr:`LoadedConfig.ignored` saying
+its ``binary``, ``base_url``, ``api_key_env``, ``extra_args``, ``mcp_servers``, ``hooks``,
+``skills`` and ``subagents`` (native Python code by ``module:function``), a ``permission =
+"allow"``, ``[workspace]`` ``setup``/``teardown`` and ``[sandbox]`` ``read``/``write`` are ignored, one line each in :attr:`LoadedConfig.ignored` saying
 which key and why (the CLI prints them). The user config, ``--config FILE`` and the environment
 are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
 
@@ -115,7 +126,10 @@ __all__ = [
     "NotifyEvent",
     "PermissionPolicyName",
     "RuntimeConfig",
+    "SandboxConfig",
     "ScheduleConfig",
+    "SkillConfig",
+    "SubagentConfig",
     "WorkspaceConfig",
     "env_var_for",
     "is_trusted",
@@ -226,23 +240,79 @@ class McpServerConfig(BaseModel):
         return shlex.join([self.command or "", *self.args])
 
 
+_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _import_path(value: str | None) -> str | None:
+    if value is not None and not _IMPORT_PATH.match(value):
+        raise ValueError(f"{value!r} is not a module:function import path")
+    return value
+
+
 class SubagentConfig(BaseModel):
     """``[runtimes.native.subagents.<name>]``: a sub-agent the native runtime's model can hand a
-    self-contained job to (``glove_invoke_subagent``); it answers with a model call of its own
-    (no tools), and its events travel in the run's stream tagged ``agentId: <name>``."""
+    self-contained job to (``glove_invoke_subagent``): either ``instructions`` (it answers with a
+    model call of its own, no tools) or a ``factory`` (``module:function``, Glove's sub-agent
+    factory: it returns a runnable); its events travel in the run's stream tagged
+    ``agentId: <name>``."""
 
     model_config = _STRICT
-    instructions: str = Field(min_length=1)
+    instructions: str | None = Field(default=None, min_length=1)
     """Its system prompt."""
+    factory: str | None = None
+    """``module:function`` of a sub-agent factory (given the factory context)."""
     description: str = ""
     """What the parent model is told it is for (default: the first line of ``instructions``)."""
     model: str | None = None
     """Its model (default: the run's)."""
 
+    @field_validator("factory")
+    @classmethod
+    def _factory_path(cls, value: str | None) -> str | None:
+        return _import_path(value)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SubagentConfig:
+        if (self.instructions is None) == (self.factory is None):
+            raise ValueError("give exactly one of instructions or factory")
+        return self
+
     def describe(self) -> str:
-        first = self.instructions.strip().splitlines()[0]
+        first = (self.instructions or "").strip().splitlines()[0] if self.instructions else ""
         model = f" (model {self.model})" if self.model else ""
-        return f"{self.description or first}{model}"
+        kind = f"factory {self.factory}: " if self.factory else ""
+        return f"{kind}{self.description or first}{model}"
+
+
+class SkillConfig(BaseModel):
+    """``[runtimes.native.skills.<name>]``: a ``/name`` skill of the native runtime, either a
+    handler (``module:function``, Glove's skill handler) or a content skill directory (its
+    ``SKILL.md`` and section files, relative to the run's working directory or absolute)."""
+
+    model_config = _STRICT
+    handler: str | None = None
+    dir: str | None = None
+    description: str = ""
+    """What the model is told (a handler skill exposed to it; a content skill's front matter
+    wins)."""
+    expose_to_agent: bool = False
+    """A handler skill the model may call through ``glove_invoke_skill``."""
+
+    @field_validator("handler")
+    @classmethod
+    def _handler_path(cls, value: str | None) -> str | None:
+        return _import_path(value)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SkillConfig:
+        if (self.handler is None) == (self.dir is None):
+            raise ValueError("give exactly one of handler or dir")
+        return self
+
+    def describe(self) -> str:
+        what = f"handler {self.handler}" if self.handler else f"dir {self.dir}"
+        exposed = " (exposed to the agent)" if self.expose_to_agent else ""
+        return f"{what}{exposed}"
 
 
 class AccountConfig(BaseModel):
@@ -311,6 +381,10 @@ class RuntimeConfig(BaseModel):
     directory or absolute (default ``.claude/skills``; ``run --skills-dir`` wins)."""
     subagents: dict[str, SubagentConfig] = Field(default_factory=dict[str, SubagentConfig])
     """Native: sub-agents by name (``run --subagent NAME=INSTRUCTIONS`` adds one)."""
+    hooks: dict[str, str] = Field(default_factory=dict[str, str])
+    """Native: ``/name`` hooks by name, each a ``module:function`` import path."""
+    skills: dict[str, SkillConfig] = Field(default_factory=dict[str, SkillConfig])
+    """Native: ``/name`` skills by name (a handler, or a content skill directory)."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     """MCP servers by name (native); their tools are ``mcp__<name>__<tool>``."""
     output_schema: str | None = None
@@ -337,6 +411,13 @@ class RuntimeConfig(BaseModel):
             if k in ("api_key_env", "base_url", "model") and v is not None
         }
         return self.model_copy(update={**values, "accounts": {}})
+
+    @field_validator("hooks")
+    @classmethod
+    def _hook_paths(cls, value: dict[str, str]) -> dict[str, str]:
+        for path in value.values():
+            _import_path(path)
+        return value
 
     @field_validator("api_key_env")
     @classmethod
@@ -423,7 +504,19 @@ class NotifyConfig(BaseModel):
         return found
 
 
-_SECTIONS: Final = ("budget", "breaker", "workspace", "notify")
+class SandboxConfig(BaseModel):
+    """``[sandbox]``: confine every run's children with bubblewrap (off unless set; see
+    :mod:`orchestrator.core.sandbox`)."""
+
+    model_config = _STRICT
+    kind: Literal["none", "bubblewrap"] = "none"
+    read: tuple[str, ...] = ()
+    """More paths a run may read although under the hidden home (``~/.gitconfig``)."""
+    write: tuple[str, ...] = ()
+    """More paths a run may change (a shared cache)."""
+
+
+_SECTIONS: Final = ("budget", "breaker", "workspace", "notify", "sandbox")
 
 
 class ScheduleConfig(BaseModel):
@@ -482,6 +575,7 @@ class Config(BaseModel):
     """``[[schedule]]`` entries of every file (a later file's entry replaces one with its id)."""
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         """The settings of ``runtime_id`` (all defaults when the configuration names none)."""
@@ -489,7 +583,7 @@ class Config(BaseModel):
 
 
 _FIELDS: Final = tuple(RuntimeConfig.model_fields)
-_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents", "accounts")
+_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents", "hooks", "skills", "accounts")
 """Fields that are tables keyed by name (a model, a server): merged entry by entry."""
 _ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
 
@@ -559,12 +653,19 @@ class LoadedConfig:
                         shown = redact_secrets(", ".join(parts))
                         rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
                     continue
-                if field in ("mcp_servers", "subagents"):  # tables of entries that describe()
-                    entries: Mapping[str, McpServerConfig | SubagentConfig] = getattr(cfg, field)
+                if field in ("mcp_servers", "subagents", "skills"):  # entries that describe()
+                    entries: Mapping[str, McpServerConfig | SubagentConfig | SkillConfig] = getattr(
+                        cfg, field
+                    )
                     for name, entry in entries.items():
                         entry_key = f"{key}.{name}"
                         shown = redact_secrets(entry.describe())
                         rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
+                    continue
+                if field == "hooks":
+                    for name, path in cfg.hooks.items():
+                        hook_key = f"{key}.{name}"
+                        rows.append((hook_key, path, self.sources.get(hook_key, "default")))
                     continue
                 if field == "prices":
                     for model, price in cfg.prices.items():
@@ -668,6 +769,10 @@ _UNTRUSTED_REASONS: Final = {
     "extra_args": "it would change the runtime's command line (which can run code or "
     "redirect requests)",
     "mcp_servers": "it would start programs or send your environment's values as headers",
+    "hooks": "it would import and run Python code of the repository's choosing",
+    "skills": "it would import and run Python code of the repository's choosing",
+    "subagents": "a sub-agent factory would import and run Python code of the repository's "
+    "choosing",
     "accounts": "it would choose an account's config directory, key variable or server",
 }
 
@@ -788,6 +893,16 @@ def _read_file(
             kept[field] = value
         runtimes[runtime_id] = kept
     tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    sandbox = tables.get("sandbox")
+    if ignored is not None and sandbox is not None:
+        for field in ("read", "write"):  # more paths open to the agents: the user's to say
+            if field in sandbox:
+                del sandbox[field]
+                ignored.append(
+                    f"{path}: ignored sandbox.{field}: this directory is not trusted and it would "
+                    f"open more of your files to the agents (trust it with "
+                    f"`ringleader trust {path.parent}`)"
+                )
     workspace = tables.get("workspace")
     if ignored is not None and workspace is not None:
         for field in ("setup", "teardown"):  # shell commands run in every workspace

@@ -24,6 +24,7 @@
     ├── BudgetExceededError                          a cost, turn or time limit was reached
     │   └── MaxTurnsError                            a native agent run hit its turn limit (.max_turns)
     ├── PromptCancelledError                         a native agent run was cancelled (.reason)
+    ├── AbortError                                   a native Glove request was aborted (.reason, .result)
     ├── ToolCallError                                a native agent's call_tool failed (.tool_name, .kind)
     ├── ToolApprovalRequiredError                    a tool call needs approval, no handler (.request)
     └── HostError                                    a host could not place or keep a task
@@ -49,6 +50,7 @@ import trio
 from orchestrator.core.redact import redact_text
 
 __all__ = [
+    "AbortError",
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
@@ -390,6 +392,22 @@ class PromptCancelledError(RingleaderError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.reason, self.chat_history))
+
+
+class AbortError(RingleaderError):
+    """A native Glove request was aborted (Glove's ``AbortError``): by its cancel token, or by a
+    lifecycle hook that stopped it (``reason`` says which and why). ``result`` is what the request
+    had reached (the loop's ``AskResult``: text so far, usage, turns), every open tool call closed."""
+
+    event_code = "aborted"
+
+    def __init__(self, message: str = "Request aborted", result: Any = None) -> None:
+        super().__init__(message)
+        self.reason = message
+        self.result = result
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.result))
 
 
 class ToolCallError(RingleaderError):

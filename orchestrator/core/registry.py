@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -25,10 +26,13 @@ import attrs
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.sandbox import SandboxPolicy
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "AdapterFactory",
+    "InboxHook",
+    "InboxItemRow",
     "Installed",
     "ModelServerHook",
     "RuntimeFactory",
@@ -66,6 +70,32 @@ class ModelServerHook:
 
 
 @attrs.frozen
+class InboxItemRow:
+    """One inbox item a run posted (the native runtime's ``glove_post_to_inbox``)."""
+
+    run_id: str
+    item_id: str
+    tag: str
+    request: str
+    status: str
+    """``pending``, ``resolved`` or ``consumed`` (read by the run's next request)."""
+    blocking: bool = False
+    response: str | None = None
+    created_at: str = ""
+    resolved_at: str | None = None
+
+
+@attrs.frozen
+class InboxHook:
+    """How ``ringleader inbox`` reads and resolves a runtime's inbox items in a state
+    directory: ``list_items(state_dir, run_id or None)`` and
+    ``resolve(state_dir, run_id, item_id, response) -> bool`` (False: not pending)."""
+
+    list_items: Callable[[Path, str | None], list[InboxItemRow]]
+    resolve: Callable[[Path, str, str, str], bool]
+
+
+@attrs.frozen
 class Installed:
     """Where a runtime's executable is and which version it is (``None``: unknown)."""
 
@@ -88,6 +118,8 @@ class RuntimeSpec:
     """Finds the installed executable (raises :class:`~orchestrator.core.errors.RuntimeNotFoundError`
     when missing); ``None`` for in-process runtimes."""
     summary: str = ""
+    inbox: InboxHook | None = None
+    """Set when the runtime keeps inbox items (``ringleader inbox``)."""
 
     def create(self, config: RuntimeConfig) -> RuntimeAdapter:
         return self.factory(config)
@@ -152,6 +184,9 @@ class RuntimeRegistry:
         self._locators: dict[str, Callable[[], Installed]] = {}
         self._endpoints: dict[str, str] = {}
         self._limits: dict[str, int] = {}
+        self.sandbox: SandboxPolicy | None = None
+        """Every run's children go through bubblewrap under this policy (``None``: unconfined);
+        the runner adds each run's workspace and home to it."""
 
     @classmethod
     def from_specs(

@@ -46,17 +46,31 @@ from orchestrator.core.adapter import (
     RuntimeAdapter,
     StartOpts,
     TaskHandle,
+    TurnResumable,
 )
-from orchestrator.core.approvals import APPROVALS_DB
+from orchestrator.core.approvals import (
+    APPROVALS_DB,
+    ApprovalBook,
+    ApprovalDecision,
+    ApprovalRequest,
+)
 from orchestrator.core.config import AccountConfig
 from orchestrator.core.errors import (
+    CapabilityError,
     ConfigError,
     RingleaderError,
     RuntimeStartError,
     redact_secrets,
     single_exception,
 )
-from orchestrator.core.events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
+from orchestrator.core.events import (
+    ApprovalCall,
+    DoneReason,
+    EventFactory,
+    RuntimeEvent,
+    Usage,
+    now_ms,
+)
 from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
 from orchestrator.core.lifetime import (
@@ -68,6 +82,7 @@ from orchestrator.core.lifetime import (
 from orchestrator.core.quota import QuotaBook, readings_from, wants
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.core.sandbox import current_sandbox
 from orchestrator.engine.accounts import HANDED_OFF, MOVE_ON, account_key, split_key, targets
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
@@ -173,6 +188,23 @@ class TaskSpec:
     ends the run ``error{setup_failed}`` + ``done{error}`` with no agent started. Not run
     when the task resumes a session."""
     setup_timeout_s: float = 300.0
+    resume_turn: int | None = None
+    """With ``resume``: continue the session from the end of this turn of the resumed run (a
+    fork; runtimes that can: :class:`~orchestrator.core.adapter.TurnResumable`), not from its
+    end (``ringleader rewind``)."""
+    resume_prompt_index: int = 0
+    """Which of the session's prompts started the resumed run (0: the first; each run that
+    resumed the session since added one)."""
+    plan: bool = False
+    """Plan mode: the first turn plans read-only; a person approves the plan (the approval book)
+    before a turn with the normal policy carries it out on the same session, or rejects it
+    with a message and gets a new plan (see :meth:`Runner._review_plan`)."""
+
+
+PLAN_APPROVED = "The plan is approved. Carry it out now."
+PLAN_REJECTED = "The plan was not approved: {message}\nMake a new plan."
+MAX_PLAN_ROUNDS = 5
+"""A task in plan mode asks for a new plan at most this many times."""
 
 
 @attrs.frozen
@@ -274,6 +306,8 @@ class Runner:
     session apart in it)."""
     on_queued: Callable[[str], None] | None = None
     """Told why a task waits before it starts (``at most 1 native run at once``)."""
+    _plan_rounds: dict[str, int] = attrs.field(factory=dict[str, int], repr=False)
+    """Plans reviewed per session key (a task asks for a new plan at most MAX_PLAN_ROUNDS)."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -323,6 +357,7 @@ class Runner:
         note: str,
         home: str | None,
         resume_id: str | None = None,
+        resume_at: str | None = None,
     ) -> StartOpts:
         context = "\n\n".join(part for part in (task.context, note) if part)
         volatile = "\n\n".join(
@@ -345,8 +380,10 @@ class Runner:
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
             resume_session_id=resume_id,
+            resume_at=resume_at if resume_id else None,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
+            plan=task.plan,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -366,6 +403,7 @@ class Runner:
         endpoint: str | None = None,
         preset: tuple[str, int] | None = None,
         first_checkpointer: Checkpointer | None = None,
+        resume_at: str | None = None,
         hand_off: bool = False,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
@@ -409,7 +447,7 @@ class Runner:
                     opts = self._opts(resumed, f"{session_key}:a{n}", note, home, continue_from[0])
                     continue_from.clear()
                 else:
-                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id, resume_at)
                 retry_checkpointer = await self._checkpointer(task)  # before it can write
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
@@ -522,6 +560,94 @@ class Runner:
             await first
         readings = readings_from(event, runtime_id, account, now_ms=self.clock())
         await trio.to_thread.run_sync(book.record, readings)
+
+    # -- plan mode (run --plan) ----------------------------------------------------------------
+
+    async def _plan_turn(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        handle: RunHandle,
+        home: str | None,
+        outcome: RunOutcome,
+    ) -> tuple[TaskSpec, RunHandle, str] | None:
+        """A person reviews the plan the run answered; the next turn on its session carries it
+        out (approved: plan mode off) or makes a new one (rejected: with the person's message).
+        ``None``: no session to continue, or too many rounds."""
+        session = handle.run_id
+        rounds = self._plan_rounds.get(session_key, 0) + 1
+        self._plan_rounds[session_key] = rounds
+        if not caps.resume or not session or rounds > MAX_PLAN_ROUNDS:
+            return None
+        decision = await self._review_plan(adapter.id, task, session_key, outcome, rounds)
+        if decision.approved:
+            turn = attrs.evolve(task, title=PLAN_APPROVED, description="", plan=False)
+        else:
+            message = decision.rejection_text()
+            text = PLAN_REJECTED.format(message=message)
+            turn = attrs.evolve(task, title=text, description="", plan=True)
+        started = await adapter.start(
+            TaskHandle(task_id=task.task_id, team_id=task.team_id),
+            self._opts(turn, session_key, "", home, session),
+        )
+        return turn, started, session
+
+    async def _review_plan(
+        self, runtime_id: str, task: TaskSpec, session_key: str, outcome: RunOutcome, n: int
+    ) -> ApprovalDecision:
+        """The plan as an approval in the book, on a run of its own (``…:plan-N:run-…``) that
+        waits (``status{waiting_approval}``) until a person decides it: ``ringleader approve``,
+        the board or an ACP editor."""
+        plan = outcome.text or outcome.summary
+        review_key = f"{session_key}:plan-{n}:run-{uuid.uuid4().hex[:8]}"
+        make = EventFactory(run_id=review_key, session_id=session_key, clock=self.clock)
+        book = ApprovalBook.in_state_dir(self.state_dir)
+        handler = book.handler(
+            runtime_id=runtime_id,
+            agent_id=task.agent_id,
+            session_key=review_key,
+            cwd=task.cwd or "",
+        )
+        request = ApprovalRequest(
+            "plan", {"plan": plan}, f"plan-{n}", review_key, "approve the plan to carry it out"
+        )
+        log = self.event_log
+        if log is not None:
+            await log.start_run(review_key, runtime_id=runtime_id, session_key=session_key)
+        await handler.record(request)
+        call = ApprovalCall(
+            id=request.id, tool_call_id=request.call_id, name="plan", input={"plan": plan},
+            reason=request.reason,
+        )  # fmt: skip
+        await self.sink.deliver(
+            review_key,
+            [
+                make.status("init", detail=f"plan {n} of {outcome.run_key}"),
+                make.text_delta(plan),
+                make.waiting_approval(call, detail=f"approval {request.id}: plan"),
+            ],
+        )
+        try:
+            decision = await handler(request)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.sink.deliver(review_key, make.finish("aborted", "plan not reviewed"))
+                if log is not None:
+                    await log.finish_run(review_key, status="aborted", outcome={"title": "plan"})
+            raise
+        verdict = (
+            "plan approved" if decision.approved else f"plan rejected: {decision.rejection_text()}"
+        )
+        await self.sink.deliver(review_key, make.finish("success", verdict))
+        if log is not None:
+            await log.finish_run(
+                review_key,
+                status="success",
+                outcome={"reason": "success", "summary": verdict, "title": f"plan {n}"},
+            )
+        return decision
 
     # -- follow-ups (ringleader say) ---------------------------------------------------------
 
@@ -866,7 +992,8 @@ class Runner:
         register_env_secrets(os.environ)
         register_env_secrets(task.env)
         # … and so are the secrets of the files a workspace was given (.env, .worktreeinclude)
-        await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
+        if task.cwd is not None:
+            await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         rotate_to = rotate_to or task.rotate_to or self.rotate_to
@@ -875,7 +1002,7 @@ class Runner:
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
         # an account is its own registry entry (and breaker): ``<runtime>@<name>``
         keyed = account_key(runtime_id, task.account)
-        runtime = keyed
+        runtime: str = keyed
         gov = self.governance
         ledger = gov.task_ledger() if gov is not None else None
         if gov is not None:
@@ -901,8 +1028,13 @@ class Runner:
             session_key = base_key
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
-            home = await stack.enter_async_context(home_cm)
+            home: str | None = await stack.enter_async_context(home_cm)
+            template = self.registry.sandbox
+            if template is not None:  # its children see its workspace and home, writable
+                policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
+                stack.callback(current_sandbox.reset, current_sandbox.set(policy))
             resume_id = await _restore(adapter, task.resume) if task.resume else None
+            resume_at = await _resume_point(adapter, task, resume_id, home)
             preset: tuple[str, int] | None = None
             if task.setup and task.resume is None:
                 set_up = await self._setup(adapter.id, task, session_key)
@@ -921,7 +1053,7 @@ class Runner:
                         self.on_start(starting)
                     handle = await adapter.start(
                         TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                        self._opts(task, session_key, "", home, resume_id),
+                        self._opts(task, session_key, "", home, resume_id, resume_at),
                     )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
@@ -952,11 +1084,13 @@ class Runner:
                     self.registry.endpoint(runtime),
                     preset,
                     first_checkpointer,
+                    resume_at,
                     hand_off,
                 )
-                preset = first_checkpointer = None
+                preset = first_checkpointer = resume_at = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
-                turn_task = task
+                planning = turn_task.plan
+                turn_task = attrs.evolve(task, plan=planning)  # plan rounds stay in plan mode
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 if gov is not None and outcome.reason != "aborted":
@@ -964,8 +1098,19 @@ class Runner:
                     why = "" if ok else failure_reason(outcome)
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
+                if turn_task.plan and outcome.reason == "success":
+                    turn = await self._plan_turn(
+                        adapter, caps, turn_task, session_key, handle, home, outcome
+                    )
+                    if turn is None:
+                        break
+                    turn_task, handle, resume_id = turn  # the same session, on the person's word
+                    lineage = {"planOf": outcome.run_key}
+                    continue
                 if reason is None or state.rotations >= limit:
-                    turn = await self._followup_turn(adapter, caps, task, session_key, handle, home)
+                    turn = await self._followup_turn(
+                        adapter, caps, turn_task, session_key, handle, home
+                    )
                     if turn is None:
                         break
                     turn_task, handle, resume_id = turn  # the next turn, on the same session
@@ -974,11 +1119,11 @@ class Runner:
                 if _spent(gov, ledger):  # no rotation past a budget
                     break
                 state.rotations += 1
-                next_runtime = rotate_to or runtime
+                next_runtime: str = rotate_to or runtime
                 next_adapter = await adapter_for(next_runtime)
                 next_caps = next_adapter.capabilities()
                 next_plan = resolve_runtime_integration(next_caps)
-                next_home = home
+                next_home: str | None = home
                 if next_runtime != runtime:
                     next_home = await stack.enter_async_context(
                         self._home(next_plan, next_runtime, task.agent_id)
@@ -1036,13 +1181,13 @@ class Runner:
                     "tokensUsed": handoff.tokens_used,
                     "contextWindowTokens": handoff.context_window_tokens,
                 }
-                adapter, caps, runtime, session_key, home = (
+                adapter, caps, runtime, session_key = (
                     next_adapter,
                     next_caps,
                     next_runtime,
                     next_key,
-                    next_home,
                 )
+                home = next_home
         return _final(state)
 
     async def resume_task(
@@ -1159,6 +1304,36 @@ async def _check_endpoint(endpoint: str | None, runtime_id: str) -> None:
     why = await unreachable(endpoint)
     if why is not None:
         raise RuntimeStartError(why, adapter=runtime_id)
+
+
+async def _resume_point(
+    adapter: RuntimeAdapter, task: TaskSpec, resume_id: str | None, home: str | None
+) -> str | None:
+    """The runtime's marker for the end of ``task.resume_turn`` of the resumed session (``None``
+    when the task continues from the session's end).
+
+    Raises:
+        CapabilityError: the runtime cannot continue a session from an earlier turn.
+        ConfigError: that turn is not in the session's transcript.
+    """
+    turn = task.resume_turn
+    if turn is None or resume_id is None or task.resume is None:
+        return None
+    if not isinstance(adapter, TurnResumable):
+        raise CapabilityError(
+            f"runtime {adapter.id!r} cannot continue a session from an earlier turn",
+            actor_id=task.resume.run_key,
+        )
+    index = task.resume_prompt_index
+    point = await trio.to_thread.run_sync(
+        lambda: adapter.resume_point(resume_id, turn, home_dir=home, prompt_index=index)
+    )
+    if point is None:
+        raise ConfigError(
+            f"run {task.resume.run_key!r}: turn {turn} of its session is not in "
+            f"{adapter.id}'s transcript"
+        )
+    return point
 
 
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:

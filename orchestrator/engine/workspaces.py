@@ -31,8 +31,11 @@ __all__ = [
     "COPY_IGNORED",
     "COPY_MAX_BYTES",
     "COPY_MAX_FILES",
+    "Snapshot",
     "Workspace",
+    "changes_since",
     "create_workspace",
+    "snapshot",
     "workspace_changes",
 ]
 
@@ -67,9 +70,8 @@ class Workspace:
     origin: Path
     root: Path
     """The worktree's top level, or the copy itself (``path`` may be a folder inside it)."""
-    baseline: dict[str, tuple[int, int]] = attrs.field(
-        factory=dict[str, tuple[int, int]], repr=False
-    )
+    baseline: Snapshot | None = attrs.field(default=None, repr=False)
+    """A temporary copy's files right after the copy (what its changes are counted against)."""
     base: str | None = None
     """The commit the workspace started from: the worktree's ``HEAD`` when it was made, or the
     commit of a temporary copy's snapshot (see :func:`_snapshot_copy`)."""
@@ -79,6 +81,87 @@ class Workspace:
     included: tuple[str, ...] = ()
     """Ignored files copied in because the repository's ``.worktreeinclude`` names them
     (:mod:`orchestrator.engine.reviewloop.bootstrap`)."""
+
+
+@attrs.frozen
+class Snapshot:
+    """The files under ``root`` at one moment (size, mtime), for counting what a run changed.
+    Folders named in :data:`COPY_IGNORED` (``.git``, caches) that already existed are not
+    walked; one the run creates is (a ``git init`` counts)."""
+
+    root: Path
+    files: dict[str, tuple[int, int]]
+    skipped: frozenset[str]
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _scan(
+    root: Path, skip: frozenset[str] | None, limit: int | None = None
+) -> tuple[dict[str, tuple[int, int]], set[str]]:
+    """Files under ``root`` and the ignored folders not walked: ``skip`` ``None`` skips every
+    folder named in :data:`COPY_IGNORED`, else only these (relative paths). More than ``limit``
+    files raises ``_TooMany``."""
+    found: dict[str, tuple[int, int]] = {}
+    skipped: set[str] = set()
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        keep: list[str] = []
+        for d in dirs:
+            rel = str((here / d).relative_to(root))
+            if (skip is None and d in COPY_IGNORED) or (skip is not None and rel in skip):
+                skipped.add(rel)
+            else:
+                keep.append(d)
+        dirs[:] = keep
+        for name in files:
+            path = here / name
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            found[str(path.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+            if limit is not None and len(found) > limit:
+                raise _TooMany
+    return found, skipped
+
+
+def _snapshot(root: Path, limit: int | None = None) -> Snapshot | None:
+    try:
+        files, skipped = _scan(root, None, limit)
+    except _TooMany:
+        return None
+    return Snapshot(root, files, frozenset(skipped))
+
+
+def _count(before: Snapshot) -> str:
+    try:
+        now, _ = _scan(before.root, before.skipped)
+    except OSError:
+        return "unknown"
+    added = len(now.keys() - before.files.keys())
+    deleted = len(before.files.keys() - now.keys())
+    modified = sum(1 for k in now.keys() & before.files.keys() if now[k] != before.files[k])
+    total = added + deleted + modified
+    if not total:
+        return "none"
+    return f"{total} file{'s' if total != 1 else ''} changed (+{added} ~{modified} -{deleted})"
+
+
+async def snapshot(root: str | Path) -> Snapshot | None:
+    """The files of a directory a run works in place (``None``: too many to count, or it
+    cannot be read): :func:`changes_since` counts what the run changed there."""
+    try:
+        return await trio.to_thread.run_sync(_snapshot, Path(root), COPY_MAX_FILES)
+    except OSError:
+        return None
+
+
+async def changes_since(before: Snapshot) -> str:
+    """What changed under the snapshot's root since it was taken, as one short line."""
+    return await trio.to_thread.run_sync(_count, before)
 
 
 def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -135,7 +218,7 @@ def _copy(origin: Path, name: str) -> Workspace:
         dirs_exist_ok=True,
     )
     return Workspace(
-        path=target, kind="temporary copy", origin=origin, root=target, baseline=_walk(target)
+        path=target, kind="temporary copy", origin=origin, root=target, baseline=_snapshot(target)
     )
 
 
@@ -241,14 +324,9 @@ def _changes(ws: Workspace) -> str:
         if stat.returncode != 0:
             return "unknown"
         return stat.stdout.strip() or "none"
-    now = _walk(ws.root)
-    added = len(now.keys() - ws.baseline.keys())
-    deleted = len(ws.baseline.keys() - now.keys())
-    modified = sum(1 for k in now.keys() & ws.baseline.keys() if now[k] != ws.baseline[k])
-    total = added + deleted + modified
-    if not total:
-        return "none"
-    return f"{total} file{'s' if total != 1 else ''} changed (+{added} ~{modified} -{deleted})"
+    if ws.baseline is None:
+        return "unknown"
+    return _count(ws.baseline)
 
 
 async def workspace_changes(ws: Workspace) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import secrets
 import subprocess
 from collections.abc import AsyncGenerator
@@ -188,11 +189,20 @@ def _diff(cwd: str) -> dict[str, Any]:
 
 def build_mcp_server(orch: Orchestration) -> MCPServer[Any]:
     """The MCP server with ringleader's tools over ``orch``."""
-    server: MCPServer[Any] = MCPServer(
-        name="ringleader",
-        instructions="Start, watch, steer and land runs of coding agents (native, Claude Code, "
-        "Codex, OpenClaw, Hermes, any ACP agent) through ringleader.",
-    )
+    # MCPServer() calls logging.basicConfig (a rich handler on the root logger, INFO): with a
+    # handler already there it does nothing, and ringleader's own logging stays as it was
+    root = logging.getLogger()
+    guard = logging.NullHandler()
+    root.addHandler(guard)
+    try:
+        server: MCPServer[Any] = MCPServer(
+            name="ringleader",
+            instructions="Start, watch, steer and land runs of coding agents (native, Claude "
+            "Code, Codex, OpenClaw, Hermes, any ACP agent) through ringleader.",
+            log_level="WARNING",
+        )
+    finally:
+        root.removeHandler(guard)
 
     @server.tool()
     async def start_run(

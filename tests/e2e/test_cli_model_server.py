@@ -115,6 +115,21 @@ def test_run_model_server_json(runtime: str, workspace: Path, tmp_path: Path) ->
     check_tool_and_text_turns(runtime, events_of(result.stdout))
 
 
+def test_openclaw_leaves_the_users_project_as_it_was(workspace: Path, tmp_path: Path) -> None:
+    """Issue 34 item 3: OpenClaw's first-run files (AGENTS.md, BOOTSTRAP.md, IDENTITY.md,
+    SOUL.md, USER.md) and its `git init` never land in the user's (non-git) directory, and the
+    table counts what a run in place changed."""
+    installed("openclaw")
+    result = ringleader(
+        "run", "--runtime", "openclaw", "--model-server", "look around",
+        cwd=workspace, env=cli_env(tmp_path) | {"NO_COLOR": "1"}, timeout=400,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in workspace.iterdir()) == ["marker.txt"]
+    [row] = [line for line in result.stdout.splitlines() if line.startswith("│ openclaw")]
+    assert "│ none " in row, row  # counted in place: nothing changed
+
+
 def test_model_server_script_file_and_bare_prompt(workspace: Path, tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text('{"conversations": [{"name": "c", "turns": [{"text": "from my script"}]}]}')

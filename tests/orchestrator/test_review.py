@@ -8,14 +8,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import stat
 import sys
 from pathlib import Path
 
 import pytest
+import trio
 
 from orchestrator.cli.main import main
+from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.review.diff import LARGE_BYTES
 from tests.orchestrator.review_kit import GIT_ID, git, make_runs
 
@@ -544,3 +547,40 @@ def test_a_failed_push_is_one_line_without_the_secret_in_its_url(
     line = one_line_error(code, err)
     assert "could not push ringleader/t-native-native" in line and secret not in line
     assert "(the branch ringleader/t-native-native is kept)" in line
+
+
+def test_a_running_run_is_not_applied_and_a_deleted_workspace_is_one_line(
+    repo: Path, state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = make_runs(repo, state, ("native", "codex"))
+    (made["native"] / "hello.py").write_text("agent\n")
+    with sqlite3.connect(state / "events.db") as db:
+        db.execute(
+            "UPDATE runs SET status = 'running', owner_pid = ?, owner_start = NULL "
+            "WHERE runtime_id = 'native'",
+            (os.getpid(),),
+        )
+    code, _, err = cli("apply", "task1/native", capsys=capsys)
+    assert "is still running; apply it once it has ended" in one_line_error(code, err)
+    assert not (repo / "hello.py").exists()
+    shutil.rmtree(made["codex"])  # removed by hand, not pruned
+    code, _, err = cli("diff", "task1/codex", capsys=capsys)
+    assert "is gone (removed or pruned)" in one_line_error(code, err)
+    code, out, _ = cli("workspaces", "--prune", capsys=capsys)
+    assert code == 0 and "(codex, gone)" in out and "native" not in out.split("\n")[0]
+
+
+def test_runs_under_reads_the_runs_of_a_task_only(state: Path) -> None:
+    async def go() -> list[str]:
+        async with EventLog.open(state / "events.db") as log:
+            for key in (
+                "runtime:codex:task:ab:run-1",
+                "runtime:codex:task:ab:r1:run-2",
+                "runtime:codex:task:abc:run-3",  # another task whose id starts the same
+                "runtime:native:task:ab:run-4",
+            ):
+                await log.start_run(key, runtime_id="codex", session_key=key)
+                await log.finish_run(key, status="success", outcome={})
+            return [r.run_key for r in await log.runs_under(["runtime:codex:task:ab"])]
+
+    assert trio.run(go) == ["runtime:codex:task:ab:run-1", "runtime:codex:task:ab:r1:run-2"]

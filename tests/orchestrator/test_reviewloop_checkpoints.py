@@ -167,3 +167,5 @@ async def test_rewind_mistakes_are_typed_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is not in a git work tree"):
         await list_checkpoints(plain, KEY)
     assert await Checkpointer.before_start(str(plain)) is None
+    with pytest.raises(ConfigError, match=r"the run's workspace .*gone$"):
+        await rewind(tmp_path / "removed", KEY, 0)

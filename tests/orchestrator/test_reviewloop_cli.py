@@ -235,6 +235,8 @@ def test_scripted_comment_round_trip_resumes_the_session(tmp_path: Path) -> None
         "comment", "last", "greeter.py:2", "say hello", cwd=tmp_path, state=state, env=env
     )
     assert added.returncode == 0, added.stderr
+    quoted = ringleader("comment", "last", ".env:1", "rotate this", cwd=tmp_path, state=state)
+    assert quoted.returncode == 0, quoted.stderr
     sent = ringleader("comment", "last", "--send", "--json", cwd=tmp_path, state=state, env=env)
     assert sent.returncode == 0, sent.stdout + sent.stderr
     events = json_lines(sent.stdout)
@@ -243,6 +245,10 @@ def test_scripted_comment_round_trip_resumes_the_session(tmp_path: Path) -> None
     first_key, follow = runs[0]["runKey"], runs[1]
     assert outcome_of(state, follow["runKey"])["resumedFrom"] == first_key
     assert '    2 |     return "hi " + name\n   Comment: say hello' in follow["prompt"]
+    # the quoted .env line: its token is in neither the comments nor the log
+    assert "1 | APP_TOKEN=[REDACTED]" in follow["prompt"]
+    for db in ("comments.db", "events.db"):
+        assert b"tok-1a2b3c4d5e6f7a8b9c" not in (state / db).read_bytes(), db
     with sqlite3.connect(state / "events.db") as conn:
         native_ids = [r[0] for r in conn.execute("SELECT native_session_id FROM sessions")]
     # the follow-up continued the first run's session (the scripted runtime's ids are fresh

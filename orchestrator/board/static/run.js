@@ -159,7 +159,27 @@ function summary() {
   );
   const live = card.column === "running" || card.column === "queued";
   document.getElementById("actions").hidden = !(hosting && live);
+  if (lastColumn !== null && card.column !== lastColumn && NOTIFY_COLUMNS[card.column]) {
+    notifyIfHidden(`ringleader: ${runtimeOf(runKey)} run ${NOTIFY_COLUMNS[card.column]}`, runKey);
+  }
+  lastColumn = card.column;
 }
+
+// The browser's Notification API, only while the page is in the background (plain text only).
+const NOTIFY_COLUMNS = { waiting: "needs your approval", done: "is done", failed: "failed" };
+let lastColumn = null;
+function notifyIfHidden(title, body) {
+  if (document.hidden && "Notification" in window && Notification.permission === "granted") {
+    new Notification(title, { body });
+  }
+}
+document.addEventListener(
+  "click",
+  () => {
+    if ("Notification" in window && Notification.permission === "default") Notification.requestPermission();
+  },
+  { once: true },
+);
 
 function link(row, why) {
   return el("li", {},

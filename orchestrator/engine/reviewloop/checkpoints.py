@@ -259,6 +259,8 @@ async def list_checkpoints(cwd: str | Path, run_key: str) -> list[Checkpoint]:
     """
 
     def work() -> list[Checkpoint]:
+        if not Path(cwd).is_dir():
+            raise ConfigError(f"the run's workspace {cwd} is gone")
         repo = _repo(cwd)
         if repo is None:
             raise ConfigError(f"{cwd} is not in a git work tree: runs there have no checkpoints")
@@ -371,6 +373,8 @@ class Rewound:
 
 
 def _rewind_sync(cwd: str | Path, run_key: str, n: int, clock: Callable[[], int]) -> Rewound:
+    if not Path(cwd).is_dir():
+        raise ConfigError(f"the run's workspace {cwd} is gone")
     repo = _repo(cwd)
     if repo is None:
         raise ConfigError(f"{cwd} is not in a git work tree: runs there have no checkpoints")

@@ -33,6 +33,7 @@ from orchestrator.core.events import now_ms
 from orchestrator.core.lifetime import ensure_private_dir
 from orchestrator.core.redact import redact_text
 from orchestrator.engine.eventlog import RunRecorder, SessionRow
+from orchestrator.engine.reviewloop.bootstrap import register_workspace_secrets
 
 __all__ = [
     "COMMENTS_DB",
@@ -253,6 +254,8 @@ def _commented_lines(cwd: str, path: str, start: int, end: int) -> tuple[str, li
     here = Path(cwd)
     if not here.is_dir():
         raise ConfigError(f"the run's workspace {cwd} is gone")
+    # a comment may quote a line of a copied .env: its secrets are redacted like the runs'
+    register_workspace_secrets(here)
     base = _base(here).resolve()
     candidates = [base / path, here / path]
     target = next((c for c in candidates if c.is_file()), None)
@@ -277,7 +280,7 @@ def _commented_lines(cwd: str, path: str, start: int, end: int) -> tuple[str, li
 
 async def commented_lines(cwd: str, path: str, start: int, end: int) -> tuple[str, list[str]]:
     """The file's path as comments name it and its lines ``start``–``end`` in the workspace
-    ``cwd``.
+    ``cwd`` (the workspace's secrets registered for redaction first, as a run does).
 
     Raises:
         ConfigError: the workspace or file is gone, outside the workspace, not UTF-8 text, or
