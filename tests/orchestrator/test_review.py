@@ -601,3 +601,33 @@ def test_last_names_the_runs_of_a_side_by_side_task_instead_of_guessing(
     assert not (repo / "codex.txt").exists()
     assert cli("apply", "last/codex", capsys=capsys)[0] == 0
     assert (repo / "codex.txt").read_text() == "c\n"
+
+
+def test_onto_a_branch_without_the_starting_commit_cherry_picks_in_a_temporary_worktree(
+    repo: Path, state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git("branch", "older", cwd=repo)  # before the commit the run starts from
+    (repo / "later.txt").write_text("later\n")
+    git("add", "later.txt", cwd=repo)
+    git("commit", "-qm", "later", cwd=repo)
+    ws = make_runs(repo, state, ("native",))["native"]
+    (ws / "hello.py").write_text("agent\n")
+    (ws / "README.md").write_text("# demo\n\nline\nmore\n")
+    worktrees = git("worktree", "list", cwd=repo)
+    code, out, err = cli("apply", "last", "--onto", "older", capsys=capsys)
+    assert code == 0, err and "landed on older (squash)" in out
+    assert git("show", "older:hello.py", cwd=repo) == "agent\n"
+    assert "later.txt" not in git("ls-tree", "--name-only", "older", cwd=repo)  # only the run's
+    assert git("worktree", "list", cwd=repo) == worktrees  # the temporary worktree is gone
+
+    git("branch", "older2", "older~1", cwd=repo)
+    git("checkout", "-q", "older2", cwd=repo)
+    (repo / "hello.py").write_text("someone else's\n")
+    git("add", "hello.py", cwd=repo)
+    git("commit", "-qm", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    before = git("rev-parse", "older2", cwd=repo)
+    code, _, err = cli("apply", "last", "--onto", "older2", capsys=capsys)
+    assert "conflicts with older2 in 1 file: hello.py" in one_line_error(code, err)
+    assert git("rev-parse", "older2", cwd=repo) == before
+    assert git("worktree", "list", cwd=repo) == worktrees
