@@ -82,21 +82,21 @@ def test_serve_with_model_server_runs_a_posted_native_task(tmp_path: Path) -> No
     )
     try:
         assert proc.stdout is not None
-        url = proc.stdout.readline().strip().removesuffix("/events")
-        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
-        page = httpx2.get(url + "/", timeout=60).text
-        token = page.split('ringleader-action-token" content="')[1].split('"')[0]
+        events = proc.stdout.readline().strip()  # http://127.0.0.1:PORT/events?token=…
+        url, _, token = events.partition("/events?token=")
+        assert url.startswith("http://127.0.0.1:") and token, events
+        auth = {"authorization": f"Bearer {token}"}  # every read and action needs it
         posted = httpx2.post(
             url + "/tasks",
             json={"prompt": "look around", "runtime": "native", "model": None},
-            headers={"authorization": f"Bearer {token}"},
+            headers=auth,
             timeout=60,
         )
         assert posted.status_code == 201, posted.text
         deadline = time.monotonic() + 120
         cards: list[dict[str, object]] = []
         while time.monotonic() < deadline:
-            cards = httpx2.get(url + "/board", timeout=60).json()["cards"]
+            cards = httpx2.get(url + "/board", headers=auth, timeout=60).json()["cards"]
             if cards and all(c["column"] in ("done", "failed") for c in cards):
                 break
             time.sleep(0.3)
