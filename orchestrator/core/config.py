@@ -771,8 +771,6 @@ _UNTRUSTED_REASONS: Final = {
     "mcp_servers": "it would start programs or send your environment's values as headers",
     "hooks": "it would import and run Python code of the repository's choosing",
     "skills": "it would import and run Python code of the repository's choosing",
-    "subagents": "a sub-agent factory would import and run Python code of the repository's "
-    "choosing",
     "accounts": "it would choose an account's config directory, key variable or server",
 }
 
@@ -882,6 +880,17 @@ def _read_file(
                 continue
             value = getattr(parsed, field)
             reason = _UNTRUSTED_REASONS.get(field)
+            if field == "subagents" and ignored is not None:
+                # instructions are only text; a factory is Python of the repository's choosing
+                for name, sub in list(value.items()):
+                    if sub.factory:
+                        ignored.append(
+                            f"{path}: ignored runtimes.{runtime_id}.subagents.{name}: this "
+                            f"directory is not trusted and its factory would import and run "
+                            f"Python code of the repository's choosing (trust it with "
+                            f"`ringleader trust {path.parent}`)"
+                        )
+                        value = {k: v for k, v in value.items() if k != name}
             if field == "permission" and value == "allow":
                 reason = "it would let the agent write and run commands without asking"
             if ignored is not None and reason is not None:

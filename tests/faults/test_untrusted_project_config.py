@@ -83,7 +83,7 @@ def test_an_untrusted_project_sets_nothing_that_redirects_keys_or_runs_code(
         "runtimes.native.hooks",
         "runtimes.native.mcp_servers",
         "runtimes.native.permission",
-        "runtimes.native.subagents",
+        "runtimes.native.subagents.helper",
         "workspace.setup",
         "workspace.teardown",
     ]
