@@ -120,6 +120,12 @@ async def codex(
     state = tmp_path / "codex-state"
     state.mkdir()
     env = base_env(state) | {"CODEX_HOME": str(state), "FAKE_API_KEY": "sk-e2e-0000000000"}
+    # as the adapter does: Codex will not create its sandbox helper link under the temporary
+    # directory, and with bubblewrap installed its shell needs it on PATH
+    helper = state / "bin"
+    helper.mkdir()
+    (helper / "codex-linux-sandbox").symlink_to(runtime_binary("codex"))
+    env["PATH"] = f"{helper}:{env.get('PATH', '')}"
     argv = [
         str(runtime_binary("codex")), "exec", "--json", "--skip-git-repo-check",
         "-c", "model_provider=fake", "-c", "model_providers.fake.name=fake",

@@ -55,10 +55,15 @@ def ringleader(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProces
 def table_rows(stdout: str) -> dict[str, list[str]]:
     """The comparison table's rows by run label (cells stripped)."""
     rows: dict[str, list[str]] = {}
+    last: str | None = None
     for line in stdout.splitlines():
         if line.startswith("│"):
             cells = [c.strip() for c in line.strip("│").split("│")]
-            rows[cells[0]] = cells
+            if not cells[0] and last is not None:  # a wrapped row goes on on the next line
+                rows[last] = [f"{a} {b}".strip() for a, b in zip(rows[last], cells, strict=True)]
+            else:
+                rows[cells[0]] = cells
+                last = cells[0]
     return rows
 
 

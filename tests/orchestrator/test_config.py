@@ -223,7 +223,7 @@ def test_cli_bad_config_is_one_line_and_exit_2(dirs: tuple[Path, Path, dict[str,
 def test_cli_config_prints_values_and_sources(
     dirs: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:
-    project, _, env = dirs
+    project, xdg, env = dirs
     write(
         project / "ringleader.toml", '[runtimes.codex]\nmodel = "gpt-5.5"\napi_key_env = "H12_K"\n'
     )
@@ -255,7 +255,9 @@ def test_cli_config_prints_values_and_sources(
     assert "sk-very-secret-key-0000" not in result.stdout
     as_json = ringleader("config", "--json", cwd=project, env=env)
     lines_json = [json.loads(line) for line in as_json.stdout.splitlines()]  # JSON Lines
-    assert lines_json[0] == {"files": [str(project / "ringleader.toml")]}
+    # the user config (it records the trusted project) and the project file
+    user = str(xdg / "ringleader" / "config.toml")
+    assert lines_json[0] == {"files": [user, str(project / "ringleader.toml")]}
     assert {
         "key": "runtimes.codex.model",
         "value": "gpt-5.5",
