@@ -40,6 +40,8 @@ from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import EventFactory
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import RunRecorder
+from orchestrator.engine.review.diff import workspace_diff as review_diff
+from orchestrator.engine.review.git import Checkout
 from orchestrator.engine.workspaces import COPY_IGNORED, Workspace
 
 __all__ = [
@@ -358,6 +360,11 @@ def _copy_diff(origin: Path, copy: Path) -> str:
 
 
 def _workspace_diff(ws: Workspace) -> str:
+    if ws.base is not None:
+        # the review's diff: against the workspace's starting commit (a copy's snapshot), in a
+        # temporary index (the agent's own index is left alone)
+        changed = review_diff(Checkout(ws.root, ws.base, ws.git_dir))
+        return _cut("".join(f.patch for f in changed.files))
     if ws.kind == "git worktree":
         return _cut(_git_diff(ws.root) or "")
     return _cut(_copy_diff(ws.origin, ws.root))
@@ -365,8 +372,9 @@ def _workspace_diff(ws: Workspace) -> str:
 
 async def workspace_diff(ws: Workspace) -> str:
     """What a run changed in its workspace, as a unified diff against where it started (a git
-    worktree: ``git diff`` against ``HEAD``, new files included; a temporary copy: against the
-    directory it was copied from). Cut at :data:`DIFF_MAX_CHARS`."""
+    worktree: the review's diff against its starting commit, ``orchestrator/engine/review/``,
+    new files included; a temporary copy: against the directory it was copied from). Cut at
+    :data:`DIFF_MAX_CHARS`."""
     return await trio.to_thread.run_sync(_workspace_diff, ws)
 
 
