@@ -259,6 +259,9 @@ class RpcDialect(CliDialect):
 
     routes = True
     rpc: JsonRpcClient | None = None
+    spawn: Callable[..., None] | None = None
+    """Where the peer's requests are answered, each in its own task (the adapter's nursery): an
+    answer that waits for a person must not hold up the reader. ``None``: answered inline."""
 
     async def route(self, frame: Any) -> bool:
         kind = rpc_kind(frame)
@@ -266,7 +269,11 @@ class RpcDialect(CliDialect):
             self.rpc.resolve(frame)
             return True
         if kind == "request" and self.rpc is not None:
-            await answer_request(self.rpc, frame, self.answer)
+            if self.spawn is not None:
+                self.spawn(answer_request, self.rpc, frame, self.answer)
+                await trio.lowlevel.checkpoint()
+            else:
+                await answer_request(self.rpc, frame, self.answer)
             return True
         await trio.lowlevel.checkpoint()
         return False

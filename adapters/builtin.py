@@ -19,7 +19,7 @@ from orchestrator.core.registry import Installed, RuntimeRegistry, RuntimeSpec
 __all__ = ["builtin_registry", "builtin_runtimes", "locate_pinned", "refuse_unused"]
 
 
-_NATIVE_ONLY = ("skills_dir", "subagents")
+_NATIVE_ONLY = ("skills_dir", "subagents", "hooks", "skills")
 
 
 def refuse_unused(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:

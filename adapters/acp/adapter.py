@@ -32,6 +32,7 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, RunHandle, StartOpts, TaskHandle
+from orchestrator.core.asking import ToolAsker
 from orchestrator.core.errors import (
     ConfigError,
     ProtocolError,
@@ -55,7 +56,7 @@ from .._jsonrpc import (
 )
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
-from .driver import AcpConfig, fs_request, initialize_params, permission_outcome
+from .driver import AcpConfig, fs_request, initialize_params, permission_outcome, pick_option
 from .normalize import AcpState, normalize_prompt_end, normalize_update
 
 __all__ = ["AcpAdapter", "AcpDialect", "AcpRun"]
@@ -78,6 +79,7 @@ class AcpRun:
     owned_home: bool = False
     session_id: str | None = None
     cli: CliRun = attrs.field(init=False)
+    asker: ToolAsker | None = None
     extra: dict[str, Any] = attrs.field(factory=dict[str, Any])
     """Subclass state (e.g. a note for the opening status)."""
 
@@ -285,7 +287,16 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
             await self.finish_run(run)
 
         dialect = AcpDialect(self, run)
+        dialect.spawn = self.spawn  # a permission may wait for a person: off the reader
         run.cli = CliRun(emitter, dialect, cleanup=cleanup)
+        run.asker = ToolAsker.for_run(
+            emitter,
+            approvals_db=opts.approvals_db,
+            runtime_id=self.id,
+            agent_id=opts.agent_id,
+            session_key=opts.session_key,
+            cwd=str(cwd),
+        )
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         await run.cli.launch(self.nursery, spec, adapter=self.id, conversation=self._converse)
@@ -372,7 +383,14 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         """The answer to one of the agent's requests (permissions by policy; fs only when
         enabled)."""
         if method == "session/request_permission":
-            outcome = permission_outcome(self.config.permission, params)
+            try:
+                if self.config.permission == "ask":
+                    outcome = await self._ask(run, params)
+                else:
+                    outcome = permission_outcome(self.config.permission, params)
+            except Exception as exc:  # a policy (or the book) that failed: reject
+                self.record("permissionFailed", error=type(exc).__name__)
+                outcome = pick_option(params, False)
             self.record("permission", sessionKey=run.opts.session_key, **outcome)
             await trio.lowlevel.checkpoint()
             return outcome
@@ -383,6 +401,23 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
                 return RpcErrorReply(INVALID_PARAMS, redact_secrets(str(exc)))
         await trio.lowlevel.checkpoint()
         return RpcErrorReply(METHOD_NOT_FOUND, f"ringleader does not offer {method}")
+
+    async def _ask(self, run: AcpRun, params: Mapping[str, Any]) -> dict[str, Any]:
+        """A person's decision on one permission request (an edited input is refused: ACP's
+        answer cannot carry one)."""
+        asker = run.asker
+        call = as_dict(params.get("toolCall"))
+        if asker is None:
+            return pick_option(params, False)
+        tool = as_str(call.get("kind")) or "tool"
+        shown: dict[str, Any] = {"title": as_str(call.get("title"))}
+        raw = call.get("rawInput")
+        if raw is not None:
+            shown["input"] = raw
+        call_id = as_str(call.get("toolCallId")) or "permission"
+        made = await asker.ask(tool, shown, call_id)
+        allow = made.approved and made.input is None
+        return pick_option(params, allow, always=allow and made.scope == "always")
 
     # -- controls ------------------------------------------------------------------------------
 

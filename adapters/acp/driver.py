@@ -5,9 +5,13 @@ parameters.
 Agent → client requests:
 
 * ``session/request_permission`` — answered by :attr:`AcpConfig.permission`: ``"deny"`` (the
-  default: fail closed, the agent sees a rejection), ``"allow"``, or a callable given the tool
-  call that returns ``True`` to allow. The option picked is the agent's own ``allow_once`` /
-  ``reject_once`` (falling back to any allow / reject option, else ``cancelled``).
+  default: fail closed, the agent sees a rejection), ``"allow"``, ``"ask"`` (a person decides,
+  through the run's approval book: :mod:`orchestrator.core.asking`; with nobody to ask, a
+  rejection), or a callable given the tool call that returns ``True`` to allow. The option
+  picked is the agent's own ``allow_once`` / ``reject_once`` (``allow_always`` for a person's
+  "always"; falling back to any allow / reject option, else ``cancelled``). ACP's answer carries
+  no message and no edited input: a person's message is not seen by the agent, and an edited
+  input is refused (a rejection).
 * ``fs/read_text_file`` and ``fs/write_text_file`` — only when :attr:`AcpConfig.allow_fs`;
   paths must lie inside the run's working directory (checked on the resolved path); otherwise
   the capability is not offered and the request gets JSON-RPC ``-32601``.
@@ -35,9 +39,10 @@ __all__ = [
     "fs_request",
     "initialize_params",
     "permission_outcome",
+    "pick_option",
 ]
 
-PermissionPolicy: TypeAlias = Literal["deny", "allow"] | Callable[[Mapping[str, Any]], bool]
+PermissionPolicy: TypeAlias = Literal["deny", "allow", "ask"] | Callable[[Mapping[str, Any]], bool]
 
 _CLIENT_VERSION: Final = "0.1.0"
 _MAX_READ_BYTES: Final = 4 * 1024 * 1024
@@ -73,9 +78,9 @@ class AcpConfig:
     client_name: str = "ringleader"
 
     def __attrs_post_init__(self) -> None:
-        if isinstance(self.permission, str) and self.permission not in ("deny", "allow"):
+        if isinstance(self.permission, str) and self.permission not in ("deny", "allow", "ask"):
             raise ConfigError(
-                f"permission must be 'deny', 'allow' or a callable, not {self.permission!r}"
+                f"permission must be 'deny', 'allow', 'ask' or a callable, not {self.permission!r}"
             )
 
 
@@ -94,8 +99,17 @@ def permission_outcome(policy: PermissionPolicy, params: Mapping[str, Any]) -> d
     """The ``session/request_permission`` result for ``params`` under ``policy``."""
     tool_call = as_dict(params.get("toolCall"))
     allow = policy == "allow" or (callable(policy) and bool(policy(tool_call)))
+    return pick_option(params, allow)
+
+
+def pick_option(params: Mapping[str, Any], allow: bool, *, always: bool = False) -> dict[str, Any]:
+    """The ``session/request_permission`` result that allows (``always``: the agent's
+    ``allow_always`` first) or rejects, from the options the agent offered."""
     options = [as_dict(o) for o in as_list(params.get("options"))]
-    wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+    if allow:
+        wanted = ("allow_always", "allow_once") if always else ("allow_once", "allow_always")
+    else:
+        wanted = ("reject_once", "reject_always")
     for kind in wanted:
         for option in options:
             if option.get("kind") == kind and as_str(option.get("optionId")):

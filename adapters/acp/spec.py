@@ -23,7 +23,7 @@ def _acp(config: RuntimeConfig) -> RuntimeAdapter:
         AcpConfig(
             command=command,
             model=config.model,
-            permission="allow" if config.permission == "allow" else "deny",
+            permission=config.permission or "deny",
         )
     )
 

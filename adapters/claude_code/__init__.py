@@ -16,6 +16,7 @@ from .driver import Mode as Mode
 from .driver import PermissionDecision as PermissionDecision
 from .driver import PermissionPolicy as PermissionPolicy
 from .driver import allow_all as allow_all
+from .driver import ask_all as ask_all
 from .driver import claude_args as claude_args
 from .driver import deny_all as deny_all
 from .driver import run_env as run_env

@@ -14,7 +14,10 @@ Two modes (:attr:`ClaudeCodeConfig.mode`):
   (``StartOpts.resume_session_id``); otherwise a new process (a new session) replaces it. Abort
   sends the ``interrupt`` control request, so the process and its prompt cache survive (it is
   terminated only if the interrupt is not honoured within ``interrupt_grace``). Permission prompts
-  (``--permission-prompt-tool stdio``) are answered by :attr:`ClaudeCodeConfig.permission_policy`.
+  (``--permission-prompt-tool stdio``) are answered by :attr:`ClaudeCodeConfig.permission_policy`,
+  each in its own task; a decision that says *ask* goes to a person through the run's approval
+  book (:mod:`orchestrator.core.asking`) and comes back as allow, deny with the person's message,
+  or allow with the edited input.
   ``write_context`` steers text into the running turn (the CLI hands it to the model with the
   next tool result), so the mode is ``steerable``; ``set_model`` switches the live process's
   model at its next request. Idle processes close after ``idle_timeout``; all close with the
@@ -49,6 +52,7 @@ from orchestrator.core.adapter import (
     StartOpts,
     TaskHandle,
 )
+from orchestrator.core.asking import ToolAsker
 from orchestrator.core.errors import (
     ProtocolError,
     RingleaderError,
@@ -73,10 +77,12 @@ from .dialect import CanUseToolRequest, ControlResponse, as_dict, as_str, decode
 from .driver import (
     ClaudeCodeConfig,
     ControlClient,
+    PermissionDecision,
     claude_args,
     permission_answer,
     prepare_home,
     run_env,
+    turn_end_uuid,
     user_message,
 )
 from .normalize import ClaudeState, flush_text, frame_label, normalize_line
@@ -84,6 +90,11 @@ from .normalize import ClaudeState, flush_text, frame_label, normalize_line
 __all__ = ["ClaudeCodeAdapter", "ClaudeCodeCodec", "ClaudeCodeSession", "ClaudeDialect"]
 
 ALIASES: Final = ("sonnet", "opus", "haiku")
+
+_PLAN_REVIEWED: Final = (
+    "Plan mode is read-only and you do not leave it yourself: a person reviews your plan once "
+    "this turn ends. End your turn with the plan as your answer."
+)
 
 ClaudeCodeSession = CliSession
 """What resumes a Claude Code session: its id and the directory it started in."""
@@ -135,6 +146,7 @@ class _Run:
     home: Path
     resume: str | None
     state: ClaudeState
+    asker: ToolAsker
     live: _Live | None = None
 
     @property
@@ -153,6 +165,9 @@ class _Live:
     home: Path
     resume: str | None
     env: Mapping[str, str]
+    fork_at: str | None = None
+    plan: bool = False
+    """Started in plan mode (a turn out of plan mode needs a process started without it)."""
     child: ChildProcess | None = None
     control: ControlClient | None = None
     cost_usd: float = 0.0
@@ -181,6 +196,36 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         self._homes: dict[str, Path] = {}
         """Adapter-made homes by session id (a resume without ``home_dir`` reuses its home)."""
         self._owned: set[Path] = set()
+
+    def resume_point(
+        self, session_id: str, turn: int, *, home_dir: str | None, prompt_index: int = 0
+    ) -> str | None:
+        """The transcript entry ending turn ``turn`` of a run of ``session_id`` (see
+        :class:`~orchestrator.core.adapter.TurnResumable`; :func:`turn_end_uuid`)."""
+        roots = [Path(home_dir)] if home_dir else []
+        if session_id in self._homes:
+            roots.append(self._homes[session_id])
+        for root in roots:
+            for transcript in sorted(root.glob(f"projects/*/{session_id}.jsonl")):
+                found = turn_end_uuid(transcript, turn, prompt_index)
+                if found is not None:
+                    return found
+        return None
+
+    def interactive_command(
+        self, session_id: str, *, cwd: str, home_dir: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """``claude --resume ID`` in the run's home (``ringleader open``; see
+        :class:`~orchestrator.core.adapter.InteractiveRuntime`)."""
+        config = self.config
+        home, _ = prepare_home(home_dir, config.state_root, f"open-{session_id}")
+        args = ["--resume", session_id]
+        if config.model:
+            args += ["--model", config.model]
+        if config.permission_mode:
+            args += ["--permission-mode", config.permission_mode]
+        args += list(config.extra_args)
+        return self.argv(args), run_env(config, home=home, extra={})
 
     def capabilities(self) -> Capabilities:
         config = self.config
@@ -228,7 +273,15 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             self._owned.add(home)
         state = ClaudeState(model=model)
         cli = CliRun(self.new_run(opts.session_key), ClaudeDialect(state, resume))
-        run = _Run(cli, opts, cwd, model, home, resume, state)
+        asker = ToolAsker.for_run(
+            cli.emitter,
+            approvals_db=opts.approvals_db,
+            runtime_id=self.id,
+            agent_id=opts.agent_id,
+            session_key=opts.session_key,
+            cwd=str(cwd),
+        )
+        run = _Run(cli, opts, cwd, model, home, resume, state, asker)
 
         def seen(session_id: str) -> None:  # a session files its transcripts by directory
             self.remember_origin(session_id, str(cwd))
@@ -258,6 +311,8 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             resume=run.resume,
             max_turns=run.opts.max_turns,
             blocklist=run.opts.child_tool_blocklist,
+            fork_at=run.opts.resume_at,
+            plan=run.opts.plan,
         )
         return self.spec(
             args,
@@ -282,12 +337,23 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             and run.resume is not None
             and run.resume == live.session_id
             and live.cwd == run.cwd
+            and run.opts.resume_at is None  # a fork needs a process of its own
+            and live.plan == run.opts.plan
         )
         if live is not None and not reusable:
             await self._close_live(live)
             live = None
         if live is None:
-            live = _Live(key, run.cwd, run.model, run.home, run.resume, run.opts.env)
+            live = _Live(
+                key,
+                run.cwd,
+                run.model,
+                run.home,
+                run.resume,
+                run.opts.env,
+                fork_at=run.opts.resume_at if run.resume else None,
+                plan=run.opts.plan,
+            )
             self._lives[key] = live
             self.spawn(self._drive_live, live)
             await live.ready.wait()
@@ -311,7 +377,14 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
 
     async def _drive_live(self, live: _Live) -> None:
         config = self.config
-        args = claude_args(config, prompt=None, model=live.model, resume=live.resume)
+        args = claude_args(
+            config,
+            prompt=None,
+            model=live.model,
+            resume=live.resume,
+            fork_at=live.fork_at,
+            plan=live.plan,
+        )
         env = run_env(config, home=live.home, extra=live.env)
         spec = self.spec(args, env, cwd=live.cwd, stdin=True)
         try:
@@ -428,17 +501,44 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             return
         request_id = as_str(frame.get("request_id"))
         request = as_dict(frame.get("request"))
-        subtype = request.get("subtype")
+        if request.get("subtype") == "can_use_tool":
+            # answered in its own task: a person may take long, and the reader must go on
+            # (an interrupt's answer comes through it)
+            self.spawn(self._can_use_tool, live, live.run, request_id, request)
+            return
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await control.respond_error(
+                request_id, f"ringleader does not handle {request.get('subtype')}"
+            )
+
+    async def _can_use_tool(
+        self, live: _Live, run: _Run | None, request_id: str, request: dict[str, Any]
+    ) -> None:
+        """Answer one ``can_use_tool`` prompt: by the policy, or by a person when it says ask."""
+        control = live.control
+        assert control is not None
         try:
-            if subtype == "can_use_tool":
-                ask = CanUseToolRequest.model_validate(request)
-                decision = self.config.permission_policy(ask.tool_name, ask.input)
-                self.record(
-                    "permission", sessionKey=live.key, tool=ask.tool_name, allow=decision.allow
-                )
-                await control.respond(request_id, permission_answer(decision, ask.input))
-            else:
-                await control.respond_error(request_id, f"ringleader does not handle {subtype}")
+            ask = CanUseToolRequest.model_validate(request)
+            decision = self.config.permission_policy(ask.tool_name, ask.input)
+            if live.plan:  # plan mode is read-only; the host has a person review the plan
+                decision = PermissionDecision(allow=False, message=_PLAN_REVIEWED)
+            elif decision.ask:
+                if run is None:
+                    decision = PermissionDecision(allow=False, message="no turn is running")
+                else:
+                    made = await run.asker.ask(
+                        ask.tool_name,
+                        ask.input,
+                        ask.tool_use_id or request_id,
+                        reason=ask.decision_reason or ask.description,
+                    )
+                    decision = PermissionDecision(
+                        allow=made.approved,
+                        message=made.rejection_text(),
+                        updated_input=made.input,
+                    )
+            self.record("permission", sessionKey=live.key, tool=ask.tool_name, allow=decision.allow)
+            await control.respond(request_id, permission_answer(decision, ask.input))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         except Exception as exc:  # a policy that raised: deny, and say why

@@ -61,6 +61,7 @@ __all__ = [
     "PermissionDeniedLine",
     "RateLimitInfo",
     "RateLimitLine",
+    "RateLimitWindow",
     "ResultLine",
     "ResultUsage",
     "as_dict",
@@ -210,11 +211,25 @@ class PermissionDeniedLine(BaseModel):
     message: str = ""
 
 
+class RateLimitWindow(BaseModel):
+    """One of ``unifiedWindows``: ``utilization`` is the fraction of the window used (0–1)."""
+
+    model_config = _TOLERANT
+    utilization: float | None = None
+    resets_at: float | None = Field(default=None, alias="resetsAt")
+    status: str | None = None
+
+
 class RateLimitInfo(BaseModel):
     model_config = _TOLERANT
     status: str | None = None
     resets_at: float | None = Field(default=None, alias="resetsAt")
     rate_limit_type: str | None = Field(default=None, alias="rateLimitType")
+    utilization: float | None = None
+    """The fraction (0–1) of the ``rateLimitType`` window used."""
+    unified_windows: dict[str, RateLimitWindow] | None = Field(default=None, alias="unifiedWindows")
+    """Per window (``five_hour``, ``seven_day``, …) as the CLI read them from the
+    ``anthropic-ratelimit-unified-*`` response headers."""
 
 
 class RateLimitLine(BaseModel):

@@ -23,10 +23,11 @@ Everything here is about the *process*; the event mapping lives in :mod:`.normal
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 
@@ -46,6 +47,7 @@ __all__ = [
     "PermissionDecision",
     "PermissionPolicy",
     "allow_all",
+    "ask_all",
     "claude_args",
     "default_state_root",
     "deny_all",
@@ -81,6 +83,9 @@ class PermissionDecision:
     """Why it was denied (the model sees it as the tool's error result)."""
     updated_input: Mapping[str, Any] | None = None
     """Run the tool with this input instead (allow only)."""
+    ask: bool = False
+    """Ask a person (the run's approval book, :mod:`orchestrator.core.asking`); with nobody to
+    ask the call is denied."""
 
 
 PermissionPolicy: TypeAlias = Callable[[str, Mapping[str, Any]], PermissionDecision]
@@ -95,6 +100,11 @@ def deny_all(tool_name: str, tool_input: Mapping[str, Any]) -> PermissionDecisio
 def allow_all(tool_name: str, tool_input: Mapping[str, Any]) -> PermissionDecision:
     """Allow every prompt (only for a sandboxed workspace)."""
     return PermissionDecision(allow=True)
+
+
+def ask_all(tool_name: str, tool_input: Mapping[str, Any]) -> PermissionDecision:
+    """Ask a person about every prompt (the CLI's own rules still allow read-only tools)."""
+    return PermissionDecision(allow=False, ask=True)
 
 
 def permission_answer(
@@ -189,10 +199,13 @@ def claude_args(
     resume: str | None = None,
     max_turns: int | None = None,
     blocklist: Sequence[str] = (),
+    fork_at: str | None = None,
+    plan: bool = False,
 ) -> list[str]:
     """Claude Code's arguments (the binary is added by the launcher).
 
-    ``prompt`` is ``None`` in long-lived mode (prompts then go over stdin).
+    ``prompt`` is ``None`` in long-lived mode (prompts then go over stdin). ``plan``: plan mode
+    (``--permission-mode plan``, whatever the configured mode).
     """
     args = ["-p", "--output-format", "stream-json", "--verbose"]
     if config.partial_messages:
@@ -203,9 +216,13 @@ def claude_args(
         args += ["--model", model]
     if resume:
         args += ["--resume", resume]
+        if fork_at:  # the session up to that message, continued as a new session
+            args += ["--resume-session-at", fork_at, "--fork-session"]
     if max_turns is not None:
         args += ["--max-turns", str(max_turns)]
-    if config.permission_mode:
+    if plan:
+        args += ["--permission-mode", "plan"]
+    elif config.permission_mode:
         args += ["--permission-mode", config.permission_mode]
     if config.allowed_tools:
         args += ["--allowedTools", ",".join(config.allowed_tools)]
@@ -327,3 +344,72 @@ class ControlClient:
     def close(self) -> None:
         """The process ended: every pending request fails with ``BrokenResourceError``."""
         self._answers.close()
+
+
+def _is_prompt(entry: Mapping[str, Any]) -> bool:
+    """A user entry that is a prompt (not tool results, not a meta line)."""
+    if entry.get("type") != "user" or entry.get("isMeta"):
+        return False
+    message = entry.get("message")
+    content = cast(dict[str, Any], message).get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return True
+    if isinstance(content, list):
+        kinds = [
+            cast(dict[str, Any], block).get("type")
+            for block in cast(list[Any], content)
+            if isinstance(block, dict)
+        ]
+        return "tool_result" not in kinds
+    return False
+
+
+def turn_end_uuid(transcript: Path, turn: int, prompt_index: int = 0) -> str | None:
+    """The ``uuid`` of the last conversation entry of turn ``turn`` of one run in a Claude Code
+    session transcript (``projects/<dir>/<session>.jsonl``): the run whose prompt is the
+    session's ``prompt_index``-th (0: the first run; each resumed run adds a prompt). A turn is
+    one model answer (its entries share a ``message.id``) with the tool results that follow it;
+    turn ``0`` ends at the run's prompt. ``None``: no such turn, or no transcript.
+
+    Only ``user`` and ``assistant`` entries of the main chain count (attachments, sidechains of
+    subagents, meta lines and bookkeeping are skipped). What ``--resume-session-at`` takes."""
+    try:
+        lines = transcript.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    prompts = -1
+    answers: list[str] = []
+    last_of_turn: dict[int, str] = {}
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        entry = cast(dict[str, Any], entry)
+        kind = entry.get("type")
+        uuid_ = entry.get("uuid")
+        if kind not in ("user", "assistant") or not isinstance(uuid_, str):
+            continue
+        if entry.get("isSidechain") or entry.get("isMeta"):
+            continue
+        if _is_prompt(entry):
+            prompts += 1
+            if prompts > prompt_index:
+                break  # the next run's prompt
+            if prompts == prompt_index:
+                last_of_turn = {0: uuid_}
+            continue
+        if prompts != prompt_index:
+            continue
+        if kind == "assistant":
+            message = entry.get("message")
+            message_id = (
+                cast(dict[str, Any], message).get("id") if isinstance(message, dict) else None
+            )
+            key = str(message_id or uuid_)
+            if not answers or answers[-1] != key:
+                answers.append(key)
+        last_of_turn[len(answers)] = uuid_
+    return last_of_turn.get(turn)

@@ -47,7 +47,14 @@ import attrs
 
 from orchestrator.core.drift import note_missing_fields
 from orchestrator.core.errors import redact_secrets
-from orchestrator.core.events import EventFactory, RuntimeEvent, TextChannel, Usage, usage_of
+from orchestrator.core.events import (
+    EventFactory,
+    QuotaWindow,
+    RuntimeEvent,
+    TextChannel,
+    Usage,
+    usage_of,
+)
 
 from .dialect import (
     ApiRetryLine,
@@ -55,6 +62,7 @@ from .dialect import (
     Line,
     ModelUsageEntry,
     PermissionDeniedLine,
+    RateLimitInfo,
     RateLimitLine,
     ResultLine,
     as_dict,
@@ -461,11 +469,45 @@ def _system(
     return None
 
 
+_WINDOW_MINUTES: Final = {"five_hour": 300, "seven_day": 10080}
+
+
+def _quota(info: RateLimitInfo) -> list[QuotaWindow]:
+    """The windows a ``rate_limit_event`` states (``utilization`` 0–1 → percent)."""
+    found: dict[str, QuotaWindow] = {}
+    for name, window in (info.unified_windows or {}).items():
+        found[name] = QuotaWindow(
+            name=name,
+            used_percent=_percent(window.utilization),
+            resets_at=round(window.resets_at * 1000) if window.resets_at is not None else None,
+            window_minutes=_WINDOW_MINUTES.get(name),
+            state=window.status,
+        )
+    name = info.rate_limit_type
+    if name and (name not in found or info.status == "rejected"):
+        known = found.get(name)
+        found[name] = QuotaWindow(
+            name=name,
+            used_percent=_percent(info.utilization)
+            if info.utilization is not None or known is None
+            else known.used_percent,
+            resets_at=round(info.resets_at * 1000) if info.resets_at is not None else None,
+            window_minutes=_WINDOW_MINUTES.get(name),
+            state=info.status,
+        )
+    return list(found.values())
+
+
+def _percent(fraction: float | None) -> float | None:
+    return None if fraction is None else round(fraction * 100, 2)
+
+
 def _rate_limit(
     frame: dict[str, Any], make: EventFactory, state: ClaudeState
 ) -> list[RuntimeEvent]:
     info = RateLimitLine.model_validate(frame).rate_limit_info
-    if info.status in (None, "allowed"):
+    quota = _quota(info)
+    if info.status is None or (info.status == "allowed" and not quota):
         return []
     parts = [f"rate limit {info.status}"]
     if info.rate_limit_type:
@@ -475,8 +517,10 @@ def _rate_limit(
     out = flush_text(make, state)
     if info.status == "rejected":  # the account is held until the reset
         resets_at = round(info.resets_at * 1000) if info.resets_at is not None else None
-        out.append(make.rate_limited(" ".join(parts), resets_at))
-    else:  # a warning (``allowed_warning``): the run goes on
+        out.append(make.rate_limited(" ".join(parts), resets_at, quota))
+    elif quota:  # the account's windows (a warning, or plain usage): the run goes on
+        out.append(make.quota_report(quota, " ".join(parts)))
+    else:  # a warning (``allowed_warning``) that named no window
         out.append(make.status("running", detail=" ".join(parts)))
     return out
 

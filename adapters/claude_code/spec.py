@@ -19,7 +19,13 @@ _CLAUDE_WRITE_TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
 
 
 def _claude_code(config: RuntimeConfig) -> RuntimeAdapter:
-    from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, allow_all, deny_all
+    from adapters.claude_code import (
+        ClaudeCodeAdapter,
+        ClaudeCodeConfig,
+        allow_all,
+        ask_all,
+        deny_all,
+    )
 
     refuse_unused("claude-code", config, "prices", "mcp_servers", "output_schema")
     if config.provider not in (None, "anthropic"):
@@ -27,7 +33,8 @@ def _claude_code(config: RuntimeConfig) -> RuntimeAdapter:
             f"runtimes.claude-code.provider: {config.provider!r} is not supported (only "
             "'anthropic'; point base_url at an Anthropic-compatible endpoint instead)"
         )
-    mode = config.mode or "one-shot"
+    # asking needs the long-lived mode's permission prompts: it is the default with ``ask``
+    mode = config.mode or ("long-lived" if config.permission == "ask" else "one-shot")
     if mode not in ("one-shot", "long-lived"):
         raise ConfigError(
             f"runtimes.claude-code.mode: {mode!r} is not one of 'one-shot', 'long-lived'"
@@ -39,7 +46,11 @@ def _claude_code(config: RuntimeConfig) -> RuntimeAdapter:
             "allowed_tools": _CLAUDE_WRITE_TOOLS,
             "permission_policy": allow_all,
         }
-    else:  # ask (nobody to ask) and deny: the CLI's own rules, every prompt denied
+    elif config.permission == "ask" and mode == "long-lived":
+        # the CLI's own rules allow read-only tools; every other prompt asks a person (the
+        # run's approval book; with none, the prompt is denied)
+        options["permission_policy"] = ask_all
+    else:  # deny, or ask in one-shot mode (no prompts to answer): every prompt denied
         options["permission_policy"] = deny_all
     return ClaudeCodeAdapter(
         ClaudeCodeConfig(

@@ -13,6 +13,7 @@ from .dialect import decode_rpc_line as decode_rpc_line
 from .driver import CodexConfig as CodexConfig
 from .driver import CodexProvider as CodexProvider
 from .driver import JsonRpcClient as JsonRpcClient
+from .driver import ask_person as ask_person
 from .normalize import AppState as AppState
 from .normalize import ExecState as ExecState
 from .normalize import Price as Price

@@ -10,7 +10,10 @@ Two modes (:attr:`CodexConfig.mode`):
 * ``app-server`` — one ``codex app-server`` process per run speaking JSON-RPC on stdio:
   ``initialize`` → ``thread/start`` (or ``thread/resume``) → ``turn/start``; streamed text;
   ``turn/interrupt`` for abort (the process is terminated if the interrupt is not honoured within
-  ``interrupt_grace``); approval requests answered by :attr:`CodexConfig.approve`.
+  ``interrupt_grace``); approval requests answered by :attr:`CodexConfig.approve`, each in its own
+  task (``"ask"``: a person decides through the run's approval book,
+  :mod:`orchestrator.core.asking`); ``write_context`` steers text into the running turn
+  (``turn/steer``), so the mode is ``steerable``. The default mode.
 
 Every run gets its own ``CODEX_HOME`` (the host's ``home_dir``, else a fresh directory under
 :attr:`CodexConfig.state_root`, deleted after the run) and ``HOME`` inside it, an allow-listed
@@ -32,6 +35,7 @@ run's child process (tests check that none outlives its run). Side effects the a
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -41,12 +45,14 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import (
+    STEER_KEY,
     Capabilities,
     NativeHomeClaim,
     RunHandle,
     StartOpts,
     TaskHandle,
 )
+from orchestrator.core.asking import ToolAsker
 from orchestrator.core.errors import (
     ProtocolError,
     RingleaderError,
@@ -70,10 +76,12 @@ from .._process import ChildProcess
 from .._runs import RunEmitter
 from .dialect import as_dict, as_str, decode_exec_line, decode_rpc_line
 from .driver import (
+    ApprovalDecision,
     CodexConfig,
     CodexProvider,
     JsonRpcClient,
     app_server_argv,
+    common_overrides,
     exec_argv,
     prepare_home,
     provider_for,
@@ -99,6 +107,20 @@ _LEGACY_APPROVALS: Final = {
     "cancel": "abort",
 }
 """The decisions of ``applyPatchApproval`` / ``execCommandApproval`` (the older requests)."""
+_APPROVAL_TOOLS: Final = {
+    "item/commandExecution/requestApproval": "command",
+    "item/fileChange/requestApproval": "file_change",
+    "execCommandApproval": "command",
+    "applyPatchApproval": "file_change",
+}
+"""The tool an approval request is about, as the book shows it."""
+_SANDBOX_POLICY: Final = {
+    "read-only": "readOnly",
+    "workspace-write": "workspaceWrite",
+    "danger-full-access": "dangerFullAccess",
+}
+"""``thread/start``'s sandbox mode → ``turn/start``'s ``sandboxPolicy`` type."""
+_APPROVAL_NOISE: Final = frozenset({"threadId", "turnId", "startedAtMs", "environmentId"})
 
 
 @attrs.define(eq=False)
@@ -196,6 +218,7 @@ class _Run:
     resume_thread: str | None
     exec_state: ExecState
     cli: CliRun = attrs.field(init=False)
+    asker: ToolAsker | None = None
     next_model: str | None = None
     # app-server
     thread_id: str | None = None
@@ -217,6 +240,20 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
     ) -> None:
         super().__init__(config or CodexConfig(), clock=clock)
 
+    def interactive_command(
+        self, session_id: str, *, cwd: str, home_dir: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """``codex resume ID`` with the runs' ``CODEX_HOME`` and provider overrides
+        (``ringleader open``; see :class:`~orchestrator.core.adapter.InteractiveRuntime`)."""
+        config = self.config
+        home, _ = prepare_home(home_dir, config.state_root, f"open-{session_id}")
+        provider = provider_for(config, {})
+        args = ["resume", *common_overrides(config, provider)]
+        if config.model:
+            args += ["-m", config.model]
+        args += ["--", session_id]
+        return self.argv(args), run_env(config, provider, codex_home=home, extra={})
+
     def capabilities(self) -> Capabilities:
         config = self.config
         app = config.mode == "app-server"
@@ -228,7 +265,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             resume=True,
             tool_approval=app,
             models=(model,) if model else (),
-            steerable=False,
+            steerable=app,
             context_window_tokens=CONTEXT_WINDOWS.get(model) if model else None,
             runtime_class="wrapped-oneshot",
             native_home=NativeHomeClaim(scope="per-identity", persist=True),
@@ -264,6 +301,16 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             on_runtime_id=lambda thread: self.remember_origin(thread, str(cwd)),
             cleanup=cleanup,
         )
+        if isinstance(dialect, AppDialect):
+            dialect.spawn = self.spawn  # approvals may wait for a person: off the reader
+            run.asker = ToolAsker.for_run(
+                emitter,
+                approvals_db=opts.approvals_db,
+                runtime_id=self.id,
+                agent_id=opts.agent_id,
+                session_key=opts.session_key,
+                cwd=str(cwd),
+            )
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         env = run_env(config, provider, codex_home=home, extra=opts.env)
@@ -276,7 +323,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             prompt = opts.full_message()
             stdin = prompt_input(prompt)  # a long prompt goes on stdin (argv caps one at 128 KiB)
             args = exec_argv(
-                config,
+                attrs.evolve(config, sandbox="read-only") if opts.plan else config,
                 provider,
                 "-" if stdin is not None else prompt,
                 model=model,
@@ -328,6 +375,8 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             )
             if config.sandbox == "bypass":
                 params["approvalPolicy"] = "never"
+            if run.opts.plan:  # plan mode: read-only, nothing to approve
+                params |= {"sandbox": "read-only", "approvalPolicy": "never"}
             if run.model:
                 params["model"] = run.model
             if run.resume_thread:
@@ -348,6 +397,10 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             model = run.next_model or run.model
             if model:
                 turn["model"] = model
+            # the turn's own sandbox and approvals (a resumed thread keeps its last ones: a
+            # plan turn's read-only sandbox must not outlive it)
+            turn["sandboxPolicy"] = {"type": _SANDBOX_POLICY[params["sandbox"]]}
+            turn["approvalPolicy"] = params["approvalPolicy"]
             if cli.aborting:
                 cli.ended.set()
                 return
@@ -369,17 +422,87 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
 
     async def answer(self, run: _Run, method: str, params: dict[str, Any]) -> Any:
         """The answer to one of the app-server's requests (approvals, by
-        :attr:`CodexConfig.approve`)."""
+        :attr:`CodexConfig.approve`; ``"ask"`` asks a person through the run's approval book)."""
         await trio.lowlevel.checkpoint()
-        if method in _APPROVALS:
+        legacy = method in ("applyPatchApproval", "execCommandApproval")
+        if method not in _APPROVALS and not legacy:
+            return RpcErrorReply(METHOD_NOT_FOUND, f"ringleader does not handle {method}")
+        try:
             decision = self.config.approve(method, params)
-            self.record(
-                "approval", sessionKey=run.opts.session_key, method=method, decision=decision
+            if decision == "ask":
+                decision = await self._ask(run, method, params)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            decision = "decline"
+        except Exception as exc:  # a policy (or the book) that failed: decline, and say why
+            self.record("approvalFailed", sessionKey=run.opts.session_key, error=type(exc).__name__)
+            decision = "decline"
+        self.record("approval", sessionKey=run.opts.session_key, method=method, decision=decision)
+        return {"decision": _LEGACY_APPROVALS[decision] if legacy else decision}
+
+    async def _ask(self, run: _Run, method: str, params: Mapping[str, Any]) -> ApprovalDecision:
+        """A person's decision on one approval request. Codex takes no message with a decline
+        and no edited command: the person's message (or, for an edit, what they asked for
+        instead) is steered into the turn (``turn/steer``) before the decline, so the model
+        reads it with the declined call."""
+        asker = run.asker
+        if asker is None:
+            return "decline"
+        tool = _APPROVAL_TOOLS.get(method, method)
+        shown = {k: v for k, v in params.items() if k not in _APPROVAL_NOISE}
+        call_id = as_str(params.get("itemId")) or as_str(params.get("approvalId")) or method
+        made = await asker.ask(tool, shown, call_id, reason=as_str(params.get("reason")) or None)
+        if made.approved and made.input is None:
+            return "accept"
+        if made.approved:
+            text = (
+                f"The person reviewing your {tool} did not approve it as proposed; they asked "
+                f"for this instead: {json.dumps(dict(made.input or {}))}"
             )
-            return {"decision": decision}
-        if method in ("applyPatchApproval", "execCommandApproval"):
-            return {"decision": _LEGACY_APPROVALS[self.config.approve(method, params)]}
-        return RpcErrorReply(METHOD_NOT_FOUND, f"ringleader does not handle {method}")
+        else:
+            text = f"The person reviewing your {tool} denied it: {made.rejection_text()}"
+        await self._steer(run, text)
+        return "decline"
+
+    async def _steer(self, run: _Run, text: str) -> bool:
+        """Steer ``text`` into the running turn (``turn/steer``); False if there is none."""
+        dialect = run.cli.dialect
+        if (
+            not isinstance(dialect, AppDialect)
+            or dialect.rpc is None
+            or run.thread_id is None
+            or run.turn_id is None
+            or run.cli.ended.is_set()
+        ):
+            await trio.lowlevel.checkpoint()
+            return False
+        params = {
+            "threadId": run.thread_id,
+            "expectedTurnId": run.turn_id,
+            "input": [{"type": "text", "text": text}],
+        }
+        try:
+            with trio.move_on_after(self.config.handshake_timeout):
+                await self._rpc(run, "turn/steer", params)
+                return True
+        except (RingleaderError, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        return False
+
+    async def write_context(self, run: RunHandle, key: str, value: str) -> None:
+        """Write ``value`` to ``key`` under the run's working directory (confined to it). In
+        app-server mode, while the turn goes on, the text is also steered into it
+        (``turn/steer``; the steer key ``.ringleader/signal`` is steered only, not written)."""
+        live = self._live.get(run.session_key)
+        await self.write_file(
+            live.cwd if live is not None and key != STEER_KEY else None, key, value
+        )
+        steered = False
+        if live is not None and self.config.mode == "app-server":
+            text = value if key == STEER_KEY else f"[context update: {key}]\n{value}"
+            steered = await self._steer(live, text)
+        self.record(
+            "writeContext", sessionKey=run.session_key, key=key, value=value, steered=steered
+        )
 
     # -- controls ------------------------------------------------------------------------------
 

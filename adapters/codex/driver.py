@@ -49,6 +49,7 @@ __all__ = [
     "Mode",
     "Sandbox",
     "app_server_argv",
+    "ask_person",
     "common_overrides",
     "default_state_root",
     "exec_argv",
@@ -62,10 +63,11 @@ __all__ = [
 
 Mode: TypeAlias = Literal["exec", "app-server"]
 Sandbox: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access", "bypass"]
-ApprovalDecision: TypeAlias = Literal["accept", "acceptForSession", "decline", "cancel"]
+ApprovalDecision: TypeAlias = Literal["accept", "acceptForSession", "decline", "cancel", "ask"]
 ApprovalHandler: TypeAlias = Callable[[str, Mapping[str, Any]], ApprovalDecision]
 """``(method, params) -> decision`` for an app-server approval request (``method`` is e.g.
-``item/commandExecution/requestApproval``)."""
+``item/commandExecution/requestApproval``); ``"ask"`` asks a person (the run's approval book,
+:mod:`orchestrator.core.asking`; with nobody to ask, the request is declined)."""
 Launcher: TypeAlias = Callable[[Sequence[str]], Sequence[str]]
 """Turns Codex's arguments into the argv to run (default: the native binary first)."""
 
@@ -129,14 +131,20 @@ def _decline(method: str, params: Mapping[str, Any]) -> ApprovalDecision:
     return "decline"
 
 
+def ask_person(method: str, params: Mapping[str, Any]) -> ApprovalDecision:
+    """Ask a person about every approval request (see :data:`ApprovalHandler`)."""
+    return "ask"
+
+
 @attrs.frozen
 class CodexConfig:
     """How the adapter runs Codex. Everything has a safe default; a run's ``StartOpts`` win
     where they overlap (model, cwd, home)."""
 
-    mode: Mode = "exec"
-    """``exec`` (one process per run, ``codex exec --json``) or ``app-server`` (JSON-RPC over
-    stdio: streamed text, clean interrupts, approvals)."""
+    mode: Mode = "app-server"
+    """``app-server`` (the default: JSON-RPC over stdio; streamed text, clean interrupts,
+    approvals a person can answer, steering with ``turn/steer``) or ``exec`` (one ``codex exec
+    --json`` process per run: whole messages, abort by signal, no approvals, not steerable)."""
     binary: str | None = None
     """The Codex executable; ``None``: the native binary installed by ``scripts/install-runtimes``."""
     launcher: Launcher | None = None

@@ -62,7 +62,7 @@ from typing import Any, Final, NamedTuple, cast
 import attrs
 
 from orchestrator.core.drift import note_missing_fields
-from orchestrator.core.events import EventFactory, RuntimeEvent, Usage, usage_of
+from orchestrator.core.events import EventFactory, QuotaWindow, RuntimeEvent, Usage, usage_of
 
 from .._jsonrpc import as_float
 from .dialect import (
@@ -674,14 +674,22 @@ def _app_rate_limits(
 ) -> list[RuntimeEvent]:
     """``account/rateLimits/updated``: a window used up (``usedPercent`` ≥ 100, or a
     ``rateLimitReachedType``) holds the run until its ``resetsAt`` (epoch s); otherwise it is
-    only the account's usage, and says nothing about the run."""
+    the account's usage: a ``status{running}`` carrying the windows (``quota``) for the quota
+    meters, nothing when every window is unknown."""
     limits = as_dict(params.get("rateLimits"))
     reached_type = limits.get("rateLimitReachedType")
     windows = [(name, as_dict(limits.get(name))) for name in ("primary", "secondary")]
     windows = [(name, w) for name, w in windows if w]
     full = [(name, w) for name, w in windows if (as_float(w.get("usedPercent")) or 0) >= 100]
+    quota = [_quota_window(name, w, full=(name, w) in full) for name, w in windows]
     if not full and not reached_type:
-        return []
+        if not quota:
+            return []
+        shown = ", ".join(
+            f"{q.name} {'?' if q.used_percent is None else f'{q.used_percent:g}'}% used"
+            for q in quota
+        )
+        return [make.quota_report(quota, f"rate limits: {shown}")]
     parts = [
         f"{name} {as_float(w.get('usedPercent')) or 0:g}%"
         + (
@@ -698,7 +706,18 @@ def _app_rate_limits(
         detail += ": " + ", ".join(parts)
     if reset is not None:
         detail += f"; resets at {reset}"
-    return [make.rate_limited(detail, reset * 1000 if reset is not None else None)]
+    return [make.rate_limited(detail, reset * 1000 if reset is not None else None, quota)]
+
+
+def _quota_window(name: str, window: dict[str, Any], *, full: bool) -> QuotaWindow:
+    reset = as_int(window.get("resetsAt"))
+    return QuotaWindow(
+        name=name,
+        used_percent=as_float(window.get("usedPercent")),
+        resets_at=reset * 1000 if reset is not None else None,
+        window_minutes=as_int(window.get("windowDurationMins")),
+        state="rejected" if full else "allowed",
+    )
 
 
 _AppHandler = Callable[[dict[str, Any], EventFactory, AppState], list[RuntimeEvent] | None]

@@ -17,7 +17,7 @@ __all__ = ["CODEX"]
 
 
 def _codex(config: RuntimeConfig) -> RuntimeAdapter:
-    from adapters.codex import CodexAdapter, CodexConfig, CodexProvider, Price
+    from adapters.codex import CodexAdapter, CodexConfig, CodexProvider, Price, ask_person
 
     refuse_unused("codex", config, "mcp_servers", "output_schema")
     if config.provider not in (None, "openai"):
@@ -25,7 +25,7 @@ def _codex(config: RuntimeConfig) -> RuntimeAdapter:
             f"runtimes.codex.provider: {config.provider!r} is not supported (only 'openai'; "
             "point base_url at a Responses-API endpoint instead)"
         )
-    mode = config.mode or "exec"
+    mode = config.mode or "app-server"
     if mode not in ("exec", "app-server"):
         raise ConfigError(f"runtimes.codex.mode: {mode!r} is not one of 'exec', 'app-server'")
     for item in config.extra_args:
@@ -43,8 +43,14 @@ def _codex(config: RuntimeConfig) -> RuntimeAdapter:
             options |= {"sandbox": "workspace-write", "approve": _accept}
         case "deny":
             options |= {"sandbox": "read-only", "approval_policy": "never"}
-        case "ask":  # nobody to ask: requests are declined
+        case "ask" if mode == "exec":  # exec cannot ask: its own rules, nothing escalated
             options["approval_policy"] = "on-request"
+        case "ask":  # every command or change that is not known safe asks a person
+            options |= {
+                "sandbox": "workspace-write",
+                "approval_policy": "untrusted",
+                "approve": ask_person,
+            }
         case None:
             pass
     prices = {
@@ -82,7 +88,7 @@ CODEX = RuntimeSpec(
     ),
     key_envs=_codex_keys,
     locate=lambda config: locate_pinned("codex", config),
-    summary="OpenAI Codex CLI (codex exec --json)",
+    summary="OpenAI Codex CLI (codex app-server; codex exec --json with mode = 'exec')",
     settings=frozenset(
         {
             "binary",

@@ -27,8 +27,8 @@ def _hermes(config: RuntimeConfig) -> RuntimeAdapter:
     options: dict[str, Any] = {}
     if config.model:
         options["model"] = config.model
-    if config.permission == "allow":
-        options["permission"] = "allow"
+    if config.permission in ("allow", "ask"):
+        options["permission"] = config.permission
     return HermesAdapter(
         HermesConfig(
             base_url=config.base_url,

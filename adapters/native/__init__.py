@@ -1,7 +1,9 @@
 """The native runtime: ringleader's own in-process agent loop (Glove's model, on trio).
 
 ``Glove`` is the builder and runnable (``fold`` tools, ``add_subscriber``, ``build``,
-``process_request``, ``set_model``, ``steer``); ``Agent`` is the loop; ``Executor`` runs tools;
+``process_request``, ``set_model``, ``steer``); ``Agent`` is the loop over ``Context``,
+``PromptMachine`` and ``Observer`` (compaction); ``Executor`` runs tools; an abort raises
+``AbortError``; a display manager is any ``DisplayManagerAdapter``;
 the built-in workspace tools (``read_file``, ``write_file``, ``edit_file``, ``list_files``,
 ``glob``, ``grep``, ``bash``) are confined to the run's workspace behind a ``PermissionPolicy``;
 stores keep sessions; model adapters speak Anthropic Messages, OpenAI Responses and Chat
@@ -17,6 +19,8 @@ The app layer: the display manager (slots, renderers, strategies), hooks / skill
 ``load_content_skills_from_fs``) and the task and inbox tools; MCP servers (``McpStdioServer``,
 ``McpHttpServer``, ``open_mcp_servers``) whose tools are ``mcp__<server>__<tool>``.
 """
+
+from orchestrator.core.errors import AbortError as AbortError
 
 from .adapter import DISPLAY_KEY_PREFIX as DISPLAY_KEY_PREFIX
 from .adapter import STEER_KEY as STEER_KEY
@@ -47,7 +51,9 @@ from .content_skills import load_content_skills_from_fs as load_content_skills_f
 from .content_skills import render_skill_listing as render_skill_listing
 from .content_skills import render_skill_read_result_xml as render_skill_read_result_xml
 from .content_skills import use_read_skill as use_read_skill
+from .context import Context as Context
 from .display import DisplayManager as DisplayManager
+from .display import DisplayManagerAdapter as DisplayManagerAdapter
 from .display import DisplayStrategy as DisplayStrategy
 from .display import Renderer as Renderer
 from .display import Slot as Slot
@@ -58,11 +64,15 @@ from .executor import PermissionRequest as PermissionRequest
 from .extensions import SKILL_INVOKE_TOOL_NAME as SKILL_INVOKE_TOOL_NAME
 from .extensions import SUBAGENT_DISPATCH_TOOL_NAME as SUBAGENT_DISPATCH_TOOL_NAME
 from .extensions import AgentControls as AgentControls
+from .extensions import GloveRunnable as GloveRunnable
 from .extensions import HookContext as HookContext
 from .extensions import HookResult as HookResult
 from .extensions import ShortCircuit as ShortCircuit
 from .extensions import SkillContext as SkillContext
 from .extensions import SubAgentFactoryContext as SubAgentFactoryContext
+from .extensions import create_skill_invoke_tool as create_skill_invoke_tool
+from .extensions import create_sub_agent_invoke_tool as create_sub_agent_invoke_tool
+from .extensions import format_skill_message as format_skill_message
 from .extensions import parse_tokens as parse_tokens
 from .glove import Glove as Glove
 from .glove import SessionBusyError as SessionBusyError
@@ -115,11 +125,13 @@ from .models.providers import PROVIDERS as PROVIDERS
 from .models.providers import create_adapter as create_adapter
 from .models.providers import get_available_providers as get_available_providers
 from .models.scripted import ScriptedModel as ScriptedModel
+from .observer import Observer as Observer
 from .output import HeadTail as HeadTail
 from .output import cap_text as cap_text
 from .policy import PermissionPolicy as PermissionPolicy
 from .pricing import Price as Price
 from .pricing import PriceTable as PriceTable
+from .prompt_machine import PromptMachine as PromptMachine
 from .shell import BashOptions as BashOptions
 from .stores.base import Store as Store
 from .stores.base import StoreCapabilities as StoreCapabilities
@@ -133,6 +145,7 @@ from .tasks_inbox import INBOX_TOOL_NAME as INBOX_TOOL_NAME
 from .tasks_inbox import TASK_TOOL_NAME as TASK_TOOL_NAME
 from .tasks_inbox import create_inbox_tool as create_inbox_tool
 from .tasks_inbox import create_task_tool as create_task_tool
+from .tools import HandOverFunction as HandOverFunction
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
 from .tools import ToolInputError as ToolInputError

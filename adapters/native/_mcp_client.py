@@ -456,6 +456,7 @@ def _tool(conn: _Connection, spec: McpTool, name: str) -> Tool[Any]:
         permission=server.permission,
         timeout_s=server.call_timeout_s,
         parallel_safe=bool(spec.annotations and spec.annotations.read_only_hint),
+        max_retries=0,  # the server decides; a remote call is never repeated behind its back
     )
 
 

@@ -7,8 +7,9 @@ running in the adapter's nursery. Events go out through the shared
 one ``done``, open tool calls closed, streams closed after ``done``).
 
 * ``abort`` cancels the run's :class:`~.cancel.CancelToken`: a model call stops at once, a tool is
-  cancelled (an ``un_abortable`` one gets a grace period), every open tool call gets an aborted
-  result stored in the history, and ``done{aborted}`` follows.
+  cancelled (an ``un_abortable`` one runs to completion and its result is stored, as Glove says;
+  ``done{aborted}`` does not wait for it longer than ``abort_grace_s``), every open tool call gets
+  an aborted result stored in the history, and ``done{aborted}`` follows.
 * ``set_model`` swaps the model at the next model call, also mid-run.
 * ``write_context`` steers the live conversation: the text is appended as a user message at the
   next turn boundary. A steer that arrives while the final answer is generated still lands: the
@@ -56,9 +57,9 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, TypeAlias
 
 import attrs
@@ -75,6 +76,7 @@ from orchestrator.core.adapter import (
 )
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.errors import (
+    AbortError,
     ConfigError,
     McpServerDiedError,
     RingleaderError,
@@ -92,7 +94,7 @@ from .._base import (
 from .._runs import RunEmitter
 from .cancel import CancelToken
 from .compaction import CompactionConfig
-from .content_skills import load_content_skills_from_fs, use_read_skill
+from .content_skills import ContentSkill, load_content_skills_from_fs, use_read_skill
 from .display import DisplayManager, Slot, SlotValueError
 from .executor import PermissionHandler
 from .extensions import CURRENT_SUBAGENT
@@ -103,7 +105,7 @@ from .mcp import McpHub, McpServer, open_mcp_servers
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
-from .policy import WORKSPACE_WRITE, PermissionPolicy
+from .policy import READ_ONLY, WORKSPACE_WRITE, PermissionPolicy
 from .pricing import PriceTable
 from .prompt_cache import tiered_request
 from .shell import BashOptions
@@ -247,6 +249,7 @@ class NativeAdapter(AdapterBase):
         bash: BashOptions | None = None,
         app: AppSetup | None = None,
         skills_dir: str | None = ".claude/skills",
+        skill_dirs: Mapping[str, str] | None = None,
         builtin_tools: bool = True,
         display: bool = False,
         hooks: Sequence[LifecycleHooks] = (),
@@ -277,6 +280,9 @@ class NativeAdapter(AdapterBase):
                 define hooks, skills and sub-agents (may be async).
             skills_dir: content skills loaded from this directory, relative to the run's
                 ``cwd`` (Claude Code's ``.claude/skills`` layout); ``None`` loads none.
+            skill_dirs: more content skills by name, each one skill's directory (its
+                ``SKILL.md`` and section files), relative to the run's ``cwd``; a missing one
+                fails the run (``error{config_error}``).
             builtin_tools: ship ``glove_update_tasks`` and ``glove_post_to_inbox`` (the
                 store supports both); ``False`` leaves them out.
             display: give each run a display manager whose slots are ``status`` details and
@@ -318,6 +324,7 @@ class NativeAdapter(AdapterBase):
         self._bash = bash
         self._app = app
         self._skills_dir = skills_dir
+        self._skill_dirs = dict(skill_dirs or {})
         self._builtin_tools = builtin_tools
         self._display = display
         self._loop_config = LoopConfig(
@@ -391,8 +398,9 @@ class NativeAdapter(AdapterBase):
         per-tool overrides applied, the run's blocklist (case-insensitive) removed."""
         extra = list(self._tools(opts) if callable(self._tools) else self._tools)
         builtin: list[Tool[Any]] = []
+        policy = READ_ONLY if opts.plan else self.permissions  # plan mode: read-only
         if self._workspace_tools != ():
-            builtin = self._workspace_tools_in(opts.cwd or self._workspace or os.getcwd())
+            builtin = self._workspace_tools_in(opts.cwd or self._workspace or os.getcwd(), policy)
         names = {t.name for t in extra}
         return self._allowed(opts, [t for t in builtin if t.name not in names] + extra)
 
@@ -403,16 +411,28 @@ class NativeAdapter(AdapterBase):
         if config is None:
             if len(self._loop_configs) >= _WORKSPACE_CACHE_MAX:
                 self._loop_configs.clear()
-            compaction = self._compaction or CompactionConfig(max_turns=turns)
-            config = attrs.evolve(self._loop_config, compaction=compaction)
+            # Glove's trigger (the store's token consumption since the last compaction) with the
+            # model's context window as the limit, unless a compaction config was given
+            compaction = self._compaction or CompactionConfig(compaction_context_limit=self._window)
+            config = attrs.evolve(self._loop_config, compaction=compaction, max_model_calls=turns)
             self._loop_configs[turns] = config
         return config
 
-    def _workspace_tools_in(self, cwd: str) -> list[Tool[Any]]:
+    def _workspace_tools_in(
+        self, cwd: str, policy: PermissionPolicy | None = None
+    ) -> list[Tool[Any]]:
         """The built-in tools confined to ``cwd`` with the policy's verdicts, built once per
         directory and policy (they keep no state: each call opens its paths beneath the root,
         like the extra tools every run shares)."""
-        policy = self.permissions
+        policy = policy or self.permissions
+        if policy is not self.permissions:  # plan mode's read-only tools: not cached
+            return workspace_tools_for(
+                cwd,
+                policy=policy,
+                limits=self._workspace_limits,
+                bash=self._bash,
+                names=self._workspace_tools,
+            )
         cached = self._workspace_cache.get(cwd)
         if cached is not None and cached[0] is policy:
             return cached[1]
@@ -431,7 +451,7 @@ class NativeAdapter(AdapterBase):
     def _allowed(self, opts: StartOpts, tools: Iterable[Tool[Any]]) -> list[Tool[Any]]:
         """The policy's per-tool overrides applied, the run's blocklist (case-insensitive)
         removed."""
-        overrides = self.permissions.tools
+        overrides = READ_ONLY.tools if opts.plan else self.permissions.tools  # plan: read-only
         blocked = {n.lower() for n in opts.child_tool_blocklist}
         return [
             attrs.evolve(t, permission=overrides[t.name]) if t.name in overrides else t
@@ -454,7 +474,10 @@ class NativeAdapter(AdapterBase):
         handler = self._permission_handler
         if handler is None and opts.approvals_db:
             handler = ApprovalBook(opts.approvals_db).handler(
-                runtime_id=self.id, agent_id=opts.agent_id, session_key=opts.session_key
+                runtime_id=self.id,
+                agent_id=opts.agent_id,
+                session_key=opts.session_key,
+                cwd=opts.cwd or self._workspace or os.getcwd(),
             )
         glove = Glove(
             model=model,
@@ -487,14 +510,17 @@ class NativeAdapter(AdapterBase):
             await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
             async with self._mcp(run):
                 await self._setup_app(run)
-                result = await glove.process_request(tiered_request(run.opts), run.token)
+                result = await glove.run_request(tiered_request(run.opts), run.token)
                 while (
                     result.stop == "completed"
                     and glove.agent.pending_steers
                     and not run.token.cancelled
                 ):
                     # a steer arrived after the loop's last check: keep the conversation going
-                    result = await glove.continue_request(run.token)
+                    try:
+                        result = await glove.continue_request(run.token)
+                    except AbortError as exc:
+                        result = exc.result
             run.closing = True
             await self._finish(run, result)
         except ModelError as exc:
@@ -565,10 +591,13 @@ class NativeAdapter(AdapterBase):
         blocklist applies to every tool this adds and to the Glove's built-in ones."""
         glove, opts = run.glove, run.opts
         root = self._skills_root(opts)
-        if root is not None:
-            skills = await load_content_skills_from_fs(root)
-            if skills:
-                await use_read_skill(glove, skills)
+        skills = await load_content_skills_from_fs(root) if root is not None else []
+        base = opts.cwd or self._workspace or os.getcwd()
+        for name, directory in self._skill_dirs.items():
+            skills = [s for s in skills if s.name != name]
+            skills.append(await _one_skill(name, os.path.join(base, directory)))
+        if skills:
+            await use_read_skill(glove, skills)
         if self._app is not None:
             made = self._app(glove, opts)
             if inspect.isawaitable(made):
@@ -666,3 +695,16 @@ class NativeAdapter(AdapterBase):
         """The live run's Glove (tests and hosts that want the store or the display)."""
         live = self._live.get(run.session_key)
         return live.glove if live is not None else None
+
+
+async def _one_skill(name: str, directory: str) -> ContentSkill:
+    """The content skill in ``directory`` (its ``SKILL.md``), named ``name`` as declared."""
+    where = PurePath(directory)
+    found = [
+        s
+        for s in await load_content_skills_from_fs(where.parent)
+        if PurePath(s.path or "").name == where.name
+    ]
+    if not found:
+        raise ConfigError(f"runtimes.native.skills.{name}.dir: no SKILL.md in {directory}")
+    return attrs.evolve(found[0], name=name)

@@ -1,8 +1,9 @@
 """Cancellation for one request: trio cancel scopes behind an ``AbortSignal``-like token.
 
 :meth:`CancelToken.cancel` cancels every scope opened with :meth:`CancelToken.scope`; scopes
-opened with :meth:`CancelToken.shield` (``un_abortable`` tools, history repair) keep running
-but get a grace deadline from the moment of the cancel, so nothing outlives a run for long.
+opened with :meth:`CancelToken.shield` keep running but get a grace deadline from the moment of
+the cancel (history repair: a short one; ``un_abortable`` tools pass ``math.inf``: they run to
+completion, as Glove says).
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
-"""History-preserving compaction (Glove's design, triggered the way Part C asks).
+"""History-preserving compaction, configured as Glove's ``compaction_config`` documents it.
 
 Nothing is ever deleted: the summary is appended as a user message with ``is_compaction=True`` and
 the model sees only what follows the last such marker (stores serve that view). Compaction runs
 only at turn boundaries, after a reply's tool results are stored, so a ``tool_use`` and its
 results are never split.
 
-Triggers (either one): the *real* context size — the last model call's input tokens (including
-cache reads) plus its output — reaching ``threshold × context_limit`` (C#8, C#32), or the number
-of model calls since the last compaction reaching ``compact_after_turns``.
+Triggers (either one, read from the *store*, so a resumed session over a threshold compacts
+before its first model call): the store's token consumption since the last compaction exceeding
+``compaction_context_limit``, or its turn count reaching ``max_turns``. Compaction resets both
+counters (``store.reset_counters()``). The :class:`~.observer.Observer` holds the thresholds and
+can change them at run time (``set_max_turns``, ``set_context_compaction_limit``,
+``set_compaction_instructions``). The cap on model calls per request is a separate setting,
+``LoopConfig.max_model_calls``.
 
 The summary carries the task list and pending inbox items across (Glove drops the tasks), the
 summary call's deltas are never streamed as ordinary text, and its tokens count in the run's cost.
@@ -44,25 +48,24 @@ SUMMARY_FOOTER = "[End of summary - the conversation continues from here]"
 
 @attrs.frozen
 class CompactionConfig:
-    """Glove's ``compaction_config``. ``max_turns`` is the per-request loop cap (as in Glove's
-    code, not its docs); compaction is triggered by ``context_limit`` and ``compact_after_turns``.
-    """
+    """Glove's ``compaction_config``: the summary prompt and the two thresholds."""
 
     compaction_instructions: str = DEFAULT_COMPACTION_INSTRUCTIONS
-    max_turns: int = 120
-    """Exact cap of model calls per request; hitting it ends with a ``max_turns`` outcome."""
-    context_limit: int | None = 100_000
-    """Context window (tokens) the trigger compares the last call's context size with."""
-    threshold: float = 0.9
-    """Fraction of ``context_limit`` at which compaction runs."""
-    compact_after_turns: int | None = None
-    """Compact after this many model calls since the last compaction (None: never by turns)."""
+    max_turns: int | None = None
+    """Turns (model calls) since the last compaction after which compaction runs (None: never
+    by turns). Not a cap on the request: that is ``LoopConfig.max_model_calls``."""
+    compaction_context_limit: int | None = 100_000
+    """Compaction runs when the store's token consumption since the last compaction (tokens in
+    plus out of every call, ``store.get_token_count()``) exceeds this (None: never by tokens)."""
 
 
-def should_compact(config: CompactionConfig, context_tokens: int, turns: int) -> bool:
-    if config.context_limit and context_tokens >= config.context_limit * config.threshold:
+def should_compact(
+    max_turns: int | None, context_limit: int | None, tokens: int, turns: int
+) -> bool:
+    """Glove's check: tokens over the limit, or the turn count at the threshold."""
+    if context_limit is not None and tokens > context_limit:
         return True
-    return bool(config.compact_after_turns and turns >= config.compact_after_turns)
+    return max_turns is not None and turns >= max_turns
 
 
 def build_summary_message(

@@ -8,7 +8,7 @@ and each skill is also wired as a user-side ``/name`` directive that injects its
 The listing budget is ``budget_tokens × 4`` characters (default 2000 tokens). Skills are sorted by
 priority (high first), then name; full lines ``<skill name=".." sections="a,b">description</skill>``
 fill greedily while they fit, later skills fall back to a name-only ``<skill name=".." />`` line
-while space remains, and the rest become ``<!-- N more skill(s) omitted; ... -->``. Hidden
+while space remains, and the rest become ``<!-- N more skills omitted -->`` (the seed's text). Hidden
 skills are never listed and never named in an error, but can be read by name.
 
 :func:`load_content_skills_from_fs` reads Claude Code's ``.claude/skills/<name>/SKILL.md`` layout
@@ -171,10 +171,7 @@ def render_skill_listing(
         index += 1
     omitted = len(visible) - index
     if omitted:
-        lines.append(
-            f"<!-- {omitted} more skill(s) omitted; call {READ_SKILL_TOOL_NAME} with the name "
-            "to load -->"
-        )
+        lines.append(f"<!-- {omitted} more skills omitted -->")
     return "\n".join([head, *lines, tail])
 
 

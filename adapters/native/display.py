@@ -24,6 +24,10 @@ Where we differ from Glove, on purpose: a cancelled ``push_and_wait`` (a run abo
 question is open) removes its slot and notifies, so an abort never leaves a dead question on the
 stack and never hangs; ``clear_stack`` rejects pending waiters instead of leaving them pending
 forever; ``resolve``/``reject``/``remove_slot`` notify listeners too (they are ``async``).
+
+:class:`DisplayManagerAdapter` is the protocol (Glove's ``DisplayManagerAdapter``): a Glove, its
+tools and its sub-agents accept any object that implements it, so a UI can bring its own display
+manager; :class:`DisplayManager` is the built-in implementation.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 import trio
@@ -39,6 +43,7 @@ from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "DisplayManager",
+    "DisplayManagerAdapter",
     "DisplayStrategy",
     "Listener",
     "Renderer",
@@ -103,6 +108,59 @@ class _Waiter:
 
 
 Listener: TypeAlias = Callable[[list[Slot]], Awaitable[None]]
+
+
+@runtime_checkable
+class DisplayManagerAdapter(Protocol):
+    """What a display manager must do (Glove's ``DisplayManagerAdapter``); implement it to plug
+    your own into a :class:`~.glove.Glove` (``display_manager=``)."""
+
+    @property
+    def stack(self) -> list[Slot]:
+        """The slots, bottom first."""
+        ...
+
+    @property
+    def renderers(self) -> dict[str, Renderer]: ...
+
+    def register_renderer(
+        self,
+        name: str,
+        input_model: type[BaseModel] | None = None,
+        output_model: type[BaseModel] | None = None,
+    ) -> Renderer: ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+    async def notify(self) -> None: ...
+
+    async def push_and_forget(
+        self,
+        input: Any,
+        renderer: str = "generic",
+        *,
+        strategy: DisplayStrategy = "stay",
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> str: ...
+
+    async def push_and_wait(
+        self,
+        input: Any,
+        renderer: str = "generic",
+        *,
+        strategy: DisplayStrategy = "hide-on-complete",
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> Any: ...
+
+    async def resolve(self, slot_id: str, value: Any) -> bool: ...
+
+    async def reject(self, slot_id: str, error: str) -> bool: ...
+
+    async def remove_slot(self, slot_id: str) -> bool: ...
+
+    async def clear_stack(self) -> None: ...
 
 
 @attrs.define

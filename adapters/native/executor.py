@@ -14,10 +14,13 @@ Per call, in order (Glove's steps, with the Part C decisions):
    store without the permissions capability denies; an ``unset`` decision with no handler raises
    :class:`~orchestrator.core.errors.ToolApprovalRequiredError` (``unhandled="raise"``, the library
    default) or denies (``unhandled="deny"``, the adapter's);
-5. run, with a per-tool timeout (C#16), retries for ``idempotent`` tools with backoff (C#15), and
-   ``un_abortable`` tools shielded from a cancel for a grace period (C#42).
+5. run, with a per-tool timeout (C#16); a call that raises is retried with backoff up to the
+   executor's ``max_retries`` (Glove's ``maxRetries``; a tool's own ``max_retries`` overrides it,
+   ``0`` for a tool that must not repeat); an ``un_abortable`` tool runs to completion despite a
+   cancel (Glove's rule; the request ends once it has).
 
-Consecutive ``parallel_safe`` calls run concurrently (bounded by a ``trio.CapacityLimiter``);
+Consecutive ``parallel_safe`` calls run concurrently (bounded by a ``trio.CapacityLimiter``;
+with ``all_concurrent`` every call does, as Anvia's ``withToolConcurrency`` asks);
 a tool that fails with a raised error cancels its running siblings, which get ``aborted``
 results (C#14). Results are stored in call order and notified as they finish.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, TypeAlias
@@ -41,6 +45,7 @@ from orchestrator.core.approvals import (
     ApprovalDecision,
     ApprovalHandler,
     ApprovalRequest,
+    BookHandler,
     RecordingHandler,
     as_decision,
 )
@@ -51,7 +56,14 @@ from .lifecycle import Lifecycle, RequestApproval, RunStopped
 from .messages import ToolCall, ToolErrorKind, ToolResult, ToolResultData
 from .stores.base import Store
 from .subscriber import ApprovalRequested, NotifyFn, ToolUseResult
-from .tools import Tool, ToolContext, ToolInputError, format_validation_error, normalize_result
+from .tools import (
+    HandOverFunction,
+    Tool,
+    ToolContext,
+    ToolInputError,
+    format_validation_error,
+    normalize_result,
+)
 
 __all__ = ["Executor", "PermissionHandler", "PermissionRequest", "ToolBatch", "Unhandled"]
 
@@ -124,6 +136,9 @@ class Executor:
         self._tools: dict[str, Tool[Any]] = {}
         self._by_lower: dict[str, Tool[Any]] = {}
         self.context_extras: dict[str, Any] = {}
+        self.all_concurrent = False
+        """Run every call of a batch concurrently (bounded by ``limiter``), not only
+        ``parallel_safe`` ones."""
 
     # -- registry ------------------------------------------------------------------------------
 
@@ -163,12 +178,13 @@ class Executor:
         hooks: Lifecycle | None = None,
         *,
         approvals: ApprovalHandler | None = None,
+        hand_over: HandOverFunction | None = None,
     ) -> None:
         """Fill ``batch.results`` (call order); ``approvals`` overrides the executor's approval
-        handler for this batch. Raises ``Cancelled`` on a cancel, batch partial,
+        handler for this batch, ``hand_over`` reaches every tool as ``ToolContext.hand_over``. Raises ``Cancelled`` on a cancel, batch partial,
         :class:`~.lifecycle.RunStopped` when a tool hook stops the run (the calls not started
         are left open for the loop to close), and ``ToolApprovalRequiredError``."""
-        run = _Run(token, session, hooks, approvals or self.permission_handler)
+        run = _Run(token, session, hooks, approvals or self.permission_handler, hand_over)
         calls = batch.calls
         i = 0
         while i < len(calls):
@@ -176,7 +192,9 @@ class Executor:
                 raise batch.stop
             j = i + 1
             tool = self.lookup(calls[i].tool_name)
-            if tool is not None and tool.parallel_safe:
+            if self.all_concurrent:
+                j = len(calls)
+            elif tool is not None and tool.parallel_safe:
                 while j < len(calls):
                     nxt = self.lookup(calls[j].tool_name)
                     if nxt is None or not nxt.parallel_safe:
@@ -309,7 +327,7 @@ class Executor:
                     value = tool.validate(dict(verdict))
                 except (ValidationError, ToolInputError, TypeError) as exc:
                     return _error(format_validation_error(tool.name, exc), "invalid_input")
-        return await self._run_with_retries(tool, value, call, run.token, run.session)
+        return await self._run_with_retries(tool, value, call, run)
 
     async def _check_permission(
         self, tool: Tool[Any], value: Any, call: ToolCall, run: _Run, asked: RequestApproval | None
@@ -338,6 +356,11 @@ class Executor:
                     "approval handler is configured.",
                     "denied",
                 )
+            standing = None
+            if isinstance(run.handler, BookHandler) and asked is None:
+                standing = await run.handler.standing(request)  # a run or always grant
+            if standing is not None:
+                return _apply(standing)
             if isinstance(run.handler, RecordingHandler):  # decidable before it is announced
                 await run.handler.record(request)
             await self.notify(ApprovalRequested(request))
@@ -358,11 +381,10 @@ class Executor:
         )
 
     async def _run_with_retries(
-        self, tool: Tool[Any], value: Any, call: ToolCall, token: CancelToken, session: str
+        self, tool: Tool[Any], value: Any, call: ToolCall, run: _Run
     ) -> ToolResultData:
-        retries = tool.max_retries
-        if retries is None:
-            retries = self.max_retries if tool.idempotent else 0
+        token, session = run.token, run.session
+        retries = self.max_retries if tool.max_retries is None else tool.max_retries
         ctx = ToolContext(
             call_id=call.id,
             tool_name=tool.name,
@@ -371,13 +393,14 @@ class Executor:
             glove=self.context_extras.get("glove"),
             cancel=token,
             run=self.context_extras.get("run"),
+            hand_over=run.hand_over,
         )
         attempt = 0
         while True:
             attempt += 1
             ctx.attempt = attempt
             shield: AbstractContextManager[Any] = (
-                token.shield() if tool.un_abortable else nullcontext()
+                token.shield(math.inf) if tool.un_abortable else nullcontext()
             )
             try:
                 out: Any = _NOTHING
@@ -418,6 +441,7 @@ class _Run:
     session: str
     hooks: Lifecycle | None
     handler: ApprovalHandler | None
+    hand_over: HandOverFunction | None = None
 
 
 def _apply(decision: ApprovalDecision) -> ToolResultData | Mapping[str, Any] | None:

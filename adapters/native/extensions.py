@@ -8,12 +8,18 @@
   (or content parts) becomes a synthetic user message ``[Skill: name]`` marked
   ``is_skill_injection`` before the real one. With ``expose_to_agent`` the model can pull it
   itself through the auto-registered ``glove_invoke_skill`` tool.
-* A **sub-agent** (``glove.define_sub_agent(name, factory, ...)``) is a child Glove the model
+* A **sub-agent** (``glove.define_sub_agent(name, factory, ...)``) is a runnable the model
   routes to through the auto-registered ``glove_invoke_subagent`` tool (``{name, prompt}``).
-  The factory builds a *built* child on every call; the parent's subscribers are attached to it
-  for the run (its events join the parent's stream, bracketed by ``subagent_invoked`` /
-  ``subagent_completed``, always paired), the parent's cancel token is forwarded, and the child's
+  The factory makes one on every call: a *built* child Glove, or any :class:`GloveRunnable` (an
+  object with ``process_request(prompt, cancel)``: an external agent, an API proxy) whose result
+  is an ``AskResult``, a ``ModelResponse``, an agent ``Message`` or a string. The parent's
+  subscribers are attached to a child that takes subscribers, for the run (its events join the
+  parent's stream, bracketed by ``subagent_invoked`` / ``subagent_completed``, always paired and
+  closed with the sub-run's real status), the parent's cancel token is forwarded, and the child's
   final text is the tool result.
+
+:func:`create_skill_invoke_tool` and :func:`create_sub_agent_invoke_tool` build the two dispatch
+tools from a Glove's registrations (Glove's standalone helpers; a Glove registers them itself).
 
 Directive parsing (:func:`parse_tokens`) looks only for ``/name`` tokens at the start of the text
 or after whitespace and followed by whitespace or the end; only registered names bind (hooks win
@@ -29,11 +35,13 @@ import contextvars
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 import attrs
 import trio
 from pydantic import BaseModel, Field
+
+from orchestrator.core.errors import AbortError
 
 from .cancel import CancelToken
 from .messages import ContentPart, Message, ToolResultData
@@ -48,10 +56,13 @@ from .subscriber import (
 from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from .display import DisplayManager
+    from .context import Context
+    from .display import DisplayManagerAdapter
     from .executor import Executor
     from .glove import Glove
     from .loop import Agent
+    from .observer import Observer
+    from .prompt_machine import PromptMachine
     from .stores.base import Store
 
 __all__ = [
@@ -63,6 +74,7 @@ __all__ = [
     "AgentControls",
     "Directive",
     "Extensions",
+    "GloveRunnable",
     "HookContext",
     "HookHandler",
     "HookResult",
@@ -74,6 +86,8 @@ __all__ = [
     "SubAgent",
     "SubAgentFactory",
     "SubAgentFactoryContext",
+    "create_skill_invoke_tool",
+    "create_sub_agent_invoke_tool",
     "format_skill_message",
     "parse_tokens",
     "placeholder",
@@ -165,13 +179,25 @@ class AgentControls:
         return self.glove.store
 
     @property
-    def display_manager(self) -> DisplayManager | None:
+    def display_manager(self) -> DisplayManagerAdapter | None:
         return self.glove.display_manager
 
     @property
     def agent(self) -> Agent:
-        """The loop (Glove's context, observer and prompt machine in one)."""
+        """The loop."""
         return self.glove.agent
+
+    @property
+    def context(self) -> Context:
+        return self.glove.context
+
+    @property
+    def observer(self) -> Observer:
+        return self.glove.observer
+
+    @property
+    def prompt_machine(self) -> PromptMachine:
+        return self.glove.prompt_machine
 
     @property
     def executor(self) -> Executor:
@@ -249,7 +275,20 @@ class SubAgentFactoryContext:
     parent_controls: AgentControls
 
 
-SubAgentFactory: TypeAlias = Callable[[SubAgentFactoryContext], "Awaitable[Glove] | Glove"]
+@runtime_checkable
+class GloveRunnable(Protocol):
+    """What a sub-agent factory may return (Glove's ``IGloveRunnable``): a built Glove, or any
+    object that runs a prompt. Its result may be an ``AskResult``, a ``ModelResponse``, an agent
+    ``Message`` (or anything with ``messages``, whose last agent message is taken) or a string;
+    an abort should raise :class:`~orchestrator.core.errors.AbortError`. A runnable with
+    ``add_subscriber`` / ``remove_subscriber`` gets the parent's subscribers for its run."""
+
+    async def process_request(self, request: str, cancel: CancelToken | None = None) -> Any: ...
+
+
+SubAgentFactory: TypeAlias = Callable[
+    [SubAgentFactoryContext], "Awaitable[GloveRunnable] | GloveRunnable"
+]
 
 
 @attrs.frozen
@@ -312,13 +351,13 @@ class Extensions:
         _check_name(skill.name)
         self.skills[skill.name] = skill
         if skill.expose_to_agent or any(s.expose_to_agent for s in self.skills.values()):
-            self.glove.add_tool(self._skill_tool())
+            self.glove.add_tool(self.skill_tool())
 
     def define_sub_agent(self, subagent: SubAgent) -> None:
         if not subagent.name:
             raise ValueError("a sub-agent needs a name")
         self.subagents[subagent.name] = subagent
-        self.glove.add_tool(self._subagent_tool())
+        self.glove.add_tool(self.subagent_tool())
 
     # -- user side -----------------------------------------------------------------------------
 
@@ -361,7 +400,8 @@ class Extensions:
 
     # -- agent side: glove_invoke_skill --------------------------------------------------------
 
-    def _skill_tool(self) -> Tool[_InvokeSkillInput]:
+    def skill_tool(self) -> Tool[_InvokeSkillInput]:
+        """``glove_invoke_skill`` listing the exposed skills (see :func:`create_skill_invoke_tool`)."""
         exposed = [s for s in self.skills.values() if s.expose_to_agent]
         lines = [f"- {s.name}: {s.description or '(no description)'}" for s in exposed]
         description = (
@@ -380,10 +420,10 @@ class Extensions:
         del ctx
         skill = self.skills.get(value.name)
         if skill is None or not skill.expose_to_agent:
-            names = ", ".join(s.name for s in self.skills.values() if s.expose_to_agent)
             return ToolResultData(
                 status="error",
-                message=f'Skill "{value.name}" is not available. Use one of: {names or "(none)"}.',
+                data=None,
+                message=f"Skill {value.name} is not available",
                 error_kind="not_found",
             )
         await self.glove.notify(SkillInvoked(skill.name, "agent", value.args))
@@ -398,15 +438,14 @@ class Extensions:
         return ToolResultData(
             status="success",
             data={"skill": skill.name, "content": joined or "[non-text skill content]"},
-            render_data={
-                "skill": skill.name,
-                "parts": [p.model_dump(mode="json", exclude_none=True) for p in parts],
-            },
+            render_data=[p.model_dump(mode="json", exclude_none=True) for p in parts],
         )
 
     # -- agent side: glove_invoke_subagent -----------------------------------------------------
 
-    def _subagent_tool(self) -> Tool[_InvokeSubagentInput]:
+    def subagent_tool(self) -> Tool[_InvokeSubagentInput]:
+        """``glove_invoke_subagent`` listing the sub-agents (see
+        :func:`create_sub_agent_invoke_tool`)."""
         lines = [
             f"- {s.name}: {s.description or '(no description)'}" for s in self.subagents.values()
         ]
@@ -432,14 +471,12 @@ class Extensions:
             return _error(f'Subagent "{value.name}" is not registered. Use one of: {names}.')
         notify = self.glove.notify
         await notify(SubagentInvoked(sub.name, value.prompt))
-        result = _error(f'Subagent "{sub.name}" run aborted by the user.', "aborted")
+        result = _error(f'Subagent "{sub.name}" run was cancelled.', "aborted")
         try:
             result = await self._run_subagent(sub, value.prompt, ctx.cancel)
         finally:
             if result.status == "success":
                 close = SubagentCompleted(sub.name, "success")
-            elif result.error_kind == "aborted":
-                close = SubagentCompleted(sub.name, "error", "Subagent run aborted by the user.")
             else:
                 close = SubagentCompleted(sub.name, "error", result.message)
             with trio.CancelScope(shield=True) as scope:
@@ -458,26 +495,85 @@ class Extensions:
         factory_ctx = SubAgentFactoryContext(sub.name, prompt, self.glove.store, self.controls)
         try:
             made = sub.factory(factory_ctx)
-            child = await made if inspect.isawaitable(made) else made
+            child: Any = await made if inspect.isawaitable(made) else made
         except Exception as exc:
             return _error(f'Subagent "{sub.name}" factory threw: {exc}')
-        child.extensions.depth = self.depth + 1
-        attached = [s for s in self.glove.subscribers if s not in child.subscribers]
-        for subscriber in attached:
-            child.add_subscriber(subscriber)
+        if not callable(getattr(child, "process_request", None)):
+            return _error(
+                f'Subagent "{sub.name}" factory returned {type(child).__name__}, which has no '
+                "process_request"
+            )
+        ext = getattr(child, "extensions", None)
+        if isinstance(ext, Extensions):
+            ext.depth = self.depth + 1
+        attached: list[Any] = []
+        add = getattr(child, "add_subscriber", None)
+        remove = getattr(child, "remove_subscriber", None)
+        if callable(add) and callable(remove):
+            present: Sequence[Any] = getattr(child, "subscribers", ())
+            attached = [s for s in self.glove.subscribers if s not in present]
+            for subscriber in attached:
+                add(subscriber)
         chain = CURRENT_SUBAGENT.set((*CURRENT_SUBAGENT.get(), sub.name))
         try:
             outcome = await child.process_request(prompt, cancel)
+        except AbortError as exc:
+            return _error(f'Subagent "{sub.name}" run aborted: {exc.reason}', "aborted")
         except Exception as exc:
             return _error(f'Subagent "{sub.name}" failed: {type(exc).__name__}: {exc}')
         finally:
             CURRENT_SUBAGENT.reset(chain)
-            for subscriber in attached:
-                child.remove_subscriber(subscriber)
-        if outcome.stop == "aborted":
-            return _error(f'Subagent "{sub.name}" run aborted by the user.', "aborted")
-        content = outcome.text or "[subagent produced no text content]"
-        return ToolResultData(status="success", data={"subagent": sub.name, "content": content})
+            if callable(remove):
+                for subscriber in attached:
+                    remove(subscriber)
+        return _sub_result(sub.name, outcome)
+
+
+def _sub_result(name: str, outcome: Any) -> ToolResultData:
+    """The tool result for what a sub-run returned (its real status)."""
+    stop = getattr(outcome, "stop", None)
+    if stop == "aborted":  # a runnable that reports an abort instead of raising
+        reason = getattr(outcome, "cancel_reason", None) or "Request aborted"
+        return _error(f'Subagent "{name}" run aborted: {reason}', "aborted")
+    if stop == "max_turns":
+        return _error(f'Subagent "{name}" stopped at its cap of model calls before answering.')
+    text = _final_text(outcome)
+    if text is None:
+        return _error(
+            f'Subagent "{name}" returned {type(outcome).__name__}, not a result with text.'
+        )
+    content = text or "[subagent produced no text content]"
+    return ToolResultData(status="success", data={"subagent": name, "content": content})
+
+
+def _final_text(outcome: Any) -> str | None:
+    """The last agent text of a sub-run's result (``None`` when it has none to give)."""
+    if isinstance(outcome, str):
+        return outcome
+    if isinstance(outcome, Message):
+        return outcome.text
+    messages = getattr(outcome, "messages", None)
+    if isinstance(messages, Sequence) and not isinstance(messages, str):
+        agent_texts = [
+            m.text
+            for m in cast(Sequence[Any], messages)
+            if isinstance(m, Message) and m.sender == "agent"
+        ]
+        return agent_texts[-1] if agent_texts else ""
+    text = getattr(outcome, "text", None)
+    return text if isinstance(text, str) else None
+
+
+def create_skill_invoke_tool(glove: Glove) -> Tool[Any]:
+    """Glove's ``createSkillInvokeTool``: ``glove_invoke_skill`` over the Glove's exposed skills
+    (the tool a Glove registers itself once a skill is exposed)."""
+    return glove.extensions.skill_tool()
+
+
+def create_sub_agent_invoke_tool(glove: Glove) -> Tool[Any]:
+    """Glove's ``createSubAgentInvokeTool``: ``glove_invoke_subagent`` over the Glove's
+    sub-agents (the tool a Glove registers itself with its first sub-agent)."""
+    return glove.extensions.subagent_tool()
 
 
 def _error(message: str, kind: Literal["failed", "aborted"] = "failed") -> ToolResultData:

@@ -14,7 +14,14 @@ The same concepts as Glove with Pythonic names: ``fold`` registers a tool (pydan
 ``requires_permission``, ``un_abortable``, …) and is legal after ``build``; the tool list is
 snapshotted per turn. ``set_model`` takes effect at the next model call, also mid-request.
 ``steer`` puts text into the live conversation. One request runs at a time per Glove (C#4); a
-second concurrent ``process_request`` raises :class:`SessionBusyError`.
+second concurrent ``process_request`` raises :class:`SessionBusyError`. An aborted request (its
+cancel token fired, or a lifecycle hook stopped it) raises
+:class:`~orchestrator.core.errors.AbortError`, whose ``result`` holds what it had reached.
+
+Glove's parts are reachable and replaceable as its docs name them: ``glove.context``
+(:class:`~.context.Context`), ``glove.observer`` (:class:`~.observer.Observer`, thresholds
+settable at run time), ``glove.prompt_machine`` (:class:`~.prompt_machine.PromptMachine`),
+``glove.executor``; ``display_manager`` is any :class:`~.display.DisplayManagerAdapter`.
 
 The app layer (:mod:`.extensions`): ``define_hook``, ``define_skill`` and ``define_sub_agent``
 (chainable, legal after ``build``) bind ``/name`` directives and the auto-registered
@@ -35,7 +42,8 @@ from tiers import AssembledPrompt, PromptTiers, assemble_tiers
 
 from .cancel import CancelToken
 from .compaction import CompactionConfig
-from .display import DisplayManager
+from .context import Context
+from .display import DisplayManagerAdapter
 from .executor import Executor, PermissionHandler, PermissionRequest, Unhandled
 from .extensions import (
     Extensions,
@@ -45,14 +53,16 @@ from .extensions import (
     SubAgent,
     SubAgentFactory,
 )
-from .loop import Agent, AskResult, LoopConfig
+from .loop import Agent, AskResult, LoopConfig, raise_if_aborted
 from .messages import ContentPart, Message, TokenCounter
 from .models.base import ModelAdapter
+from .observer import Observer
+from .prompt_machine import PromptMachine
 from .stores.base import Store
 from .stores.memory import MemoryStore
 from .subscriber import Notifier, Subscriber, SubscriberEvent, TextDeltaEvent
 from .tasks_inbox import create_inbox_tool, create_task_tool
-from .tools import Tool, ToolContext
+from .tools import HandOverFunction, Tool, ToolContext
 
 __all__ = ["Glove", "SessionBusyError"]
 
@@ -69,7 +79,7 @@ class Glove:
         *,
         model: ModelAdapter,
         store: Store | None = None,
-        display_manager: DisplayManager | None = None,
+        display_manager: DisplayManagerAdapter | None = None,
         system_prompt: str | PromptTiers | AssembledPrompt = "",
         compaction_config: CompactionConfig | None = None,
         max_retries: int = 3,
@@ -250,8 +260,26 @@ class Glove:
         return self._model
 
     @property
-    def display_manager(self) -> DisplayManager | None:
+    def display_manager(self) -> DisplayManagerAdapter | None:
         return self._display
+
+    @property
+    def context(self) -> Context:
+        return self._agent.context
+
+    @property
+    def observer(self) -> Observer:
+        """Compaction thresholds and counters (``set_max_turns``, ``set_context_compaction_limit``,
+        ``set_compaction_instructions`` take effect at the next check)."""
+        return self._agent.observer
+
+    @property
+    def prompt_machine(self) -> PromptMachine:
+        return self._agent.prompt_machine
+
+    @property
+    def executor(self) -> Executor:
+        return self._agent.executor
 
     @property
     def tools(self) -> Sequence[Tool[Any]]:
@@ -269,6 +297,7 @@ class Glove:
         """Swap the model; the next model call uses it (also in the middle of a request)."""
         model.set_system_prompt(self._system_prompt)
         self._model = model
+        self._agent.prompt_machine.set_model(model)
 
     def set_system_prompt(self, prompt: str | PromptTiers | AssembledPrompt) -> None:
         self._system_prompt = _assemble(prompt)
@@ -287,13 +316,30 @@ class Glove:
         request: str | Sequence[ContentPart],
         cancel: CancelToken | None = None,
         approvals: ApprovalHandler | None = None,
+        *,
+        hand_over: HandOverFunction | None = None,
     ) -> AskResult:
         """Run the directives (hooks, skills), append the user message and run the loop until
-        text only, the cap, or a cancel. A hook's ``short_circuit`` answers without the model.
-        ``approvals`` overrides the Glove's approval handler for this request."""
+        text only or the cap; an abort raises :class:`~orchestrator.core.errors.AbortError`. A
+        hook's ``short_circuit`` answers without the model. ``approvals`` overrides the Glove's
+        approval handler for this request; ``hand_over`` reaches every tool."""
+        result = await self.run_request(request, cancel, approvals, hand_over=hand_over)
+        raise_if_aborted(result)
+        return result
+
+    async def run_request(
+        self,
+        request: str | Sequence[ContentPart],
+        cancel: CancelToken | None = None,
+        approvals: ApprovalHandler | None = None,
+        *,
+        hand_over: HandOverFunction | None = None,
+    ) -> AskResult:
+        """:meth:`process_request` that returns an abort as ``stop="aborted"`` (for hosts that
+        report every outcome the same way) instead of raising."""
         message = _user_message(request)
         if not self._ext.parses:
-            return await self._run(message, cancel, approvals)
+            return await self._run(message, cancel, approvals, hand_over)
         if not self._built:
             raise RuntimeError("Call build() before process_request()")
         if self._busy:
@@ -307,7 +353,9 @@ class Glove:
                 return AskResult("aborted", "", None, TokenCounter(), 0)
             short = prepared.short_circuit
             if short is None:
-                return await self._agent.ask(prepared.message, token, approvals)
+                return await self._agent.run_request(
+                    prepared.message, token, approvals, hand_over=hand_over
+                )
             replies = (short.message,) if short.message is not None else ()
             if short.response is not None:
                 replies = (short.response.to_message(),)
@@ -323,8 +371,11 @@ class Glove:
     async def continue_request(
         self, cancel: CancelToken | None = None, approvals: ApprovalHandler | None = None
     ) -> AskResult:
-        """Run the loop again on queued steers only (no new user message)."""
-        return await self._run(None, cancel, approvals)
+        """Run the loop again on queued steers only (no new user message); an abort raises
+        :class:`~orchestrator.core.errors.AbortError`."""
+        result = await self._run(None, cancel, approvals)
+        raise_if_aborted(result)
+        return result
 
     async def compact(self) -> Message:
         """Force a compaction now (between requests)."""
@@ -335,6 +386,7 @@ class Glove:
         message: Message | None,
         cancel: CancelToken | None,
         approvals: ApprovalHandler | None = None,
+        hand_over: HandOverFunction | None = None,
     ) -> AskResult:
         if not self._built:
             raise RuntimeError("Call build() before process_request()")
@@ -342,7 +394,7 @@ class Glove:
             raise SessionBusyError(f"a request is already running on {self._store.identifier}")
         self._busy = True
         try:
-            return await self._agent.ask(message, cancel, approvals)
+            return await self._agent.run_request(message, cancel, approvals, hand_over=hand_over)
         finally:
             self._busy = False
 

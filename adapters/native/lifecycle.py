@@ -75,7 +75,7 @@ answered without showing the text a second time.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, get_args
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, get_args
 
 import attrs
 
@@ -97,6 +97,7 @@ __all__ = [
     "RequestApproval",
     "RewriteInput",
     "RunAction",
+    "RunControl",
     "RunEndInfo",
     "RunErrorInfo",
     "RunStartInfo",
@@ -104,11 +105,18 @@ __all__ = [
     "SkipTool",
     "StopRun",
     "ToolCallAction",
+    "ToolCallControl",
     "ToolCallInfo",
     "ToolResultAction",
     "ToolResultInfo",
     "TurnEndInfo",
     "TurnStartInfo",
+    "cancel_prompt",
+    "create_hook",
+    "request_tool_approval",
+    "run_control",
+    "skip_tool",
+    "tool_call_control",
 ]
 
 # -- what a hook may return ------------------------------------------------------------------
@@ -159,11 +167,81 @@ ToolCallAction: TypeAlias = (
 )
 ToolResultAction: TypeAlias = ReplaceResult | StopRun | None
 
+# -- Anvia's control objects and helpers ---------------------------------------------------------
+
+
+class RunControl:
+    """Anvia's ``RunControl`` (``info.run`` at every run, turn and model point):
+    ``continue_()`` goes on (``continue`` is a Python keyword), ``cancel(reason)`` stops."""
+
+    def continue_(self) -> None:
+        return None
+
+    def cancel(self, reason: str) -> StopRun:
+        return StopRun(reason)
+
+
+class ToolCallControl:
+    """Anvia's ``ToolCallControl`` (``info.tool`` at ``on_tool_call``)."""
+
+    def run(self) -> None:
+        return None
+
+    def skip(self, reason: str) -> SkipTool:
+        return SkipTool(reason)
+
+    def cancel(self, reason: str) -> StopRun:
+        return StopRun(reason)
+
+    def request_approval(
+        self, reason: str | None = None, reject_message: str | None = None
+    ) -> RequestApproval:
+        return RequestApproval(reason, reject_message)
+
+
+run_control = RunControl()
+"""Anvia's ``runControl``."""
+tool_call_control = ToolCallControl()
+"""Anvia's ``toolCallControl``."""
+
+
+def cancel_prompt(reason: str) -> StopRun:
+    """Anvia's ``cancelPrompt``: the action that stops the run with ``reason``."""
+    return StopRun(reason)
+
+
+def skip_tool(reason: str) -> SkipTool:
+    """Anvia's ``skipTool``: the model sees ``reason`` instead of the tool's result."""
+    return SkipTool(reason)
+
+
+def request_tool_approval(
+    reason: str | None = None, reject_message: str | None = None
+) -> RequestApproval:
+    """Anvia's ``requestToolApproval``."""
+    return RequestApproval(reason, reject_message)
+
+
+_H = TypeVar("_H", bound="LifecycleHooks")
+
+
+def create_hook(hook: _H) -> _H:
+    """Anvia's ``createHook``: the hook as it is (typed; a place to hang one inline)."""
+    return hook
+
+
+class _HasRun:
+    @property
+    def run(self) -> RunControl:
+        """Anvia's run control: ``info.run.cancel("why")`` stops the run."""
+        return run_control
+
+
 # -- what a hook is told ----------------------------------------------------------------------
 
 
 @attrs.frozen
-class RunStartInfo:
+class RunStartInfo(_HasRun):
     prompt: Message | None
     """The request's user message (``None`` when a run continues on steers only)."""
     history: Sequence[Message]
@@ -172,7 +250,7 @@ class RunStartInfo:
 
 
 @attrs.frozen
-class TurnStartInfo:
+class TurnStartInfo(_HasRun):
     turn: int
     """1-based: the number of this turn's model call within the request."""
     messages: Sequence[Message]
@@ -180,7 +258,7 @@ class TurnStartInfo:
 
 
 @attrs.frozen
-class ModelCall:
+class ModelCall(_HasRun):
     """A turn's model call, as hooks and middlewares see it."""
 
     turn: int
@@ -190,21 +268,21 @@ class ModelCall:
 
 
 @attrs.frozen
-class ModelResponseInfo:
+class ModelResponseInfo(_HasRun):
     turn: int
     request: PromptRequest
     response: ModelResponse
 
 
 @attrs.frozen
-class ModelErrorInfo:
+class ModelErrorInfo(_HasRun):
     turn: int
     request: PromptRequest
     error: Exception
 
 
 @attrs.frozen
-class TurnEndInfo:
+class TurnEndInfo(_HasRun):
     turn: int
     response: ModelResponse
 
@@ -217,9 +295,14 @@ class ToolCallInfo:
     args: Any
     """The arguments as the model sent them (or as an earlier hook rewrote them)."""
 
+    @property
+    def tool(self) -> ToolCallControl:
+        """Anvia's tool control: ``info.tool.skip("why")``, ``.request_approval(...)``."""
+        return tool_call_control
+
 
 @attrs.frozen
-class ToolResultInfo:
+class ToolResultInfo(_HasRun):
     turn: int
     tool_name: str
     call_id: str
@@ -230,7 +313,7 @@ class ToolResultInfo:
 
 
 @attrs.frozen
-class RunEndInfo:
+class RunEndInfo(_HasRun):
     output: str
     """The final answer's text."""
     value: Any
@@ -240,7 +323,7 @@ class RunEndInfo:
 
 
 @attrs.frozen
-class RunErrorInfo:
+class RunErrorInfo(_HasRun):
     error: Exception
     usage: TokenCounter
     turns: int

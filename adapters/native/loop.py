@@ -6,27 +6,30 @@ One request, in order:
    transient reminder of blocking pending items is spliced before the last message on every call;
 2. compaction is considered (a turn boundary), then the user message is appended;
 3. each turn: pending steers are appended as user messages (FIFO, ``steer_applied``); the turn cap
-   is checked (an exact cap of ``max_turns`` model calls, the final answer included); the model is
+   is checked (an exact cap of ``max_model_calls`` model calls, the final answer included); the model is
    called on the context view with a per-turn snapshot of the tool list; the reply is stored and
    its usage counted; a reply without tool calls ends the request — unless a steer arrived while
    it was being generated, in which case the loop goes on so the steer lands (the original executor loses
    it); otherwise the tools run and their results are stored as one user message;
-4. model calls that fail with a transient error (429, 5xx, network) are retried with full-jitter
-   backoff (``Retry-After`` honoured) unless the call already streamed something (C#43);
+4. every model call goes through the :class:`~.prompt_machine.PromptMachine` (transient errors
+   retried with full-jitter backoff, ``Retry-After`` honoured, unless the call already streamed
+   something, C#43); the :class:`~.observer.Observer` counts each turn and its tokens in the store
+   and compacts when a threshold of ``compaction_config`` is passed (:mod:`.compaction`);
 5. a reply truncated by the output limit (``max_tokens``) with no tool calls is continued, not
    taken as the answer (C#2); truncated tool calls fail validation and the model corrects them;
 6. lifecycle hooks run at the run, turn, model-call and tool boundaries and middlewares wrap each
    turn's model call (:mod:`.lifecycle`); with an ``output_schema`` the final answer is validated
    and a mismatch is sent back to the model a bounded number of times (:mod:`.structured`).
 
-A cancel (``CancelToken``) ends the request with ``stop="aborted"``: any tool call already stored
-gets its results (real or synthetic ``aborted``) stored *at abort time* (C#41), in a shielded
-scope with a short grace, and every one is notified.
+A cancel (``CancelToken``) ends the request: any tool call already stored gets its results (real
+or synthetic ``aborted``) stored *at abort time* (C#41), in a shielded scope with a short grace,
+and every one is notified. :meth:`Agent.ask` then raises
+:class:`~orchestrator.core.errors.AbortError` (as does a lifecycle hook's stop);
+:meth:`Agent.run_request` returns the outcome with ``stop="aborted"`` instead.
 """
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
@@ -35,10 +38,11 @@ import attrs
 import trio
 
 from orchestrator.core.approvals import ApprovalHandler
-from orchestrator.core.errors import OutputValidationError
+from orchestrator.core.errors import AbortError, OutputValidationError
 
 from .cancel import CancelToken
-from .compaction import CompactionConfig, build_summary_message, should_compact
+from .compaction import CompactionConfig
+from .context import Context
 from .executor import Executor, ToolBatch
 from .lifecycle import (
     Lifecycle,
@@ -53,28 +57,31 @@ from .lifecycle import (
     TurnStartInfo,
 )
 from .messages import InboxItem, Message, TokenCounter
-from .models.base import ModelAdapter, ModelError, ModelOptions, ModelResponse, PromptRequest
+from .models.base import ModelAdapter, ModelOptions, ModelResponse, PromptRequest
+from .observer import Compaction, Observer
+from .prompt_machine import PromptMachine, announce
 from .stores.base import Store
 from .structured import OutputMismatch, OutputSchema, as_output_schema, retry_message
 from .subscriber import (
-    CompactionEnd,
-    CompactionStart,
-    ModelResponseEvent,
     NotifyFn,
     OutputRetryEvent,
-    RetryEvent,
     SteerApplied,
-    SubscriberEvent,
-    TextDeltaEvent,
     TokenConsumption,
-    ToolUseEvent,
     ToolUseResult,
     TurnStart,
-    discard,
 )
-from .tools import ToolDefinition
+from .tools import HandOverFunction, ToolDefinition
 
-__all__ = ["Agent", "AskResult", "LoopConfig", "PrepareTurn", "StopReason"]
+__all__ = [
+    "DEFAULT_MAX_MODEL_CALLS",
+    "Agent",
+    "AskResult",
+    "LoopConfig",
+    "PrepareTurn",
+    "StopReason",
+]
+
+DEFAULT_MAX_MODEL_CALLS = 120
 
 StopReason: TypeAlias = Literal["completed", "max_turns", "aborted"]
 
@@ -86,6 +93,10 @@ REPAIR_GRACE_S = 5.0
 @attrs.frozen
 class LoopConfig:
     compaction: CompactionConfig = attrs.field(factory=CompactionConfig)
+    max_model_calls: int = DEFAULT_MAX_MODEL_CALLS
+    """Exact cap of model calls per request (the final answer included); reaching it ends the
+    request with ``stop="max_turns"``. Separate from ``compaction.max_turns``, which only says
+    when to compact."""
     model_retries: int = 2
     retry_base_s: float = 1.0
     retry_max_s: float = 30.0
@@ -146,7 +157,19 @@ class Agent:
         self.get_model = get_model
         self.config = config or LoopConfig()
         self._steers: deque[str] = deque()
-        self._last_context_tokens = 0
+        self.context = Context(store)
+        self.prompt_machine = PromptMachine(
+            get_model,
+            self.context,
+            notify=notify,
+            retries=self.config.model_retries,
+            retry_base_s=self.config.retry_base_s,
+            retry_max_s=self.config.retry_max_s,
+            max_tokens=self.config.max_tokens,
+        )
+        self.observer = Observer.from_config(
+            store, self.context, self.prompt_machine, self.config.compaction
+        )
         self._tool_defs: tuple[ToolDefinition, ...] | None = None
         self.lifecycle = Lifecycle(self.config.hooks, self.config.middlewares)
         self.lifecycle.notify = notify
@@ -176,14 +199,31 @@ class Agent:
     async def ask(
         self,
         message: Message | None,
+        hand_over: HandOverFunction | None = None,
         token: CancelToken | None = None,
         approvals: ApprovalHandler | None = None,
     ) -> AskResult:
-        """Run one request (``message=None`` continues with queued steers only); ``approvals``
-        overrides the executor's approval handler for this request."""
+        """Glove's ``Agent.ask``: run one request; raises
+        :class:`~orchestrator.core.errors.AbortError` when it is aborted (its ``result`` is
+        the outcome so far)."""
+        result = await self.run_request(message, token, approvals, hand_over=hand_over)
+        raise_if_aborted(result)
+        return result
+
+    async def run_request(
+        self,
+        message: Message | None,
+        token: CancelToken | None = None,
+        approvals: ApprovalHandler | None = None,
+        *,
+        hand_over: HandOverFunction | None = None,
+    ) -> AskResult:
+        """Run one request (``message=None`` continues with queued steers only) and return how
+        it ended, an abort included; ``approvals`` overrides the executor's approval handler for
+        this request, ``hand_over`` is given to every tool (``ToolContext.hand_over``)."""
         token = token or CancelToken()
         store = self.store
-        state = _AskState(approvals=approvals)
+        state = _AskState(approvals=approvals, hand_over=hand_over)
         life = self.lifecycle
         with token.scope() as scope:
             try:
@@ -192,7 +232,7 @@ class Agent:
                 await self._maybe_compact(token, state)
                 if life.has("on_run_start"):
                     history = await store.get_context_messages()
-                    max_turns = self.config.compaction.max_turns
+                    max_turns = self.config.max_model_calls
                     await life.run("on_run_start", RunStartInfo(message, history, max_turns))
                 if message is not None:
                     await store.append_messages((message,))
@@ -229,7 +269,7 @@ class Agent:
     async def _turns(self, token: CancelToken, state: _AskState, reminder: Message | None) -> None:
         store, notify, executor = self.store, self.notify, self.executor
         cfg, life = self.config, self.lifecycle
-        max_turns = cfg.compaction.max_turns
+        max_turns = cfg.max_model_calls
         while True:
             await trio.lowlevel.checkpoint()  # one cancel point and scheduling point per turn
             if self._steers:
@@ -259,28 +299,13 @@ class Agent:
             state.usage = state.usage + tokens
             if response.text:
                 state.text = response.text
-            if not response.streamed:
-                if response.text:
-                    await notify(TextDeltaEvent(response.text))
-                for call in response.tool_calls:
-                    await notify(ToolUseEvent(call.id, call.tool_name, call.input_args))
-            await notify(
-                ModelResponseEvent(
-                    response.text,
-                    response.tool_calls,
-                    response.stop_reason,
-                    tokens,
-                    response.model or model.model,
-                    "model_response_complete" if response.streamed else "model_response",
-                )
-            )
+            await announce(response, model, notify)
             await store.append_messages((response.to_message(),))
             calls = response.tool_calls
             if calls:
                 state.open_batch = ToolBatch(calls)
-            self._last_context_tokens = tokens.tokens_in + tokens.tokens_out
-            await store.add_tokens(tokens)
-            await store.increment_turn()
+            await self.observer.add_tokens_consumed(tokens)
+            await self.observer.turn_complete()
             await notify(
                 TokenConsumption(tokens, state.usage, response.model or model.model, "turn")
             )
@@ -304,6 +329,7 @@ class Agent:
                 store.identifier,
                 life if life.tool_hooks else None,
                 approvals=state.approvals,
+                hand_over=state.hand_over,
             )
             await store.append_messages(
                 (Message(sender="user", text="tool results", tool_results=tuple(batch.done())),)
@@ -339,35 +365,9 @@ class Agent:
         )
         if turn is not None and self.lifecycle.wraps_model:
             call = ModelCall(turn, request, model.name)
-            return await self.lifecycle.model_call(call, lambda r: self._send(model, r, target))
-        return await self._send(model, request, target)
-
-    async def _send(
-        self, model: ModelAdapter, request: PromptRequest, target: NotifyFn
-    ) -> ModelResponse:
-        cfg = self.config
-        attempt = 0
-        while True:
-            progressed = False
-
-            async def tracking(event: SubscriberEvent) -> None:
-                nonlocal progressed
-                if event.type in ("text_delta", "tool_use"):
-                    progressed = True
-                await target(event)
-
-            try:
-                return await model.prompt(request, tracking)
-            except ModelError as err:
-                if not err.transient or progressed or attempt >= cfg.model_retries:
-                    raise
-                attempt += 1
-                if err.retry_after is not None:
-                    delay = min(err.retry_after, cfg.retry_max_s)
-                else:
-                    delay = random.uniform(0, min(cfg.retry_max_s, cfg.retry_base_s * 2**attempt))
-                await self.notify(RetryEvent(attempt, delay, f"{err.code}: {err}"))
-                await trio.sleep(delay)
+            pm = self.prompt_machine
+            return await self.lifecycle.model_call(call, lambda r: pm.send(r, target, model))
+        return await self.prompt_machine.send(request, target, model)
 
     async def _finish_pending_calls(self, token: CancelToken, state: _AskState) -> None:
         """A session that ended while its last reply's tool calls ran (its process exited while
@@ -385,6 +385,7 @@ class Agent:
             self.store.identifier,
             life if life.tool_hooks else None,
             approvals=state.approvals,
+            hand_over=state.hand_over,
         )
         await self.store.append_messages(
             (
@@ -461,44 +462,27 @@ class Agent:
         return _blocking_reminder(blocking) if blocking else None
 
     async def _maybe_compact(self, token: CancelToken, state: _AskState) -> None:
-        cfg = self.config.compaction
-        if not cfg.context_limit and not cfg.compact_after_turns:
-            return
-        turns = await self.store.get_turn_count() if cfg.compact_after_turns else 0
-        if should_compact(cfg, self._last_context_tokens, turns):
-            await self.compact(state)
+        del token
+        done = await self.observer.try_compaction()
+        if done is not None:
+            await self._count_compaction(done, state)
 
     async def compact(self, state: _AskState | None = None) -> Message:
         """Summarize now and append the marker (also callable from hooks and hosts)."""
-        store, notify = self.store, self.notify
-        model = self.get_model()
-        await notify(CompactionStart(self._last_context_tokens))
-        history = list(await store.get_context_messages())
-        history.append(
-            Message(
-                sender="user",
-                text=self.config.compaction.compaction_instructions,
-                is_compaction_request=True,
-            )
-        )
-        response = await self._call_model(model, history, (), notify=discard)
-        caps = store.capabilities
-        tasks = await store.get_tasks() if caps.tasks else []
-        inbox = await store.get_inbox_items() if caps.inbox else []
-        summary = build_summary_message(response.text, tasks, inbox)
-        await store.reset_counters()
-        await store.append_messages((summary,))
-        await store.add_tokens(TokenCounter(tokens_out=response.tokens.tokens_out))
-        self._last_context_tokens = response.tokens.tokens_out
-        total = response.tokens
+        done = await self.observer.run_compaction_now()
+        await self._count_compaction(done, state)
+        return done.summary
+
+    async def _count_compaction(self, done: Compaction, state: _AskState | None) -> None:
+        """The summary call's usage: in the request's total and a ``token_consumption`` event
+        (not in the store's counters, which compaction has just reset)."""
+        tokens = done.response.tokens
+        total = tokens
         if state is not None:
-            state.usage = state.usage + response.tokens
+            state.usage = state.usage + tokens
             total = state.usage
-        await notify(
-            TokenConsumption(response.tokens, total, response.model or model.model, "compaction")
-        )
-        await notify(CompactionEnd(response.tokens.tokens_out, summary))
-        return summary
+        model = done.response.model or self.get_model().model
+        await self.notify(TokenConsumption(tokens, total, model, "compaction"))
 
 
 @attrs.define
@@ -513,6 +497,7 @@ class _AskState:
     output: Any = None
     output_failures: int = 0
     cancel_reason: str | None = None
+    hand_over: HandOverFunction | None = None
 
     def stopped(self, stop: RunStopped) -> None:
         self.stop = "aborted"
@@ -526,3 +511,10 @@ def _blocking_reminder(items: Sequence[InboxItem]) -> Message:
     ]
     lines += [f"- [{i.tag}] {i.request} (posted {i.created_at})" for i in items]
     return Message(sender="user", text="\n".join(lines))
+
+
+def raise_if_aborted(result: AskResult) -> None:
+    """Glove's rule: an aborted request raises :class:`~orchestrator.core.errors.AbortError`
+    (the reason is the hook's, when a lifecycle hook stopped it)."""
+    if result.stop == "aborted":
+        raise AbortError(result.cancel_reason or "Request aborted", result)

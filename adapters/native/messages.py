@@ -208,7 +208,8 @@ NO_RESULT = "No result available"
 def repair_history(messages: Sequence[Message]) -> list[Message]:
     """Make a history valid for any provider (pure; property-tested).
 
-    * tool results whose call id was already answered are dropped (dedupe by id);
+    * tool results whose call id was already answered are dropped (dedupe by id), until a
+      later call reuses that id (a provider that repeats ids): its result is kept;
     * tool results that answer no earlier open call are dropped;
     * every tool call left without a result right after its message gets a synthetic
       ``error`` result ``"No result available"`` in a user message inserted after it.
@@ -251,8 +252,9 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
         out.append(msg)
         if msg.sender == "agent" and msg.tool_calls:
             for call in msg.tool_calls:
-                if call.id and call.id not in answered:
+                if call.id:  # an id reused by a later call opens again: its result is kept
                     open_calls[call.id] = call.tool_name
+                    answered.discard(call.id)
     close_open()
     return out
 

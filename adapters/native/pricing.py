@@ -30,6 +30,8 @@ class Price:
 
 DEFAULT_PRICES: Mapping[str, Price] = {
     "claude-haiku-4-5": Price(1.0, 5.0),
+    "claude-sonnet-4-20250514": Price(3.0, 15.0),
+    "anthropic.claude-3-5-sonnet-20241022-v2:0": Price(3.0, 15.0),
     "claude-sonnet-4-5": Price(3.0, 15.0),
     "claude-sonnet-4-6": Price(3.0, 15.0),
     "claude-opus-4-5": Price(5.0, 25.0),

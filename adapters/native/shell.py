@@ -131,7 +131,9 @@ def bash_tool(root: str, options: BashOptions | None = None) -> Tool[BashInput]:
             )
         return text or "(no output)"
 
-    return Tool(name="bash", description=_DESCRIPTION, do=bash, input_model=BashInput)
+    return Tool(
+        name="bash", description=_DESCRIPTION, do=bash, input_model=BashInput, max_retries=0
+    )
 
 
 _DESCRIPTION: Final = (

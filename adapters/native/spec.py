@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from adapters.builtin import refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter, StartOpts
-from orchestrator.core.config import RuntimeConfig, SubagentConfig
+from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
-from orchestrator.core.registry import ModelServerHook, RuntimeSpec
+from orchestrator.core.registry import InboxHook, InboxItemRow, ModelServerHook, RuntimeSpec
 
 if TYPE_CHECKING:
     from adapters.native.mcp import McpServer
@@ -25,6 +24,7 @@ __all__ = ["NATIVE"]
 
 def _native(config: RuntimeConfig) -> RuntimeAdapter:
     from adapters.native import NativeAdapter, PermissionPolicy, Price, PriceTable, create_adapter
+    from adapters.native.app_config import config_app
     from adapters.native.models.base import ModelAdapter
 
     refuse_unused("native", config, "binary", "extra_args", "mode")
@@ -58,30 +58,10 @@ def _native(config: RuntimeConfig) -> RuntimeAdapter:
         permissions=policy,
         mcp_servers=_mcp_servers(config),
         skills_dir=config.skills_dir or ".claude/skills",
-        app=_subagents_app(config.subagents, model_factory) if config.subagents else None,
+        skill_dirs={n: s.dir for n, s in config.skills.items() if s.dir is not None},
+        app=config_app(config.hooks, config.skills, config.subagents, model_factory),
         output_schema=_output_schema(config),
     )
-
-
-def _subagents_app(
-    subagents: Mapping[str, SubagentConfig], model_factory: Callable[[StartOpts], Any]
-) -> Callable[[Any, StartOpts], None]:
-    """The app setup that defines the configured sub-agents on each run's Glove: each call
-    builds a fresh child Glove (its own model client, its instructions as system prompt)."""
-    from adapters.native.extensions import SubAgentFactoryContext
-    from adapters.native.glove import Glove
-
-    def app(glove: Glove, opts: StartOpts) -> None:
-        for name, sub in subagents.items():
-
-            def factory(_ctx: SubAgentFactoryContext, sub: SubagentConfig = sub) -> Glove:
-                model = model_factory(opts.model_copy(update={"model": sub.model or opts.model}))
-                return Glove(model=model, system_prompt=sub.instructions).build()
-
-            description = sub.description or sub.instructions.strip().splitlines()[0]
-            glove.define_sub_agent(name, factory, description=description)
-
-    return app
 
 
 def _output_schema(config: RuntimeConfig) -> OutputSchema | None:
@@ -140,6 +120,37 @@ def _native_keys(config: RuntimeConfig) -> tuple[str, ...]:
     return tuple(v for v in (config.api_key_env, env_var) if v)
 
 
+def _session_dbs(state_dir: Path) -> list[Path]:
+    """Every native session database of a state directory (one per agent home)."""
+    return sorted((state_dir / "homes" / "native").glob("*/native/sessions.db"))
+
+
+def _inbox_items(state_dir: Path, run_id: str | None) -> list[InboxItemRow]:
+    from adapters.native.stores.sqlite import list_inbox_items
+
+    return [
+        InboxItemRow(
+            run_id=session,
+            item_id=item.id,
+            tag=item.tag,
+            request=item.request,
+            status=item.status,
+            blocking=item.blocking,
+            response=item.response,
+            created_at=item.created_at,
+            resolved_at=item.resolved_at,
+        )
+        for db in _session_dbs(state_dir)
+        for session, item in list_inbox_items(db, run_id)
+    ]
+
+
+def _resolve_inbox(state_dir: Path, run_id: str, item_id: str, response: str) -> bool:
+    from adapters.native.stores.sqlite import resolve_inbox_item
+
+    return any(resolve_inbox_item(db, run_id, item_id, response) for db in _session_dbs(state_dir))
+
+
 NATIVE = RuntimeSpec(
     id="native",
     factory=_native,
@@ -166,4 +177,5 @@ NATIVE = RuntimeSpec(
             "prices",
         }
     ),
+    inbox=InboxHook(list_items=_inbox_items, resolve=_resolve_inbox),
 )

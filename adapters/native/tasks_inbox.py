@@ -3,7 +3,8 @@
 A Glove registers them itself when its store has the capability (``StoreCapabilities.tasks`` /
 ``.inbox``; both built-in stores have both), as Glove's docs describe.
 
-* ``glove_update_tasks({todos})`` replaces the whole task list (at most one ``in_progress``); a
+* ``glove_update_tasks({todos})`` replaces the whole task list with any full list of
+  ``{content, activeForm, status}`` Glove accepts (empty, several ``in_progress``, empty text); a
   task whose ``content`` matches an existing one keeps that task's id, others get
   ``task_<ms>_<index>``. The result is ``{tasks}``. Tasks survive compaction (the summary lists
   them).
@@ -42,10 +43,8 @@ INBOX_TOOL_NAME = "glove_post_to_inbox"
 
 
 class TodoInput(BaseModel):
-    content: str = Field(min_length=1, description="The task, imperative (“Fix the login bug”).")
-    activeForm: str = Field(
-        min_length=1, description="Present continuous (“Fixing the login bug”)."
-    )
+    content: str = Field(description="The task, imperative (“Fix the login bug”).")
+    activeForm: str = Field(description="Present continuous (“Fixing the login bug”).")
     status: Literal["pending", "in_progress", "completed"]
 
 
@@ -64,8 +63,7 @@ class InboxToolInput(BaseModel):
 
 _TASK_DESCRIPTION = (
     "Keep a task list for multi-step work. Send the FULL current list on every call: it replaces "
-    "the previous one, so you can add, update, complete or drop tasks in one call. Keep at most "
-    "one task in_progress."
+    "the previous one, so you can add, update, complete or drop tasks in one call."
 )
 _INBOX_DESCRIPTION = (
     "Post a request you cannot fulfil now to the async inbox, for an external service or person "
@@ -77,13 +75,6 @@ _INBOX_DESCRIPTION = (
 def create_task_tool(store: Store) -> Tool[TaskToolInput]:
     async def update(value: TaskToolInput, ctx: ToolContext) -> ToolResultData:
         del ctx
-        in_progress = sum(1 for t in value.todos if t.status == "in_progress")
-        if in_progress > 1:
-            return ToolResultData(
-                status="error",
-                message=f"{in_progress} tasks are in_progress; keep at most one.",
-                error_kind="invalid_input",
-            )
         old = {t.content: t.id for t in await store.get_tasks()}
         stamp = time.time_ns() // 1_000_000
         tasks = [

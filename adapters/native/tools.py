@@ -8,9 +8,10 @@ not JSON-serializable (C#17).
 
 Flags: ``requires_permission`` (bool, or a function of the validated input; fail-closed),
 ``permission`` (the :mod:`.policy` verdict, ``allow`` / ``ask`` / ``deny``, which replaces it),
-``un_abortable`` (finishes despite a cancel, within a grace deadline), ``parallel_safe`` (may run
-concurrently with its neighbours), ``idempotent`` (retried on a raised error up to the Glove's
-``max_retries``; side-effecting tools are never retried by default), ``timeout_s``.
+``un_abortable`` (runs to completion despite a cancel), ``parallel_safe`` (may run
+concurrently with its neighbours), ``max_retries`` (how often a raised error is retried; ``None``:
+the Glove's ``max_retries``, Glove's rule for every tool; ``0`` for a tool that must not repeat),
+``idempotent`` (informational: the call's ``idempotency_key`` makes a repeat safe), ``timeout_s``.
 
 A bridged tool (MCP, OpenAPI) describes its input with a raw ``json_schema`` instead of a pydantic
 model (C#9). The schema is checked when the tool is made (an invalid schema is a
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
 import attrs
 import jsonschema
@@ -36,9 +37,10 @@ from .policy import Decision
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
-    from .display import DisplayManager, DisplayStrategy
+    from .display import DisplayManagerAdapter, DisplayStrategy
 
 __all__ = [
+    "HandOverFunction",
     "Tool",
     "ToolContext",
     "ToolDefinition",
@@ -54,6 +56,11 @@ __all__ = [
 InputT = TypeVar("InputT", bound=BaseModel)
 
 _MAX_REPORTED_ERRORS = 8
+
+HandOverFunction: TypeAlias = Callable[[Any], Awaitable[Any]]
+"""Glove's delegation callback: given to a request (``Glove.process_request(...,
+hand_over=fn)``, ``Agent.ask``) and passed to every tool as ``ToolContext.hand_over``, so a tool
+can hand control (and any input) to another tool or system and await its answer."""
 
 
 class ToolInputError(ValueError):
@@ -73,13 +80,15 @@ class ToolContext:
     tool_name: str
     idempotency_key: str
     """Stable per call (``<session>:<call id>``): retries and replays never repeat a write."""
-    display: DisplayManager | None = None
+    display: DisplayManagerAdapter | None = None
     glove: Any = None
     attempt: int = 1
     cancel: CancelToken | None = None
     """The request's cancel token (sub-agents run under it, so a cancel reaches them)."""
     run: Any = None
     """The Anvia agent run the call belongs to, if any (agents as tools stream through it)."""
+    hand_over: HandOverFunction | None = None
+    """The request's hand-over function, if it was given one (Glove's ``HandOverFunction``)."""
 
     async def push_and_forget(
         self, input: Any, renderer: str | None = None, *, strategy: DisplayStrategy = "stay"
@@ -109,7 +118,7 @@ class ToolContext:
             tool_call_id=self.call_id,
         )
 
-    def _display(self) -> DisplayManager:
+    def _display(self) -> DisplayManagerAdapter:
         if self.display is None:
             raise RuntimeError(
                 f"tool {self.tool_name!r} has no display manager (pass one to Glove)"

@@ -559,6 +559,7 @@ def file_tools(ws: Workspace) -> list[Tool[Any]]:
             "(parent directories are created).",
             do=write_file,
             input_model=WriteFileInput,
+            max_retries=0,  # a write is never repeated behind the model's back
         ),
         Tool(
             name="edit_file",
@@ -566,6 +567,7 @@ def file_tools(ws: Workspace) -> list[Tool[Any]]:
             "exactly once (or set replace_all).",
             do=edit_file,
             input_model=EditFileInput,
+            max_retries=0,  # a write is never repeated behind the model's back
         ),
         Tool(
             name="list_files",

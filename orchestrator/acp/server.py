@@ -66,6 +66,7 @@ _STOP: Final[Mapping[str, str]] = {
 
 _PERMISSION_OPTIONS: Final = (
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow-always", "name": "Always allow here", "kind": "allow_always"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 )
 _REJECTED_BY_CLIENT: Final = "The user rejected this tool call in their editor."
@@ -228,8 +229,13 @@ class AcpServer:
         outcome: dict[str, Any] = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
         if outcome.get("outcome") != "selected":
             return  # cancelled, or no answer: the call waits for the CLI or the board
-        allowed = outcome.get("optionId") == "allow"  # any other choice rejects (fail closed)
-        decision = approve() if allowed else reject(_REJECTED_BY_CLIENT)
+        choice = outcome.get("optionId")  # any other choice rejects (fail closed)
+        if choice == "allow":
+            decision = approve()
+        elif choice == "allow-always":  # this tool, on this runtime, in this directory
+            decision = approve(scope="always")
+        else:
+            decision = reject(_REJECTED_BY_CLIENT)
         with suppress(ConfigError):  # decided first from the CLI or the board, or aborted
             await book.decide(call.id, decision)
 

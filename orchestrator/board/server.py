@@ -3,26 +3,36 @@
 :func:`board_app` serves, next to the feed's routes (``/events``, ``/runs``, ``/runs/KEY``):
 
 * ``GET /`` — the board (a column per state, a card per run), ``GET /run/KEY`` — one run's page;
+* ``GET /usage`` — the quota meters per runtime and account (:mod:`orchestrator.core.quota`);
   static files from ``orchestrator/board/static`` (plain JavaScript modules, no build step);
 * ``GET /board`` — the board as JSON (:mod:`orchestrator.board.projection`'s projection of the whole log,
   plus the cursor to follow the feed from), ``GET /approvals`` — pending approval requests;
 * ``POST /tasks`` (``{"prompt", "runtime", "model"}``), ``POST /abort`` (``{"run"}``),
-  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "message"?,
+  ``POST /steer`` (``{"run", "text"}``), ``POST /approve`` (``{"id", "allow", "scope"?, "message"?,
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
-  approve`` decides it) — only when the process hosts runs (:class:`BoardHost`), else 503.
+  approve`` decides it), ``POST /say`` (``{"run", "text"}``: a follow-up, as ``ringleader say``),
+  ``POST /followup`` (``{"id", "text"}`` edits a queued one, ``{"id", "withdraw": true}``
+  withdraws it) — only when the process hosts runs (:class:`BoardHost`), else 503;
+  ``GET /followups?run=KEY`` lists the queued follow-ups of the run's session;
+* review comments (:mod:`orchestrator.engine.reviewloop.comments`): ``GET /runs/KEY/comments``,
+  ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``) and ``POST
+  /runs/KEY/comments/send`` (``{}``: steered into the run when this process hosts it live on a
+  steerable runtime, else a resumed turn hosted here; 503 when the process hosts no runs).
 
-Security (docs/architecture.md, Security): reads follow the feed's rules (loopback ``Host`` without a token, else the
-bearer token). Every POST needs ``Authorization: Bearer <token>`` — a header, never a cookie, so
-another site's page cannot make the browser send it (CSRF) — and a JSON body, and is refused if
-its ``Origin`` is not this server. Without a configured token (loopback only) the server makes a
-random *action token* per process and writes it into the pages it serves: a page of another
-origin cannot read it (same-origin policy), and DNS rebinding is refused by the ``Host`` check.
-Run text reaches the page only as JSON and is inserted with ``textContent``: never as markup.
+Security (docs/architecture.md, Security): every read and every action needs the token — on
+loopback too, where another local user can connect (the Jupyter model: ``serve`` prints
+``http://127.0.0.1:PORT/#token=…`` once; the page keeps the token in ``sessionStorage`` and sends
+it with every request). The pages themselves (``GET /``, ``GET /run/KEY``, ``/static``) hold no
+secret and no run data, so they are served to anyone; the token is never written into them.
+Requests send ``Authorization: Bearer <token>`` — a header, never a cookie, so another site's
+page cannot make the browser send it (CSRF); only ``GET /events`` also takes ``?token=`` (for
+``EventSource``). Every POST also needs a JSON body and is refused if its ``Origin`` is not this
+server. Run text reaches the page only as JSON and is inserted with ``textContent``: never as
+markup.
 """
 
 from __future__ import annotations
 
-import hmac
 import importlib.resources
 import json
 import secrets
@@ -45,10 +55,24 @@ from orchestrator.core.errors import (
     MailboxClosedError,
     RingleaderError,
 )
+from orchestrator.core.events import now_ms
+from orchestrator.core.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import Feed, FeedAuth, feed_routes, refused, run_json
+from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.hosts import LocalHost, TaskRef
-from orchestrator.engine.runner import TaskSpec
+from orchestrator.engine.review.compare import compare_runs
+from orchestrator.engine.review.diff import workspace_diff
+from orchestrator.engine.review.land import ApplyOptions, apply_and_record
+from orchestrator.engine.review.records import checkout_of, resolve_group, resolve_run
+from orchestrator.engine.reviewloop.comments import (
+    CommentBook,
+    comment_range,
+    commented_lines,
+    follow_up_prompt,
+    resolve_commented_run,
+)
+from orchestrator.engine.runner import TaskSpec, resumable_task
 
 __all__ = ["BoardHost", "board_app"]
 
@@ -69,6 +93,8 @@ class BoardHost:
     """The approval book the hosted runs wait in (their runner's ``approvals``); the board
     lists its pending entries, runs of other processes' included, and decides them."""
     task_defaults: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
+    followups: FollowupBook | None = None
+    """Where ``POST /say`` queues a message (the hosted runner delivers it: ``followups``)."""
     titles: dict[str, str] = attrs.field(factory=dict[str, str])
     """Base run key (``runtime:ID:task:TASK``) → the task's title, for cards of live runs."""
 
@@ -113,12 +139,9 @@ def _static_dir() -> str:
     return str(importlib.resources.files("orchestrator.board") / "static")
 
 
-def _page(name: str, action_token: str, hosting: bool) -> str:
+def _page(name: str, hosting: bool) -> str:
     text = (importlib.resources.files("orchestrator.board") / "static" / name).read_text("utf-8")
-    meta = (
-        f'<meta name="ringleader-action-token" content="{action_token}">'
-        f'<meta name="ringleader-hosting" content="{"yes" if hosting else "no"}">'
-    )
+    meta = f'<meta name="ringleader-hosting" content="{"yes" if hosting else "no"}">'
     return text.replace("<!--ringleader-meta-->", meta, 1)
 
 
@@ -138,22 +161,18 @@ def board_app(
     feed: Feed,
     log: EventLog,
     *,
-    token: str | None = None,
+    token: str,
     hosted: BoardHost | None = None,
     keepalive_s: float = 15.0,
-    action_token: str | None = None,
+    quota: QuotaBook | None = None,
 ) -> Starlette:
-    """The board (see the module docstring). ``hosted``: the runs this process hosts (actions
-    and ``POST /tasks``); without it the board is read-only. ``action_token`` (tests) replaces
-    the random per-process one used when ``token`` is None."""
+    """The board (see the module docstring). ``token``: what every request must carry
+    (:func:`~orchestrator.engine.feed.new_token` when none is configured). ``hosted``: the runs
+    this process hosts (actions and ``POST /tasks``); without it the board is read-only."""
     auth = FeedAuth(token)
-    acting = token if token is not None else (action_token or secrets.token_urlsafe(24))
-    page_token = "" if token is not None else acting  # a configured token is never in a page
 
     def may_act(request: Request) -> Response | None:
-        if token is None and not auth.host_ok(request):
-            return refused()
-        if not hmac.compare_digest(auth.bearer(request).encode(), acting.encode()):
+        if not auth.reads(request):
             return refused()
         origin = request.headers.get("origin")
         host = request.headers.get("host", "")
@@ -250,18 +269,78 @@ def board_app(
             raise ConfigError("'message' must be a string")
         if edited is not None and not isinstance(edited, dict):
             raise ConfigError("'input' must be a JSON object")
+        scope = data.get("scope", "once")
+        if scope not in ("once", "run", "always"):
+            raise ConfigError("'scope' must be 'once', 'run' or 'always'")
+        if scope != "once" and (not allow or edited is not None):
+            raise ConfigError("'scope' beyond 'once' goes with a plain allow")
         if h.approvals is None:
             return JSONResponse({"error": "this board's runs do not wait for approvals"}, 404)
         decision = ApprovalDecision(
             allow,
             reject_message=None if allow else message or None,
             input=cast(dict[str, Any], edited) if allow and edited is not None else None,
+            scope=scope,
         )
         try:
             await h.approvals.decide(approval_id, decision)
         except ConfigError as exc:
             return JSONResponse({"error": str(exc)}, 404)
         return JSONResponse({"ok": True, "id": approval_id, "allow": allow}, 202)
+
+    async def say(data: dict[str, Any], h: BoardHost) -> Response:
+        """Queue a follow-up for the run's session: the hosting runner steers it in (steerable
+        runtimes) or makes it the next turn; a run that is over resumes here with it."""
+        run, text = text_field(data, "run"), text_field(data, "text")
+        if h.followups is None:
+            return JSONResponse({"error": "this board's runs take no follow-ups"}, 404)
+        rows = await log.runs()
+        named = next((r for r in rows if r.run_key == run), None)
+        if named is None:
+            return JSONResponse({"error": f"no run {run!r}"}, 404)
+        latest = [r for r in rows if r.session_key == named.session_key][-1]
+        queued = await h.followups.queue(named.session_key, named.run_key, text)
+        if latest.status == "running":
+            return JSONResponse({"ok": True, "id": queued.id, "delivery": "queued"}, 202)
+        messages = await h.followups.take(named.session_key, "turn")
+        try:
+            runtime_id, task = await resumable_task(
+                log, latest.run_key, joined(messages), agent_id="board"
+            )
+            if runtime_id not in h.runtimes:
+                raise ConfigError(f"this board does not run {runtime_id!r}")
+        except ConfigError:
+            await h.followups.requeue(messages)
+            raise
+        ref = h.host.submit(runtime_id, task)
+        key = base_key(ref.runtime_id, ref.task.task_id)
+        return JSONResponse(
+            {"ok": True, "id": queued.id, "delivery": "turn", "runKeyPrefix": key}, 202
+        )
+
+    async def followup(data: dict[str, Any], h: BoardHost) -> Response:
+        """Edit (``text``) or withdraw (``withdraw: true``) a queued follow-up."""
+        followup_id = text_field(data, "id")
+        if h.followups is None:
+            return JSONResponse({"error": "this board's runs take no follow-ups"}, 404)
+        if data.get("withdraw") is True:
+            changed = await h.followups.withdraw(followup_id)
+        else:
+            changed = await h.followups.edit(followup_id, text_field(data, "text"))
+        return JSONResponse({"ok": True, **changed.to_json()}, 202)
+
+    async def followups(request: Request) -> Response:
+        """The queued follow-ups of the run's session (``?run=KEY``)."""
+        if not auth.reads(request):
+            return refused()
+        if hosted is None or hosted.followups is None:
+            return JSONResponse([])
+        key = request.query_params.get("run", "")
+        named = next((r for r in await log.runs() if r.run_key == key), None)
+        if named is None:
+            return JSONResponse([])
+        queued = await hosted.followups.list(named.session_key)
+        return JSONResponse([m.to_json() for m in queued])
 
     async def pending_approvals() -> list[dict[str, Any]]:
         if hosted is None or hosted.approvals is None:
@@ -286,6 +365,7 @@ def board_app(
                     "runtimeId": row.runtime_id if row is not None else None,
                     "title": title,
                     "resumedFrom": (row.outcome or {}).get("resumedFrom") if row else None,
+                    **_chain_fields(row.outcome if row is not None else None),
                 }
             )
         pending = await pending_approvals()
@@ -322,6 +402,7 @@ def board_app(
                 r.run_key.startswith(task_base + ":")
                 or (r.outcome or {}).get("resumedFrom") == key
                 or (mine.outcome or {}).get("resumedFrom") == r.run_key
+                or _same_chain(mine.outcome, r.outcome)
             )
         ]
         title = hosted.title(key) if hosted is not None else None
@@ -329,13 +410,24 @@ def board_app(
             title = mine.outcome.get("title")
         return JSONResponse({"run": run_json(mine), "title": title, "related": related})
 
+    async def usage(request: Request) -> Response:
+        """The quota meters (``orchestrator/core/quota.py``): per runtime and account, the
+        windows last reported; the hosted runtimes without any are listed as unknown."""
+        if not auth.reads(request):
+            return refused()
+        readings = await trio.to_thread.run_sync(quota.readings) if quota is not None else []
+        runtimes: dict[str, list[str]] = {}
+        for key in hosted.runtimes if hosted else ():  # ``claude-code@work``: an account
+            rid, _, account = key.partition("@")
+            runtimes.setdefault(rid, []).append(account or DEFAULT_ACCOUNT)
+        now = now_ms()
+        return JSONResponse({"now": now, "usage": usage_report(readings, runtimes, now_ms=now)})
+
     def html(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            if token is None and not auth.host_ok(request):
-                return refused()
             await trio.lowlevel.checkpoint()
             return HTMLResponse(
-                _page(name, page_token, hosted is not None),
+                _page(name, hosted is not None),
                 headers={
                     "cache-control": "no-store",
                     "content-security-policy": "default-src 'self'; style-src 'self'; "
@@ -347,17 +439,192 @@ def board_app(
 
         return endpoint
 
+    book = CommentBook.in_state_dir(log.path.parent)
+
+    def keyed(
+        fn: Callable[[str, dict[str, Any]], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """An action on the run named in the path (the action rules: token, origin, JSON)."""
+
+        async def endpoint(request: Request) -> Response:
+            denied = may_act(request)
+            if denied is not None:
+                return denied
+            data = await body(request)
+            if isinstance(data, Response):
+                return data
+            try:
+                return await fn(str(request.path_params["key"]), data)
+            except RingleaderError as exc:
+                return JSONResponse({"error": " ".join(str(exc).split())}, 409)
+
+        return endpoint
+
+    async def list_comments(request: Request) -> Response:
+        """``GET /runs/KEY/comments``: the run's comments, oldest first."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            run_key, _ = await resolve_commented_run(log, str(request.path_params["key"]))
+        except ConfigError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        return JSONResponse([c.to_json() for c in await book.comments(run_key)])
+
+    async def add_comment(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/comments`` ``{"file", "start", "end"?, "text"}``."""
+        path, text = text_field(data, "file"), text_field(data, "text")
+        start, end = data.get("start"), data.get("end", data.get("start"))
+        if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
+            raise ConfigError("'start' (and 'end', if given) must be line numbers")
+        path, start, end = comment_range(path, start, end)
+        run_key, session = await resolve_commented_run(log, key)
+        rel, lines = await commented_lines(session.origin_cwd or "", path, start, end)
+        comment = await book.add(run_key, rel, start, end, text.strip(), lines)
+        return JSONResponse(comment.to_json(), 201)
+
+    async def send_comments(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/comments/send`` ``{}``: a steer into the run when this server hosts
+        it live on a steerable runtime, else a resumed turn hosted here."""
+        run_key, session = await resolve_commented_run(log, key)
+        pending = await book.comments(run_key, pending=True)
+        if not pending:
+            raise ConfigError(f"no comments waiting on {run_key}")
+        prompt = follow_up_prompt(pending)
+        ids = [c.id for c in pending]
+        ref = hosted.find(run_key) if hosted is not None else None
+        actor = ref.actor if ref is not None and not ref.finished else None
+        live = actor is not None and actor.run_key == run_key and not actor.finished.is_set()
+        if live and ref is not None and actor is not None and actor.capabilities.steerable:
+            ref.steer(prompt)
+            await book.mark_sent(ids, via="steer", follow_up=run_key)
+            return JSONResponse({"ok": True, "via": "steer", "run": run_key}, 202)
+        if hosted is None:
+            return JSONResponse(
+                {
+                    "error": "this server hosts no runs: send the comments with "
+                    f"`ringleader comment {run_key} --send`"
+                },
+                503,
+            )
+        row = next((r for r in await log.runs() if r.run_key == run_key), None)
+        if row is not None and row.status == "running":
+            raise ConfigError(
+                f"run {run_key!r} is still running and cannot be steered here; send the comments "
+                "once it has ended"
+            )
+        runtime_id, task = await resumable_task(
+            log, run_key, prompt, agent_id=session.agent_id or "board"
+        )
+        if runtime_id not in hosted.runtimes:
+            raise ConfigError(f"this board does not run {runtime_id!r}")
+        submitted = hosted.host.submit(runtime_id, task)
+        prefix = base_key(runtime_id, submitted.task.task_id)
+        hosted.titles[prefix] = prompt
+        await book.mark_sent(ids, via="resume", follow_up=prefix)
+        return JSONResponse(
+            {
+                "ok": True,
+                "via": "resume",
+                "taskId": submitted.task.task_id,
+                "runKeyPrefix": prefix,
+            },
+            202,
+        )
+
+    async def run_diff(request: Request) -> Response:
+        """``GET /runs/KEY/diff``: what the run changed in its workspace (``diff --json``), with
+        the workspace's label, task and whether it was applied; 404 for a run that worked in no
+        workspace ringleader made."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            run = await resolve_run(log, str(request.path_params["key"]))
+            diff = await trio.to_thread.run_sync(workspace_diff, checkout_of(run.workspace))
+        except RingleaderError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        last = run.last
+        return JSONResponse(
+            {
+                "run": run.key,
+                "label": run.workspace.label,
+                "task": run.workspace.group_id,
+                "workspace": run.workspace.root,
+                "kind": run.workspace.kind,
+                "status": last.status if last is not None else None,
+                "applied": run.workspace.applied,
+                **diff.to_json(),
+            }
+        )
+
+    async def task_compare(request: Request) -> Response:
+        """``GET /compare-data/TASK``: the runs of one side-by-side task next to each other
+        (``ringleader compare --json``, each run with its key); 404 for an unknown task."""
+        if not auth.reads(request):
+            return refused()
+        try:
+            runs = await resolve_group(log, str(request.path_params["task"]))
+            group = runs[0].workspace.group_id
+            comparison = await trio.to_thread.run_sync(compare_runs, group, runs)
+        except RingleaderError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, 404)
+        return JSONResponse(comparison.to_json())
+
+    async def apply(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/apply`` ``{"onto"?, "mode"?: "squash"|"merge", "message"?, "push"?,
+        "pr"?}``: ``ringleader apply`` (refusals are 409 with the one line)."""
+        strings = {name: data.get(name) for name in ("onto", "message", "push")}
+        for name, value in strings.items():
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{name!r} must be a non-empty string")
+        mode, pr = data.get("mode", "squash"), data.get("pr", False)
+        if mode not in ("squash", "merge"):
+            raise ConfigError("'mode' must be squash or merge")
+        if not isinstance(pr, bool):
+            raise ConfigError("'pr' must be true or false")
+        run = await resolve_run(log, key)
+        opts = ApplyOptions(
+            onto=cast(str | None, strings["onto"]),
+            mode="merge" if mode == "merge" else "squash",
+            message=cast(str | None, strings["message"]),
+            push=cast(str | None, strings["push"]),
+            pr=pr,
+        )
+        result = await apply_and_record(log, run, opts)
+        return JSONResponse({"ok": True, "run": run.key, **result.to_json()})
+
     routes: list[Route | Mount] = [
         Route("/", html("index.html")),
         Route("/run/{key:path}", html("run.html")),
+        Route("/compare/{task:path}", html("compare.html")),
+        Route("/compare-data/{task:path}", task_compare),
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),
+        Route("/usage", usage),
         Route("/tasks", action(tasks), methods=["POST"]),
         Route("/abort", action(abort), methods=["POST"]),
         Route("/steer", action(steer), methods=["POST"]),
         Route("/approve", action(approve), methods=["POST"]),
+        Route("/say", action(say), methods=["POST"]),
+        Route("/followup", action(followup), methods=["POST"]),
+        Route("/followups", followups),
+        Route("/runs/{key:path}/comments/send", keyed(send_comments), methods=["POST"]),
+        Route("/runs/{key:path}/comments", keyed(add_comment), methods=["POST"]),
+        Route("/runs/{key:path}/comments", list_comments, methods=["GET"]),
+        Route("/runs/{key:path}/diff", run_diff, methods=["GET"]),
+        Route("/runs/{key:path}/apply", keyed(apply), methods=["POST"]),
         *feed_routes(feed, log, auth, keepalive_s=keepalive_s),
         Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
     ]
     return Starlette(routes=routes)
+
+
+def _chain_fields(outcome: dict[str, Any] | None) -> dict[str, Any]:
+    """A chained run's ``chain``, ``chainTask`` and ``dependsOn`` (see ``engine/chains.py``)."""
+    found = outcome or {}
+    return {k: found[k] for k in ("chain", "chainTask", "dependsOn") if k in found}
+
+
+def _same_chain(mine: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
+    chain = (mine or {}).get("chain")
+    return chain is not None and (other or {}).get("chain") == chain

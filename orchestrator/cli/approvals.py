@@ -14,7 +14,12 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.core.adapter import RESUME_PROMPT
-from orchestrator.core.approvals import ApprovalBook, ApprovalDecision, ApprovalEntry
+from orchestrator.core.approvals import (
+    ApprovalBook,
+    ApprovalDecision,
+    ApprovalEntry,
+    DecisionScope,
+)
 from orchestrator.core.errors import ConfigError
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.runner import TaskSpec, resumable_task
@@ -25,16 +30,22 @@ Resume = Callable[[str, TaskSpec], Awaitable[int]]
 """Runs the resumed task on its runtime (with approvals on); the exit code."""
 
 
-def decision_from_args(allow: bool, message: str | None, edit: str | None) -> ApprovalDecision:
-    """``--allow [--edit JSON]`` or ``--deny [--message M]``."""
+def decision_from_args(
+    allow: bool, message: str | None, edit: str | None, scope: DecisionScope = "once"
+) -> ApprovalDecision:
+    """``--allow [--edit JSON] [--for-run | --always]`` or ``--deny [--message M]``."""
     if not allow:
         if edit is not None:
             raise ConfigError("--edit goes with --allow (a denied call does not run)")
+        if scope != "once":
+            raise ConfigError("--for-run and --always go with --allow (a denial is for one call)")
         return ApprovalDecision(False, reject_message=message or None)
     if message is not None:
         raise ConfigError("--message goes with --deny (it is what the model is told)")
     if edit is None:
-        return ApprovalDecision(True)
+        return ApprovalDecision(True, scope=scope)
+    if scope != "once":
+        raise ConfigError("--edit is for one call: it does not go with --for-run or --always")
     try:
         edited: Any = json.loads(edit)
     except ValueError as exc:
@@ -45,12 +56,24 @@ def decision_from_args(allow: bool, message: str | None, edit: str | None) -> Ap
 
 
 async def list_approvals(state: Path, *, as_json: bool, out: TextIO) -> int:
-    """The pending approvals of the state directory, oldest first."""
-    entries = await ApprovalBook.in_state_dir(state).pending()
+    """The pending approvals of the state directory, oldest first, then the standing grants
+    (``--json``: one object per line; a grant's has ``"grant": true``)."""
+    book = ApprovalBook.in_state_dir(state)
+    entries = await book.pending()
+    grants = await book.grants()
     if as_json:
         for entry in entries:
             out.write(json.dumps(entry.to_json(), default=str) + "\n")
+        for grant in grants:
+            out.write(json.dumps({"grant": True, **grant.to_json()}) + "\n")
         return 0
+    if grants:
+        table = Table("grant", "tool", "runtime", "where", "from", box=None)
+        for grant in grants:
+            where = grant.session_key if grant.scope == "run" else grant.cwd
+            label = "rest of run" if grant.scope == "run" else "always"
+            table.add_row(label, grant.tool, grant.runtime_id, where, grant.approval_id or "")
+        Console(file=out, soft_wrap=True, no_color=True).print(table)
     if not entries:
         out.write("ringleader: no pending approvals\n")
         return 0
@@ -86,7 +109,8 @@ async def approve_command(
             raise
         out.write(f"ringleader: {entry.id} was {verb}; its resumed run failed: resuming again\n")
     else:
-        out.write(f"ringleader: {entry.id} {verb} ({entry.tool})\n")
+        reach = {"once": "", "run": ", and for the rest of its run", "always": ", and always here"}
+        out.write(f"ringleader: {entry.id} {verb} ({entry.tool}{reach[decision.scope]})\n")
     out.flush()
     if entry.owner is not None and entry.owner.alive():
         out.write(f"ringleader: the run waiting on it (pid {entry.owner.pid}) goes on\n")

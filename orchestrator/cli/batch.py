@@ -11,6 +11,12 @@
     model = "anthropic:claude-haiku-4-5"   # optional
     cwd = "services/parser"       # optional; relative to the batch file's folder; default "."
     workspace = true              # optional: work in a git worktree / temporary copy (default)
+    depends_on = ["plan"]         # optional: start when these tasks succeeded; a dependency
+                                  # that failed, was aborted or skipped skips this one
+    # the prompt may use a dependency's {{ plan.summary }}, {{ plan.diff }}, {{ plan.status }}
+    account = "work"              # optional: [runtimes.<runtime>.accounts.work] (default: its own)
+    fallback = ["personal", "codex"]  # optional: where to go while this one is held at a limit
+                                  # (an account of the runtime, a runtime, or "runtime@account")
 
 Part of the CLI: the library never imports this module.
 """
@@ -24,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from orchestrator.core.errors import ConfigError
+from orchestrator.engine.chains import check_graph, check_placeholders
 
 __all__ = ["BatchFile", "BatchTask", "load_batch"]
 
@@ -37,6 +44,9 @@ class BatchTask(BaseModel):
     model: str | None = None
     cwd: str = "."
     workspace: bool = True
+    depends_on: tuple[str, ...] = ()
+    account: str | None = Field(default=None, min_length=1)
+    fallback: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _prompt_not_blank(self) -> BatchTask:
@@ -88,6 +98,9 @@ def load_batch(path: str | Path) -> BatchFile:
         where = ".".join(str(p) for p in first["loc"]) or "top level"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ConfigError(f"batch file {file}: {where}: {first['msg']}{more}") from None
+    depends = {t.id: t.depends_on for t in batch.task}
+    check_graph(depends, where=f"batch file {file}")
+    check_placeholders(depends, {t.id: t.prompt for t in batch.task}, where=f"batch file {file}")
     base = file.resolve().parent
     tasks = tuple(t.model_copy(update={"cwd": str((base / t.cwd).resolve())}) for t in batch.task)
     return batch.model_copy(update={"task": tasks})

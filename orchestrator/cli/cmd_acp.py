@@ -10,6 +10,7 @@ import trio
 
 from orchestrator.cli.options import (
     approvals_option,
+    asking,
     load_cli_config,
     model_server_option,
     model_servers,
@@ -37,6 +38,8 @@ async def _acp(
 
     specs = discover_runtimes()
     config = load_cli_config(config_file, specs)
+    if approvals:
+        config = asking(config, [runtime_id], "acp --approvals wait")
     if runtime_id not in {spec.id for spec in specs}:
         known = ", ".join(spec.id for spec in specs)
         raise ConfigError(f"unknown runtime {runtime_id!r}; known: {known}")

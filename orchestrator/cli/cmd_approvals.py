@@ -10,6 +10,7 @@ import trio
 
 from orchestrator.cli.options import (
     Interrupt,
+    asking,
     config_option,
     json_option,
     load_cli_config,
@@ -34,7 +35,8 @@ async def _approve(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.sidebyside import Job, run_jobs
     from orchestrator.engine.runner import TaskSpec
 
-    decision = decision_from_args(bool(args.allow), args.message, args.edit)
+    scope = "run" if args.for_run else "always" if args.always else "once"
+    decision = decision_from_args(bool(args.allow), args.message, args.edit, scope)
     state = usable_state_dir()
 
     async def resume(runtime_id: str, task: TaskSpec) -> int:
@@ -45,7 +47,7 @@ async def _approve(args: argparse.Namespace, out: TextIO) -> int:
             config = await model_servers(
                 stack,
                 specs,
-                load_cli_config(args.config_file, specs),
+                asking(load_cli_config(args.config_file, specs), [runtime_id], "approve"),
                 [runtime_id],
                 args.model_server,
             )
@@ -86,8 +88,10 @@ def register(sub: Any) -> None:
         "approvals",
         "list the tool calls waiting for a person's approval",
         "List the pending approvals of the state directory: runs started with --approvals wait, "
-        "by `ringleader serve` or `ringleader acp --approvals wait`, in any process. A run "
-        "whose process is gone resumes when its approval is decided (`ringleader approve`).",
+        "by `ringleader serve` or `ringleader acp --approvals wait`, in any process, and the "
+        "standing grants (allowed for the rest of a run, or always on a runtime in a "
+        "directory). A run whose process is gone resumes when its approval is decided "
+        "(`ringleader approve`).",
         ["ringleader approvals", "ringleader approvals --json | jq .id"],
     )
     json_option(approvals, "the pending approvals")
@@ -101,6 +105,7 @@ def register(sub: Any) -> None:
         "process is gone, the run resumes here from its session and runs to its end.",
         [
             "ringleader approve ap-1a2b3c4d5e6f --allow",
+            "ringleader approve ap-1a2b3c4d5e6f --allow --for-run",
             "ringleader approve ap-1a2b3c4d5e6f --deny --message 'not on main; use a branch'",
             'ringleader approve ap-1a2b3c4d5e6f --allow --edit \'{"command": "ls -la"}\'',
         ],
@@ -121,6 +126,19 @@ def register(sub: Any) -> None:
         metavar="JSON",
         help="with --allow: the input to run the call with instead; e.g. --edit "
         '\'{"command": "ls"}\'',
+    )
+    reach = approve.add_mutually_exclusive_group()
+    reach.add_argument(
+        "--for-run",
+        action="store_true",
+        help="with --allow: also allow this tool for the rest of the run, without asking; "
+        "e.g. --allow --for-run",
+    )
+    reach.add_argument(
+        "--always",
+        action="store_true",
+        help="with --allow: always allow this tool on this runtime in this directory "
+        "(stored; listed by `ringleader approvals`); e.g. --allow --always",
     )
     json_option(approve, "the resumed run's events")
     model_server_option(approve, "the resumed run's runtime")

@@ -36,6 +36,7 @@ __all__ = ["register"]
 async def _batch(args: argparse.Namespace, out: TextIO, interrupt: Interrupt) -> int:
     from orchestrator.cli.batch import load_batch
     from orchestrator.cli.commands import batch
+    from orchestrator.engine.accounts import account_table
 
     specs = discover_runtimes()
     loaded = load_cli_config(args.config_file, specs)
@@ -61,6 +62,8 @@ async def _batch(args: argparse.Namespace, out: TextIO, interrupt: Interrupt) ->
                     governance=governance,
                     sinks=sinks,
                     on_host=interrupt.attach,
+                    workspace=loaded.config.workspace,
+                    accounts=account_table(loaded.config),
                 )
             )
 

@@ -26,7 +26,9 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
     loaded = load_cli_config(args.config_file, specs)
     from orchestrator.cli.doctor import doctor
 
-    return trio.run(lambda: doctor(specs, loaded, as_json=bool(args.json), out=out))
+    return trio.run(
+        lambda: doctor(specs, loaded, as_json=bool(args.json), out=out, repair=bool(args.repair))
+    )
 
 
 def register(sub: Any) -> None:
@@ -35,13 +37,19 @@ def register(sub: Any) -> None:
         sub,
         "doctor",
         "report runtime drift, the runtime versions runs used, and open breakers",
-        "Read the event log and report, per runtime version, the frame types its adapter did not "
+        "Check the event log (SQLite's integrity check) and report, per runtime version, the frame types its adapter did not "
         "know and the frames that came without fields it expects (a runtime upgrade that changed "
         "its output), how many runs saw them and since when; how many runs used each runtime "
-        "version; and the circuit breakers open now. Exit status 1 when there is drift or an "
-        "open breaker.",
+        "version; and the circuit breakers open now. Exit status 1 when the log is damaged, there is "
+        "drift or an open breaker.",
         ["ringleader doctor", "ringleader doctor --json"],
     )
     json_option(doctor_cmd, "findings")
+    doctor_cmd.add_argument(
+        "--repair",
+        action="store_true",
+        help="when the event log's integrity check fails, rebuild its indexes and check again; "
+        "e.g. doctor --repair",
+    )
     config_option(doctor_cmd)
     doctor_cmd.set_defaults(handler=_handle)

@@ -9,6 +9,7 @@ import trio
 
 from orchestrator.cli.options import (
     json_option,
+    positive,
     sub_command,
 )
 
@@ -19,7 +20,8 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.commands import list_runs, replay
 
     if args.list:
-        return trio.run(lambda: list_runs(as_json=bool(args.json), out=out))
+        limit = None if args.all else args.limit
+        return trio.run(lambda: list_runs(as_json=bool(args.json), out=out, limit=limit))
     return trio.run(lambda: replay(args.run_key, as_json=bool(args.json), out=out))
 
 
@@ -45,6 +47,18 @@ def register(sub: Any) -> None:
     )
     json_option(replay, "events (with --list: runs)")
     replay.add_argument(
-        "--list", action="store_true", help="list the runs in the log; e.g. replay --list --json"
+        "--list",
+        action="store_true",
+        help="list the newest runs in the log (oldest of them first); e.g. replay --list --json",
+    )
+    replay.add_argument(
+        "--limit",
+        type=positive,
+        default=50,
+        metavar="N",
+        help="with --list: how many of the newest runs (default 50); e.g. --limit 200",
+    )
+    replay.add_argument(
+        "--all", action="store_true", help="with --list: every run; e.g. replay --list --all"
     )
     replay.set_defaults(handler=_handle)

@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     MODEL_SERVER_KEY_ENV,
     Interrupt,
     approvals_option,
+    asking,
     budget_options,
     config_option,
     governance_for,
@@ -27,6 +28,7 @@ from orchestrator.cli.options import (
     model_server,
     model_server_option,
     model_servers,
+    notify_sinks,
     percent,
     print_retry,
     ray_option,
@@ -91,6 +93,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     from orchestrator.cli.commands import run_side_by_side, usable_state_dir
     from orchestrator.cli.serve import board_for_run
     from orchestrator.cli.sidebyside import exit_code
+    from orchestrator.engine.accounts import account_table
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.runner import ResumeFrom, resumable_task
 
@@ -117,6 +120,8 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     if args.acp_command is not None:
         config = _with_acp_command(config, args.acp_command, runtime_ids)
     config = _native_app_flags(args, config, runtime_ids)
+    if args.approvals == "wait":
+        config = asking(config, runtime_ids, "--approvals wait")
     rotation = _rotation(args, config, runtime_ids)
     for rotate_to, _ in rotation.values():
         if rotate_to is not None:
@@ -130,6 +135,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                     model_server(spec_named(specs, runtime_id), config, script or None)
                 )
         registry = registry_for(specs, config)
+        sinks = [*trace_sinks(args, stack), *await notify_sinks(config, stack, title=prompt)]
         results = await interrupt.run(
             lambda: run_side_by_side(
                 registry,
@@ -152,12 +158,17 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 if args.board
                 else None,
                 approvals=args.approvals == "wait",
+                plan=bool(args.plan),
                 rotation=rotation,
                 make_host=host_maker(
                     args.ray, config, [MODEL_SERVER_KEY_ENV] if script is not None else []
                 ),
                 governance=governance_for(args, config),
-                sinks=trace_sinks(args, stack),
+                sinks=sinks,
+                workspace=config.config.workspace,
+                account=args.account,
+                fallback=args.fallback or (),
+                accounts=account_table(config.config),
             )
         )
     if interrupt.requested:
@@ -303,6 +314,22 @@ def register(sub: Any) -> None:
         "e.g. --runtime native --runtime codex",
     )
     run.add_argument(
+        "--account",
+        default=None,
+        metavar="NAME",
+        help="run as this account of the runtime ([runtimes.<id>.accounts.NAME] in the config: "
+        "its own home and key); e.g. --account work",
+    )
+    run.add_argument(
+        "--fallback",
+        action="append",
+        default=None,
+        metavar="TARGET",
+        help="where the task goes while its account is held at a rate limit (its breaker open, "
+        "or parked): another account NAME, a RUNTIME or RUNTIME@NAME; repeat for more, in "
+        "order; e.g. --fallback personal --fallback codex",
+    )
+    run.add_argument(
         "--model",
         default=None,
         metavar="MODEL",
@@ -374,6 +401,15 @@ def register(sub: Any) -> None:
         help="native: a sub-agent the model can hand a self-contained job to "
         "(glove_invoke_subagent), answering with INSTRUCTIONS as its system prompt; its events "
         "are tagged agentId=NAME; repeatable; e.g. --subagent 'reviewer=You review diffs.'",
+    )
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan first: the runtime works read-only in its planning mode (Claude Code "
+        "--permission-mode plan, Codex's read-only sandbox, the native read-only policy) and "
+        "answers with a plan that waits for `ringleader approve ID --allow` (or the board); "
+        "approved, the same session carries it out with the normal policy; --deny --message M "
+        "asks for a new plan; e.g. --plan",
     )
     approvals_option(run)
     budget_options(run)

@@ -23,7 +23,10 @@ from orchestrator.cli.options import (
 )
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.events import now_ms
 from orchestrator.core.integration import resolve_runtime_integration
+from orchestrator.core.lifetime import default_state_dir
+from orchestrator.core.quota import QuotaBook, summarize
 from orchestrator.core.registry import (
     RuntimeSpec,
     discover_runtimes,
@@ -95,11 +98,16 @@ async def _runtimes(config_file: str | None, out: TextIO) -> int:
         for index, spec in enumerate(specs):
             nursery.start_soon(fill, index, spec)
     cells: list[tuple[str, ...]] = [
-        ("runtime", "health", "installed", "auth", "capabilities", "plan")
+        ("runtime", "health", "installed", "auth", "capabilities", "plan", "quota")
     ]
+    readings = QuotaBook.in_state_dir(default_state_dir()).readings()
+    now = now_ms()
     for row in rows:
         assert row is not None
-        cells.append((row.runtime, row.health, row.installed, row.auth, row.capabilities, row.plan))
+        quota = summarize([r for r in readings if r.runtime_id == row.runtime], now)
+        cells.append(
+            (row.runtime, row.health, row.installed, row.auth, row.capabilities, row.plan, quota)
+        )
     table(cells, out)
     return 0
 

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 import trio
 
 from orchestrator.cli.options import (
+    asking,
     config_option,
     load_cli_config,
     model_server_option,
@@ -30,16 +31,24 @@ __all__ = ["register"]
 
 async def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.serve import serve_board
+    from orchestrator.engine.accounts import account_table
 
     specs = discover_runtimes()
-    config = load_cli_config(args.config_file, specs)
+    config = asking(load_cli_config(args.config_file, specs), (s.id for s in specs), "serve")
     async with AsyncExitStack() as stack:
         # --model-server: every runtime that can be pointed at one gets its own
         able = [spec.id for spec in specs if spec.model_server is not None]
         config = await model_servers(stack, specs, config, able, args.model_server)
         registry = registry_for(specs, config)
         return await serve_board(
-            registry, host=args.host, port=args.port, token=_feed_token(args), out=out
+            registry,
+            host=args.host,
+            port=args.port,
+            token=_feed_token(args),
+            out=out,
+            notify=config.config.notify,
+            schedules=config.config.schedule,
+            accounts=account_table(config.config),
         )
 
 

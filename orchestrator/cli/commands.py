@@ -8,6 +8,7 @@ import datetime as _dt
 import errno
 import json
 import os
+import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -26,9 +27,12 @@ from orchestrator.cli.sidebyside import (
     new_task_id,
     prepare_workspaces,
     run_jobs,
+    teardown_workspaces,
 )
+from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.accounts import check_targets, targets
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, RunRow
 from orchestrator.engine.governance import Governance
@@ -127,12 +131,21 @@ async def run_side_by_side(
     board: BoardStarter | None = None,
     approvals: bool = False,
     agent_id: str = "cli",
+    account: str | None = None,
+    fallback: Sequence[str] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
+    workspace: WorkspaceConfig | None = None,
+    task_fields: Mapping[str, Any] | None = None,
+    plan: bool = False,
 ) -> list[JobResult]:
     """``run --runtime A --runtime B …``: the same task on each runtime, each in its own
-    workspace (git worktree or temporary copy) when there are several, through ``LocalHost``.
+    workspace (git worktree or temporary copy) when there are several, through ``LocalHost``;
+    ``workspace``: the ``[workspace]`` setup and teardown scripts each of those gets.
 
     One runtime runs in the working directory itself; if it raises (not installed, bad
     configuration), so does this."""
+    for rid in runtime_ids:  # an unknown account or fallback fails before anything starts
+        check_targets(targets(rid, account, fallback, accounts or {}), registry, where="run")
     state = usable_state_dir()
     origin = cwd or os.getcwd()
     labels = _labels(runtime_ids)
@@ -149,13 +162,17 @@ async def run_side_by_side(
                 resume=resume,
                 rotate_to=(rotation or {}).get(rid, (None, None))[0],
                 watermark=(rotation or {}).get(rid, (None, None))[1],
+                **dict(task_fields or {}),
+                plan=plan,
+                account=account,
+                fallback=tuple(fallback),
             ),
         )
         for label, rid in zip(labels, runtime_ids, strict=True)
     ]
     view = make_view(out, as_json=as_json)
     if len(jobs) > 1:
-        jobs = await prepare_workspaces(jobs, state_dir=state)
+        jobs = await prepare_workspaces(jobs, state_dir=state, settings=workspace)
     results = await run_jobs(
         registry,
         jobs,
@@ -168,10 +185,20 @@ async def run_side_by_side(
         sinks=sinks,
         board=board,
         approvals=approvals,
+        accounts=accounts,
     )
+    await teardown_workspaces(jobs, workspace, _notice(view))
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
     return results
+
+
+def _notice(view: Any) -> Callable[[str], None]:
+    """Where workspace script lines go: the terminal's console, else stderr (JSON mode)."""
+    console = getattr(view, "console", None)
+    if console is not None:
+        return lambda line: console.print(line, markup=False, highlight=False)
+    return lambda line: print(line, file=sys.stderr, flush=True)
 
 
 def _labels(runtime_ids: Sequence[str]) -> list[str]:
@@ -194,18 +221,26 @@ async def batch(
     make_host: Callable[[Runner], Host] = LocalHost,
     governance: Governance | None = None,
     sinks: Sequence[EventSink] = (),
+    accounts: Mapping[str, AccountConfig] | None = None,
+    workspace: WorkspaceConfig | None = None,
     on_host: Callable[[Host], None] | None = None,
 ) -> int:
-    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded.
-    ``on_host``: told of the host (Ctrl-C aborts its runs through it)."""
+    """``batch FILE.toml``: every task of the file, ``jobs`` at once; 0 when all succeeded
+    (``workspace``: the setup and teardown scripts of the tasks' workspaces; ``on_host``: told of
+    the host, so Ctrl-C aborts its runs through it)."""
     spec = load_batch(file)
     unknown = sorted({t.runtime for t in spec.task if t.runtime not in registry})
     if unknown:
         raise ConfigError(
             f"batch file {file}: unknown runtime {', '.join(map(repr, unknown))}; "
-            f"known: {', '.join(registry.ids())}"
+            f"known: {', '.join(r for r in registry.ids() if '@' not in r)}"
         )
+    for t in spec.task:
+        found = targets(t.runtime, t.account, t.fallback, accounts or {})
+        check_targets(found, registry, where=f"batch file {file}: task {t.id!r}")
     state = usable_state_dir()
+    chained = any(t.depends_on for t in spec.task)
+    chain = new_task_id(Path(file).stem) if chained else None
     planned = [
         Job(
             label=t.id,
@@ -216,12 +251,22 @@ async def batch(
                 model=t.model,
                 cwd=t.cwd,
                 agent_id="batch",
+                account=t.account,
+                fallback=t.fallback,
+                outcome_fields=(
+                    {"chain": chain, "chainTask": t.id, "dependsOn": list(t.depends_on)}
+                    if chain
+                    else {}
+                ),
             ),
+            depends_on=t.depends_on,
         )
         for t in spec.task
     ]
     isolated = await prepare_workspaces(
-        [j for j, t in zip(planned, spec.task, strict=True) if t.workspace], state_dir=state
+        [j for j, t in zip(planned, spec.task, strict=True) if t.workspace],
+        state_dir=state,
+        settings=workspace,
     )
     by_label = {j.label: j for j in isolated}
     ready = [by_label.get(j.label, j) for j in planned]
@@ -235,8 +280,10 @@ async def batch(
         make_host=make_host,
         governance=governance,
         sinks=sinks,
+        accounts=accounts,
         on_host=on_host,
     )
+    await teardown_workspaces(isolated, workspace, _notice(view))
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -326,49 +373,69 @@ def rotation_chain(runs: Sequence[RunRow], run_key: str) -> list[RunRow]:
     return chain
 
 
-async def list_runs(*, as_json: bool, out: TextIO) -> int:
-    """``replay --list``: time, runtime, status, prompt, cost of every logged run (a table, or
-    JSON Lines with ``--json``)."""
+async def list_runs(*, as_json: bool, out: TextIO, limit: int | None = 50) -> int:
+    """``replay --list``: time, runtime, status, prompt, cost of the newest ``limit`` runs (every
+    run when ``None``), oldest first: a table at a terminal (plain aligned lines past a few
+    hundred rows), or JSON Lines with ``--json``."""
     state = usable_state_dir()
     async with EventLog.open(state / "events.db") as log:
-        rows = await log.runs()
-    records: list[dict[str, Any]] = []
-    for row in rows:
-        outcome: dict[str, Any] = row.outcome or {}
-        records.append(
-            {
-                "runKey": row.run_key,
-                "startedMs": row.started_ms,
-                "endedMs": row.ended_ms,
-                "runtimeId": row.runtime_id,
-                "status": row.status,
-                "prompt": outcome.get("title"),
-                "costUsd": outcome.get("costUsd"),
-            }
-        )
+        rows = await log.run_listing(limit)
     if as_json:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        dumps = json.dumps
+        out.writelines(
+            dumps(
+                {
+                    "runKey": r.run_key,
+                    "startedMs": r.started_ms,
+                    "endedMs": r.ended_ms,
+                    "runtimeId": r.runtime_id,
+                    "status": r.status,
+                    "prompt": r.title,
+                    "costUsd": r.cost_usd,
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for r in rows
+        )
         return 0
-    if not records:
+    if not rows:
         out.write("no runs yet (the event log is empty)\n")
+        return 0
+    cells = [
+        (
+            _dt.datetime.fromtimestamp(r.started_ms / 1000).strftime("%Y-%m-%d %H:%M:%S"),
+            r.runtime_id,
+            r.status,
+            _short_prompt(r.title),
+            format_cost(r.cost_usd, seen=r.cost_usd is not None, estimated=False),
+            r.run_key,
+        )
+        for r in rows
+    ]
+    if len(cells) > _RICH_ROWS:  # a long listing: plain aligned lines (a rich table is ~1 ms a row)
+        header = ("time", "runtime", "status", "prompt", "cost", "run key")
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+        for line in (header, *cells):
+            out.write("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+            out.write("\n")
         return 0
     table = Table(box=None, pad_edge=False)
     for name in ("time", "runtime", "status", "prompt", "cost", "run key"):
         table.add_column(name, overflow="fold" if name == "run key" else "ellipsis")
-    for record in records:
-        started = _dt.datetime.fromtimestamp(record["startedMs"] / 1000)
-        prompt = " ".join(str(record["prompt"] or "-").split())
-        table.add_row(
-            started.strftime("%Y-%m-%d %H:%M:%S"),
-            record["runtimeId"],
-            record["status"],
-            prompt if len(prompt) <= 48 else prompt[:47] + "…",
-            format_cost(record["costUsd"], seen=record["costUsd"] is not None, estimated=False),
-            record["runKey"],
-        )
+    for cell in cells:
+        table.add_row(*cell)
     _console(out).print(table)
     return 0
+
+
+_RICH_ROWS = 500
+"""Rows ``replay --list`` draws as a rich table; more are written as plain aligned lines."""
+
+
+def _short_prompt(title: str | None) -> str:
+    prompt = " ".join(str(title or "-").split())
+    return prompt if len(prompt) <= 48 else prompt[:47] + "…"
 
 
 def _console(out: TextIO) -> Console:
@@ -377,17 +444,26 @@ def _console(out: TextIO) -> Console:
     return view.console
 
 
-def serve_banner(url: str, *, token: bool) -> str:
+def serve_banner(url: str, *, token: str | None) -> str:
     """What ``ringleader serve`` prints: the events URL alone on the first line (what a board
-    connects to; scripts read it), then every endpoint."""
-    auth = "; clients send the token (Authorization: Bearer …)" if token else ""
+    connects to; scripts read it), then every endpoint. ``token``: a generated token, printed
+    here once (``?token=`` on the events URL, ``#token=`` on the board's: a fragment never
+    reaches the server); None when the token is configured (never printed)."""
+    if token is not None:
+        events, board = f"{url}/events?token={token}", f"{url}/#token={token}"
+        auth = "; every request needs the token above (Authorization: Bearer …)"
+    else:
+        events, board = f"{url}/events", f"{url}/"
+        auth = "; every request needs the configured token (Authorization: Bearer …)"
     return "\n".join(
         [
-            f"{url}/events",
-            f"  {url}/           the board (open it in a browser; POST /tasks starts runs here)",
+            events,
+            f"  {board}  the board (open it in a browser; POST /tasks starts runs here)",
             f"  {url}/events     live events, Server-Sent Events (Last-Event-ID resumes; ?run=KEY filters)",
             f"  {url}/runs       the runs in the event log (JSON)",
             f"  {url}/runs/KEY   one run's events (JSON Lines)",
+            f"  {url}/agui       the events as AG-UI (Server-Sent Events)",
+            f"  {url}/mcp        ringleader's tools for an agent (MCP, Streamable HTTP)",
             f"serving the board and its feed{auth}; Ctrl-C stops it (and its runs)",
         ]
     )

@@ -62,11 +62,17 @@ def _sandbox_line(config: LoadedConfig) -> str:
 
 
 async def doctor(
-    specs: Sequence[RuntimeSpec], config: LoadedConfig, *, as_json: bool, out: TextIO
+    specs: Sequence[RuntimeSpec],
+    config: LoadedConfig,
+    *,
+    as_json: bool,
+    out: TextIO,
+    repair: bool = False,
 ) -> int:
-    """Report unknown frame types and frames missing expected fields per runtime version over
-    every logged run, the versions the runs used, and the open breakers; 1 when there is drift
-    or an open breaker."""
+    """Report whether the event log is sound (SQLite's integrity check; ``repair`` rebuilds its
+    indexes when it is not), unknown frame types and frames missing expected fields per runtime
+    version over every logged run, the versions the runs used, and the open breakers; 1 when the
+    log is damaged, there is drift or an open breaker."""
     state = usable_state_dir()
     breakers = config.config.breaker
     board = (
@@ -78,6 +84,7 @@ async def doctor(
     )
     open_breakers = board.open_breakers() if board is not None else {}
     db = state / "events.db"
+    damage: list[str] = []
     if not db.exists():
         rows: list[Any] = []
         if not as_json:
@@ -85,10 +92,12 @@ async def doctor(
     else:
         async with EventLog.open(db) as log:
             rows = list(await log.runs())
+            damage = await log.check(repair=repair)
     findings = drift_report(rows)
     versions = runs_by_version(rows)
     sandbox = _sandbox_line(config)
     if as_json:
+        out.write(json.dumps({"eventLog": str(db), "sound": not damage, "problems": damage}) + "\n")
         for f in findings:
             record = {
                 "runtimeId": f.runtime_id,
@@ -106,7 +115,15 @@ async def doctor(
         for key, why in open_breakers.items():
             out.write(json.dumps({"breaker": key, "open": why}) + "\n")
         out.write(json.dumps({"sandbox": sandbox}) + "\n")
-        return 1 if findings or open_breakers else 0
+        return 1 if findings or open_breakers or damage else 0
+    if db.exists():
+        if damage:
+            out.write(f"event log {db}: damaged ({'; '.join(damage[:5])})")
+            out.write(" — still damaged after rebuilding its indexes\n" if repair else "\n")
+            if not repair:
+                out.write("  rebuild its indexes with: ringleader doctor --repair\n")
+        else:
+            out.write(f"event log {db}: sound (SQLite integrity check)\n")
     out.write(f"sandbox: {sandbox}\n")
     if rows:
         for rid, per in sorted(versions.items()):
@@ -114,10 +131,10 @@ async def doctor(
     for why in open_breakers.values():
         out.write(f"breaker open: {why}\n")
     if not rows:
-        return 1 if open_breakers else 0
+        return 1 if open_breakers or damage else 0
     if not findings:
         out.write(f"no drift: {len(rows)} logged runs saw only frame types their adapters know\n")
-        return 1 if open_breakers else 0
+        return 1 if open_breakers or damage else 0
     for f in findings:
         installed = _installed_version(specs, config, f.runtime_id)
         out.write(f"drift: {f.describe(installed)}\n")

@@ -47,6 +47,7 @@ __all__ = [
     "format_cost",
     "lane_key",
     "make_view",
+    "table_console",
     "wants_color",
 ]
 
@@ -122,6 +123,8 @@ class Lane:
     cost_seen: bool = False
     estimated: bool = False
     files_changed: str = "-"
+    lines_changed: str = "-"
+    """Lines added/removed in the run's workspace (``+12 -3``)."""
     rotations: int = 0
     _usage_before: Usage = attrs.field(factory=Usage)
     """Usage of the runs before the last rotation (a run reports only its own)."""
@@ -132,8 +135,13 @@ class Lane:
     _in_turn: bool = False
     _calls: dict[str, _Line] = attrs.field(factory=dict[str, _Line])
 
+    also: tuple[str, ...] = ()
+    """More run-key prefixes of the same task (its fallback runtimes)."""
+
     def owns(self, run_key: str) -> bool:
-        return run_key == self.key or run_key.startswith(self.key + ":")
+        if run_key == self.key or run_key.startswith(self.key + ":"):
+            return True
+        return any(run_key == k or run_key.startswith(k + ":") for k in self.also)
 
     @property
     def done(self) -> bool:
@@ -354,7 +362,8 @@ class Lane:
 
 def comparison_table(lanes: Sequence[Lane], *, now: float | None = None) -> Table:
     """Runtime, outcome, turns, tool calls, tokens in/out, cost, wall time, time to first event,
-    files changed in the run's workspace, and where the workspace is."""
+    files changed in the run's workspace, lines added/removed there, and where the workspace
+    is."""
     at = trio.current_time() if now is None else now
     table = Table(title="comparison", title_justify="left")
     for name in ("run", "runtime", "outcome", "turns", "tool calls", "tokens in", "tokens out"):
@@ -365,6 +374,7 @@ def comparison_table(lanes: Sequence[Lane], *, now: float | None = None) -> Tabl
     table.add_column("wall", justify="right")
     table.add_column("first event", justify="right")
     table.add_column("files changed")
+    table.add_column("lines", justify="right")
     table.add_column("workspace", overflow="fold")
     for lane in lanes:
         since = lane.started if lane.command_started is None else lane.command_started
@@ -385,6 +395,7 @@ def comparison_table(lanes: Sequence[Lane], *, now: float | None = None) -> Tabl
             f"{lane.elapsed(at):.1f}s",
             first,
             lane.files_changed,
+            lane.lines_changed,
             where,
         )
     return table
@@ -585,6 +596,17 @@ def wants_color(out: TextIO, environ: dict[str, str] | None = None) -> bool:
         return out.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def table_console(out: TextIO) -> Console:
+    """A console for printing tables to ``out``: the terminal's width and colours at a
+    terminal, else plain and wide (``COLUMNS``, default 200) so rows are not wrapped."""
+    if wants_color(out):
+        return Console(file=out, highlight=False)
+    width = int(os.environ.get("COLUMNS", "0") or 0) or 200
+    return Console(
+        file=out, no_color=True, force_terminal=False, width=width, highlight=False, emoji=False
+    )
 
 
 def make_view(out: TextIO, *, as_json: bool) -> JsonView | PlainView | RichView:

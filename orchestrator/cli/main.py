@@ -47,15 +47,27 @@ def commands() -> tuple[Callable[[Any], None], ...]:
     """Each command group's ``register``, in the order ``--help`` lists them."""
     from orchestrator.cli import (
         cmd_acp,
+        cmd_apply,
         cmd_approvals,
         cmd_batch,
+        cmd_checkpoints,
+        cmd_comment,
         cmd_demo,
+        cmd_diff,
         cmd_doctor,
+        cmd_inbox,
         cmd_mcp,
+        cmd_open,
+        cmd_prune,
         cmd_replay,
         cmd_run,
         cmd_runtimes,
+        cmd_say,
+        cmd_schedules,
         cmd_serve,
+        cmd_trust,
+        cmd_usage,
+        cmd_workspaces,
     )
 
     return (
@@ -64,12 +76,24 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_batch.register,
         cmd_doctor.register,
         cmd_runtimes.register,  # runtimes and config
+        cmd_usage.register,
         cmd_replay.register,
+        cmd_prune.register,
+        cmd_diff.register,  # diff and compare
+        cmd_apply.register,
+        cmd_workspaces.register,
         cmd_serve.register,
+        cmd_schedules.register,
         _model_server_help,
         cmd_acp.register,
         cmd_mcp.register,
         cmd_approvals.register,  # approvals and approve
+        cmd_say.register,
+        cmd_comment.register,
+        cmd_checkpoints.register,  # checkpoints and rewind
+        cmd_open.register,
+        cmd_trust.register,
+        cmd_inbox.register,
     )
 
 

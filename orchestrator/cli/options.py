@@ -7,10 +7,10 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
 import attrs
 import trio
@@ -36,6 +36,7 @@ __all__ = [
     "RAW",
     "Interrupt",
     "approvals_option",
+    "asking",
     "budget_options",
     "check_runtime_tables",
     "config_option",
@@ -47,6 +48,7 @@ __all__ = [
     "model_server",
     "model_server_option",
     "model_servers",
+    "notify_sinks",
     "one_line",
     "percent",
     "port_arg",
@@ -76,7 +78,12 @@ any key)."""
 
 
 def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> LoadedConfig:
+    """The configuration; what an untrusted project file could not set is said on stderr, one
+    line per key. A ``[runtimes.ID]`` table must name a known runtime and set only what it uses
+    (:func:`check_runtime_tables`)."""
     loaded = load_config(config_file, runtime_ids=[spec.id for spec in specs])
+    for line in loaded.ignored:
+        print(f"ringleader: {line}", file=sys.stderr)
     check_runtime_tables(loaded, specs)
     return loaded
 
@@ -120,7 +127,11 @@ def check_runtime_tables(loaded: LoadedConfig, specs: Sequence[RuntimeSpec]) -> 
 
 
 def registry_for(specs: Sequence[RuntimeSpec], config: LoadedConfig) -> RuntimeRegistry:
+    """The runtimes, and each configured account as ``<runtime>@<name>``."""
+    from orchestrator.engine.accounts import register_accounts
+
     registry = RuntimeRegistry.from_specs(specs, config.runtime)
+    register_accounts(registry, specs, config.config)
     registry.sandbox = sandbox_for(config)
     return registry
 
@@ -150,6 +161,21 @@ def sandbox_for(config: LoadedConfig) -> SandboxPolicy | None:
         hidden=(str(home_of_user()), str(usable_state_dir())),
         bwrap=found,
     )
+
+
+_ASKING: Final = frozenset({"claude-code", "codex", "hermes", "acp"})
+"""Runtimes whose CLI asks before acting, in a protocol ringleader answers."""
+
+
+def asking(config: LoadedConfig, runtime_ids: Iterable[str], source: str) -> LoadedConfig:
+    """``--approvals wait`` (``serve``, ``acp``): each runtime whose ``permission`` the
+    configuration leaves unset asks (``permission = "ask"``), so its CLI's approval requests
+    wait in the book. Only runtimes whose CLI asks are changed (the native runtime asks by its
+    own policy); a set ``permission`` stays."""
+    for runtime_id in runtime_ids:
+        if runtime_id in _ASKING and config.config.runtime(runtime_id).permission is None:
+            config = config.with_runtime(runtime_id, source, permission="ask")
+    return config
 
 
 def spec_named(specs: Sequence[RuntimeSpec], runtime_id: str) -> RuntimeSpec:
@@ -368,6 +394,17 @@ def governance_for(args: argparse.Namespace, config: LoadedConfig) -> Governance
     )
 
 
+async def notify_sinks(config: LoadedConfig, stack: Any, *, title: str = "") -> list[Any]:
+    """``[notify]`` with URLs: a :class:`~orchestrator.engine.notify.Notifier` running until
+    ``stack`` (an async exit stack) closes; none without URLs."""
+    if not config.config.notify.urls:
+        return []
+    from orchestrator.engine.notify import Notifier
+
+    notifier = Notifier(config.config.notify, default_title=title)
+    return [await stack.enter_async_context(notifier.running())]
+
+
 def trace_sinks(args: argparse.Namespace, stack: Any) -> list[Any]:
     """``--trace-file FILE``: every run's spans (OpenTelemetry, GenAI conventions) as JSON Lines
     in FILE; flushed when the command ends (``stack``: an exit stack it registers with)."""
@@ -503,7 +540,8 @@ def approvals_option(
         "--approvals",
         choices=("deny", "wait"),
         default=default,
-        help="a tool call that needs approval (the native runtime's bash, by default) is denied "
+        help="a tool call that needs approval (the native runtime's bash, by default; with wait, "
+        "Claude Code, Codex, Hermes and ACP agents whose permission is unset ask too) is denied "
         f"(fail-closed) or waits for `ringleader approve`{also} or the board, durably: the "
         f"run resumes even if this process is gone (default: {default}); e.g. --approvals wait",
     )

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 from typing import TypeAlias
@@ -19,12 +19,30 @@ import attrs
 import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
+from orchestrator.core.config import AccountConfig, WorkspaceConfig
+from orchestrator.core.errors import RingleaderError
+from orchestrator.core.events import now_ms
+from orchestrator.core.quota import QuotaBook
 from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.engine.accounts import targets
 from orchestrator.engine.actor import EventSink
-from orchestrator.engine.eventlog import EventLog
+from orchestrator.engine.chains import (
+    ChainGate,
+    StepResult,
+    blocked_by,
+    directory_diff,
+    placeholders,
+    record_skipped,
+    render_prompt,
+)
+from orchestrator.engine.chains import workspace_diff as chain_diff
+from orchestrator.engine.eventlog import EventLog, WorkspaceRow
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost, TaskRef
+from orchestrator.engine.review.diff import workspace_diff
+from orchestrator.engine.review.git import Checkout
+from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
 from orchestrator.engine.workspaces import (
@@ -35,7 +53,15 @@ from orchestrator.engine.workspaces import (
     workspace_changes,
 )
 
-__all__ = ["BoardStarter", "Job", "JobResult", "new_task_id", "prepare_workspaces", "run_jobs"]
+__all__ = [
+    "BoardStarter",
+    "Job",
+    "JobResult",
+    "new_task_id",
+    "prepare_workspaces",
+    "run_jobs",
+    "teardown_workspaces",
+]
 
 BoardStarter: TypeAlias = Callable[
     [EventLog, LocalHost, Callable[[str], None]], AbstractAsyncContextManager[object]
@@ -58,6 +84,9 @@ class Job:
     runtime_id: str
     task: TaskSpec
     workspace: Workspace | None = None
+    depends_on: tuple[str, ...] = ()
+    """Labels of the jobs this one waits for (a chain: see :mod:`orchestrator.engine.chains`);
+    its task's title may hold their ``{{ LABEL.summary }}`` / ``.diff`` / ``.status``."""
 
 
 @attrs.frozen
@@ -66,6 +95,8 @@ class JobResult:
     lane: Lane
     outcome: TaskOutcome | None
     error: Exception | None = None
+    skipped: str | None = None
+    """Why the job never started (a dependency did not succeed)."""
 
     @property
     def ok(self) -> bool:
@@ -86,17 +117,77 @@ def exit_code(results: Sequence[JobResult]) -> int:
     return 3 if all(r.not_installed for r in failed) else 1
 
 
-async def prepare_workspaces(jobs: Sequence[Job], *, state_dir: Path) -> list[Job]:
+async def prepare_workspaces(
+    jobs: Sequence[Job], *, state_dir: Path, settings: WorkspaceConfig | None = None
+) -> list[Job]:
     """Give every job its own workspace of its working directory (one after the other: git
-    locks a repository's worktree list), and point its task there."""
+    locks a repository's worktree list), and point its task there; with ``settings``, the
+    task runs its ``setup`` script there before its agent starts."""
     prepared: list[Job] = []
     for job in jobs:
         origin = job.task.cwd or "."
         ws = await create_workspace(origin, job.label, state_dir=state_dir)
-        prepared.append(
-            attrs.evolve(job, task=attrs.evolve(job.task, cwd=str(ws.path)), workspace=ws)
-        )
+        task = attrs.evolve(job.task, cwd=str(ws.path))
+        if settings is not None and settings.setup:
+            task = attrs.evolve(task, setup=settings.setup, setup_timeout_s=settings.timeout_s)
+        prepared.append(attrs.evolve(job, task=task, workspace=ws))
     return prepared
+
+
+def _workspace_row(job: Job, ws: Workspace, group: str) -> WorkspaceRow:
+    return WorkspaceRow(
+        root=str(ws.root),
+        task_id=job.task.task_id,
+        runtime_id=job.runtime_id,
+        label=job.label,
+        group_id=group,
+        kind=ws.kind,
+        origin=str(ws.origin),
+        path=str(ws.path),
+        base=ws.base,
+        git_dir=None if ws.git_dir is None else str(ws.git_dir),
+        created_ms=now_ms(),
+    )
+
+
+async def _count_changes(ws: Workspace, lane: Lane) -> None:
+    """The lane's files and lines changed: the review diff against the workspace's starting
+    commit, else (no git) the copy's file count against its baseline."""
+    if ws.base is None:
+        lane.files_changed = await workspace_changes(ws)
+        return
+    checkout = Checkout(ws.root, ws.base, ws.git_dir)
+    try:
+        diff = await trio.to_thread.run_sync(workspace_diff, checkout)
+    except RingleaderError as exc:
+        lane.files_changed = f"unknown ({exc})"
+        return
+    n = len(diff.files)
+    lane.files_changed = "none" if not n else f"{n} file{'s' if n != 1 else ''}"
+    lane.lines_changed = f"+{diff.added} -{diff.removed}" if n else "-"
+
+
+async def teardown_workspaces(
+    jobs: Sequence[Job], settings: WorkspaceConfig | None, notice: Callable[[str], None]
+) -> None:
+    """Run the ``teardown`` script in each job's workspace (one after the other), each line of
+    its output given to ``notice`` as ``[label] · teardown: …``; a failure is said, not
+    raised (the runs have ended)."""
+    if settings is None or not settings.teardown:
+        return
+    for job in jobs:
+        if job.workspace is None:
+            continue
+        label = job.label
+        notice(f"[{label}] · teardown: $ {settings.teardown}")
+        result = await run_workspace_script(
+            settings.teardown,
+            job.workspace.path,
+            timeout_s=settings.timeout_s,
+            on_line=lambda line, label=label: notice(f"[{label}] · teardown: {line}"),
+        )
+        if not result.ok:
+            notice(f"[{label}] ! {result.describe('teardown', settings.timeout_s)}")
 
 
 _NATIVE_SDKS = ("anthropic", "openai")
@@ -150,28 +241,70 @@ async def _run_all(
     outcomes: list[TaskOutcome | None],
     errors: list[Exception | None],
     limiter: trio.CapacityLimiter,
+    skips: list[str | None],
+    log: EventLog,
+    recording: EventSink,
 ) -> None:
-    """Submit every job to ``host`` (at most ``limiter`` at once); fill in each one's outcome
-    or error and finish its lane."""
+    """Submit every job to ``host`` (at most ``limiter`` at once) once the jobs it depends on
+    succeeded (a chain: else it is skipped, and recorded so); fill in each one's outcome or
+    error and finish its lane."""
+    gate = ChainGate()
+    diffs_wanted = {
+        ref for job in jobs for ref, field in placeholders(job.task.title) if field == "diff"
+    }
 
     async def one(index: int) -> None:
         job, lane = jobs[index], lanes[index]
-        async with limiter:
-            lane.started = trio.current_time()
-            lane.phase = "starting"
-            ref = host.submit(job.runtime_id, job.task)
-            if isinstance(ref, TaskRef):  # a run over its runtime's limit is shown waiting
+        result: StepResult | None = None
+        try:
+            task = job.task
+            if job.depends_on:
+                lane.phase = f"waiting for {', '.join(job.depends_on)}"
+                done = await gate.wait(job.depends_on)
+                why = blocked_by(job.label, job.depends_on, done)
+                if why is not None:
+                    await record_skipped(
+                        log,
+                        recording,
+                        runtime_id=job.runtime_id,
+                        task_id=task.task_id,
+                        reason=why,
+                        outcome_fields=task.outcome_fields,
+                        title=task.title,
+                    )
+                    skips[index] = lane.error = why
+                    lane.outcome, lane.phase = "skipped", "skipped"
+                    lane.ended = lane.started = trio.current_time()
+                    result = StepResult("skipped", reason=why)
+                    return
+                task = attrs.evolve(task, title=render_prompt(task.title, gate.results))
+            outcome: TaskOutcome | None = None
+            async with limiter:
+                lane.started = trio.current_time()
+                lane.phase = "starting"
+                ref = host.submit(job.runtime_id, task)
+                if isinstance(ref, TaskRef):  # a run over its runtime's limit is shown waiting
 
-                def show(reason: str, lane: Lane = lane) -> None:
-                    lane.phase = f"queued: {reason}"
+                    def show(reason: str, lane: Lane = lane) -> None:
+                        lane.phase = f"queued: {reason}"
 
-                ref.on_wait = show
-            try:
-                outcomes[index] = await ref.outcome()
-            except Exception as exc:
-                errors[index] = exc
-                lane.error = " ".join(str(exc).split())
-            lane.finish("error", trio.current_time())
+                    ref.on_wait = show
+                try:
+                    outcome = outcomes[index] = await ref.outcome()
+                except Exception as exc:
+                    errors[index] = exc
+                    lane.error = " ".join(str(exc).split())
+                lane.finish("error", trio.current_time())
+            if outcome is None:
+                result = StepResult("error", reason=lane.error or "it raised")
+            else:
+                diff = ""
+                if job.label in diffs_wanted and outcome.status == "success":
+                    diff = await _diff_of(job)
+                reason = outcome.error_message or outcome.error_code or ""
+                result = StepResult(outcome.status, outcome.summary, diff, reason)
+        finally:
+            gate.finish(job.label, result or StepResult("error", reason="cancelled"))
 
     async with trio.open_nursery() as nursery:
         for index in range(len(jobs)):
@@ -193,12 +326,16 @@ async def run_jobs(
     sinks: Sequence[EventSink] = (),
     board: BoardStarter | None = None,
     approvals: bool = False,
+    group_id: str | None = None,
+    accounts: Mapping[str, AccountConfig] | None = None,
 ) -> list[JobResult]:
     """Run ``jobs``, at most ``limit`` at once (all by default); print the comparison table
     (not in JSON mode). A job that raises (its runtime is not installed, say) fails alone.
     ``estimates``: every dollar figure is a list-price estimate (the demo: nothing is billed).
     ``make_host``: where the runs live (:class:`LocalHost`, or a ``RayHost`` for ``--ray``).
-    ``approvals``: tool calls that need approval wait in the state directory's approval book."""
+    ``approvals``: tool calls that need approval wait in the state directory's approval book.
+    ``group_id``: names the jobs' workspaces as one task in the event log (``ringleader compare
+    GROUP``; default: a new id)."""
     lanes: list[Lane] = []
     began = _command_started()
     for job in jobs:
@@ -206,6 +343,10 @@ async def run_jobs(
         lane.command_started = began
         lane.phase = "queued"
         lane.estimated = estimates
+        others = targets(job.runtime_id, job.task.account, job.task.fallback, accounts or {})
+        lane.also = tuple(  # the runs of its fallback runtimes are its runs too
+            lane_key(rid, job.task.task_id) for rid, _ in others if rid != job.runtime_id
+        )
         if job.workspace is not None:
             lane.workspace, lane.workspace_kind = str(job.workspace.path), job.workspace.kind
         lanes.append(lane)
@@ -218,8 +359,13 @@ async def run_jobs(
     ]
     outcomes: list[TaskOutcome | None] = [None] * len(jobs)
     errors: list[Exception | None] = [None] * len(jobs)
+    skips: list[str | None] = [None] * len(jobs)
     limiter = trio.CapacityLimiter(max(1, limit or len(jobs) or 1))
+    group = group_id or new_task_id()
     async with EventLog.open(state_dir / "events.db") as log:
+        for job in jobs:
+            if job.workspace is not None:
+                await log.record_workspace(_workspace_row(job, job.workspace, group))
         runner = Runner(
             registry,
             sink=RecordingSink(log, extra=[view, *sinks]),
@@ -229,6 +375,10 @@ async def run_jobs(
             record_rotation=view.rotated,
             governance=governance,
             approvals=approvals,
+            followups=True,  # `ringleader say` reaches these runs
+            checkpoints=True,
+            quota=QuotaBook.in_state_dir(state_dir),
+            accounts=accounts or {},
         )
         async with view.active(), make_host(runner) as host, AsyncExitStack() as boards:
             if on_host is not None:  # e.g. Ctrl-C aborts the host's runs
@@ -246,30 +396,41 @@ async def run_jobs(
                 warming.start_soon(stop_on_abort)
                 await _warm_up(registry, {job.runtime_id for job in jobs})
                 warming.cancel_scope.cancel()
-            await _run_all(host, jobs, lanes, outcomes, errors, limiter)
+            await _run_all(host, jobs, lanes, outcomes, errors, limiter, skips, log, runner.sink)
     for job, lane, before in zip(jobs, lanes, in_place, strict=True):
         if job.workspace is not None:
-            lane.files_changed = await workspace_changes(job.workspace)
+            await _count_changes(job.workspace, lane)
         elif before is not None:
             lane.files_changed = await changes_since(before)
     results = [
-        JobResult(job, lane, outcome, error)
-        for job, lane, outcome, error in zip(jobs, lanes, outcomes, errors, strict=True)
+        JobResult(job, lane, outcome, error, skip)
+        for job, lane, outcome, error, skip in zip(
+            jobs, lanes, outcomes, errors, skips, strict=True
+        )
     ]
     if view.console is not None:
         console = view.console
         console.print()
         console.print(comparison_table(lanes))
         for result in results:
-            if result.error is not None:
+            if result.error is not None or result.skipped is not None:
                 console.print(
                     f"{result.job.label}: {result.lane.error}", markup=False, highlight=False
                 )
         if any(job.workspace is not None for job in jobs):
             kinds = sorted({job.workspace.kind for job in jobs if job.workspace is not None})
             console.print(
-                f"each run worked in its own {' / '.join(kinds)} (kept; see the workspace column)",
+                f"each run worked in its own {' / '.join(kinds)} (kept; see the workspace column)"
+                f": `ringleader compare {group}` shows what each changed, `ringleader apply "
+                f"{group}/RUN` lands one, `ringleader workspaces --prune` removes them",
                 markup=False,
                 highlight=False,
             )
     return results
+
+
+async def _diff_of(job: Job) -> str:
+    """What ``job`` changed: its workspace's diff, or its directory's against git ``HEAD``."""
+    if job.workspace is not None:
+        return await chain_diff(job.workspace)
+    return await directory_diff(job.task.cwd or ".")

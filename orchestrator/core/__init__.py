@@ -37,6 +37,7 @@ from orchestrator.core.config import load_config as load_config
 from orchestrator.core.errors import ActorCrashedError as ActorCrashedError
 from orchestrator.core.errors import ActorError as ActorError
 from orchestrator.core.errors import AdapterError as AdapterError
+from orchestrator.core.errors import ApplyRefusedError as ApplyRefusedError
 from orchestrator.core.errors import BreakerOpenError as BreakerOpenError
 from orchestrator.core.errors import BudgetExceededError as BudgetExceededError
 from orchestrator.core.errors import CapabilityError as CapabilityError
@@ -51,6 +52,7 @@ from orchestrator.core.errors import NodeLostError as NodeLostError
 from orchestrator.core.errors import NoNodeForRuntimeError as NoNodeForRuntimeError
 from orchestrator.core.errors import OutputValidationError as OutputValidationError
 from orchestrator.core.errors import ProtocolError as ProtocolError
+from orchestrator.core.errors import ReviewError as ReviewError
 from orchestrator.core.errors import RingleaderError as RingleaderError
 from orchestrator.core.errors import RuntimeExitedError as RuntimeExitedError
 from orchestrator.core.errors import RuntimeNotFoundError as RuntimeNotFoundError
@@ -67,6 +69,7 @@ from orchestrator.core.events import DoneReason as DoneReason
 from orchestrator.core.events import ErrorEvent as ErrorEvent
 from orchestrator.core.events import EventBase as EventBase
 from orchestrator.core.events import EventFactory as EventFactory
+from orchestrator.core.events import QuotaWindow as QuotaWindow
 from orchestrator.core.events import RuntimeEvent as RuntimeEvent
 from orchestrator.core.events import RuntimeEventKind as RuntimeEventKind
 from orchestrator.core.events import Status as Status

@@ -30,6 +30,7 @@ __all__ = [
     "Capabilities",
     "EventStream",
     "HealthResult",
+    "InteractiveRuntime",
     "NativeHomeClaim",
     "ParticipantKind",
     "RunHandle",
@@ -39,6 +40,7 @@ __all__ = [
     "SessionCodec",
     "StartOpts",
     "TaskHandle",
+    "TurnResumable",
 ]
 
 RuntimeId: TypeAlias = str
@@ -138,6 +140,11 @@ class StartOpts(BaseModel):
     cwd: str | None = None
     home_dir: str | None = None
     resume_session_id: str | None = None
+    resume_at: str | None = None
+    """With ``resume_session_id``: continue that session from an earlier point — the marker
+    :meth:`TurnResumable.resume_point` gave (a runtime's own message id) — as a **fork** (a new
+    session; the original is left as it was). Runtimes that cannot ignore it (they are never
+    given one: see :class:`TurnResumable`)."""
     max_turns: int | None = None
     cache_breakpoints: tuple[int, ...] = ()
     """UTF-8 byte offsets into ``message`` where a prompt-cache tier ends (from
@@ -146,6 +153,10 @@ class StartOpts(BaseModel):
     approvals_db: str | None = None
     """The :class:`~orchestrator.core.approvals.ApprovalBook` file a tool call that needs approval
     waits in for a person (``None``: such a call is denied, fail-closed)."""
+    plan: bool = False
+    """Plan mode: the runtime works read-only in its planning mode (Claude Code ``--permission-mode
+    plan``, Codex's read-only sandbox, the native runtime's read-only policy) and answers with a
+    plan; the host has a person approve it before a normal turn carries it out."""
     env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
 
     def full_message(self) -> str:
@@ -211,3 +222,34 @@ class RuntimeAdapter(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class InteractiveRuntime(Protocol):
+    """A runtime whose own CLI has an interactive mode that can continue a recorded session
+    (``ringleader open``): Claude Code (``claude --resume ID``), Codex (``codex resume ID``)."""
+
+    def interactive_command(
+        self, session_id: str, *, cwd: str, home_dir: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv and the whole environment that open session ``session_id`` interactively
+        in ``cwd``, with the home the runs used (``home_dir``: the host's; ``None``: the
+        runtime's own default). Pure apart from creating the home's folders."""
+        ...
+
+
+@runtime_checkable
+class TurnResumable(Protocol):
+    """A runtime that can continue a recorded session from the end of an earlier turn, as a
+    fork (``ringleader rewind`` continues the conversation there): Claude Code
+    (``--resume ID --resume-session-at MESSAGE --fork-session``)."""
+
+    def resume_point(
+        self, session_id: str, turn: int, *, home_dir: str | None, prompt_index: int = 0
+    ) -> str | None:
+        """The marker (:attr:`StartOpts.resume_at`) for the end of turn ``turn`` (a model answer
+        with its tool results; ``0``: right after the prompt) of one run of session
+        ``session_id`` kept in ``home_dir`` — the run whose prompt is the session's
+        ``prompt_index``-th (0: its first run; each resumed run adds a prompt); ``None`` when
+        the session or that turn cannot be found. Blocking (reads the runtime's transcript)."""
+        ...

@@ -61,6 +61,8 @@ __all__ = [
     "ApprovalStatus",
     "BookHandler",
     "DecisionLike",
+    "DecisionScope",
+    "Grant",
     "RecordingHandler",
     "RunInfo",
     "approve",
@@ -69,6 +71,12 @@ __all__ = [
 ]
 
 DEFAULT_REJECT_MESSAGE: Final = "Tool approval was rejected."
+
+DecisionScope: TypeAlias = Literal["once", "run", "always"]
+"""How far an approval reaches: this call (``once``), this tool for the rest of the run
+(``run``), or this tool for this runtime in this directory from now on (``always``, ACP's
+allow-always). A rejection is always ``once``."""
+_SCOPES: Final = ("once", "run", "always")
 
 
 @attrs.frozen
@@ -87,9 +95,19 @@ class ApprovalRequest:
 
     @property
     def id(self) -> str:
-        """The approval's id: stable for the call of the session (``ringleader approve ID``)."""
-        digest = hashlib.sha256(f"{self.session_id}\0{self.call_id}".encode()).hexdigest()
-        return f"ap-{digest[:12]}"
+        """The approval's id (``ringleader approve ID``): bound to the exact call — the
+        session, the model's call id, the tool and a hash of its input — so a decision is never
+        inherited by a later call that reuses the id with another input (a provider that
+        repeats or omits ids); stable across a resume of the same call."""
+        try:
+            canonical = json.dumps(
+                self.tool_input, sort_keys=True, separators=(",", ":"), default=str
+            )
+        except ValueError:  # a circular structure: its repr still names the input
+            canonical = repr(self.tool_input)
+        material = "\0".join((self.session_id, self.call_id, self.tool_name, canonical))
+        digest = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"ap-{digest[:16]}"
 
 
 @attrs.frozen
@@ -101,6 +119,9 @@ class ApprovalDecision:
     reject_message: str | None = None
     """What the model sees when rejected (wins over ``reason``)."""
     input: Mapping[str, Any] | None = None
+    scope: DecisionScope = "once"
+    """An approval's reach (see :data:`DecisionScope`); a grant beyond ``once`` is stored in the
+    book and answers the later calls of that tool without asking."""
 
     def rejection_text(self) -> str:
         return self.reject_message or self.reason or DEFAULT_REJECT_MESSAGE
@@ -111,6 +132,7 @@ class ApprovalDecision:
             "reason": self.reason,
             "rejectMessage": self.reject_message,
             "input": None if self.input is None else dict(self.input),
+            "scope": self.scope,
         }
 
 
@@ -130,10 +152,14 @@ class RecordingHandler(Protocol):
 
 
 def approve(
-    reason: str | None = None, *, input: Mapping[str, Any] | None = None
+    reason: str | None = None,
+    *,
+    input: Mapping[str, Any] | None = None,
+    scope: DecisionScope = "once",
 ) -> ApprovalDecision:
-    """Run the tool (with ``input`` instead of the model's, when given)."""
-    return ApprovalDecision(True, reason=reason, input=input)
+    """Run the tool (with ``input`` instead of the model's, when given); ``scope`` ``run`` or
+    ``always`` also allows the tool's later calls (see :data:`DecisionScope`)."""
+    return ApprovalDecision(True, reason=reason, input=input, scope=scope)
 
 
 def reject(message: str | None = None, *, reason: str | None = None) -> ApprovalDecision:
@@ -149,11 +175,14 @@ def as_decision(value: DecisionLike) -> ApprovalDecision:
         return ApprovalDecision(value)
     data = value
     edited = data.get("input")
+    approved = data.get("approved") is True
+    scope = data.get("scope")
     return ApprovalDecision(
-        approved=data.get("approved") is True,
+        approved=approved,
         reason=_opt_str(data.get("reason")),
         reject_message=_opt_str(data.get("reject_message", data.get("rejectMessage"))),
         input=cast(Mapping[str, Any], edited) if isinstance(edited, Mapping) else None,
+        scope=scope if approved and scope in _SCOPES else "once",
     )
 
 
@@ -187,6 +216,16 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status, created_ms);
+CREATE TABLE IF NOT EXISTS grants (
+    scope TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    runtime_id TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    approval_id TEXT,
+    created_ms INTEGER NOT NULL,
+    PRIMARY KEY (scope, tool, runtime_id, cwd, session_key)
+);
 """
 _COLUMNS = (
     "id, status, session_id, call_id, tool, input, reason, runtime_id, agent_id, session_key, "
@@ -301,10 +340,10 @@ class ApprovalBook:
     # -- the handler a run waits in --------------------------------------------------------------
 
     def handler(
-        self, *, runtime_id: str = "", agent_id: str = "", session_key: str = ""
+        self, *, runtime_id: str = "", agent_id: str = "", session_key: str = "", cwd: str = ""
     ) -> BookHandler:
         """An approval handler for one run: its calls wait in the book."""
-        return BookHandler(self, RunInfo(runtime_id, agent_id, session_key))
+        return BookHandler(self, RunInfo(runtime_id, agent_id, session_key, cwd))
 
     async def wait(self, request: ApprovalRequest, run: RunInfo | None = None) -> ApprovalDecision:
         """Record ``request`` as pending (or take over its pending entry) and wait for its
@@ -417,6 +456,72 @@ class ApprovalBook:
 
         return await self._db(update)
 
+    # -- standing grants (a decision's scope beyond one call) ----------------------------------
+
+    async def grant(self, tool: str, scope: DecisionScope, run: RunInfo, approval_id: str) -> None:
+        """Store ``scope``'s grant of ``tool`` for ``run`` (``run``: its session key; ``always``:
+        its runtime and directory). ``once`` stores nothing."""
+        if scope == "once":
+            await trio.lowlevel.checkpoint()
+            return
+        key = _grant_key(tool, scope, run)
+        if key is None:
+            await trio.lowlevel.checkpoint()
+            return
+        now = _now_ms()
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO grants (scope, tool, runtime_id, cwd, session_key, "
+                "approval_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*key, approval_id, now),
+            )
+
+        await self._db(insert)
+
+    async def standing(self, tool: str, run: RunInfo) -> Grant | None:
+        """The grant that allows ``tool`` in ``run`` without asking, if any."""
+        run_key = _grant_key(tool, "run", run)
+        always_key = _grant_key(tool, "always", run)
+
+        def query(conn: sqlite3.Connection) -> Grant | None:
+            for key in (run_key, always_key):
+                if key is None:
+                    continue
+                row = conn.execute(
+                    f"SELECT {_GRANT_COLUMNS} FROM grants WHERE scope = ? AND tool = ? AND "
+                    "runtime_id = ? AND cwd = ? AND session_key = ?",
+                    key,
+                ).fetchone()
+                if row is not None:
+                    return Grant(*row)
+            return None
+
+        return await self._db(query)
+
+    async def grants(self) -> list[Grant]:
+        """Every standing grant, oldest first."""
+
+        def query(conn: sqlite3.Connection) -> list[Grant]:
+            rows = conn.execute(
+                f"SELECT {_GRANT_COLUMNS} FROM grants ORDER BY created_ms"
+            ).fetchall()
+            return [Grant(*r) for r in rows]
+
+        return await self._db(query)
+
+    async def revoke(self, tool: str, *, runtime_id: str | None = None) -> int:
+        """Remove the grants of ``tool`` (of one runtime, when given); how many went."""
+
+        def delete(conn: sqlite3.Connection) -> int:
+            if runtime_id is None:
+                return conn.execute("DELETE FROM grants WHERE tool = ?", (tool,)).rowcount
+            return conn.execute(
+                "DELETE FROM grants WHERE tool = ? AND runtime_id = ?", (tool, runtime_id)
+            ).rowcount
+
+        return await self._db(delete)
+
     async def _set_status(self, approval_id: str, status: str, *, only_pending: bool) -> None:
         where = " AND status = 'pending'" if only_pending else ""
 
@@ -436,6 +541,50 @@ class RunInfo:
     agent_id: str = ""
     session_key: str = ""
     """The orchestrator's session key (``runtime:native:task:…``)."""
+    cwd: str = ""
+    """The run's working directory (where an ``always`` grant applies)."""
+
+
+_GRANT_COLUMNS: Final = "scope, tool, runtime_id, cwd, session_key, approval_id, created_ms"
+
+
+@attrs.frozen
+class Grant:
+    """A standing approval: ``tool`` runs without asking, for the rest of one run (``run``:
+    :attr:`session_key`) or on one runtime in one directory (``always``: :attr:`cwd`)."""
+
+    scope: DecisionScope
+    tool: str
+    runtime_id: str
+    cwd: str
+    session_key: str
+    approval_id: str | None
+    created_ms: int
+
+    def describe(self) -> str:
+        if self.scope == "run":
+            return f"for the rest of run {self.session_key}"
+        return f"always on {self.runtime_id} in {self.cwd}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "tool": self.tool,
+            "runtime": self.runtime_id,
+            "cwd": self.cwd or None,
+            "run": self.session_key or None,
+            "approval": self.approval_id,
+            "createdMs": self.created_ms,
+        }
+
+
+def _grant_key(tool: str, scope: DecisionScope, run: RunInfo) -> tuple[str, ...] | None:
+    """The grant's primary key, or ``None`` when the run lacks what the scope is keyed on."""
+    if scope == "run" and run.session_key:
+        return ("run", tool, run.runtime_id, "", run.session_key)
+    if scope == "always" and run.cwd and run.runtime_id:
+        return ("always", tool, run.runtime_id, run.cwd, "")
+    return None
 
 
 @attrs.frozen
@@ -449,8 +598,18 @@ class BookHandler:
     async def record(self, request: ApprovalRequest) -> None:
         await self.book.record(request, self.run)
 
+    async def standing(self, request: ApprovalRequest) -> ApprovalDecision | None:
+        """An approval from a standing grant (see :data:`DecisionScope`), else ``None`` (ask)."""
+        grant = await self.book.standing(request.tool_name, self.run)
+        if grant is None:
+            return None
+        return approve(f"allowed {grant.describe()} ({grant.approval_id or 'a grant'})")
+
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await self.book.wait(request, self.run)
+        decision = await self.book.wait(request, self.run)
+        if decision.approved and decision.scope != "once":
+            await self.book.grant(request.tool_name, decision.scope, self.run, request.id)
+        return decision
 
 
 def _create_private(path: Path) -> None:

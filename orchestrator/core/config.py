@@ -26,6 +26,10 @@ The file format::
     output = 10.0
     cached_input = 0.125
 
+    [runtimes.claude-code.accounts.work]  # another account (run --account work)
+    home = "~/.claude-work"             # its config directory (holds its login)
+    api_key_env = "WORK_ANTHROPIC_KEY"  # … or its key, by variable NAME
+
     [runtimes.native]
     output_schema = "answer.schema.json"  # the final answer: JSON matching this JSON Schema
 
@@ -37,6 +41,16 @@ The file format::
     [runtimes.native.mcp_servers.search]  # … or streamable HTTP
     url = "http://127.0.0.1:8931/mcp"
     headers_env = { Authorization = "SEARCH_AUTH" }  # header value from this variable
+
+    [runtimes.native.hooks]             # /compact runs this function before the model
+    compact = "myapp.hooks:compact"
+    [runtimes.native.skills.concise]    # a /concise skill: a handler function …
+    handler = "myapp.skills:concise"
+    expose_to_agent = true
+    [runtimes.native.skills.python-debug]  # … or a content skill directory (SKILL.md)
+    dir = "docs/skills/python-debug"
+    [runtimes.native.subagents.reviewer]   # a sub-agent: instructions, or a factory function
+    factory = "myapp.agents:reviewer"
 
     [budget]                            # governance (see orchestrator.engine.governance)
     usd = 2.0                           # per task; run --budget-usd wins
@@ -50,6 +64,21 @@ The file format::
     cooldown_s = 60
     fallback = { codex = "claude-code" }
 
+    [workspace]                         # each new workspace of a side-by-side run or batch
+    setup = "npm ci"                    # run there (sh -c) before the agent starts
+    teardown = "docker compose down"    # run there after the task's runs end
+    timeout_s = 600                     # each script's limit (default 300)
+
+**A project's file is not the user's.** ``ringleader.toml`` in the working directory comes with
+whatever repository was cloned there, so unless the user trusted that directory (``ringleader
+trust DIR``: a ``[[trusted]]`` entry in the user config file; a trusted directory's
+subdirectories are trusted too) it may only set what can neither redirect a key nor run code:
+its ``binary``, ``base_url``, ``api_key_env``, ``extra_args``, ``mcp_servers``, ``hooks``,
+``skills`` and ``subagents`` (native Python code by ``module:function``), a ``permission =
+"allow"``, ``[workspace]`` ``setup``/``teardown`` and ``[sandbox]`` ``read``/``write`` are ignored, one line each in :attr:`LoadedConfig.ignored` saying
+which key and why (the CLI prints them). The user config, ``--config FILE`` and the environment
+are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
+
 A key itself is never accepted in a file (a field named like one, or a value shaped like one):
 the file names the environment variable that holds it (``api_key_env``). Every problem is one
 :class:`~orchestrator.core.errors.ConfigError` line naming the file, the key and what is wrong.
@@ -60,15 +89,19 @@ reads the key from the environment when the adapter is built.
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
+from cronsim import CronSim, CronSimError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -82,17 +115,27 @@ from orchestrator.core.errors import ConfigError, redact_secrets
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "AccountConfig",
     "BreakerConfig",
     "BudgetConfig",
     "Config",
     "LoadedConfig",
     "McpServerConfig",
     "ModelPrice",
+    "NotifyConfig",
+    "NotifyEvent",
     "PermissionPolicyName",
     "RuntimeConfig",
     "SandboxConfig",
+    "ScheduleConfig",
+    "SkillConfig",
+    "SubagentConfig",
+    "WorkspaceConfig",
     "env_var_for",
+    "is_trusted",
     "load_config",
+    "trust_directory",
+    "trusted_directories",
     "user_config_path",
 ]
 
@@ -197,23 +240,105 @@ class McpServerConfig(BaseModel):
         return shlex.join([self.command or "", *self.args])
 
 
+_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _import_path(value: str | None) -> str | None:
+    if value is not None and not _IMPORT_PATH.match(value):
+        raise ValueError(f"{value!r} is not a module:function import path")
+    return value
+
+
 class SubagentConfig(BaseModel):
     """``[runtimes.native.subagents.<name>]``: a sub-agent the native runtime's model can hand a
-    self-contained job to (``glove_invoke_subagent``); it answers with a model call of its own
-    (no tools), and its events travel in the run's stream tagged ``agentId: <name>``."""
+    self-contained job to (``glove_invoke_subagent``): either ``instructions`` (it answers with a
+    model call of its own, no tools) or a ``factory`` (``module:function``, Glove's sub-agent
+    factory: it returns a runnable); its events travel in the run's stream tagged
+    ``agentId: <name>``."""
 
     model_config = _STRICT
-    instructions: str = Field(min_length=1)
+    instructions: str | None = Field(default=None, min_length=1)
     """Its system prompt."""
+    factory: str | None = None
+    """``module:function`` of a sub-agent factory (given the factory context)."""
     description: str = ""
     """What the parent model is told it is for (default: the first line of ``instructions``)."""
     model: str | None = None
     """Its model (default: the run's)."""
 
+    @field_validator("factory")
+    @classmethod
+    def _factory_path(cls, value: str | None) -> str | None:
+        return _import_path(value)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SubagentConfig:
+        if (self.instructions is None) == (self.factory is None):
+            raise ValueError("give exactly one of instructions or factory")
+        return self
+
     def describe(self) -> str:
-        first = self.instructions.strip().splitlines()[0]
+        first = (self.instructions or "").strip().splitlines()[0] if self.instructions else ""
         model = f" (model {self.model})" if self.model else ""
-        return f"{self.description or first}{model}"
+        kind = f"factory {self.factory}: " if self.factory else ""
+        return f"{kind}{self.description or first}{model}"
+
+
+class SkillConfig(BaseModel):
+    """``[runtimes.native.skills.<name>]``: a ``/name`` skill of the native runtime, either a
+    handler (``module:function``, Glove's skill handler) or a content skill directory (its
+    ``SKILL.md`` and section files, relative to the run's working directory or absolute)."""
+
+    model_config = _STRICT
+    handler: str | None = None
+    dir: str | None = None
+    description: str = ""
+    """What the model is told (a handler skill exposed to it; a content skill's front matter
+    wins)."""
+    expose_to_agent: bool = False
+    """A handler skill the model may call through ``glove_invoke_skill``."""
+
+    @field_validator("handler")
+    @classmethod
+    def _handler_path(cls, value: str | None) -> str | None:
+        return _import_path(value)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SkillConfig:
+        if (self.handler is None) == (self.dir is None):
+            raise ValueError("give exactly one of handler or dir")
+        return self
+
+    def describe(self) -> str:
+        what = f"handler {self.handler}" if self.handler else f"dir {self.dir}"
+        exposed = " (exposed to the agent)" if self.expose_to_agent else ""
+        return f"{what}{exposed}"
+
+
+class AccountConfig(BaseModel):
+    """``[runtimes.<id>.accounts.<name>]``: another account of the runtime (a second
+    subscription login, a team key). A run with ``--account NAME`` (or a task's ``account``)
+    uses its ``home`` as the runtime's config directory (Claude Code's ``CLAUDE_CONFIG_DIR``,
+    Codex's ``CODEX_HOME``; default: a home of its own under the state directory, where you log
+    in once) and its ``api_key_env`` / ``base_url`` / ``model`` over the runtime's."""
+
+    model_config = _STRICT
+    home: str | None = None
+    """The account's config directory (``~`` is expanded); it holds its login."""
+    api_key_env: str | None = None
+    """The NAME of the environment variable holding this account's key (never the key)."""
+    base_url: str | None = None
+    model: str | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and (redact_secrets(value) != value or not _ENV_NAME.match(value)):
+            raise ValueError(f"{value!r} is not an environment variable name")
+        return value
+
+    def home_path(self) -> Path | None:
+        return Path(self.home).expanduser() if self.home else None
 
 
 class RuntimeConfig(BaseModel):
@@ -256,12 +381,43 @@ class RuntimeConfig(BaseModel):
     directory or absolute (default ``.claude/skills``; ``run --skills-dir`` wins)."""
     subagents: dict[str, SubagentConfig] = Field(default_factory=dict[str, SubagentConfig])
     """Native: sub-agents by name (``run --subagent NAME=INSTRUCTIONS`` adds one)."""
+    hooks: dict[str, str] = Field(default_factory=dict[str, str])
+    """Native: ``/name`` hooks by name, each a ``module:function`` import path."""
+    skills: dict[str, SkillConfig] = Field(default_factory=dict[str, SkillConfig])
+    """Native: ``/name`` skills by name (a handler, or a content skill directory)."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     """MCP servers by name (native); their tools are ``mcp__<name>__<tool>``."""
     output_schema: str | None = None
     """A JSON Schema file (native; relative to the working directory): the final answer must
     be JSON matching it; a mismatch goes back to the model (twice at most), then the run fails
     with ``error{output_invalid}``."""
+    accounts: dict[str, AccountConfig] = Field(default_factory=dict[str, AccountConfig])
+    """More accounts of this runtime by name (``--account NAME``; see :class:`AccountConfig`)."""
+
+    def for_account(self, name: str) -> RuntimeConfig:
+        """These settings as account ``name`` has them (its key variable, URL and model over
+        the runtime's).
+
+        Raises:
+            ConfigError: no such account.
+        """
+        account = self.accounts.get(name)
+        if account is None:
+            known = ", ".join(self.accounts) or "none configured"
+            raise ConfigError(f"no account {name!r} (accounts: {known})")
+        values = {
+            k: v
+            for k, v in account.model_dump().items()
+            if k in ("api_key_env", "base_url", "model") and v is not None
+        }
+        return self.model_copy(update={**values, "accounts": {}})
+
+    @field_validator("hooks")
+    @classmethod
+    def _hook_paths(cls, value: dict[str, str]) -> dict[str, str]:
+        for path in value.values():
+            _import_path(path)
+        return value
 
     @field_validator("api_key_env")
     @classmethod
@@ -308,6 +464,46 @@ class BreakerConfig(BaseModel):
     fallback: dict[str, str] = Field(default_factory=dict[str, str])
 
 
+class WorkspaceConfig(BaseModel):
+    """``[workspace]``: scripts run (``sh -c``) in each new workspace of a side-by-side run or a
+    batch, with the workspace as working directory: ``setup`` before the agent starts (a failure
+    fails that run with ``error{setup_failed}``), ``teardown`` after the task's runs end; each
+    is stopped after ``timeout_s`` seconds."""
+
+    model_config = _STRICT
+    setup: str | None = None
+    teardown: str | None = None
+    timeout_s: float = Field(default=300.0, gt=0)
+
+
+NotifyEvent: TypeAlias = Literal["waiting_approval", "rate_limited", "error", "done"]
+"""A change of a run's state a person may want to hear about."""
+_URL_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class NotifyConfig(BaseModel):
+    """``[notify]``: tell a person when a run needs them, through Apprise URLs (ntfy, Slack,
+    Discord, Telegram, email, ``json://`` webhooks, …). A URL names secrets only by variable:
+    ``${NAME}`` is replaced by the value of environment variable ``NAME`` when a notification is
+    sent (``tgram://${TG_BOT_TOKEN}/${TG_CHAT_ID}``); a URL with a literal key is refused."""
+
+    model_config = _STRICT
+    urls: tuple[str, ...] = ()
+    events: tuple[NotifyEvent, ...] = ("waiting_approval", "rate_limited", "error", "done")
+    board_url: str = "http://127.0.0.1:8765"
+    """Where the board is served: the notification links to the run's page there."""
+
+    def resolved_urls(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """The URLs with each ``${NAME}`` replaced (a URL naming an unset variable is left out)."""
+        env = os.environ if environ is None else environ
+        found: list[str] = []
+        for url in self.urls:
+            names = _URL_VAR.findall(url)
+            if all(env.get(n) for n in names):
+                found.append(_URL_VAR.sub(lambda m: env[m.group(1)], url))
+        return found
+
+
 class SandboxConfig(BaseModel):
     """``[sandbox]``: confine every run's children with bubblewrap (off unless set; see
     :mod:`orchestrator.core.sandbox`)."""
@@ -320,7 +516,52 @@ class SandboxConfig(BaseModel):
     """More paths a run may change (a shared cache)."""
 
 
-_SECTIONS: Final = ("budget", "breaker", "sandbox")
+_SECTIONS: Final = ("budget", "breaker", "workspace", "notify", "sandbox")
+
+
+class ScheduleConfig(BaseModel):
+    """``[[schedule]]``: a task that ``ringleader serve`` runs on a cron schedule (see
+    ``orchestrator/engine/schedule.py``). The task's fields are a batch file task's."""
+
+    model_config = _STRICT
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    cron: str = Field(min_length=1)
+    """A five-field cron expression (minute hour day-of-month month day-of-week), e.g.
+    ``"0 3 * * 1-5"``."""
+    timezone: str = "UTC"
+    """An IANA time zone name the expression is read in (``Europe/Riga``); default UTC."""
+    catch_up: bool = False
+    """Run once at start-up when a firing was missed while the server was down (a missed
+    firing is always reported)."""
+    overlap: bool = False
+    """Let a firing start while the previous one still runs (default: it is skipped, and
+    reported)."""
+    prompt: str = Field(min_length=1)
+    runtime: str = Field(min_length=1)
+    model: str | None = None
+    cwd: str = "."
+    """Relative to the directory ``ringleader serve`` runs in."""
+    workspace: bool = True
+    account: str | None = None
+    fallback: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _valid(self) -> ScheduleConfig:
+        if not self.prompt.strip():
+            raise ValueError("prompt is empty")
+        if len(self.cron.split()) != 5:
+            raise ValueError(
+                f"cron {self.cron!r}: give five fields (minute hour day month weekday)"
+            )
+        try:
+            zone = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {self.timezone!r} (an IANA name)") from None
+        try:
+            CronSim(self.cron, datetime.datetime.now(zone))
+        except CronSimError as exc:
+            raise ValueError(f"cron {self.cron!r}: {exc}") from None
+        return self
 
 
 class Config(BaseModel):
@@ -330,6 +571,10 @@ class Config(BaseModel):
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict[str, RuntimeConfig])
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     breaker: BreakerConfig | None = None
+    schedule: tuple[ScheduleConfig, ...] = ()
+    """``[[schedule]]`` entries of every file (a later file's entry replaces one with its id)."""
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
@@ -338,7 +583,7 @@ class Config(BaseModel):
 
 
 _FIELDS: Final = tuple(RuntimeConfig.model_fields)
-_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents")
+_TABLE_FIELDS: Final = ("prices", "mcp_servers", "subagents", "hooks", "skills", "accounts")
 """Fields that are tables keyed by name (a model, a server): merged entry by entry."""
 _ENV_FIELDS: Final = tuple(f for f in _FIELDS if f not in _TABLE_FIELDS)
 
@@ -368,6 +613,8 @@ class LoadedConfig:
     ``env NAME`` that set it. Absent keys are defaults."""
     files: tuple[Path, ...] = ()
     """The files that were read, lowest precedence first."""
+    ignored: tuple[str, ...] = ()
+    """One line per key of an untrusted project file that was ignored, saying why."""
 
     def runtime(self, runtime_id: str) -> RuntimeConfig:
         return self.config.runtime(runtime_id)
@@ -380,7 +627,7 @@ class LoadedConfig:
         runtimes = dict(self.config.runtimes) | {runtime_id: updated}
         sources = dict(self.sources) | {f"runtimes.{runtime_id}.{k}": source for k in values}
         config = self.config.model_copy(update={"runtimes": runtimes})
-        return LoadedConfig(config, sources, self.files)
+        return LoadedConfig(config, sources, self.files, self.ignored)
 
     def describe(self, runtime_ids: Iterable[str] = ()) -> list[tuple[str, str, str]]:
         """``(key, value, source)`` rows for every runtime named in the configuration or in
@@ -391,12 +638,34 @@ class LoadedConfig:
             cfg = self.config.runtime(runtime_id)
             for field in _FIELDS:
                 key = f"runtimes.{runtime_id}.{field}"
-                if field in ("mcp_servers", "subagents"):  # tables of entries that describe()
-                    entries: Mapping[str, McpServerConfig | SubagentConfig] = getattr(cfg, field)
+                if field == "accounts":
+                    for name, account in cfg.accounts.items():
+                        entry_key = f"{key}.{name}"
+                        parts = [f"home={account.home or '(own, in the state directory)'}"]
+                        if account.api_key_env:
+                            state = "set" if os.environ.get(account.api_key_env) else "not set"
+                            parts.append(f"api_key_env={account.api_key_env} ({state})")
+                        parts += [
+                            f"{k}={v}"
+                            for k, v in (("base_url", account.base_url), ("model", account.model))
+                            if v
+                        ]
+                        shown = redact_secrets(", ".join(parts))
+                        rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
+                    continue
+                if field in ("mcp_servers", "subagents", "skills"):  # entries that describe()
+                    entries: Mapping[str, McpServerConfig | SubagentConfig | SkillConfig] = getattr(
+                        cfg, field
+                    )
                     for name, entry in entries.items():
                         entry_key = f"{key}.{name}"
                         shown = redact_secrets(entry.describe())
                         rows.append((entry_key, shown, self.sources.get(entry_key, "default")))
+                    continue
+                if field == "hooks":
+                    for name, path in cfg.hooks.items():
+                        hook_key = f"{key}.{name}"
+                        rows.append((hook_key, path, self.sources.get(hook_key, "default")))
                     continue
                 if field == "prices":
                     for model, price in cfg.prices.items():
@@ -440,6 +709,9 @@ def load_config(
     local = Path(cwd if cwd is not None else os.getcwd()) / CONFIG_FILE_NAME
     if local.is_file():
         paths.append(local)
+    untrusted: Path | None = None
+    if local.is_file() and not is_trusted(local.parent, env):
+        untrusted = local
     if config_file is not None:
         explicit = Path(config_file)
         if not explicit.is_file():
@@ -451,8 +723,21 @@ def load_config(
     merged: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
+    schedules: dict[str, ScheduleConfig] = {}
+    ignored: list[str] = []
     for path in paths:
-        data, tables = _read_file(path)
+        explicit_file = config_file is not None and path == paths[-1]  # --config: the user's
+        project = path == untrusted and not explicit_file
+        data, tables = _read_file(path, user=path == user, ignored=ignored if project else None)
+        found = _schedules(path, sources)
+        if project and found:  # a repository does not schedule work on its own
+            ignored.append(
+                f"{path}: ignored [[schedule]] {', '.join(found)}: this directory is not trusted "
+                f"and it would run tasks of the repository's choosing on a schedule (trust it "
+                f"with `ringleader trust {path.parent}`)"
+            )
+            found = {}
+        schedules.update(found)
         _merge(merged, sources, data, str(path))
         for name, table in tables.items():  # key by key, a later file wins
             sections.setdefault(name, {}).update(table)
@@ -469,13 +754,102 @@ def load_config(
             merged.setdefault(runtime_id, {})[field] = value
             sources[f"runtimes.{runtime_id}.{field}"] = f"env {name}"
     config = _validate(Config, {"runtimes": merged, **sections}, "the merged configuration")
-    return LoadedConfig(config, sources, tuple(paths))
+    config = config.model_copy(update={"schedule": tuple(schedules.values())})
+    return LoadedConfig(config, sources, tuple(paths), tuple(ignored))
+
+
+# -- trusted project directories ---------------------------------------------------------------
+
+_TRUSTED_TABLE: Final = "trusted"
+
+_UNTRUSTED_REASONS: Final = {
+    "binary": "it would run a program of the repository's choosing",
+    "base_url": "it would send model requests, and the key with them, to another server",
+    "api_key_env": "it would choose which of your environment variables is sent as a key",
+    "extra_args": "it would change the runtime's command line (which can run code or "
+    "redirect requests)",
+    "mcp_servers": "it would start programs or send your environment's values as headers",
+    "hooks": "it would import and run Python code of the repository's choosing",
+    "skills": "it would import and run Python code of the repository's choosing",
+    "subagents": "a sub-agent factory would import and run Python code of the repository's "
+    "choosing",
+    "accounts": "it would choose an account's config directory, key variable or server",
+}
+
+
+def trusted_directories(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The directories the user trusted (``[[trusted]] directory = "…"`` in the user config)."""
+    path = user_config_path(environ)
+    if not path.is_file():
+        return ()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return ()  # reading the file for real reports the problem
+    entries: Any = data.get(_TRUSTED_TABLE, [])
+    if not isinstance(entries, list):
+        return ()
+    found: list[Path] = []
+    for entry in cast(list[Any], entries):
+        if isinstance(entry, dict):
+            directory = cast(dict[str, Any], entry).get("directory")
+            if isinstance(directory, str) and directory:
+                found.append(Path(directory))
+    return tuple(found)
+
+
+def is_trusted(directory: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``directory`` (or a directory above it) was trusted with ``ringleader trust``."""
+    here = Path(directory).resolve()
+    return any(here == t or t in here.parents for t in trusted_directories(environ))
+
+
+def trust_directory(
+    directory: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+) -> tuple[Path, bool]:
+    """Record ``directory`` as trusted in the user config file (appending a ``[[trusted]]``
+    entry: the rest of the file is left as it is); ``(resolved directory, newly trusted)``."""
+    here = Path(directory).resolve()
+    if not here.is_dir():
+        raise ConfigError(f"{directory}: not a directory")
+    if here in trusted_directories(environ):
+        return here, False
+    path = user_config_path(environ)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    entry = f"[[{_TRUSTED_TABLE}]]\ndirectory = {json.dumps(str(here))}\n"
+    entry = ("" if not text else "\n" if text.endswith("\n") else "\n\n") + entry
+    try:
+        tomllib.loads(text + entry)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{path}: fix this file first: {exc}") from None
+    with path.open("a", encoding="utf-8") as f:
+        f.write(entry)
+    return here, True
+
+
+def _schedules(path: Path, sources: dict[str, str]) -> dict[str, ScheduleConfig]:
+    """The ``[[schedule]]`` entries of ``path`` (already validated by ``_read_file``) by id."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    entries = _validate(Config, {"schedule": data.get("schedule", [])}, str(path)).schedule
+    found: dict[str, ScheduleConfig] = {}
+    for entry in entries:
+        if entry.id in found:
+            raise ConfigError(f"{path}: schedule id {entry.id!r} appears twice")
+        found[entry.id] = entry
+        sources[f"schedule.{entry.id}"] = str(path)
+    return found
 
 
 # -- internals -------------------------------------------------------------------------------
 
 
-def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+def _read_file(
+    path: Path, *, user: bool = False, ignored: list[str] | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """One file's runtimes and sections. ``user``: the user config (where ``[[trusted]]``
+    lives); ``ignored``: the file is an untrusted project's — what it may not set is left out
+    and said there."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -486,6 +860,15 @@ def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+    if _TRUSTED_TABLE in data:
+        if not user:
+            raise ConfigError(
+                f"{path}: {_TRUSTED_TABLE}: trusted directories are recorded in the user config "
+                f"only ({user_config_path()}; `ringleader trust DIR` adds one)"
+            )
+        del data[_TRUSTED_TABLE]
     _refuse_secrets(path, data, ())
     config = _validate(Config, data, str(path))
     # keep only what the file set, so lower-precedence files still show through
@@ -493,10 +876,43 @@ def _read_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
     raw_runtimes: dict[str, Any] = data.get("runtimes", {})
     for runtime_id, table in raw_runtimes.items():
         parsed = config.runtime(runtime_id)
-        runtimes[runtime_id] = {
-            field: getattr(parsed, field) for field in _FIELDS if field in table
-        }
+        kept: dict[str, Any] = {}
+        for field in _FIELDS:
+            if field not in table:
+                continue
+            value = getattr(parsed, field)
+            reason = _UNTRUSTED_REASONS.get(field)
+            if field == "permission" and value == "allow":
+                reason = "it would let the agent write and run commands without asking"
+            if ignored is not None and reason is not None:
+                ignored.append(
+                    f"{path}: ignored runtimes.{runtime_id}.{field}: this directory is not "
+                    f"trusted and {reason} (trust it with `ringleader trust {path.parent}`)"
+                )
+                continue
+            kept[field] = value
+        runtimes[runtime_id] = kept
     tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    sandbox = tables.get("sandbox")
+    if ignored is not None and sandbox is not None:
+        for field in ("read", "write"):  # more paths open to the agents: the user's to say
+            if field in sandbox:
+                del sandbox[field]
+                ignored.append(
+                    f"{path}: ignored sandbox.{field}: this directory is not trusted and it would "
+                    f"open more of your files to the agents (trust it with "
+                    f"`ringleader trust {path.parent}`)"
+                )
+    workspace = tables.get("workspace")
+    if ignored is not None and workspace is not None:
+        for field in ("setup", "teardown"):  # shell commands run in every workspace
+            if field in workspace:
+                del workspace[field]
+                ignored.append(
+                    f"{path}: ignored workspace.{field}: this directory is not trusted and it "
+                    f"would run a command of the repository's choosing (trust it with "
+                    f"`ringleader trust {path.parent}`)"
+                )
     return runtimes, tables
 
 

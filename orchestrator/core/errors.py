@@ -24,6 +24,7 @@
     ├── BudgetExceededError                          a cost, turn or time limit was reached
     │   └── MaxTurnsError                            a native agent run hit its turn limit (.max_turns)
     ├── PromptCancelledError                         a native agent run was cancelled (.reason)
+    ├── AbortError                                   a native Glove request was aborted (.reason, .result)
     ├── ToolCallError                                a native agent's call_tool failed (.tool_name, .kind)
     ├── ToolApprovalRequiredError                    a tool call needs approval, no handler (.request)
     └── HostError                                    a host could not place or keep a task
@@ -49,10 +50,12 @@ import trio
 from orchestrator.core.redact import redact_text
 
 __all__ = [
+    "AbortError",
     "ActorCrashedError",
     "ActorError",
     "AdapterError",
     "AgentOptionsError",
+    "ApplyRefusedError",
     "BreakerOpenError",
     "BudgetExceededError",
     "CapabilityError",
@@ -69,6 +72,7 @@ __all__ = [
     "OutputValidationError",
     "PromptCancelledError",
     "ProtocolError",
+    "ReviewError",
     "RingleaderError",
     "RuntimeExitedError",
     "RuntimeNotFoundError",
@@ -390,6 +394,22 @@ class PromptCancelledError(RingleaderError):
         return (type(self), (self.reason, self.chat_history))
 
 
+class AbortError(RingleaderError):
+    """A native Glove request was aborted (Glove's ``AbortError``): by its cancel token, or by a
+    lifecycle hook that stopped it (``reason`` says which and why). ``result`` is what the request
+    had reached (the loop's ``AskResult``: text so far, usage, turns), every open tool call closed."""
+
+    event_code = "aborted"
+
+    def __init__(self, message: str = "Request aborted", result: Any = None) -> None:
+        super().__init__(message)
+        self.reason = message
+        self.result = result
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.result))
+
+
 class ToolCallError(RingleaderError):
     """A native agent's ``call_tool`` ended in an error result (``kind``: not_found,
     invalid_input, denied, timeout, aborted, failed); the message is the model-visible text."""
@@ -435,6 +455,25 @@ class NodeLostError(HostError):
     """The node running the task died; its runs were marked ``interrupted`` on the head."""
 
     event_code = "node_lost"
+
+
+class ReviewError(RingleaderError):
+    """A run's workspace cannot be diffed, compared, applied or pruned as asked (no such run, no
+    workspace recorded, the workspace is gone, git failed)."""
+
+    event_code = "review_error"
+
+
+class ApplyRefusedError(ReviewError):
+    """``apply`` refused before changing anything the person has: a dirty working tree, a target
+    branch checked out in another worktree, a conflict (``files`` lists them), an original that
+    changed since the snapshot."""
+
+    event_code = "apply_refused"
+
+    def __init__(self, message: str, *, files: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.files = files
 
 
 def exception_leaves(error: BaseException) -> list[BaseException]:

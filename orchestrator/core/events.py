@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, NoReturn, TypeAlias, TypeVar, cast
 
 import attrs
@@ -33,6 +33,7 @@ __all__ = [
     "ErrorEvent",
     "EventBase",
     "EventFactory",
+    "QuotaWindow",
     "RuntimeEvent",
     "RuntimeEventKind",
     "Status",
@@ -219,6 +220,25 @@ class ApprovalCall(BaseModel):
     reason: str | None = None
 
 
+class QuotaWindow(BaseModel):
+    """One rate-limit window of the account a runtime runs as, as the runtime reported it
+    (Claude Code's ``rate_limit_event``, Codex's ``account/rateLimits/updated``): ``None`` means
+    the runtime did not say, never 0."""
+
+    model_config = WIRE_CONFIG
+
+    name: str
+    """The window: ``five_hour``, ``seven_day`` (Claude Code), ``primary``, ``secondary``
+    (Codex), ``requests`` (a plain 429 that named none)."""
+    used_percent: float | None = None
+    """0–100 (may pass 100)."""
+    resets_at: int | None = None
+    """Epoch ms."""
+    window_minutes: int | None = None
+    state: str | None = None
+    """``allowed``, ``allowed_warning`` or ``rejected`` (held until ``resets_at``)."""
+
+
 class Status(EventBase):
     """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries
     etc.; ``rate_limited`` with ``resets_at`` (epoch ms) when a task is parked until a reset;
@@ -230,6 +250,11 @@ class Status(EventBase):
     detail: str | None = None
     resets_at: int | None = None
     approval: ApprovalCall | None = None
+    quota: tuple[QuotaWindow, ...] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    """The account's rate-limit windows, when the runtime reported them with this status (left
+    out of the wire JSON when absent)."""
 
 
 class Cost(EventBase):
@@ -362,7 +387,7 @@ _PAYLOAD: dict[type[EventBase], tuple[str, ...]] = {
     TextDelta: ("text", "channel"),
     ToolCall: ("tool_call_id", "name", "input", "partial"),
     ToolResult: ("tool_call_id", "name", "output", "is_error"),
-    Status: ("phase", "model", "detail", "resets_at", "approval"),
+    Status: ("phase", "model", "detail", "resets_at", "approval", "quota"),
     Cost: ("cost_usd", "usage", "model", "estimated"),
     Done: ("reason", "summary", "usage", "cost_usd"),
     ErrorEvent: ("code", "message", "fatal"),
@@ -381,7 +406,7 @@ def _fields_set(cls: type[EventBase], *unset: str) -> set[str]:
 _TEXT_SET = _fields_set(TextDelta)
 _CALL_SET = _fields_set(ToolCall)
 _RESULT_SET = _fields_set(ToolResult)
-_STATUS_SET = _fields_set(Status, "resets_at", "approval")
+_STATUS_SET = _fields_set(Status, "resets_at", "approval", "quota")
 """``status()`` never sets ``resets_at`` (the actor adds it to a rate-limit park) nor ``approval``
 (``waiting_approval()`` does, validated): unset, as validation of the same call records them."""
 _COST_SET = _fields_set(Cost)
@@ -575,6 +600,7 @@ class EventFactory:
         values["detail"] = detail
         values["resets_at"] = None
         values["approval"] = None
+        values["quota"] = None
         if ok and type(phase) is str and phase in _PHASES and _opt_str(model) and _opt_str(detail):
             return _trusted(Status, _STATUS_SET, values)
         return _validated(Status, values)
@@ -589,15 +615,29 @@ class EventFactory:
         values["detail"] = detail
         values["resets_at"] = None
         values["approval"] = call
+        values["quota"] = None
         return _validated(Status, values)
 
-    def rate_limited(self, detail: str, resets_at: int | None = None) -> Status:
+    def rate_limited(
+        self,
+        detail: str,
+        resets_at: int | None = None,
+        quota: Sequence[QuotaWindow] | None = None,
+    ) -> Status:
         """``status{rate_limited}``: the runtime is held by a rate limit until ``resets_at``
-        (epoch ms; ``None`` when it did not say)."""
+        (epoch ms; ``None`` when it did not say); ``quota``: the windows it reported."""
         status = self.status("rate_limited", detail=detail)
-        if resets_at is None:
-            return status
-        return status.model_copy(update={"resets_at": resets_at})
+        update: dict[str, Any] = {}
+        if resets_at is not None:
+            update["resets_at"] = resets_at
+        if quota:
+            update["quota"] = tuple(quota)
+        return status.model_copy(update=update) if update else status
+
+    def quota_report(self, windows: Sequence[QuotaWindow], detail: str) -> Status:
+        """``status{running}`` carrying the account's rate-limit ``windows`` (the run goes on)."""
+        status = self.status("running", detail=detail)
+        return status.model_copy(update={"quota": tuple(windows)})
 
     def _cost(
         self, cost_usd: float | None, usage: Usage, model: str | None, estimated: bool

@@ -25,6 +25,7 @@ __all__ = [
     "ProcessIdentity",
     "ProcessRegistry",
     "current_process_registry",
+    "default_state_dir",
     "ensure_private_dir",
     "kill_marked",
     "marked_pids",
@@ -88,6 +89,16 @@ class ProcessIdentity:
             return int(fields[19]) == self.start
         except (IndexError, ValueError):
             return True
+
+
+def default_state_dir() -> Path:
+    """``$RINGLEADER_STATE_DIR``, else ``$XDG_STATE_HOME/ringleader``, else ``~/.local/state/ringleader``."""
+    explicit = os.environ.get("RINGLEADER_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    return base / "ringleader"
 
 
 def ensure_private_dir(path: str | os.PathLike[str], *, tighten: bool = False) -> Path:

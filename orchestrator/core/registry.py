@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -30,6 +31,8 @@ from orchestrator.core.sandbox import SandboxPolicy
 __all__ = [
     "ENTRY_POINT_GROUP",
     "AdapterFactory",
+    "InboxHook",
+    "InboxItemRow",
     "Installed",
     "ModelServerHook",
     "RuntimeFactory",
@@ -67,6 +70,32 @@ class ModelServerHook:
 
 
 @attrs.frozen
+class InboxItemRow:
+    """One inbox item a run posted (the native runtime's ``glove_post_to_inbox``)."""
+
+    run_id: str
+    item_id: str
+    tag: str
+    request: str
+    status: str
+    """``pending``, ``resolved`` or ``consumed`` (read by the run's next request)."""
+    blocking: bool = False
+    response: str | None = None
+    created_at: str = ""
+    resolved_at: str | None = None
+
+
+@attrs.frozen
+class InboxHook:
+    """How ``ringleader inbox`` reads and resolves a runtime's inbox items in a state
+    directory: ``list_items(state_dir, run_id or None)`` and
+    ``resolve(state_dir, run_id, item_id, response) -> bool`` (False: not pending)."""
+
+    list_items: Callable[[Path, str | None], list[InboxItemRow]]
+    resolve: Callable[[Path, str, str, str], bool]
+
+
+@attrs.frozen
 class Installed:
     """Where a runtime's executable is and which version it is (``None``: unknown)."""
 
@@ -93,6 +122,8 @@ class RuntimeSpec:
     """Finds the installed executable (raises :class:`~orchestrator.core.errors.RuntimeNotFoundError`
     when missing); ``None`` for in-process runtimes."""
     summary: str = ""
+    inbox: InboxHook | None = None
+    """Set when the runtime keeps inbox items (``ringleader inbox``)."""
     settings: frozenset[str] | None = None
     """The ``[runtimes.ID]`` settings the runtime uses beyond those every run has
     (:data:`RUN_SETTINGS`); ``None``: all of them. A setting it cannot use is refused."""

@@ -123,6 +123,9 @@ class RunActor:
     endpoint: str | None = None
     """The runtime's model endpoint: a connection failure it reports without saying where gets
     it appended (see :mod:`orchestrator.engine.endpoints`)."""
+    seq_offset: int = 0
+    """Added to every event's ``seq``: the run's first events came from elsewhere (a workspace
+    setup's ``status`` lines, :meth:`~orchestrator.engine.runner.Runner._setup`)."""
     fenced: bool = attrs.field(init=False, default=False)
     finished: trio.Event = attrs.field(init=False, factory=trio.Event)
     _abort_requested: bool = attrs.field(init=False, default=False)
@@ -191,7 +194,7 @@ class RunActor:
     async def run(self) -> RunOutcome:
         """Drain the run to its end; returns its outcome. The adapter must already be started."""
         seen = 0
-        last_seq = 0
+        last_seq = self.seq_offset
         done: Done | None = None
         fatal: ErrorEvent | None = None
         cost: Cost | None = None
@@ -235,6 +238,9 @@ class RunActor:
                             quiet = 0
                         else:
                             quiet += 1
+                    if self.seq_offset:
+                        shift = self.seq_offset
+                        raw = [e.model_copy(update={"seq": e.seq + shift}) for e in raw]
                     kinds = list(map(type, raw))  # (``type() is``, not isinstance: 3× cheaper)
                     if Done in kinds:
                         raw = raw[: kinds.index(Done) + 1]  # nothing after the terminal

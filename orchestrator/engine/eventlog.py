@@ -88,7 +88,17 @@ from orchestrator.core.events import (
 )
 from orchestrator.core.lifetime import ProcessIdentity, ensure_private_dir
 
-__all__ = ["CommitListener", "EventLog", "LoggedEvent", "RunRecorder", "RunRow", "SessionRow"]
+__all__ = [
+    "CommitListener",
+    "EventLog",
+    "LoggedEvent",
+    "PruneReport",
+    "RunListing",
+    "RunRecorder",
+    "RunRow",
+    "SessionRow",
+    "WorkspaceRow",
+]
 
 T = TypeVar("T")
 
@@ -130,6 +140,30 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_key ON sessions (session_key, updated_ms);
 """
+
+_SCHEMA_WORKSPACES = """
+CREATE TABLE IF NOT EXISTS workspaces (
+    root TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    runtime_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    path TEXT NOT NULL,
+    base TEXT,
+    git_dir TEXT,
+    created_ms INTEGER NOT NULL,
+    applied TEXT,
+    removed_ms INTEGER
+);
+"""
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_ms);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+"""
+"""Listing the newest runs and finding the running ones read an index, not every run (a log of
+100,000 runs lists its newest in milliseconds)."""
 
 _RUN_OWNER_COLUMNS = (("owner_pid", "INTEGER"), ("owner_start", "INTEGER"))
 
@@ -232,6 +266,34 @@ class RunRow:
 
 
 @attrs.frozen
+class PruneReport:
+    """What :meth:`EventLog.prune` removed (or, dry, would remove) and the file's size."""
+
+    runs: int
+    events: int
+    bytes_before: int
+    bytes_after: int
+
+
+def _file_bytes(conn: sqlite3.Connection) -> int:
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    return pages * int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+
+@attrs.frozen
+class RunListing:
+    """One line of ``replay --list``: a run with its title and USD (from its outcome)."""
+
+    run_key: str
+    runtime_id: str
+    status: str
+    started_ms: int
+    ended_ms: int | None
+    title: str | None
+    cost_usd: float | None
+
+
+@attrs.frozen
 class SessionRow:
     session_key: str
     runtime_id: str
@@ -244,6 +306,36 @@ class SessionRow:
     agent_id: str | None = None
     """The identity the run ran as (its per-identity home, if the runtime has one): a resume
     runs as the same identity."""
+
+
+@attrs.frozen
+class WorkspaceRow:
+    """A workspace ringleader made for one task's runs (see
+    :mod:`orchestrator.engine.workspaces`), recorded when it was created: what ``diff``,
+    ``compare``, ``apply`` and ``workspaces`` read. Run keys of the task start with
+    ``runtime:<runtime_id>:task:<task_id>``."""
+
+    root: str
+    """The worktree's top level, or the temporary copy."""
+    task_id: str
+    runtime_id: str
+    label: str
+    """The task's name in the view and the comparison table (``codex``, ``native#2``, …)."""
+    group_id: str
+    """The side-by-side task (or batch) the workspace was made for: ``compare`` groups by it."""
+    kind: str
+    origin: str
+    """The directory the task was started from (in the person's checkout)."""
+    path: str
+    """The run's working directory (``root`` or a folder inside it)."""
+    base: str | None
+    """The commit the workspace started from (a temporary copy: its snapshot's commit)."""
+    git_dir: str | None
+    """A temporary copy's snapshot repository (outside the copy); ``None`` for a worktree."""
+    created_ms: int
+    applied: dict[str, Any] | None = None
+    """Set by ``apply``: branch, commit, where it landed and when."""
+    removed_ms: int | None = None
 
 
 class RunRecorder(Protocol):
@@ -626,6 +718,8 @@ class EventLog:
                 conn.executescript(_SCHEMA)
                 _migrate(conn)
                 conn.executescript(_SCHEMA_SESSIONS)
+                conn.executescript(_SCHEMA_WORKSPACES)
+                conn.executescript(_INDEXES)
                 interrupted = _mark_interrupted(conn, clock())
                 if interrupted:
                     _log.warning(
@@ -716,6 +810,68 @@ class EventLog:
         """Run a read in the database thread, after everything queued so far is committed."""
         await self.flush()
         return await self._db.call(fn)
+
+    # -- upkeep ----------------------------------------------------------------------------------
+
+    async def prune(
+        self, *, ended_before_ms: int, keep: Sequence[str] = (), dry_run: bool = False
+    ) -> PruneReport:
+        """Remove the runs that ended before ``ended_before_ms`` (never a run still going, nor
+        one whose status is in ``keep``), with their events and sessions, then give the space
+        back to the file system (``VACUUM``). ``dry_run``: only count."""
+        conn = self._conn
+        statuses = tuple(keep)
+        marks = ",".join("?" * len(statuses))
+        chosen = (
+            "SELECT run_key FROM runs WHERE ended_ms IS NOT NULL AND ended_ms < ? "
+            "AND status != 'running'" + (f" AND status NOT IN ({marks})" if statuses else "")
+        )
+        params = (ended_before_ms, *statuses)
+
+        def work() -> PruneReport:
+            before = _file_bytes(conn)
+            runs = conn.execute(f"SELECT count(*) FROM ({chosen})", params).fetchone()[0]
+            events = conn.execute(
+                f"SELECT count(*) FROM events WHERE run_key IN ({chosen})", params
+            ).fetchone()[0]
+            if dry_run or not runs:
+                return PruneReport(int(runs), int(events), before, before)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(f"DELETE FROM events WHERE run_key IN ({chosen})", params)
+                conn.execute(f"DELETE FROM sessions WHERE run_key IN ({chosen})", params)
+                conn.execute(f"DELETE FROM runs WHERE run_key IN ({chosen})", params)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+            return PruneReport(int(runs), int(events), before, _file_bytes(conn))
+
+        await self.flush()
+        return await self._db.call(work)
+
+    async def check(self, *, repair: bool = False) -> list[str]:
+        """SQLite's own check of the whole file (``PRAGMA integrity_check``): ``[]`` when it is
+        sound, else what it found (at most 100 lines). ``repair``: when it is not, rebuild every
+        index from its table (``REINDEX``, what a damaged index needs) and check again."""
+        conn = self._conn
+
+        def once() -> list[str]:
+            rows = conn.execute("PRAGMA integrity_check(100)").fetchall()
+            found = [str(r[0]) for r in rows]
+            return [] if found == ["ok"] else found
+
+        def work() -> list[str]:
+            found = once()
+            if found and repair:
+                conn.execute("REINDEX")
+                found = once()
+            return found
+
+        await self.flush()
+        return await self._db.call(work)
 
     # -- listeners -------------------------------------------------------------------------------
 
@@ -1010,6 +1166,49 @@ class EventLog:
 
         return await self._call(query)
 
+    async def runs_under(self, prefixes: Sequence[str]) -> list[RunRow]:
+        """The runs whose key is one of ``prefixes`` or starts with one followed by ``:`` (a
+        task's runs: ``runtime:<runtime>:task:<task>``), oldest first; read through the run
+        key's index, so a log of many runs answers for a few tasks at once."""
+        conn = self._reader
+        wanted = sorted(set(prefixes))
+
+        def query() -> list[RunRow]:
+            found: list[tuple[int, int, RunRow]] = []
+            for prefix in wanted:
+                cur = conn.execute(
+                    "SELECT run_key, runtime_id, session_key, status, started_ms, ended_ms, "
+                    "outcome, rowid FROM runs WHERE run_key = ? OR (run_key >= ? AND run_key < ?)",
+                    (prefix, prefix + ":", prefix + ";"),
+                )
+                for r in cur.fetchall():
+                    row = RunRow(
+                        r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]) if r[6] else None
+                    )
+                    found.append((int(r[4]), int(r[7]), row))
+            found.sort(key=lambda item: (item[0], item[1]))
+            unique = {row.run_key: row for _, _, row in found}
+            return list(unique.values())
+
+        return await self._call(query)
+
+    async def run_listing(self, limit: int | None = None) -> list[RunListing]:
+        """The newest ``limit`` runs (every run when ``None``), oldest first, with their title
+        and USD read from the outcome inside SQLite (no JSON decoding here)."""
+        conn = self._reader
+
+        def query() -> list[RunListing]:
+            cur = conn.execute(
+                "SELECT * FROM (SELECT run_key, runtime_id, status, started_ms, ended_ms, "
+                "json_extract(outcome, '$.title'), json_extract(outcome, '$.costUsd'), rowid "
+                "FROM runs ORDER BY started_ms DESC, rowid DESC LIMIT ?) "
+                "ORDER BY started_ms, rowid",
+                (-1 if limit is None else limit,),
+            )
+            return [RunListing(*r[:7]) for r in cur.fetchall()]
+
+        return await self._call(query)
+
     # -- sessions --------------------------------------------------------------------------------
 
     async def record_session(
@@ -1070,5 +1269,87 @@ class EventLog:
                     (key,),
                 ).fetchone()
             return SessionRow(*row) if row else None
+
+        return await self._call(query)
+
+    # -- workspaces ------------------------------------------------------------------------------
+
+    async def record_workspace(self, row: WorkspaceRow) -> None:
+        """Record a new workspace (a root recorded before is replaced: git may reuse a path
+        only after the earlier worktree is gone). Returns once committed."""
+        await self._write(
+            "INSERT OR REPLACE INTO workspaces (root, task_id, runtime_id, label, group_id, kind, "
+            "origin, path, base, git_dir, created_ms, applied, removed_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.root,
+                row.task_id,
+                row.runtime_id,
+                row.label,
+                row.group_id,
+                row.kind,
+                row.origin,
+                row.path,
+                row.base,
+                row.git_dir,
+                row.created_ms,
+                None if row.applied is None else json.dumps(row.applied),
+                row.removed_ms,
+            ),
+            what="record_workspace",
+            wait=True,
+        )
+
+    async def mark_workspace(
+        self,
+        root: str,
+        *,
+        applied: dict[str, Any] | None = None,
+        removed_ms: int | None = None,
+    ) -> None:
+        """Record that a workspace's run was applied (``applied``) or the workspace removed."""
+        if applied is not None:
+            await self._write(
+                "UPDATE workspaces SET applied = ? WHERE root = ?",
+                (json.dumps(applied), root),
+                what="mark_workspace",
+                wait=True,
+            )
+        if removed_ms is not None:
+            await self._write(
+                "UPDATE workspaces SET removed_ms = ? WHERE root = ?",
+                (removed_ms, root),
+                what="mark_workspace",
+                wait=True,
+            )
+
+    async def workspaces(self) -> list[WorkspaceRow]:
+        """Every recorded workspace, oldest first."""
+        conn = self._reader
+
+        def query() -> list[WorkspaceRow]:
+            cur = conn.execute(
+                "SELECT root, task_id, runtime_id, label, group_id, kind, origin, path, base, "
+                "git_dir, created_ms, applied, removed_ms FROM workspaces "
+                "ORDER BY created_ms, rowid"
+            )
+            return [
+                WorkspaceRow(
+                    root=r[0],
+                    task_id=r[1],
+                    runtime_id=r[2],
+                    label=r[3],
+                    group_id=r[4],
+                    kind=r[5],
+                    origin=r[6],
+                    path=r[7],
+                    base=r[8],
+                    git_dir=r[9],
+                    created_ms=r[10],
+                    applied=json.loads(r[11]) if r[11] else None,
+                    removed_ms=r[12],
+                )
+                for r in cur.fetchall()
+            ]
 
         return await self._call(query)

@@ -49,6 +49,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import secrets
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -75,9 +76,11 @@ __all__ = [
     "RecordingSink",
     "ServedFeed",
     "SlowPolicy",
+    "check_bind",
     "feed_app",
     "feed_routes",
     "jsonl_line",
+    "new_token",
     "refused",
     "run_json",
     "serve_feed",
@@ -571,36 +574,37 @@ class _ClosingStreamingResponse(StreamingResponse):
                 await self._on_close()
 
 
-_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def _host_name(header: str) -> str:
-    """The host of a ``Host`` header, without port or IPv6 brackets."""
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0]
-    return header.rsplit(":", 1)[0].lower()
+def new_token() -> str:
+    """A fresh random access token (what ``serve`` uses when none is configured)."""
+    return secrets.token_urlsafe(32)
 
 
 @attrs.frozen
 class FeedAuth:
-    """Who may read the feed (and, on the board, act). With ``token``, a request needs
-    ``Authorization: Bearer <token>`` (reads may also pass ``?token=``, for ``EventSource``);
-    compared in constant time. Without one (loopback only), a request must name a loopback
-    ``Host`` so a web page cannot reach the server through DNS rebinding."""
+    """Who may read the feed (and, on the board, act): whoever holds ``token``, on loopback
+    too — another local user can reach a loopback port, so the address is no boundary (the
+    Jupyter model: a random token printed once at start unless one is configured).
 
-    token: str | None = None
+    A request sends ``Authorization: Bearer <token>``, compared in constant time. ``GET
+    /events`` alone may pass it as ``?token=`` instead: ``EventSource`` cannot set headers, and
+    a query parameter (unlike a cookie) is never attached by the browser to another site's
+    request, so no CSRF; the access log is off, so the query string is not logged."""
 
-    def host_ok(self, request: Request) -> bool:
-        return _host_name(request.headers.get("host", "")) in _LOOPBACK_HOSTS
+    token: str
+
+    def __attrs_post_init__(self) -> None:
+        if not self.token:
+            raise ConfigError("the feed token must not be empty")
 
     def bearer(self, request: Request) -> str:
         header = request.headers.get("authorization", "")
         return header[7:] if header[:7].lower() == "bearer " else ""
 
-    def reads(self, request: Request) -> bool:
-        if self.token is None:
-            return self.host_ok(request)
-        offered = self.bearer(request) or request.query_params.get("token", "")
+    def reads(self, request: Request, *, query: bool = False) -> bool:
+        """Whether ``request`` carries the token (in the header; with ``query``, or ``?token=``)."""
+        offered = self.bearer(request)
+        if not offered and query:
+            offered = request.query_params.get("token", "")
         return hmac.compare_digest(offered.encode(), self.token.encode())
 
 
@@ -620,7 +624,7 @@ def feed_routes(
     authorized = auth.reads
 
     async def events(request: Request, kind: type[_SSEStream] = _SSEStream) -> Response:
-        if not authorized(request):
+        if not auth.reads(request, query=True):  # EventSource cannot set a header
             return refused()
         raw = (
             request.headers.get("last-event-id") or request.query_params.get("last_event_id") or "0"
@@ -678,16 +682,15 @@ def feed_app(
     feed: Feed,
     log: EventLog,
     *,
-    token: str | None = None,
+    token: str,
     page: int = 1000,
     keepalive_s: float = 15.0,
 ) -> Starlette:
     """A Starlette app: ``GET /events`` (SSE, resumable by ``Last-Event-ID``; ``?run=`` filters
     to one run), ``GET /runs`` (JSON), ``GET /runs/{key}`` (JSON Lines of one run).
 
-    With ``token``, every request needs ``Authorization: Bearer <token>`` or ``?token=``
-    (compared in constant time). Without one (loopback only), requests must name a loopback
-    ``Host`` so a web page cannot reach the feed through DNS rebinding."""
+    Every request needs ``Authorization: Bearer <token>`` (``/events`` also takes ``?token=``;
+    see :class:`FeedAuth`)."""
     return Starlette(
         routes=feed_routes(feed, log, FeedAuth(token), page=page, keepalive_s=keepalive_s)
     )
@@ -722,19 +725,31 @@ def _is_loopback(host: str) -> bool:
 
 
 class ServedFeed(str):
-    """The served feed's base URL (a ``str``, e.g. ``http://127.0.0.1:8123``), with ``.url``
-    and ``.port``."""
+    """The served feed's base URL (a ``str``, e.g. ``http://127.0.0.1:8123``), with ``.url``,
+    ``.port`` and ``.token`` (what clients send)."""
 
     port: int
+    token: str
 
-    def __new__(cls, url: str, port: int) -> ServedFeed:
+    def __new__(cls, url: str, port: int, token: str = "") -> ServedFeed:
         self = super().__new__(cls, url)
         self.port = port
+        self.token = token
         return self
 
     @property
     def url(self) -> str:
         return str.__str__(self)
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse serving on ``host`` with the configured ``token``: off loopback a token must be
+    configured (a generated one would be printed to whoever started it, but nobody else could
+    have chosen it); an empty one never does (:class:`ConfigError`)."""
+    if not _is_loopback(host) and not token:
+        raise ConfigError(f"serving the feed on {host!r} (not loopback) requires a token")
+    if token is not None and not token:
+        raise ConfigError("the feed token must not be empty")
 
 
 @asynccontextmanager
@@ -749,13 +764,14 @@ async def serve_feed(
     app: Starlette | None = None,
 ) -> AsyncGenerator[ServedFeed]:
     """Serve :func:`feed_app` (or ``app``, e.g. the board, built with the same ``token``) with
-    Hypercorn's trio worker; yields the base URL (an ephemeral port by default). Loopback by
-    default; any other address requires a token (:class:`~orchestrator.core.errors.ConfigError`
-    otherwise)."""
-    if not _is_loopback(host) and not token:
-        raise ConfigError(f"serving the feed on {host!r} (not loopback) requires a token")
-    if token is not None and not token:
-        raise ConfigError("the feed token must not be empty")
+    Hypercorn's trio worker; yields the base URL (an ephemeral port by default) with the token
+    clients send (``token``, else a random one: loopback is no trust boundary). Loopback by
+    default; any other address requires a configured token
+    (:class:`~orchestrator.core.errors.ConfigError` otherwise)."""
+    check_bind(host, token)
+    if app is not None and token is None:
+        raise ConfigError("serving an app needs the token it was built with")
+    token = token or new_token()
     from hypercorn.config import Config
     from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
 
@@ -766,6 +782,7 @@ async def serve_feed(
     config.errorlog = _log
     config.graceful_timeout = 0.5
     served_app: Any = app or feed_app(feed, log, token=token, keepalive_s=keepalive_s)
+    served_token = token
 
     async def run(*, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
         await serve(served_app, config, task_status=task_status)
@@ -775,6 +792,6 @@ async def serve_feed(
         bound = int(binds[0].rsplit(":", 1)[1])
         shown = "127.0.0.1" if bare == "localhost" else (f"[{bare}]" if ":" in bare else bare)
         try:
-            yield ServedFeed(f"http://{shown}:{bound}", bound)
+            yield ServedFeed(f"http://{shown}:{bound}", bound, served_token)
         finally:
             nursery.cancel_scope.cancel()

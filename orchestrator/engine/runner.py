@@ -26,6 +26,7 @@ Choices the original executor leaves open (documented here, tested in ``tests/or
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import shutil
@@ -45,26 +46,55 @@ from orchestrator.core.adapter import (
     RuntimeAdapter,
     StartOpts,
     TaskHandle,
+    TurnResumable,
 )
-from orchestrator.core.approvals import APPROVALS_DB
+from orchestrator.core.approvals import (
+    APPROVALS_DB,
+    ApprovalBook,
+    ApprovalDecision,
+    ApprovalRequest,
+)
+from orchestrator.core.config import AccountConfig
 from orchestrator.core.errors import (
+    CapabilityError,
     ConfigError,
     RingleaderError,
     RuntimeStartError,
     redact_secrets,
     single_exception,
 )
-from orchestrator.core.events import DoneReason, EventFactory, RuntimeEvent, Usage, now_ms
+from orchestrator.core.events import (
+    ApprovalCall,
+    DoneReason,
+    EventFactory,
+    RuntimeEvent,
+    Usage,
+    now_ms,
+)
 from orchestrator.core.idle import DEFAULT_RUN_SILENT_TIMEOUT_S, IDLE_ABORT_GRACE_S
 from orchestrator.core.integration import RuntimeIntegrationPlan, resolve_runtime_integration
-from orchestrator.core.lifetime import ProcessRegistry, current_process_registry, ensure_private_dir
+from orchestrator.core.lifetime import (
+    ProcessRegistry,
+    current_process_registry,
+    default_state_dir,
+    ensure_private_dir,
+)
+from orchestrator.core.quota import QuotaBook, readings_from, wants
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.core.sandbox import current_sandbox
+from orchestrator.engine.accounts import HANDED_OFF, MOVE_ON, account_key, split_key, targets
 from orchestrator.engine.actor import EventSink, RunActor, RunOutcome
 from orchestrator.engine.endpoints import unreachable
 from orchestrator.engine.eventlog import RunRecorder
+from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.governance import Governance, RunGuard, SpendLedger
+from orchestrator.engine.reviewloop.bootstrap import (
+    SetupFailedError,
+    register_workspace_secrets,
+    run_workspace_script,
+)
+from orchestrator.engine.reviewloop.checkpoints import Checkpointer
 from orchestrator.engine.rotation import (
     DEFAULT_ROTATION,
     RotationDefaults,
@@ -75,7 +105,13 @@ from orchestrator.engine.rotation import (
     rotate_session,
     should_rotate,
 )
-from orchestrator.engine.supervisor import RestartPolicy, RetryListener, Supervisor, failure_reason
+from orchestrator.engine.supervisor import (
+    RestartPolicy,
+    RetryListener,
+    RetryNotice,
+    Supervisor,
+    failure_reason,
+)
 from tiers import PromptTiers, assemble_tiers, date_stamp
 
 __all__ = [
@@ -94,16 +130,6 @@ __all__ = [
 LAST_SUMMARY_CHARS = 400
 CONTINUE_PROMPT = "Continue where you left off."
 """The message that continues a session parked at a rate limit."""
-
-
-def default_state_dir() -> Path:
-    """``$RINGLEADER_STATE_DIR``, else ``$XDG_STATE_HOME/ringleader``, else ``~/.local/state/ringleader``."""
-    explicit = os.environ.get("RINGLEADER_STATE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "ringleader"
 
 
 class NullSink:
@@ -146,6 +172,39 @@ class TaskSpec:
     watermark: float | None = None
     """Rotate past this share of the context window (0–1; default: the runner's
     ``rotation.threshold_pct``)."""
+    account: str | None = None
+    """The account the runtime runs as (``[runtimes.<id>.accounts.<name>]``; ``None``: its
+    default login or key); the quota meters are kept per account."""
+    fallback: tuple[str, ...] = ()
+    """Where the task goes, in order, when its target is held at a limit: another account
+    (``NAME``), a runtime (``RUNTIME``) or both (``RUNTIME@NAME``); see
+    :mod:`orchestrator.engine.accounts`."""
+    outcome_fields: Mapping[str, Any] = attrs.field(factory=dict[str, Any], repr=False)
+    """More fields for each of the task's runs rows in the event log (a chain's ``chain``,
+    ``chainTask`` and ``dependsOn``: the board links chained runs by them)."""
+    setup: str | None = None
+    """A workspace setup script (``[workspace] setup``) run with ``sh -c`` in ``cwd`` before
+    the agent starts; its output lines are the run's first ``status`` events, and a failure
+    ends the run ``error{setup_failed}`` + ``done{error}`` with no agent started. Not run
+    when the task resumes a session."""
+    setup_timeout_s: float = 300.0
+    resume_turn: int | None = None
+    """With ``resume``: continue the session from the end of this turn of the resumed run (a
+    fork; runtimes that can: :class:`~orchestrator.core.adapter.TurnResumable`), not from its
+    end (``ringleader rewind``)."""
+    resume_prompt_index: int = 0
+    """Which of the session's prompts started the resumed run (0: the first; each run that
+    resumed the session since added one)."""
+    plan: bool = False
+    """Plan mode: the first turn plans read-only; a person approves the plan (the approval book)
+    before a turn with the normal policy carries it out on the same session, or rejects it
+    with a message and gets a new plan (see :meth:`Runner._review_plan`)."""
+
+
+PLAN_APPROVED = "The plan is approved. Carry it out now."
+PLAN_REJECTED = "The plan was not approved: {message}\nMake a new plan."
+MAX_PLAN_ROUNDS = 5
+"""A task in plan mode asks for a new plan at most this many times."""
 
 
 @attrs.frozen
@@ -216,6 +275,24 @@ class Runner:
     approvals: bool = False
     """Tool calls that need approval wait for a person in the state directory's
     :class:`~orchestrator.core.approvals.ApprovalBook` (else they are denied)."""
+    quota: QuotaBook | None = None
+    """Where the rate-limit windows the runs report are kept (the quota meters: see
+    :mod:`orchestrator.core.quota`); ``None``: not kept."""
+    accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
+    """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
+    adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""
+    followups: bool = False
+    """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
+    :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
+    else as the next turn on the same session when the run ends."""
+    followup_poll_s: float = 0.5
+    """How often a live steerable run looks for follow-ups."""
+    checkpoints: bool = False
+    """After every turn that changed files in a run's working directory, when that is a git
+    worktree ringleader made (under ``<state_dir>/workspaces/``), record the state on
+    ``refs/ringleader/checkpoints/<run>/<n>`` (see
+    :mod:`orchestrator.engine.reviewloop.checkpoints`). A run in the person's own checkout is
+    left alone."""
     versions: dict[str, str | None] = attrs.field(factory=dict[str, str | None], repr=False)
     """Each runtime's installed version, looked up once (shared by this runner's copies)."""
     run_limiters: dict[str, trio.CapacityLimiter] = attrs.field(
@@ -229,6 +306,8 @@ class Runner:
     session apart in it)."""
     on_queued: Callable[[str], None] | None = None
     """Told why a task waits before it starts (``at most 1 native run at once``)."""
+    _plan_rounds: dict[str, int] = attrs.field(factory=dict[str, int], repr=False)
+    """Plans reviewed per session key (a task asks for a new plan at most MAX_PLAN_ROUNDS)."""
 
     # -- homes -------------------------------------------------------------------------------
 
@@ -240,8 +319,10 @@ class Runner:
         if kind == "connected":
             yield None
             return
-        if kind == "persistent":
-            path = self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
+        account = self.accounts.get(runtime_id)
+        own = account.home_path() if account is not None else None
+        if kind == "persistent" or own is not None:
+            path = own or self.state_dir / "homes" / _safe(runtime_id) / _safe(agent_id)
             await trio.to_thread.run_sync(
                 lambda: path.mkdir(mode=0o700, parents=True, exist_ok=True)
             )
@@ -276,6 +357,7 @@ class Runner:
         note: str,
         home: str | None,
         resume_id: str | None = None,
+        resume_at: str | None = None,
     ) -> StartOpts:
         context = "\n\n".join(part for part in (task.context, note) if part)
         volatile = "\n\n".join(
@@ -298,8 +380,10 @@ class Runner:
             child_tool_blocklist=task.child_tool_blocklist,
             env=task.env,
             resume_session_id=resume_id,
+            resume_at=resume_at if resume_id else None,
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
+            plan=task.plan,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -317,9 +401,14 @@ class Runner:
         lineage: Mapping[str, Any] | None = None,
         ledger: SpendLedger | None = None,
         endpoint: str | None = None,
+        preset: tuple[str, int] | None = None,
+        first_checkpointer: Checkpointer | None = None,
+        resume_at: str | None = None,
+        hand_off: bool = False,
     ) -> tuple[RunOutcome, int, RunHandle]:
         current = first
         gov = self.governance
+        handed: list[int] = []  # the reset of a limit the task leaves for its next target
         guards: list[RunGuard | None] = []
         continue_from: list[str] = []  # the session a parked run continues from
 
@@ -339,17 +428,27 @@ class Runner:
             continue_from[:] = [session] if session else []
             return wait
 
-        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park)
+        def stop(outcome: RunOutcome) -> bool:
+            guard = guards[-1] if guards else None
+            trip = guard.tripped if guard is not None else None
+            if not hand_off or trip is None or trip.resets_at_ms is None:
+                return False
+            handed.append(trip.resets_at_ms)
+            return True
+
+        supervisor = Supervisor(self.restart, on_retry=self.on_retry, park=park, stop=stop)
 
         async def attempt(n: int) -> RunOutcome:
             nonlocal current
+            retry_checkpointer: Checkpointer | None = None
             if n > 0:
                 if continue_from:  # parked at a rate limit: continue its session
                     resumed = attrs.evolve(task, title=CONTINUE_PROMPT, description="")
                     opts = self._opts(resumed, f"{session_key}:a{n}", note, home, continue_from[0])
                     continue_from.clear()
                 else:
-                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id)
+                    opts = self._opts(task, f"{session_key}:a{n}", note, home, resume_id, resume_at)
+                retry_checkpointer = await self._checkpointer(task)  # before it can write
                 try:
                     if gov is not None and ledger is not None:  # spent while backing off?
                         gov.check_start(adapter.id, caps, task.model, ledger)
@@ -365,6 +464,9 @@ class Runner:
             # every attempt gets its own run key: re-running a task (after a crash, in another
             # process) never collides with, or overwrites, what an earlier attempt recorded
             run_key = f"{current.session_key}:run-{uuid.uuid4().hex[:8]}"
+            offset = 0
+            if n == 0 and preset is not None:  # its setup's status events came first
+                run_key, offset = preset
             recorded = False
 
             def record_session_once(event: RuntimeEvent) -> Awaitable[None] | None:
@@ -377,6 +479,27 @@ class Runner:
                 recorded = True
                 return self._record_session(log, adapter, handle, task, run_key)
 
+            if n > 0:
+                checkpointer = retry_checkpointer
+            elif first_checkpointer is not None:
+                checkpointer = first_checkpointer
+            else:  # a rotation successor: already started
+                checkpointer = await self._checkpointer(task)
+            if checkpointer is not None:
+                checkpointer.run_key = run_key
+            book = self.quota
+
+            def on_event(event: RuntimeEvent) -> Awaitable[None] | None:
+                first = record_session_once(event)
+                second = checkpointer.observe(event, handle.run_id) if checkpointer else None
+                if book is not None and wants(event):
+                    first = self._record_quota(book, event, adapter.id, task.account, first)
+                if first is None:
+                    return second
+                if second is None:
+                    return first
+                return _both(first, second)
+
             actor = RunActor(
                 adapter=adapter,
                 run_handle=current,
@@ -386,17 +509,28 @@ class Runner:
                 idle_s=self.idle_s,
                 grace_s=self.grace_s,
                 clock=self.clock,
-                on_event=record_session_once if log is not None else None,
+                on_event=(
+                    record_session_once if checkpointer is None and book is None else on_event
+                )
+                if log is not None or checkpointer is not None or book is not None
+                else None,
                 guard=_guard(gov, adapter.id, caps, ledger, self.clock),
                 endpoint=endpoint,
+                seq_offset=offset,
             )
             guards.append(actor.guard)
             if self.on_actor is not None:
                 self.on_actor(actor)
-            if log is not None:
+            if log is not None and not offset:
                 await log.start_run(run_key, runtime_id=adapter.id, session_key=session_key)
             try:
-                outcome = await actor.run()
+                if self.followups and caps.steerable:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._steer_followups, actor, session_key)
+                        outcome = await actor.run()
+                        nursery.cancel_scope.cancel()
+                else:
+                    outcome = await actor.run()
             finally:
                 actor.fence()
             if log is not None:
@@ -404,7 +538,162 @@ class Runner:
             return outcome
 
         outcome = await supervisor.supervise(attempt)
+        if handed:
+            at = _dt.datetime.fromtimestamp(handed[-1] / 1000).strftime("%H:%M:%S")
+            outcome = attrs.evolve(
+                outcome,
+                error_code=HANDED_OFF,
+                error_message=f"rate limited until {at}; handed to the next target "
+                f"({outcome.error_message or outcome.error_code or 'rate limited'})",
+            )
         return outcome, supervisor.attempts, current
+
+    # -- plan mode (run --plan) ----------------------------------------------------------------
+
+    async def _plan_turn(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        handle: RunHandle,
+        home: str | None,
+        outcome: RunOutcome,
+    ) -> tuple[TaskSpec, RunHandle, str] | None:
+        """A person reviews the plan the run answered; the next turn on its session carries it
+        out (approved: plan mode off) or makes a new one (rejected: with the person's message).
+        ``None``: no session to continue, or too many rounds."""
+        session = handle.run_id
+        rounds = self._plan_rounds.get(session_key, 0) + 1
+        self._plan_rounds[session_key] = rounds
+        if not caps.resume or not session or rounds > MAX_PLAN_ROUNDS:
+            return None
+        decision = await self._review_plan(adapter.id, task, session_key, outcome, rounds)
+        if decision.approved:
+            turn = attrs.evolve(task, title=PLAN_APPROVED, description="", plan=False)
+        else:
+            message = decision.rejection_text()
+            text = PLAN_REJECTED.format(message=message)
+            turn = attrs.evolve(task, title=text, description="", plan=True)
+        started = await adapter.start(
+            TaskHandle(task_id=task.task_id, team_id=task.team_id),
+            self._opts(turn, session_key, "", home, session),
+        )
+        return turn, started, session
+
+    async def _review_plan(
+        self, runtime_id: str, task: TaskSpec, session_key: str, outcome: RunOutcome, n: int
+    ) -> ApprovalDecision:
+        """The plan as an approval in the book, on a run of its own (``…:plan-N:run-…``) that
+        waits (``status{waiting_approval}``) until a person decides it: ``ringleader approve``,
+        the board or an ACP editor."""
+        plan = outcome.text or outcome.summary
+        review_key = f"{session_key}:plan-{n}:run-{uuid.uuid4().hex[:8]}"
+        make = EventFactory(run_id=review_key, session_id=session_key, clock=self.clock)
+        book = ApprovalBook.in_state_dir(self.state_dir)
+        handler = book.handler(
+            runtime_id=runtime_id,
+            agent_id=task.agent_id,
+            session_key=review_key,
+            cwd=task.cwd or "",
+        )
+        request = ApprovalRequest(
+            "plan", {"plan": plan}, f"plan-{n}", review_key, "approve the plan to carry it out"
+        )
+        log = self.event_log
+        if log is not None:
+            await log.start_run(review_key, runtime_id=runtime_id, session_key=session_key)
+        await handler.record(request)
+        call = ApprovalCall(
+            id=request.id, tool_call_id=request.call_id, name="plan", input={"plan": plan},
+            reason=request.reason,
+        )  # fmt: skip
+        await self.sink.deliver(
+            review_key,
+            [
+                make.status("init", detail=f"plan {n} of {outcome.run_key}"),
+                make.text_delta(plan),
+                make.waiting_approval(call, detail=f"approval {request.id}: plan"),
+            ],
+        )
+        try:
+            decision = await handler(request)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.sink.deliver(review_key, make.finish("aborted", "plan not reviewed"))
+                if log is not None:
+                    await log.finish_run(review_key, status="aborted", outcome={"title": "plan"})
+            raise
+        verdict = (
+            "plan approved" if decision.approved else f"plan rejected: {decision.rejection_text()}"
+        )
+        await self.sink.deliver(review_key, make.finish("success", verdict))
+        if log is not None:
+            await log.finish_run(
+                review_key,
+                status="success",
+                outcome={"reason": "success", "summary": verdict, "title": f"plan {n}"},
+            )
+        return decision
+
+    async def _record_quota(
+        self,
+        book: QuotaBook,
+        event: RuntimeEvent,
+        runtime_id: str,
+        account: str | None,
+        first: Awaitable[None] | None,
+    ) -> None:
+        if first is not None:
+            await first
+        readings = readings_from(event, runtime_id, account, now_ms=self.clock())
+        await trio.to_thread.run_sync(book.record, readings)
+
+    # -- follow-ups (ringleader say) ---------------------------------------------------------
+
+    async def _steer_followups(self, actor: RunActor, session_key: str) -> None:
+        """While a steerable run goes on, steer in each follow-up queued for its session."""
+        book = FollowupBook.in_state_dir(self.state_dir)
+        while True:
+            await trio.sleep(self.followup_poll_s)
+            if not await book.has_queued(session_key):
+                continue
+            messages = await book.take(session_key, "steer")
+            try:
+                actor.steer(joined(messages))
+            except Exception:
+                await book.requeue(messages)
+                raise
+
+    async def _followup_turn(
+        self,
+        adapter: RuntimeAdapter,
+        caps: Capabilities,
+        task: TaskSpec,
+        session_key: str,
+        handle: RunHandle,
+        home: str | None,
+    ) -> tuple[TaskSpec, RunHandle, str] | None:
+        """The next turn on the run's session with every follow-up queued for it (in order, in
+        one turn), started; ``None`` when there is none (or the session cannot go on: the run
+        recorded no session, or its runtime cannot resume; the messages stay queued)."""
+        session = handle.run_id
+        if not self.followups or not caps.resume or not session:
+            return None
+        book = FollowupBook.in_state_dir(self.state_dir)
+        if not await book.has_queued(session_key):
+            return None
+        messages = await book.take(session_key, "turn")
+        turn = attrs.evolve(task, title=joined(messages), description="")
+        try:
+            started = await adapter.start(
+                TaskHandle(task_id=task.task_id, team_id=task.team_id),
+                self._opts(turn, session_key, "", home, session),
+            )
+        except Exception:
+            await book.requeue(messages)
+            return None
+        return turn, started, session
 
     async def _start_failed(
         self,
@@ -442,6 +731,83 @@ class Runner:
                 run_key,
                 status="error",
                 outcome={"reason": "error", "summary": message, "errorCode": code, "runId": None},
+            )
+        return outcome
+
+    async def _checkpointer(self, task: TaskSpec) -> Checkpointer | None:
+        """A checkpoint recorder for a run of ``task`` that is about to start (``None`` unless
+        :attr:`checkpoints` is on and the task works in one of ringleader's git worktrees)."""
+        if not self.checkpoints or not _in_workspaces(task.cwd, self.state_dir):
+            await trio.lowlevel.checkpoint()
+            return None
+        return await Checkpointer.before_start(task.cwd, clock=self.clock)
+
+    async def _setup(
+        self, adapter_id: str, task: TaskSpec, session_key: str
+    ) -> tuple[str, int] | RunOutcome:
+        """Run the task's workspace setup script before its agent starts. Its output lines are
+        the first ``status`` events of the task's first run (live, through the sink); returns
+        that run's key and how many events it already has, or — the script failed — the
+        outcome of the run it ended (``error{setup_failed}`` + ``done{error}``)."""
+        assert task.setup is not None
+        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        if log is not None:
+            await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
+        sent = 0
+        send, receive = trio.open_memory_channel[str](256)
+        cwd = task.cwd or os.getcwd()
+
+        async def forward() -> None:
+            nonlocal sent
+            async with receive:
+                async for line in receive:
+                    batch: list[RuntimeEvent] = [make.status("running", detail=f"setup: {line}")]
+                    sent += len(batch)
+                    await self.sink.deliver(run_key, batch)
+
+        def on_line(line: str) -> None:
+            with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+                send.send_nowait(line)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(forward)
+            first: list[RuntimeEvent] = [make.status("running", detail=f"setup: $ {task.setup}")]
+            sent += 1
+            await self.sink.deliver(run_key, first)
+            async with send:
+                result = await run_workspace_script(
+                    task.setup, cwd, timeout_s=task.setup_timeout_s, on_line=on_line
+                )
+        if result.ok:
+            return run_key, sent
+        message = redact_secrets(result.describe("setup", task.setup_timeout_s))
+        code = SetupFailedError.event_code
+        events = make.fail(message, code=code)
+        await self.sink.deliver(run_key, events)
+        outcome = RunOutcome(
+            run_key=run_key,
+            run_id=None,
+            reason="error",
+            summary=message,
+            usage=None,
+            cost_usd=None,
+            error_code=code,
+            error_message=message,
+            events=sent + len(events),
+        )
+        if log is not None:
+            await log.finish_run(
+                run_key,
+                status="error",
+                outcome={
+                    "reason": "error",
+                    "summary": message,
+                    "errorCode": code,
+                    "runId": None,
+                    "title": task.title,
+                },
             )
         return outcome
 
@@ -498,6 +864,8 @@ class Runner:
                 "runId": outcome.run_id,
                 "resumedFrom": task.resume.run_key if task.resume is not None else None,
                 "title": task.title,
+                **({"account": task.account} if task.account else {}),
+                **task.outcome_fields,
                 **(lineage or {}),
                 "runtimeVersion": await self._version(adapter.id),
                 **_drift(outcome),
@@ -557,7 +925,7 @@ class Runner:
         await trio.to_thread.run_sync(registry.reap)
         token = current_process_registry.set(registry)
         try:
-            return await self._run_task(runtime_id, task, rotate_to, max_rotations)
+            return await self._run_targets(runtime_id, task, rotate_to, max_rotations)
         except BaseExceptionGroup as group:
             leaf = single_exception(group)
             if leaf is not None:
@@ -566,35 +934,88 @@ class Runner:
         finally:
             current_process_registry.reset(token)
 
-    async def _run_task(
+    async def _run_targets(
         self,
         runtime_id: str,
         task: TaskSpec,
         rotate_to: str | None,
         max_rotations: int | None,
     ) -> TaskOutcome:
+        """The task on its target, moving on through its fallbacks while a target is held at
+        a limit (see :mod:`orchestrator.engine.accounts`); the last one parks as usual."""
+        if "@" in runtime_id and task.account is None:  # ``claude-code@work`` names both
+            runtime_id, account = split_key(runtime_id)
+            task = attrs.evolve(task, account=account)
+        found = targets(runtime_id, task.account, task.fallback, self.accounts)
+        if len(found) == 1:
+            return await self._run_task(runtime_id, task, rotate_to, max_rotations)
+        done: list[TaskOutcome] = []
+        for index, (rid, account) in enumerate(found):
+            last = index == len(found) - 1
+            key = account_key(rid, account)
+            target = attrs.evolve(task, account=account, fallback=())
+            held = None
+            if not last and self.quota is not None:
+                held = await trio.to_thread.run_sync(
+                    self.quota.limited_until, rid, account, self.clock()
+                )
+            if held is not None:
+                at = _dt.datetime.fromtimestamp(held / 1000).strftime("%H:%M:%S")
+                await self._moving_on(index, found, f"{key} is held by a rate limit until {at}")
+                continue
+            outcome = await self._run_task(rid, target, rotate_to, max_rotations, hand_off=not last)
+            done.append(outcome)
+            if last or outcome.error_code not in MOVE_ON:
+                break
+            await self._moving_on(index, found, outcome.error_message or str(outcome.error_code))
+        return _merge(done)
+
+    async def _moving_on(self, index: int, found: list[tuple[str, str | None]], why: str) -> None:
+        if self.on_retry is None:
+            return
+        nxt = account_key(*found[index + 1])
+        notice = RetryNotice(index + 2, len(found), f"{why}; moving to {nxt}", 0.0)
+        result = self.on_retry(notice)
+        if result is not None:
+            await result
+
+    async def _run_task(
+        self,
+        runtime_id: str,
+        task: TaskSpec,
+        rotate_to: str | None,
+        max_rotations: int | None,
+        hand_off: bool = False,
+    ) -> TaskOutcome:
         limit = self.rotation.max_rotations if max_rotations is None else max_rotations
         # keys configured by environment variable (ours or the task's) are redacted by value
         register_env_secrets(os.environ)
         register_env_secrets(task.env)
+        # … and so are the secrets of the files a workspace was given (.env, .worktreeinclude)
+        if task.cwd is not None:
+            await trio.to_thread.run_sync(register_workspace_secrets, task.cwd)
         state_dir = self.state_dir
         await trio.to_thread.run_sync(lambda: ensure_private_dir(state_dir, tighten=True))
         rotate_to = rotate_to or task.rotate_to or self.rotate_to
         state = _TaskState()
         lineage: dict[str, Any] | None = None
         base_key = f"runtime:{runtime_id}:task:{task.task_id}"
-        runtime = runtime_id
+        # an account is its own registry entry (and breaker): ``<runtime>@<name>``
+        keyed = account_key(runtime_id, task.account)
+        runtime = keyed
         gov = self.governance
         ledger = gov.task_ledger() if gov is not None else None
         if gov is not None:
             try:
-                runtime = gov.admit(runtime_id, task.model)
+                runtime = gov.admit(keyed, task.model)
             except RingleaderError as exc:  # its breaker is open and no fallback may start
                 failed = await self._start_failed(runtime_id, base_key, base_key, exc)
-                state.runs.append(RunRecord(runtime_id, base_key, failed, 1))
+                state.runs.append(RunRecord(keyed, base_key, failed, 1))
                 return _final(state)
+            if runtime != keyed:  # the configured breaker fallback: that runtime's own account
+                task = attrs.evolve(task, account=None)
         async with AsyncExitStack() as stack:
-            await self._wait_for_a_slot(runtime, stack)
+            await self._wait_for_a_slot(runtime.partition("@")[0], stack)  # accounts share it
             adapters: dict[str, RuntimeAdapter] = {}
 
             async def adapter_for(rid: str) -> RuntimeAdapter:
@@ -607,12 +1028,21 @@ class Runner:
             session_key = base_key
             plan = resolve_runtime_integration(caps)
             home_cm = self._home(plan, runtime, task.agent_id)
-            home = await stack.enter_async_context(home_cm)
+            home: str | None = await stack.enter_async_context(home_cm)
             template = self.registry.sandbox
             if template is not None:  # its children see its workspace and home, writable
                 policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
                 stack.callback(current_sandbox.reset, current_sandbox.set(policy))
             resume_id = await _restore(adapter, task.resume) if task.resume else None
+            resume_at = await _resume_point(adapter, task, resume_id, home)
+            preset: tuple[str, int] | None = None
+            if task.setup and task.resume is None:
+                set_up = await self._setup(adapter.id, task, session_key)
+                if isinstance(set_up, RunOutcome):  # it failed: no agent starts
+                    state.runs.append(RunRecord(runtime, session_key, set_up, 1))
+                    return _final(state)
+                preset = set_up
+            first_checkpointer = await self._checkpointer(task)
             handle: RunHandle | None = None
             try:
                 if gov is not None and ledger is not None:
@@ -623,7 +1053,7 @@ class Runner:
                         self.on_start(starting)
                     handle = await adapter.start(
                         TaskHandle(task_id=task.task_id, team_id=task.team_id),
-                        self._opts(task, session_key, "", home, resume_id),
+                        self._opts(task, session_key, "", home, resume_id, resume_at),
                     )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
@@ -638,11 +1068,12 @@ class Runner:
                 aborted = await self._start_aborted(adapter.id, session_key, task)
                 state.runs.append(RunRecord(runtime, session_key, aborted, 1))
                 return _final(state)
+            turn_task = task  # a follow-up turn's prompt is the person's messages
             while True:
                 outcome, attempts, handle = await self._supervised_run(
                     adapter,
                     caps,
-                    task,
+                    turn_task,
                     session_key,
                     handle,
                     state.note,
@@ -651,8 +1082,15 @@ class Runner:
                     lineage,
                     ledger,
                     self.registry.endpoint(runtime),
+                    preset,
+                    first_checkpointer,
+                    resume_at,
+                    hand_off,
                 )
+                preset = first_checkpointer = resume_at = None
                 resume_id = None  # a rotation successor starts a new session with the handoff
+                planning = turn_task.plan
+                turn_task = attrs.evolve(task, plan=planning)  # plan rounds stay in plan mode
                 record = RunRecord(runtime, session_key, outcome, attempts)
                 state.runs.append(record)
                 if gov is not None and outcome.reason != "aborted":
@@ -660,16 +1098,32 @@ class Runner:
                     why = "" if ok else failure_reason(outcome)
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
+                if turn_task.plan and outcome.reason == "success":
+                    turn = await self._plan_turn(
+                        adapter, caps, turn_task, session_key, handle, home, outcome
+                    )
+                    if turn is None:
+                        break
+                    turn_task, handle, resume_id = turn  # the same session, on the person's word
+                    lineage = {"planOf": outcome.run_key}
+                    continue
                 if reason is None or state.rotations >= limit:
-                    break
+                    turn = await self._followup_turn(
+                        adapter, caps, turn_task, session_key, handle, home
+                    )
+                    if turn is None:
+                        break
+                    turn_task, handle, resume_id = turn  # the next turn, on the same session
+                    lineage = {"followupOf": outcome.run_key}
+                    continue
                 if _spent(gov, ledger):  # no rotation past a budget
                     break
                 state.rotations += 1
-                next_runtime = rotate_to or runtime
+                next_runtime: str = rotate_to or runtime
                 next_adapter = await adapter_for(next_runtime)
                 next_caps = next_adapter.capabilities()
                 next_plan = resolve_runtime_integration(next_caps)
-                next_home = home
+                next_home: str | None = home
                 if next_runtime != runtime:
                     next_home = await stack.enter_async_context(
                         self._home(next_plan, next_runtime, task.agent_id)
@@ -727,13 +1181,13 @@ class Runner:
                     "tokensUsed": handoff.tokens_used,
                     "contextWindowTokens": handoff.context_window_tokens,
                 }
-                adapter, caps, runtime, session_key, home = (
+                adapter, caps, runtime, session_key = (
                     next_adapter,
                     next_caps,
                     next_runtime,
                     next_key,
-                    next_home,
                 )
+                home = next_home
         return _final(state)
 
     async def resume_task(
@@ -852,6 +1306,36 @@ async def _check_endpoint(endpoint: str | None, runtime_id: str) -> None:
         raise RuntimeStartError(why, adapter=runtime_id)
 
 
+async def _resume_point(
+    adapter: RuntimeAdapter, task: TaskSpec, resume_id: str | None, home: str | None
+) -> str | None:
+    """The runtime's marker for the end of ``task.resume_turn`` of the resumed session (``None``
+    when the task continues from the session's end).
+
+    Raises:
+        CapabilityError: the runtime cannot continue a session from an earlier turn.
+        ConfigError: that turn is not in the session's transcript.
+    """
+    turn = task.resume_turn
+    if turn is None or resume_id is None or task.resume is None:
+        return None
+    if not isinstance(adapter, TurnResumable):
+        raise CapabilityError(
+            f"runtime {adapter.id!r} cannot continue a session from an earlier turn",
+            actor_id=task.resume.run_key,
+        )
+    index = task.resume_prompt_index
+    point = await trio.to_thread.run_sync(
+        lambda: adapter.resume_point(resume_id, turn, home_dir=home, prompt_index=index)
+    )
+    if point is None:
+        raise ConfigError(
+            f"run {task.resume.run_key!r}: turn {turn} of its session is not in "
+            f"{adapter.id}'s transcript"
+        )
+    return point
+
+
 async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
     """The native session id to resume: restored through the adapter's codec (which may also
     remember the session's origin directory), else the recorded native id."""
@@ -872,6 +1356,22 @@ async def _restore(adapter: RuntimeAdapter, resume: ResumeFrom) -> str:
 
 
 _GOVERNED = frozenset({"budget_exceeded", "cost_unknown"})
+
+
+def _in_workspaces(cwd: str | None, state_dir: Path) -> bool:
+    """Whether ``cwd`` is inside a workspace ringleader made (``<state_dir>/workspaces/``)."""
+    if cwd is None:
+        return False
+    try:
+        Path(cwd).resolve().relative_to((state_dir / "workspaces").resolve())
+    except ValueError:
+        return False
+    return True
+
+
+async def _both(first: Awaitable[None], second: Awaitable[None]) -> None:
+    await first
+    await second
 
 
 def _drift(outcome: RunOutcome) -> dict[str, Any]:
@@ -900,6 +1400,19 @@ def _spent(gov: Governance | None, ledger: SpendLedger | None) -> bool:
     if gov is None or ledger is None:
         return False
     return ledger.exhausted() is not None or gov.host_ledger.exhausted() is not None
+
+
+def _merge(outcomes: list[TaskOutcome]) -> TaskOutcome:
+    """The outcomes of one task on its successive targets as one: the last one's status, every
+    run, usage and cost summed."""
+    last = outcomes[-1]
+    if len(outcomes) == 1:
+        return last
+    state = _TaskState(
+        runs=[run for outcome in outcomes for run in outcome.runs],
+        rotations=sum(o.rotations for o in outcomes),
+    )
+    return attrs.evolve(_final(state), summary=last.summary, status=last.status)
 
 
 def _final(state: _TaskState) -> TaskOutcome:

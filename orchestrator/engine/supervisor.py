@@ -244,6 +244,9 @@ class Supervisor:
     rate limit that says when it resets; see ``orchestrator.engine.governance.ratelimit``); parks do
     not count against ``max_restarts``."""
     parks: int = attrs.field(init=False, default=0)
+    stop: Callable[[RunOutcome], bool] | None = None
+    """Return a failed outcome as it is, neither parked nor retried, when this says so (a task
+    rate-limited on one account with another account or runtime to go to)."""
 
     async def supervise(self, attempt: Callable[[int], Awaitable[RunOutcome]]) -> RunOutcome:
         """Call ``attempt(n)`` until it succeeds, fails permanently or the cap is reached.
@@ -267,6 +270,9 @@ class Supervisor:
                 if kind is None:
                     return outcome
                 reason = failure_reason(outcome)
+                if self.stop is not None and self.stop(outcome):
+                    self.history.append(f"attempt {n + 1}: {reason} (handed off)")
+                    return outcome
                 wait = self.park(outcome) if self.park is not None else None
                 if wait is not None:
                     self.parks += 1

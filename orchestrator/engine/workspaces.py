@@ -26,6 +26,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import ConfigError
+from orchestrator.engine.reviewloop.bootstrap import copy_included_files
 
 __all__ = [
     "COPY_IGNORED",
@@ -72,6 +73,15 @@ class Workspace:
     """The worktree's top level, or the copy itself (``path`` may be a folder inside it)."""
     baseline: Snapshot | None = attrs.field(default=None, repr=False)
     """A temporary copy's files right after the copy (what its changes are counted against)."""
+    base: str | None = None
+    """The commit the workspace started from: the worktree's ``HEAD`` when it was made, or the
+    commit of a temporary copy's snapshot (see :func:`_snapshot_copy`)."""
+    git_dir: Path | None = None
+    """A temporary copy's snapshot repository, kept outside the copy (the agent never sees a
+    ``.git``): ``git --git-dir GIT_DIR --work-tree ROOT`` diffs the copy against ``base``."""
+    included: tuple[str, ...] = ()
+    """Ignored files copied in because the repository's ``.worktreeinclude`` names them
+    (:mod:`orchestrator.engine.reviewloop.bootstrap`)."""
 
 
 @attrs.frozen
@@ -234,8 +244,13 @@ def _worktree(origin: Path, top: Path, name: str, state_dir: Path) -> Workspace:
         raise ConfigError(
             f"could not create a git worktree of {top}: {added.stderr.strip() or added.stdout.strip()}"
         )
+    included = tuple(copy_included_files(top, target))
     return Workspace(
-        path=target / origin.relative_to(top), kind="git worktree", origin=origin, root=target
+        path=target / origin.relative_to(top),
+        kind="git worktree",
+        origin=origin,
+        root=target,
+        included=included,
     )
 
 
@@ -244,8 +259,66 @@ def _create(origin: Path, name: str, state_dir: Path) -> Workspace:
         raise ConfigError(f"working directory {origin} does not exist")
     top = _git_toplevel(origin)
     if top is not None:
-        return _worktree(origin, top, name, state_dir)
-    return _copy(origin, name)
+        ws = _worktree(origin, top, name, state_dir)
+        head = _git("rev-parse", "--verify", "HEAD", cwd=ws.root)
+        return attrs.evolve(ws, base=head.stdout.strip() if head.returncode == 0 else None)
+    return _snapshot_copy(_copy(origin, name), state_dir)
+
+
+SNAPSHOT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "ringleader",
+    "GIT_AUTHOR_EMAIL": "ringleader@localhost",
+    "GIT_COMMITTER_NAME": "ringleader",
+    "GIT_COMMITTER_EMAIL": "ringleader@localhost",
+}
+
+
+def _snapshot_copy(ws: Workspace, state_dir: Path) -> Workspace:
+    """Record a temporary copy as it was right after copying: a commit in a bare repository
+    under ``<state_dir>/workspaces/snapshots/`` whose work tree is the copy (objects only; the
+    folders a copy leaves out stay excluded). Without git, the copy keeps only its (size, mtime)
+    baseline."""
+    if shutil.which("git") is None:
+        return ws
+    base = state_dir / "workspaces" / "snapshots"
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    git_dir = Path(tempfile.mkdtemp(prefix=f"{ws.root.name}-", suffix=".git", dir=base))
+    flags = ("--git-dir", str(git_dir), "--work-tree", str(ws.root))
+    if _git("init", "--bare", "--quiet", str(git_dir), cwd=base).returncode != 0:
+        shutil.rmtree(git_dir, ignore_errors=True)
+        return ws
+    (git_dir / "info").mkdir(exist_ok=True)
+    (git_dir / "info" / "exclude").write_text("".join(f"{n}/\n" for n in sorted(COPY_IGNORED)))
+    env = {**os.environ, **SNAPSHOT_IDENTITY, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    steps = [
+        ["config", "core.bare", "false"],
+        ["add", "-A", "."],
+        ["write-tree"],
+    ]
+    out = ""
+    for step in steps:
+        done = subprocess.run(
+            ["git", *flags, *step], cwd=ws.root, capture_output=True, text=True, env=env
+        )
+        if done.returncode != 0:
+            shutil.rmtree(git_dir, ignore_errors=True)
+            return ws
+        out = done.stdout.strip()
+    commit = subprocess.run(
+        ["git", *flags, "commit-tree", out, "-m", f"ringleader snapshot of {ws.origin}"],
+        cwd=ws.root,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if commit.returncode != 0:
+        shutil.rmtree(git_dir, ignore_errors=True)
+        return ws
+    head = commit.stdout.strip()
+    subprocess.run(
+        ["git", *flags, "update-ref", "refs/ringleader/base", head], env=env, check=False
+    )
+    return attrs.evolve(ws, base=head, git_dir=git_dir)
 
 
 async def create_workspace(origin: str | Path, name: str, *, state_dir: Path) -> Workspace:

@@ -1,8 +1,9 @@
 """ringleader as an MCP server: tools for an agent to orchestrate other agents.
 
 ``ringleader mcp`` serves these tools over stdio (an MCP client — Claude Code's ``--mcp-config``,
-the native runtime's ``mcp_servers``, any other — starts it as a child), built with the official
-``mcp`` package (anyio, running on trio):
+the native runtime's ``mcp_servers``, any other — starts it as a child), and ``ringleader serve``
+at ``/mcp`` over Streamable HTTP (the board's token required, in the ``Authorization`` header),
+built with the official ``mcp`` package (anyio, running on trio):
 
 * ``start_run(runtime, prompt, model?, cwd?)`` — start a task on a runtime, hosted by this
   server (its runs are recorded in the event log like any other); answers the task id and, once
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import secrets
 import subprocess
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +37,26 @@ import attrs
 import trio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
 from orchestrator.core.errors import CapabilityError, MailboxClosedError, RingleaderError
 from orchestrator.core.events import event_to_json
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, RunRow
-from orchestrator.engine.feed import RecordingSink
+from orchestrator.engine.feed import FeedAuth, RecordingSink, refused
 from orchestrator.engine.hosts import LocalHost, TaskRef
 from orchestrator.engine.runner import Runner, TaskSpec
 
-__all__ = ["Orchestration", "build_mcp_server", "open_orchestration", "serve_mcp_stdio"]
+__all__ = [
+    "Orchestration",
+    "build_mcp_server",
+    "mcp_http_route",
+    "open_orchestration",
+    "serve_mcp_stdio",
+]
 
 _FINISHED = ("success", "max_turns", "aborted", "error", "failed", "interrupted")
 _DIFF_LIMIT = 200_000
@@ -178,11 +189,20 @@ def _diff(cwd: str) -> dict[str, Any]:
 
 def build_mcp_server(orch: Orchestration) -> MCPServer[Any]:
     """The MCP server with ringleader's tools over ``orch``."""
-    server: MCPServer[Any] = MCPServer(
-        name="ringleader",
-        instructions="Start, watch, steer and land runs of coding agents (native, Claude Code, "
-        "Codex, OpenClaw, Hermes, any ACP agent) through ringleader.",
-    )
+    # MCPServer() calls logging.basicConfig (a rich handler on the root logger, INFO): with a
+    # handler already there it does nothing, and ringleader's own logging stays as it was
+    root = logging.getLogger()
+    guard = logging.NullHandler()
+    root.addHandler(guard)
+    try:
+        server: MCPServer[Any] = MCPServer(
+            name="ringleader",
+            instructions="Start, watch, steer and land runs of coding agents (native, Claude "
+            "Code, Codex, OpenClaw, Hermes, any ACP agent) through ringleader.",
+            log_level="WARNING",
+        )
+    finally:
+        root.removeHandler(guard)
 
     @server.tool()
     async def start_run(
@@ -309,3 +329,31 @@ async def serve_mcp_stdio(registry: RuntimeRegistry, state_dir: Path, *, cwd: st
     """Serve the tools on stdin/stdout until the client closes them."""
     async with open_orchestration(registry, state_dir, cwd=cwd) as orch:
         await build_mcp_server(orch).run_stdio_async()
+
+
+def mcp_http_route(
+    orch: Orchestration, *, token: str, host: str
+) -> tuple[Route, AbstractAsyncContextManager[None]]:
+    """``/mcp`` (Streamable HTTP) for an app that serves more (``ringleader serve``): the route,
+    and the session manager's lifetime to hold while serving. Every request needs ``token``."""
+    server = build_mcp_server(orch)
+    inner = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    route = Route(
+        "/mcp", endpoint=_Guarded(inner, FeedAuth(token)), methods=["GET", "POST", "DELETE"]
+    )
+    return route, server.session_manager.run()
+
+
+@attrs.frozen
+class _Guarded:
+    """An ASGI app (a class, so the route hands it the raw scope) that lets a request through
+    only with the token."""
+
+    app: ASGIApp
+    auth: FeedAuth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.auth.reads(Request(scope)):
+            await refused()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -52,7 +52,7 @@ async def _run(adapter: RuntimeAdapter, message: str = "hi") -> list[RuntimeEven
 
 def _codex(tmp_path: Path, argv: list[str]) -> CodexAdapter:
     return CodexAdapter(
-        CodexConfig(launcher=lambda args: argv, state_root=tmp_path, model="gpt-5.5")
+        CodexConfig(mode="exec", launcher=lambda args: argv, state_root=tmp_path, model="gpt-5.5")
     )
 
 
@@ -165,7 +165,9 @@ async def test_codex_long_prompt_goes_on_stdin(tmp_path: Path) -> None:
         seen.append(list(args))
         return fake_cli_argv(_lines(CODEX_TEXT), rules=[], stdin_log=log)
 
-    adapter = CodexAdapter(CodexConfig(launcher=launch, state_root=tmp_path, model="gpt-5.5"))
+    adapter = CodexAdapter(
+        CodexConfig(mode="exec", launcher=launch, state_root=tmp_path, model="gpt-5.5")
+    )
     events, received = await _long_prompt_run(adapter, log)
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
     assert received == "p" * (200 * 1024) + "\n"

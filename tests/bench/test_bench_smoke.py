@@ -18,6 +18,7 @@ PATH_KEYS = (
     "first-event",
     "live",  # live-under-load: rows live-p99-N and live-first-N
     "cli-start",
+    "review-diff",
 )
 
 

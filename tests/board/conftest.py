@@ -15,8 +15,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
+import httpx2
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,6 +87,7 @@ class Served:
         self.config = config
         self.port = 0
         self.url = ""
+        self.token = ""
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
@@ -107,6 +109,25 @@ class Served:
         assert self.port in (0, events.port), f"restarted on {events.port}, not {self.port}"
         self.port = events.port
         self.url = f"http://127.0.0.1:{self.port}"
+        # a generated token is printed once, on the events URL; a configured one never is
+        self.token = parse_qs(events.query).get("token", [""])[0] or self.token
+
+    @property
+    def page_url(self) -> str:
+        """The board's URL as printed: the token in the fragment."""
+        return f"{self.url}/#token={self.token}"
+
+    def auth(self, headers: dict[str, str] | None = None) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.token}"} | (headers or {})
+
+    def get(self, path: str, **kwargs: Any) -> httpx2.Response:
+        """``GET url+path`` with the token (unless ``headers`` set an authorization)."""
+        kwargs["headers"] = self.auth(kwargs.get("headers"))
+        return httpx2.get(self.url + path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> httpx2.Response:
+        kwargs["headers"] = self.auth(kwargs.get("headers"))
+        return httpx2.post(self.url + path, **kwargs)
 
     def kill(self) -> None:
         assert self.proc is not None

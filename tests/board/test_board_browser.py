@@ -48,20 +48,8 @@ def served(tmp_path: Path, board_env: dict[str, str]) -> Iterator[Served]:
         server.close()
 
 
-def action_token(url: str) -> str:
-    page = httpx2.get(url + "/").text
-    start = page.index('name="ringleader-action-token" content="') + len(
-        'name="ringleader-action-token" content="'
-    )
-    return page[start : page.index('"', start)]
-
-
-def post_task(url: str, runtime: str, prompt: str) -> str:
-    answer = httpx2.post(
-        url + "/tasks",
-        json={"prompt": prompt, "runtime": runtime, "model": None},
-        headers={"authorization": f"Bearer {action_token(url)}"},
-    )
+def post_task(server: Served, runtime: str, prompt: str) -> str:
+    answer = server.post("/tasks", json={"prompt": prompt, "runtime": runtime, "model": None})
     assert answer.status_code == 201, answer.text
     return str(answer.json()["runKeyPrefix"]) + ":"
 
@@ -75,7 +63,7 @@ def test_cards_stream_and_move_to_their_final_column(
     served: Served, browser: Any, artifacts: Path
 ) -> None:
     page = browser.new_page()
-    page.goto(served.url + "/")
+    page.goto(served.page_url)
     page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
     # every rendering of a card's last line, as it happened (each render makes new nodes, so
     # a batch of mutations still shows each intermediate line)
@@ -107,7 +95,7 @@ def test_cards_stream_and_move_to_their_final_column(
     lines = list(dict.fromkeys(page.evaluate("window.__lines")))
     assert lines == ["Looking at the files.", f"They print {INJECTED}", "All done: 40 files."]
     # what the page projected live is what GET /board replays from the log
-    snapshot = httpx2.get(served.url + "/board").json()
+    snapshot = served.get("/board").json()
     shown = page.eval_on_selector_all(
         "article.card", "cs => cs.map(c => [c.dataset.runKey, c.dataset.column])"
     )
@@ -146,8 +134,8 @@ def test_abort_from_the_page_ends_the_run_as_aborted(
     server.start()
     try:
         page = browser.new_page()
-        page.goto(server.url + "/")
-        prefix = post_task(server.url, "scripted", "a long job")
+        page.goto(server.page_url)
+        prefix = post_task(server, "scripted", "a long job")
         page.wait_for_selector(card_selector(prefix, "running"), timeout=TIMEOUT_MS)
         page.wait_for_function(
             f"""() => document.querySelector('{card_selector(prefix)} .last-line')
@@ -158,11 +146,7 @@ def test_abort_from_the_page_ends_the_run_as_aborted(
         page.wait_for_selector(card_selector(prefix, "aborted"), timeout=TIMEOUT_MS)
         # steer is refused clearly for a runtime that is not steerable
         key = page.get_attribute(card_selector(prefix), "data-run-key")
-        refused = httpx2.post(
-            server.url + "/steer",
-            json={"run": key, "text": "go faster"},
-            headers={"authorization": f"Bearer {action_token(server.url)}"},
-        )
+        refused = server.post("/steer", json={"run": key, "text": "go faster"})
         assert refused.status_code == 409 and "finished" in refused.json()["error"]
     finally:
         server.close()
@@ -231,8 +215,8 @@ def test_steer_is_refused_for_scripted_and_reaches_a_native_run(
         try:
             page = browser.new_page()
             # scripted is not steerable: the page shows the refusal
-            prefix = post_task(server.url, "scripted", "not steerable")
-            page.goto(server.url + "/")
+            prefix = post_task(server, "scripted", "not steerable")
+            page.goto(server.page_url)
             page.wait_for_selector(card_selector(prefix, "running"), timeout=TIMEOUT_MS).click()
             page.wait_for_selector("#actions:not([hidden])", timeout=TIMEOUT_MS)
             page.fill("#steer-text", "please hurry")
@@ -245,8 +229,8 @@ def test_steer_is_refused_for_scripted_and_reaches_a_native_run(
             page.wait_for_selector('[data-testid="run-column"]:text("aborted")', timeout=TIMEOUT_MS)
 
             # native is: the steer reaches the model in the next request
-            prefix = post_task(server.url, "native", "list the files")
-            page.goto(server.url + "/")
+            prefix = post_task(server, "native", "list the files")
+            page.goto(server.page_url)
             page.wait_for_selector(card_selector(prefix, "running"), timeout=TIMEOUT_MS).click()
             page.wait_for_selector("#actions:not([hidden])", timeout=TIMEOUT_MS)
             page.fill("#steer-text", "STEER: also count them")
@@ -291,10 +275,10 @@ def test_an_approval_request_waits_on_the_board_and_is_answered_from_the_run_pag
         server.start()
         try:
             page = browser.new_page()
-            page.goto(server.url + "/")
-            prefix = post_task(server.url, "native", "echo something")
+            page.goto(server.page_url)
+            prefix = post_task(server, "native", "echo something")
             page.wait_for_selector(card_selector(prefix, "waiting"), timeout=TIMEOUT_MS)
-            pending = httpx2.get(server.url + "/approvals").json()
+            pending = server.get("/approvals").json()
             assert [(p["tool"], p["input"]["command"]) for p in pending] == [
                 ("bash", "echo approved-ok")
             ]
@@ -304,7 +288,7 @@ def test_an_approval_request_waits_on_the_board_and_is_answered_from_the_run_pag
             tool = page.wait_for_selector("details.tool .tool-output")
             assert "approved-ok" in tool.text_content()
             assert "Done after approval." in page.inner_text('[data-testid="transcript"]')
-            assert httpx2.get(server.url + "/approvals").json() == []
+            assert server.get("/approvals").json() == []
         finally:
             server.close()
     finally:
@@ -325,7 +309,7 @@ def test_a_killed_and_restarted_server_resumes_the_page_without_duplicates(
     runner: subprocess.Popen[str] | None = None
     try:
         page = browser.new_page()
-        page.goto(server.url + "/")
+        page.goto(server.page_url)
         page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
         runner = subprocess.Popen(
             [
@@ -352,7 +336,7 @@ def test_a_killed_and_restarted_server_resumes_the_page_without_duplicates(
         )
         key = page.get_attribute(card, "data-run-key")
         run_page = browser.new_page()
-        run_page.goto(f"{server.url}/run/{key}")
+        run_page.goto(f"{server.url}/run/{key}#token={server.token}")
         run_page.wait_for_function(
             "() => document.querySelector('[data-testid=\"transcript\"]').innerText.includes('chunk 3')",
             timeout=TIMEOUT_MS,
@@ -367,14 +351,14 @@ def test_a_killed_and_restarted_server_resumes_the_page_without_duplicates(
             '[data-testid="assistant-text"]', "ns => ns.map(n => n.textContent).join('')"
         )
         assert text == "".join(chunks)  # every chunk once, in order
-        logged = httpx2.get(f"{server.url}/runs/{key}").text.strip().splitlines()
+        logged = server.get(f"/runs/{key}").text.strip().splitlines()
         run_page.click("#raw summary")
         run_page.wait_for_function(
             "() => document.querySelector('#raw-events').textContent.length > 0"
         )
         raw = run_page.inner_text("#raw-events").strip().splitlines()
         assert [json.loads(x)["seq"] for x in raw] == [json.loads(x)["seq"] for x in logged]
-        snapshot = {c["runKey"]: c for c in httpx2.get(server.url + "/board").json()["cards"]}
+        snapshot = {c["runKey"]: c for c in server.get("/board").json()["cards"]}
         events_shown = page.evaluate(
             f"() => document.querySelector('{card_selector('runtime:scripted:task:', 'done')}')"
             ".dataset.events"
@@ -387,26 +371,24 @@ def test_a_killed_and_restarted_server_resumes_the_page_without_duplicates(
 
 
 def test_actions_need_the_token_in_a_header_and_a_json_body(served: Served) -> None:
-    token = action_token(served.url)
+    token = served.token
     body = {"prompt": "x", "runtime": "scripted"}
     assert httpx2.post(served.url + "/tasks", json=body).status_code == 401
     # a form post (what another site's page can send without a preflight) is refused
-    form = httpx2.post(
-        served.url + "/tasks",
+    form = served.post(
+        "/tasks",
         data=body,
         headers={"authorization": f"Bearer {token}"},
     )
     assert form.status_code == 415
-    cross = httpx2.post(
-        served.url + "/tasks",
+    cross = served.post(
+        "/tasks",
         json=body,
         headers={"authorization": f"Bearer {token}", "origin": "http://evil.example"},
     )
     assert cross.status_code == 403
-    rebinding = httpx2.get(served.url + "/board", headers={"host": "evil.example"})
-    assert rebinding.status_code == 401
-    unknown = httpx2.post(
-        served.url + "/tasks",
+    unknown = served.post(
+        "/tasks",
         json={"prompt": "x", "runtime": "nope"},
         headers={"authorization": f"Bearer {token}"},
     )

@@ -56,16 +56,19 @@ def test_run_board_prints_its_url_and_aborts_from_it(
         target=lambda: ([lines.put(x) for x in stderr], lines.put("")), daemon=True
     ).start()
     try:
-        url = ""
+        url = token = ""
         while not url:
             line = lines.get(timeout=60)
-            found = re.search(r"board at (http://127\.0\.0\.1:\d+)/", line)
-            url = found.group(1) if found else ""
+            found = re.search(r"board at (http://127\.0\.0\.1:\d+)/#token=([\w-]+) ", line)
+            url, token = found.groups() if found else ("", "")
         page = httpx2.get(url + "/").text
-        token = page.split('ringleader-action-token" content="')[1].split('"')[0]
+        assert token not in page
+        assert httpx2.get(url + "/board").status_code == 401
         key = ""
         for _ in range(600):
-            cards = httpx2.get(url + "/board").json()["cards"]
+            cards = httpx2.get(url + "/board", headers={"authorization": f"Bearer {token}"}).json()[
+                "cards"
+            ]
             running = [c for c in cards if c["column"] == "running" and c["lastLine"] == "working"]
             if running:
                 key = running[0]["runKey"]
@@ -115,17 +118,11 @@ def test_ctrl_c_on_serve_ends_its_runs_as_aborted(
     server = Served(tmp_path, board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)}, None)
     server.start()
     try:
-        page = httpx2.get(server.url + "/").text
-        token = page.split('ringleader-action-token" content="')[1].split('"')[0]
-        answer = httpx2.post(
-            server.url + "/tasks",
-            json={"prompt": "slow", "runtime": "scripted"},
-            headers={"authorization": f"Bearer {token}"},
-        )
+        answer = server.post("/tasks", json={"prompt": "slow", "runtime": "scripted"})
         assert answer.status_code == 201
         prefix = answer.json()["runKeyPrefix"]
         for _ in range(600):
-            cards = httpx2.get(server.url + "/board").json()["cards"]
+            cards = server.get("/board").json()["cards"]
             if any(c["runKey"].startswith(prefix) and c["lastLine"] == "working" for c in cards):
                 break
             threading.Event().wait(0.1)
@@ -175,26 +172,46 @@ def test_the_board_binds_its_own_port_and_no_picked_free_port_can_be_lost(
     server = Served(tmp_path, board_env, None)
     try:
         server.start()
-        assert httpx2.get(server.url + "/board").status_code == 200
+        assert server.get("/board").status_code == 200
         port = server.port
         server.kill()
         server.start()
         assert server.port == port
-        assert httpx2.get(server.url + "/board").status_code == 200
+        assert server.get("/board").status_code == 200
     finally:
         server.close()
         for squatter in squatters:
             close(squatter)
 
 
-def test_pages_and_data_refuse_a_foreign_host(tmp_path: Path, board_env: dict[str, str]) -> None:
+def test_on_loopback_every_read_and_action_needs_the_printed_token(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    """Loopback is no trust boundary (another local user can connect): without a configured
+    token, serve makes one, prints it once (in the URLs), never puts it in a page, and refuses
+    every read and action without it; the feed's query token is for ``/events`` alone."""
     server = Served(tmp_path, board_env, None)
     server.start()
     try:
-        for path in ("/", "/run/x", "/board", "/events", "/approvals", "/runs"):
-            answer = httpx2.get(server.url + path, headers={"host": "attacker.example:80"})
-            assert answer.status_code == 401, path
-        assert httpx2.get(server.url + "/board").status_code == 200
+        assert len(server.token) >= 32
+        page = httpx2.get(server.url + "/")
+        assert page.status_code == 200 and server.token not in page.text
+        assert server.token not in httpx2.get(server.url + "/run/x").text
+        for path in ("/board", "/events", "/approvals", "/runs", "/runs/x", "/run-meta?run=x"):
+            assert httpx2.get(server.url + path).status_code == 401, path
+            wrong = {"authorization": "Bearer " + "x" * len(server.token)}
+            assert httpx2.get(server.url + path, headers=wrong).status_code == 401, path
+        assert httpx2.get(server.url + f"/runs?token={server.token}").status_code == 401
+        assert httpx2.get(server.url + f"/board?token={server.token}").status_code == 401
+        with httpx2.stream("GET", server.url + f"/events?token={server.token}") as events:
+            assert events.status_code == 200
+        body = {"prompt": "hi", "runtime": "scripted"}
+        for path in ("/tasks", "/abort", "/steer", "/approve"):
+            assert httpx2.post(server.url + path, json=body).status_code == 401, path
+        assert server.get("/board").status_code == 200
+        token_file = Path(board_env["RINGLEADER_STATE_DIR"]) / "board-token"
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        assert token_file.read_text().strip() == server.token
     finally:
         server.close()
 
@@ -208,18 +225,19 @@ def test_with_a_token_every_read_and_action_needs_it_and_no_page_shows_it(
     server = Served(tmp_path, board_env, None, ("--token-file", str(token_file)))
     server.start()
     try:
+        assert server.token == ""  # a configured token is never printed
         page = httpx2.get(server.url + "/")
         assert page.status_code == 200 and secret not in page.text
-        assert 'name="ringleader-action-token" content=""' in page.text
         assert httpx2.get(server.url + "/board").status_code == 401
         bearer = {"authorization": f"Bearer {secret}"}
-        assert httpx2.get(server.url + "/board", headers=bearer).status_code == 200
-        assert httpx2.get(server.url + f"/board?token={secret}").status_code == 200
+        assert server.get("/board", headers=bearer).status_code == 200
+        with httpx2.stream("GET", server.url + f"/events?token={secret}") as events:
+            assert events.status_code == 200
         body = {"prompt": "hi", "runtime": "scripted"}
         assert httpx2.post(server.url + "/tasks", json=body).status_code == 401
-        # the token in the query string is for reads (EventSource); actions need the header
+        # the token in the query string is for EventSource alone; actions need the header
         assert httpx2.post(server.url + f"/tasks?token={secret}", json=body).status_code == 401
-        assert httpx2.post(server.url + "/tasks", json=body, headers=bearer).status_code == 201
+        assert server.post("/tasks", json=body, headers=bearer).status_code == 201
     finally:
         server.close()
 
@@ -245,11 +263,9 @@ def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
         server = Served(tmp_path, board_env, config)
         server.start()
         try:
-            page = httpx2.get(server.url + "/", timeout=60).text
-            token = page.split('ringleader-action-token" content="')[1].split('"')[0]
-            bearer = {"authorization": f"Bearer {token}"}
-            answer = httpx2.post(
-                server.url + "/tasks",
+            bearer = server.auth()
+            answer = server.post(
+                "/tasks",
                 json={"prompt": "touch it", "runtime": "native"},
                 headers=bearer,
                 timeout=60,
@@ -257,7 +273,7 @@ def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
             assert answer.status_code == 201, answer.text
             pending: list[dict[str, object]] = []
             for _ in range(600):
-                pending = httpx2.get(server.url + "/approvals", timeout=60).json()
+                pending = server.get("/approvals", timeout=60).json()
                 if pending:
                     break
                 threading.Event().wait(0.1)
@@ -271,24 +287,24 @@ def test_the_boards_approve_button_decides_the_approval_book_the_cli_reads(
                 timeout=60,
             )
             assert [json.loads(line)["id"] for line in listed.stdout.splitlines()] == [item["id"]]
-            cards = httpx2.get(server.url + "/board", timeout=60).json()["cards"]
+            cards = server.get("/board", timeout=60).json()["cards"]
             assert [c["phase"] for c in cards] == ["waiting_approval"]
-            decided = httpx2.post(
-                server.url + "/approve",
+            decided = server.post(
+                "/approve",
                 json={"id": item["id"], "allow": False, "message": "not in this repo"},
                 headers=bearer,
                 timeout=60,
             )
             assert decided.status_code == 202, decided.text
             for _ in range(600):
-                cards = httpx2.get(server.url + "/board", timeout=60).json()["cards"]
+                cards = server.get("/board", timeout=60).json()["cards"]
                 if cards[0]["column"] == "done":
                     break
                 threading.Event().wait(0.1)
             assert cards[0]["column"] == "done"
-            assert httpx2.get(server.url + "/approvals", timeout=60).json() == []
-            again = httpx2.post(
-                server.url + "/approve",
+            assert server.get("/approvals", timeout=60).json() == []
+            again = server.post(
+                "/approve",
                 json={"id": item["id"], "allow": True},
                 headers=bearer,
                 timeout=60,

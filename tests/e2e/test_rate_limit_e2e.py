@@ -32,6 +32,7 @@ from adapters.codex import CodexAdapter, CodexConfig, CodexProvider
 from adapters.codex.driver import Mode, default_state_root
 from contract import check_stream
 from orchestrator.core import Done, ErrorEvent, RuntimeEvent, RuntimeRegistry, Status
+from orchestrator.core.quota import QuotaBook
 from orchestrator.engine import RestartPolicy, Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.governance import Governance
 from orchestrator.model_server import ModelServer
@@ -127,6 +128,7 @@ def runner(runtime_id: str, factory: Any, sink: RunSink, state: Path) -> Runner:
         state_dir=state,
         governance=Governance(),
         restart=RestartPolicy(max_restarts=0),  # only a park may continue a failed run
+        quota=QuotaBook.in_state_dir(state),  # the quota meters keep what the runs report
     )
 
 
@@ -212,6 +214,11 @@ async def test_claude_code_gives_up_then_the_task_parks_and_resumes_its_session(
     body = last_user_text(requests[-1])
     assert "[[e2e:cc-park]] do it" in body and "Continue where you left off." in body
     assert parked[0].run_id == resumed[0].run_id  # Claude Code's session id
+    # the quota meter kept the hold: a window held until the reported reset, use unknown
+    (meter,) = QuotaBook.in_state_dir(tmp_path / "rl").readings()
+    assert (meter.runtime_id, meter.account, meter.window) == ("claude-code", "default", "requests")
+    assert meter.resets_at_ms == held[-1].resets_at and meter.used_percent is None
+    assert meter.state == "rejected" and "HTTP 429" in meter.source
 
 
 # -- Codex --------------------------------------------------------------------------------------
@@ -282,3 +289,9 @@ async def test_codex_usage_limit_parks_until_its_reset_then_resumes_the_thread(
     assert [q.status for q in requests] == [429, 200]
     body = last_user_text(requests[-1])
     assert "[[e2e:cx-park]] do it" in body and "Continue where you left off." in body
+    # the quota meter: Codex's primary window, 100% of 300 minutes until its reset
+    meters = {m.window: m for m in QuotaBook.in_state_dir(tmp_path / "rl").readings()}
+    primary = meters["primary"]
+    assert (primary.runtime_id, primary.used_percent, primary.window_minutes) == ("codex", 100, 300)
+    assert primary.resets_at_ms == reset_s * 1000 and primary.state == "rejected"
+    assert primary.source == "codex account/rateLimits/updated"

@@ -18,7 +18,7 @@ async def test_out_of_range_or_garbage_cursor_is_a_400(tmp_path: Path) -> None:
     async with (
         EventLog.open(tmp_path / "log.db") as log,
         serve_feed(Feed(), log) as url,
-        httpx2.AsyncClient(timeout=5) as http,
+        httpx2.AsyncClient(timeout=5, headers={"authorization": f"Bearer {url.token}"}) as http,
     ):
         await log.append("run", [make.text_delta("x")])
         for bad in (str(2**63), str(2**64 + 5), "9" * 400, "-1", "1e3", "0x10", "1_0"):

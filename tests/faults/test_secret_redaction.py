@@ -76,7 +76,7 @@ async def test_a_key_given_by_value_is_in_no_byte_of_the_log_replay_or_feed(
     async with (
         EventLog.open(db) as log,
         serve_feed(feed, log) as url,
-        httpx2.AsyncClient(timeout=10) as http,
+        httpx2.AsyncClient(timeout=10, headers={"authorization": f"Bearer {url.token}"}) as http,
         trio.open_nursery() as nursery,
     ):
         feed.attach(log)

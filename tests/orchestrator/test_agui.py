@@ -169,7 +169,10 @@ async def test_a_side_by_side_stream_validates_and_resumes_without_loss(tmp_path
             nursery.start_soon(runner.run_task, "a", TaskSpec(task_id="ta", title="a"))
             nursery.start_soon(runner.run_task, "b", TaskSpec(task_id="tb", title="b"))
         total = await log.last_gid()
-        async with httpx2.AsyncClient(timeout=10) as http:
+        auth = {"authorization": f"Bearer {url.token}"}  # loopback too: no read without it
+        async with httpx2.AsyncClient(timeout=10, headers=auth) as http:
+            refused = await http.get(f"{url}/agui", headers={"authorization": "Bearer wrong"})
+            assert refused.status_code == 401
 
             async def read(last_event_id: int | None, stop_after: int | None) -> str:
                 headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}

@@ -118,8 +118,9 @@ async def test_doctor_reports_each_runs_version_and_frames_missing_fields(
     ) in report
     out = io.StringIO()
     assert await doctor([spec], load_config(cwd=tmp_path), as_json=True, out=out) == 1
-    *records, sandbox = (json.loads(line) for line in out.getvalue().splitlines())
+    sound, *records, sandbox = (json.loads(line) for line in out.getvalue().splitlines())
     finding, versions = records
+    assert sound["sound"] is True and sound["problems"] == []
     assert "sandbox" in sandbox  # whether bubblewrap works here, last
     assert finding["version"] == "2.1.999" and finding["installedVersion"] == "2.1.999"
     assert finding["missingFields"] == {"result without total_cost_usd": 1}

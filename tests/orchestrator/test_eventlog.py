@@ -435,3 +435,32 @@ async def test_closing_ends_the_runs_it_was_not_told_the_end_of(tmp_path: Path) 
                                                  (3, "error"), (4, "done")]  # fmt: skip
         assert cut[2].model_dump()["code"] == "interrupted"
         assert [e.kind for e in await other.read("done")] == ["text-delta"] * 2 + ["done"]
+
+
+async def test_run_listing_reads_the_newest_runs_through_an_index(tmp_path: Path) -> None:
+    """`replay --list` over a long log: the newest N runs, oldest of them first, read through the
+    started_ms index (no scan and sort of every run), title and USD taken from the outcome."""
+    async with EventLog.open(tmp_path / "events.db") as log:
+        for i in range(300):
+            key = f"runtime:scripted:task:t{i}:run-{i}"
+            await log.start_run(key, runtime_id="scripted", session_key=f"s{i}")
+            await log.finish_run(key, status="success", outcome={"title": f"p{i}", "costUsd": i})
+        newest = await log.run_listing(3)
+        assert [r.title for r in newest] == ["p297", "p298", "p299"]
+        assert [r.cost_usd for r in newest] == [297, 298, 299]
+        assert len(await log.run_listing(None)) == 300
+    conn = sqlite3.connect(tmp_path / "events.db")
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT run_key FROM runs ORDER BY started_ms DESC, rowid DESC "
+            "LIMIT 50"
+        )
+    )
+    assert "runs_by_start" in plan and "TEMP B-TREE" not in plan, plan
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute("EXPLAIN QUERY PLAN SELECT run_key FROM runs WHERE status = 'x'")
+    )
+    assert "runs_by_status" in plan, plan
+    conn.close()

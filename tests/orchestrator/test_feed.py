@@ -346,7 +346,8 @@ async def test_sse_client_disconnects_and_resumes_with_last_event_id(tmp_path: P
         runner = Runner(registry, sink=RecordingSink(log, feed), state_dir=tmp_path / "state")
         seen: list[int] = []
         texts: list[str] = []
-        async with httpx2.AsyncClient(timeout=10) as http:
+        auth = {"authorization": f"Bearer {url.token}"}
+        async with httpx2.AsyncClient(timeout=10, headers=auth) as http:
             # first connection: read a few events mid-run, then drop the connection
             async with http.stream("GET", f"{url}/events") as response:
                 assert response.status_code == 200
@@ -407,17 +408,31 @@ async def test_token_is_checked_and_never_optional_once_set(tmp_path: Path) -> N
         ok = await http.get(f"{url}/runs", headers={"authorization": "Bearer s3cret-token"})
         assert ok.status_code == 200
         assert ok.json() == []
-        assert (await http.get(f"{url}/runs?token=s3cret-token")).status_code == 200
+        # the query token is for EventSource (GET /events) alone
+        assert (await http.get(f"{url}/runs?token=s3cret-token")).status_code == 401
         assert (await http.get(f"{url}/events?token=nope")).status_code == 401
+        with trio.fail_after(5):
+            async with http.stream("GET", f"{url}/events?token=s3cret-token") as events:
+                assert events.status_code == 200
 
 
-async def test_loopback_without_token_refuses_foreign_host_headers(tmp_path: Path) -> None:
+async def test_on_loopback_without_a_configured_token_a_random_one_is_required(
+    tmp_path: Path,
+) -> None:
+    """Loopback is no trust boundary: another local user can connect to 127.0.0.1, so without
+    a configured token the feed makes a random one, and every request needs it."""
     async with (
         EventLog.open(tmp_path / "log.db") as log,
         serve_feed(Feed(), log) as url,
+        serve_feed(Feed(), log) as other,
         httpx2.AsyncClient(timeout=5) as http,
     ):
-        assert (await http.get(f"{url}/runs")).status_code == 200
-        rebound = await http.get(f"{url}/runs", headers={"host": "evil.example:80"})
-        assert rebound.status_code == 401  # DNS rebinding from a web page
-        assert (await http.get(f"{url}/events", headers={"Last-Event-ID": "x"})).status_code == 400
+        assert len(url.token) >= 32 and url.token != other.token
+        for path in ("/runs", "/runs/x", "/events"):
+            assert (await http.get(f"{url}{path}")).status_code == 401, path
+            foreign = {"authorization": f"Bearer {other.token}"}
+            assert (await http.get(f"{url}{path}", headers=foreign)).status_code == 401, path
+        mine = {"authorization": f"Bearer {url.token}"}
+        assert (await http.get(f"{url}/runs", headers=mine)).status_code == 200
+        bad_cursor = await http.get(f"{url}/events", headers=mine | {"Last-Event-ID": "x"})
+        assert bad_cursor.status_code == 400

@@ -7,9 +7,17 @@ wait for it, read its events — all real processes on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import httpx2
+import trio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from orchestrator.core import Done, ToolCall, ToolResult
 
@@ -73,3 +81,55 @@ def test_an_agent_starts_waits_for_and_reads_a_run_through_ringleader_mcp(tmp_pa
     assert results[4].is_error and "unknown runtime 'nope'" in results[4].output
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "success"
+
+
+async def test_serve_offers_the_tools_over_streamable_http_with_its_token(tmp_path: Path) -> None:
+    """`ringleader serve` at /mcp: an MCP client holding the board's token starts a run, waits
+    for it and reads it; without the token it is refused."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path)}
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "orchestrator.cli", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        first = b""
+        with trio.fail_after(60):
+            while b"\n" not in first:
+                first += await proc.stdout.receive_some(4096)
+        events_url = first.split(b"\n", 1)[0].decode()
+        base, token = events_url.split("/events?token=")
+        async with httpx2.AsyncClient(timeout=30) as anonymous:
+            refused = await anonymous.post(f"{base}/mcp", json={})
+            assert refused.status_code == 401
+        auth = {"authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=auth, timeout=60) as http,
+            streamable_http_client(f"{base}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            names = sorted(t.name for t in (await session.list_tools()).tools)
+            assert names == [
+                "abort_run",
+                "approve",
+                "list_runs",
+                "read_diff",
+                "read_events",
+                "say",
+                "start_run",
+                "wait_run",
+            ]
+            started = await session.call_tool("start_run", {"runtime": "scripted", "prompt": "hi"})
+            task = json.loads(started.content[0].text)["task"]
+            waited = await session.call_tool("wait_run", {"run": task, "timeout_s": 60})
+            assert json.loads(waited.content[0].text)["status"] == "success"
+            unknown = await session.call_tool("read_events", {"run": "no-such-run"})
+            assert unknown.is_error
+    finally:
+        proc.send_signal(signal.SIGINT)
+        with trio.fail_after(30):
+            await proc.wait()

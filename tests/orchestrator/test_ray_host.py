@@ -284,6 +284,44 @@ def test_batch_and_runtimes_on_the_cluster_from_the_command_line(
         assert "scripted" in node["runtimes"] and "native" in node["runtimes"]
 
 
+def test_a_chain_runs_in_order_on_the_cluster_and_skips_after_a_failure(
+    cluster: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "chain.toml").write_text(
+        '[[task]]\nid = "a"\nprompt = "first"\nruntime = "scripted"\nworkspace = false\n'
+        '[[task]]\nid = "b"\nprompt = "then {{ a.summary }}"\nruntime = "native"\n'
+        'workspace = false\ndepends_on = ["a"]\n'
+        '[[task]]\nid = "c"\nprompt = "after b"\nruntime = "scripted"\nworkspace = false\n'
+        'depends_on = ["b"]\n'
+        '[[task]]\nid = "d"\nprompt = "a said: {{ a.summary }}"\nruntime = "scripted"\n'
+        'workspace = false\ndepends_on = ["a"]\n'
+    )
+    # native fails on its node at once: nothing listens at its base_url
+    (tmp_path / "ringleader.toml").write_text(
+        '[runtimes.native]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\n'
+        'base_url = "http://127.0.0.1:9"\n'
+    )
+    done = ringleader("batch", "chain.toml", "--ray", cluster.address, "--json", tmp_path=tmp_path)
+    assert done.returncode == 1, done.stderr
+    listed = ringleader("replay", "--list", "--json", tmp_path=tmp_path)
+    runs = {json.loads(line)["runKey"]: json.loads(line) for line in listed.stdout.splitlines()}
+
+    async def rows() -> list[Any]:
+        async with EventLog.open(tmp_path / "state" / "events.db") as log:
+            return await log.runs()
+
+    by_task = {row.outcome["chainTask"]: row for row in trio.run(rows) if row.outcome}
+    assert {k: v.status for k, v in by_task.items()} == {
+        "a": "success",
+        "b": "error",
+        "c": "skipped",
+        "d": "success",
+    }
+    assert by_task["a"].ended_ms <= by_task["d"].started_ms
+    assert runs[by_task["d"].run_key]["prompt"] == "a said: Hello from the scripted runtime."
+    assert "its dependency 'b' ended error" in by_task["c"].outcome["summary"]
+
+
 def spend_script(marker: str) -> dict[str, Any]:
     """A native run whose first model turn reports 2,000 tokens and asks for a tool; the turn
     after it (and its tool) must never happen under a smaller budget."""

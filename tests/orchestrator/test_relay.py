@@ -116,3 +116,30 @@ async def test_the_head_applies_each_op_once_in_order_and_closes_a_lost_nodes_ru
         assert rows == {"run-a": "interrupted", "run-b": "success"}
         assert len(list(await log.read("run-b"))) == 2
         assert not any(isinstance(op, EventsOp) and not op.events for _, op in batch)
+
+
+async def test_the_head_meters_the_rate_limit_windows_a_nodes_runs_report(tmp_path: Path) -> None:
+    from orchestrator.core.events import QuotaWindow
+    from orchestrator.core.quota import QuotaBook
+    from orchestrator.engine.hosts.relay import StartRunOp
+
+    book = QuotaBook.in_state_dir(tmp_path)
+
+    async def ended(op: TaskEndedOp) -> None:
+        await trio.lowlevel.checkpoint()
+
+    class Nowhere:
+        async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
+            await trio.lowlevel.checkpoint()
+
+    applier = HeadApplier(sink=Nowhere(), log=None, on_task_ended=ended, quota=book)
+    make = EventFactory(run_id="r", session_id="s")
+    window = QuotaWindow(name="primary", used_percent=42.0, resets_at=4_000_000_000_000)
+    ops: list[Op] = [
+        StartRunOp("t", run_key="k", runtime_id="codex", session_key="s"),
+        EventsOp("k", (*deltas(make, 2), make.quota_report([window], "rate limits"))),
+    ]
+    await applier.apply(list(enumerate(ops, start=1)))
+    (reading,) = book.readings()
+    assert (reading.runtime_id, reading.account, reading.window) == ("codex", "default", "primary")
+    assert reading.used_percent == 42.0

@@ -15,7 +15,7 @@ async def test_runs_are_camel_case_and_unknown_runs_are_404(tmp_path: Path) -> N
     async with (
         EventLog.open(tmp_path / "log.db") as log,
         serve_feed(Feed(), log) as url,
-        httpx2.AsyncClient(timeout=10) as http,
+        httpx2.AsyncClient(timeout=10, headers={"authorization": f"Bearer {url.token}"}) as http,
     ):
         await log.start_run("runtime:native:task:a", runtime_id="native", session_key="s")
         await log.append("runtime:native:task:a", [make.text_delta("hi"), *make.finish("success")])

@@ -58,6 +58,14 @@ from orchestrator.core.errors import (
 
 from .events import AgentDone, AgentError, AgentFinal, AgentToolEvent
 from .memory import SAVE_POLICIES, AgentMemory, MemoryContext, SavePolicy
+from .observe import (
+    AgentEventStore,
+    AgentEventStoreInclude,
+    AgentObserver,
+    ObserverFn,
+    ObserverRegistration,
+    as_registrations,
+)
 from .request import MAX_AGENT_DEPTH, AgentRequest, validate_max_turns
 from .retrieval import (
     Document,
@@ -67,6 +75,7 @@ from .retrieval import (
     render_documents,
 )
 from .skills import SkillSet
+from .toolset import ToolSet
 
 __all__ = ["DEFAULT_MAX_TURNS", "AgentSession", "AgentToolInput", "AnviaAgent"]
 
@@ -85,7 +94,7 @@ def _instructions(value: str | Sequence[str] | None) -> str | None:
     return "\n\n".join(block for block in value if block)
 
 
-def _tools(value: Sequence[Tool[Any]]) -> tuple[Tool[Any], ...]:
+def _tools(value: Sequence[Tool[Any]] | ToolSet) -> tuple[Tool[Any], ...]:
     by_name: dict[str, Tool[Any]] = {}
     for tool in value:  # a duplicate name replaces the earlier tool, keeping its place
         by_name[tool.name] = tool
@@ -159,6 +168,13 @@ class AnviaAgent:
     mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=tuple)
     """MCP servers each run connects to (started before its first turn, stopped when it ends);
     their tools are ``mcp__<server>__<tool>`` (:mod:`adapters.native.mcp`)."""
+    observers: tuple[ObserverRegistration, ...] = attrs.field(
+        default=(), converter=as_registrations
+    )
+    """Told every event of every run (:mod:`.observe`)."""
+    event_store: AgentEventStore | None = None
+    """Records every run's events for replay by run id (:mod:`.observe`)."""
+    event_store_include: AgentEventStoreInclude = "all"
     _bound: ModelAdapter = attrs.field(init=False, repr=False, eq=False)
     _active: set[str] = attrs.field(init=False, repr=False, eq=False, factory=set[str])
 
@@ -185,6 +201,19 @@ class AnviaAgent:
         object.__setattr__(self, "_bound", bound)
 
     # -- what a run uses ----------------------------------------------------------------------
+
+    @property
+    def tool_set(self) -> ToolSet:
+        """The agent's tools as a :class:`~.toolset.ToolSet` (Anvia's ``toolSet``)."""
+        return ToolSet(self.tools)
+
+    @property
+    def observed(self) -> bool:
+        """Whether runs have somewhere to send their events besides a stream's consumer."""
+        return bool(self.observers) or self.event_store is not None
+
+    def with_observer(self, observer: AgentObserver | ObserverFn) -> AnviaAgent:
+        return attrs.evolve(self, observers=(*self.observers, ObserverRegistration(observer)))
 
     @property
     def model_options(self) -> ModelOptions:

@@ -17,8 +17,17 @@ from orchestrator.core.approvals import ApprovalHandler
 
 from .agent import AnviaAgent
 from .memory import AgentMemory, SavePolicy
+from .observe import (
+    AgentEventStore,
+    AgentEventStoreInclude,
+    AgentObserver,
+    ObserveOptions,
+    ObserverFn,
+    ObserverRegistration,
+)
 from .retrieval import Document, DynamicContext, DynamicTools, SearchIndex
 from .skills import SkillSet
+from .toolset import ToolSet
 
 __all__ = ["AgentBuilder"]
 
@@ -79,6 +88,27 @@ class AgentBuilder:
     def tools(self, tools: Sequence[Tool[Any]]) -> Self:
         self._tools.extend(tools)
         return self
+
+    def use_tool_set(self, tool_set: ToolSet) -> Self:
+        """Every tool of ``tool_set`` (Anvia's ``useToolSet``; a later tool of the same name
+        replaces an earlier one)."""
+        self._tools.extend(tool_set)
+        return self
+
+    def observe(
+        self, observer: AgentObserver | ObserverFn, options: ObserveOptions | None = None
+    ) -> Self:
+        """Tell ``observer`` every event of every run (repeatable; :mod:`.observe`)."""
+        registration = ObserverRegistration(observer, options or ObserveOptions())
+        self._options["observers"] = (*self._options.get("observers", ()), registration)
+        return self
+
+    def event_store(
+        self, store: AgentEventStore, *, include: AgentEventStoreInclude = "all"
+    ) -> Self:
+        """Record every run's events in ``store`` (``load(run_id)`` replays them)."""
+        self._set("event_store", store)
+        return self._set("event_store_include", include)
 
     def mcp(self, servers: Sequence[McpServer]) -> Self:
         """Connect these MCP servers on every run (their tools: ``mcp__<server>__<tool>``)."""

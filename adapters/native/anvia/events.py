@@ -98,6 +98,8 @@ class AgentFinal:
     messages: tuple[Message, ...]
     structured: Any = None
     """The validated answer when the agent has an ``output_schema``."""
+    trace: Any = None
+    """The run's ``AgentTraceInfo`` when the request was made ``with_trace``."""
     type: Literal["final"] = "final"
 
 

@@ -11,6 +11,16 @@ applied; a per-run executor runs the agent's tools. So a run has every guarantee
 loop: model retries, an exact turn cap, cancellation that closes every open tool call with a
 result at cancel time, typed tool errors with ``is_error``.
 
+Configuration per request: ``max_turns``, ``approvals``, ``with_hook``, ``with_middleware(s)``,
+``with_tool_concurrency(n)`` (up to ``n`` of a turn's tool calls run at once; default one at a
+time, or concurrently for tools marked ``parallel_safe``), ``with_trace(options)``
+(:mod:`.observe`). ``AgentRequest.from_agent(agent, prompt)`` is ``agent.prompt(prompt)``.
+``readable_stream(nursery)`` starts the run in ``nursery`` and gives its events as a receive
+channel (closing it early cancels the run). Streaming needs a model that can stream: ``stream()``
+and ``readable_stream()`` on a model made with ``stream=False`` raise
+:class:`~orchestrator.core.errors.AgentOptionsError` (Anvia throws an ``Error``), before anything
+runs. Every run's events also reach the agent's observers and event store (:mod:`.observe`).
+
 Outcomes: completed → the response; the turn cap reached → :class:`MaxTurnsError` (``send``) or
 ``done{max_turns}`` (``stream``); :meth:`AgentRequest.cancel` (or closing the stream early) →
 :class:`PromptCancelledError` or ``done{cancelled}``; any other failure propagates (``send``) or
@@ -22,10 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, cast
 
 import attrs
 import trio
@@ -62,11 +73,13 @@ from .events import (
     AgentStreamEvent,
     AgentTextDelta,
     AgentToolCall,
+    AgentToolEvent,
     AgentToolResult,
     AgentTurnEnd,
     AgentTurnStart,
 )
 from .memory import MemoryWriter
+from .observe import AgentEventRecord, AgentTraceInfo, AgentTraceOptions
 
 if TYPE_CHECKING:
     from .agent import AgentSession, AnviaAgent
@@ -92,6 +105,13 @@ class PromptResponse:
     structured: Any = None
     """The validated answer when the agent has an ``output_schema`` (an instance of the pydantic
     model, or the JSON value), else ``None``."""
+    trace: AgentTraceInfo | None = None
+    """Set when the request was made ``with_trace``."""
+
+
+def can_stream(model: object) -> bool:
+    """False for a model adapter that was made not to stream (``stream=False``)."""
+    return getattr(model, "stream", True) is not False
 
 
 def validate_max_turns(value: object) -> int:
@@ -125,6 +145,8 @@ class AgentRequest:
         self._loop: Loop | None = None
         self._run_id = ""
         self._usage = TokenCounter()
+        self._tool_concurrency: int | None = None
+        self._trace: AgentTraceOptions | None = None
         self.depth = 0
         """How deep this run is nested in agents called as tools."""
 
@@ -166,6 +188,28 @@ class AgentRequest:
         self._middlewares = (*self._middlewares, *middlewares)
         return self
 
+    @classmethod
+    def from_agent(
+        cls, agent: AnviaAgent, prompt: str | Message | Sequence[Message]
+    ) -> AgentRequest:
+        """Anvia's ``PromptRequest.fromAgent``: the same as ``agent.prompt(prompt)``."""
+        return agent.prompt(prompt)
+
+    def with_tool_concurrency(self, concurrency: int) -> Self:
+        """Run up to ``concurrency`` of a turn's tool calls at once (results keep call order)."""
+        value = cast(object, concurrency)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise AgentOptionsError(
+                f"tool concurrency must be a positive integer, got {concurrency!r}"
+            )
+        self._tool_concurrency = concurrency
+        return self
+
+    def with_trace(self, trace: AgentTraceOptions | None = None) -> Self:
+        """Trace this run: its response and ``final`` event carry an ``AgentTraceInfo``."""
+        self._trace = trace or AgentTraceOptions()
+        return self
+
     def cancel(self, reason: str = "cancelled") -> None:
         """Cancel the run (from inside trio); it ends with :class:`PromptCancelledError`."""
         if self._cancel_reason is None:
@@ -185,7 +229,28 @@ class AgentRequest:
 
     async def send(self) -> PromptResponse:
         """Run to the end (see the module docstring for the errors)."""
-        return await self._execute(None)
+        observers = self._observers(None)
+        if observers is None:
+            return await self._execute(None)
+        return await self._drive(observers)
+
+    def _check_streaming(self) -> None:
+        model = self._agent.model
+        if not can_stream(model):
+            raise AgentOptionsError(
+                f"model {model.name} cannot stream (it was made with stream=False); "
+                "use send(), or a streaming model"
+            )
+
+    def readable_stream(
+        self, nursery: trio.Nursery, *, max_buffer: int = STREAM_BUFFER
+    ) -> trio.MemoryReceiveChannel[AgentStreamEvent]:
+        """Anvia's ``readableStream``: start the run in ``nursery`` and return its events as a
+        channel that ends after ``done``; closing the channel before that cancels the run."""
+        self._check_streaming()
+        send, receive = trio.open_memory_channel[AgentStreamEvent](max_buffer)
+        nursery.start_soon(self._stream_into, send)
+        return receive
 
     @asynccontextmanager
     async def stream(self) -> AsyncGenerator[AsyncIterator[AgentStreamEvent]]:
@@ -193,6 +258,7 @@ class AgentRequest:
 
         Leaving the block before ``done`` cancels the run (it still closes every open tool call).
         """
+        self._check_streaming()
         send, receive = trio.open_memory_channel[AgentStreamEvent](STREAM_BUFFER)
         try:
             async with trio.open_nursery() as nursery:
@@ -210,47 +276,89 @@ class AgentRequest:
             raise
 
     async def _stream_into(self, send: trio.MemorySendChannel[AgentStreamEvent]) -> None:
-        async def emit(event: AgentStreamEvent) -> None:
-            # the consumer may have left: the run is being cancelled then
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                try:
-                    send.send_nowait(event)  # no scheduling round per event (the loop has its own)
-                except trio.WouldBlock:
-                    await send.send(event)  # the consumer lags: backpressure
+        closed = False
 
-        run_id = ""
-        async with send:
+        async def emit(event: AgentStreamEvent) -> None:
+            nonlocal closed
+            # the consumer may have left: the run is being cancelled then
             try:
-                response = await self._execute(emit)
-                run_id = response.run_id
-                final = AgentFinal(
-                    run_id, response.output, response.usage, response.messages, response.structured
-                )
-                await emit(final)
-                await emit(AgentDone(run_id, "completed"))
-            except MaxTurnsError as exc:
-                await emit(AgentDone(self._run_id, "max_turns", max_turns=exc.max_turns))
-            except PromptCancelledError as exc:
-                await emit(AgentDone(self._run_id, "cancelled", cancel_reason=exc.reason))
-            except Exception as exc:
-                await emit(AgentError(exc, self._usage))
-                await emit(AgentDone(self._run_id, "error"))
+                send.send_nowait(event)  # no scheduling round per event (the loop has its own)
+            except trio.WouldBlock:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await send.send(event)  # the consumer lags: backpressure
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                if not closed and self._state in ("idle", "running"):
+                    closed = True
+                    self.cancel("stream closed")  # a readable stream closed by its reader
+
+        async with send:
+            with contextlib.suppress(Exception):  # every outcome is in the stream already
+                await self._drive(self._observers(emit) or emit, streaming=True)
+
+    def _observers(self, consumer: _Emit | None) -> _Emit | None:
+        """The run's event sink: the consumer (a stream), then the agent's observers and event
+        store as records; ``None`` when there is nobody to tell."""
+        agent = self._agent
+        if not agent.observed:
+            return consumer
+        store, include = agent.event_store, agent.event_store_include
+
+        async def fan_out(event: AgentStreamEvent) -> None:
+            if consumer is not None:
+                await consumer(event)
+            record = _record(self._run_id, agent, event)
+            for registration in agent.observers:
+                await registration.deliver(record)
+            if store is not None and (include == "all" or record.nested):
+                await store.append(record)
+
+        return fan_out
+
+    async def _drive(self, emit: _Emit, *, streaming: bool = False) -> PromptResponse:
+        """Run with ``emit`` told every event, the terminal ones included (``final`` then
+        ``done``, or ``error``/``done``); the outcome is returned or raised as by ``send``."""
+        try:
+            response = await self._execute(emit, streaming=streaming)
+        except MaxTurnsError as exc:
+            await emit(AgentDone(self._run_id, "max_turns", max_turns=exc.max_turns))
+            raise
+        except PromptCancelledError as exc:
+            await emit(AgentDone(self._run_id, "cancelled", cancel_reason=exc.reason))
+            raise
+        except Exception as exc:
+            await emit(AgentError(exc, self._usage))
+            await emit(AgentDone(self._run_id, "error"))
+            raise
+        final = AgentFinal(
+            response.run_id,
+            response.output,
+            response.usage,
+            response.messages,
+            response.structured,
+            response.trace,
+        )
+        await emit(final)
+        await emit(AgentDone(response.run_id, "completed"))
+        return response
 
     # -- the run -------------------------------------------------------------------------------
 
-    async def _execute(self, emit: _Emit | None) -> PromptResponse:
+    async def _execute(self, emit: _Emit | None, *, streaming: bool = False) -> PromptResponse:
         if self._state != "idle":
             raise AgentOptionsError(
                 "this request has already been used; make a new one with agent.prompt(...)"
             )
         self._state = "running"
         if self._session is None:
-            return await self._run(emit, self._history)
+            return await self._run(emit, self._history, streaming)
         async with self._session.active() as stored:
-            return await self._run(emit, (*stored, *self._history))
+            return await self._run(emit, (*stored, *self._history), streaming)
 
-    async def _run(self, emit: _Emit | None, history: Sequence[Message]) -> PromptResponse:
-        run = _Run(self, emit, history)
+    async def _run(
+        self, emit: _Emit | None, history: Sequence[Message], streaming: bool = False
+    ) -> PromptResponse:
+        started = time.time()
+        run = _Run(self, emit, history, streaming)
         self._run_id = run.run_id
         writer = run.writer
         try:
@@ -279,8 +387,19 @@ class AgentRequest:
             await writer.completed()
         self._state = "completed"
         output = result.response.text if result.response is not None else ""
+        trace: AgentTraceInfo | None = None
+        if self._trace is not None:
+            trace = AgentTraceInfo(
+                trace_id=self._trace.trace_id or uuid.uuid4().hex,
+                span_id=run.run_id,
+                agent_id=self._agent.id,
+                name=self._trace.name,
+                started_at=started,
+                ended_at=time.time(),
+                metadata=dict(self._trace.metadata),
+            )
         return PromptResponse(
-            output, self._usage, tuple(run.new_messages), run.run_id, result.output
+            output, self._usage, tuple(run.new_messages), run.run_id, result.output, trace
         )
 
 
@@ -328,13 +447,18 @@ class _Run:
     """The per-run state: store, executor, loop, and the subscriber-to-stream translation."""
 
     def __init__(
-        self, request: AgentRequest, emit: _Emit | None, history: Sequence[Message]
+        self,
+        request: AgentRequest,
+        emit: _Emit | None,
+        history: Sequence[Message],
+        streaming: bool = False,
     ) -> None:
         agent = request._agent  # pyright: ignore[reportPrivateUsage]
         self.request = request
         self.agent = agent
         self.run_id = uuid.uuid4().hex
         self.emit = emit
+        self._streaming = streaming
         self.turn = 0
         self.depth = request.depth
         self.new_messages: list[Message] = []
@@ -351,15 +475,19 @@ class _Run:
             )
         self.store = _RunStore(self, history)
         handler = request._approvals or agent.approvals  # pyright: ignore[reportPrivateUsage]
-        self.executor = executor = Executor(self.store, self.notify, permission_handler=handler)
+        self.executor = executor = Executor(
+            self.store, self.notify, permission_handler=handler, max_retries=0
+        )  # Anvia runs a tool once
         for tool in agent.run_tools():
             executor.register(tool)
+        concurrency = request._tool_concurrency  # pyright: ignore[reportPrivateUsage]
+        if concurrency is not None and concurrency > 1:
+            executor.limiter = trio.CapacityLimiter(concurrency)
+            executor.all_concurrent = True
         executor.context_extras = {"run": self}
         config = LoopConfig(
-            compaction=CompactionConfig(
-                max_turns=request._max_turns,  # pyright: ignore[reportPrivateUsage]
-                context_limit=None,
-            ),
+            compaction=CompactionConfig(max_turns=None, compaction_context_limit=None),
+            max_model_calls=request._max_turns,  # pyright: ignore[reportPrivateUsage]
             max_tokens=agent.max_tokens,
             model_options=agent.model_options,
             hooks=request._hooks,  # pyright: ignore[reportPrivateUsage]
@@ -375,11 +503,12 @@ class _Run:
 
     @property
     def streaming(self) -> bool:
-        return self.emit is not None
+        """A consumer reads this run's stream (child agents then forward their events)."""
+        return self._streaming and self.emit is not None
 
     async def ask(self) -> Any:
         request = self.request
-        return await self.loop.ask(request.prompt, request._token)  # pyright: ignore[reportPrivateUsage]
+        return await self.loop.run_request(request.prompt, request._token)  # pyright: ignore[reportPrivateUsage]
 
     def chat_history(self) -> list[Message]:
         return list(self.store._messages)  # pyright: ignore[reportPrivateUsage]
@@ -439,3 +568,31 @@ def _json(value: Any) -> str:
         return json.dumps({} if value is None else value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
+
+
+def _record(run_id: str, agent: AnviaAgent, event: AgentStreamEvent) -> AgentEventRecord:
+    """The stream event as an attributed record (a child's: the child agent and its call)."""
+    if isinstance(event, AgentToolEvent):
+        return AgentEventRecord(
+            run_id,
+            event.agent_id,
+            event,
+            agent_name=event.agent_name,
+            turn=event.turn,
+            tool_name=event.tool_name,
+            tool_call_id=event.tool_call_id,
+            internal_call_id=event.internal_call_id,
+        )
+    if isinstance(event, AgentToolResult):
+        return AgentEventRecord(
+            run_id,
+            agent.id,
+            event,
+            agent_name=agent.name,
+            turn=event.turn,
+            tool_name=event.tool_name,
+            tool_call_id=event.tool_call_id,
+            internal_call_id=event.internal_call_id,
+        )
+    turn: Any = getattr(event, "turn", None)
+    return AgentEventRecord(run_id, agent.id, event, agent_name=agent.name, turn=turn)

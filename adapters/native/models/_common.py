@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any, Literal, cast
 
 import anthropic
@@ -140,8 +141,12 @@ def _status_message(exc: anthropic.APIStatusError | openai.APIStatusError) -> st
     return str(exc.message)
 
 
-def parse_arguments(name: str, raw: str, call_id: str) -> ToolCall:
-    """A tool call from JSON text; bad JSON keeps the raw text and a ``parse_error`` (C#12)."""
+def parse_arguments(name: str, raw: str, call_id: str | None) -> ToolCall:
+    """A tool call from JSON text; bad JSON keeps the raw text and a ``parse_error`` (C#12).
+
+    A call without an id (Chat Completions providers that omit it) gets a unique one: ids
+    pair each result with its call in the history and bind an approval to its call."""
+    call_id = call_id or f"call_{secrets.token_hex(12)}"
     if not raw.strip():
         return ToolCall(tool_name=name, input_args={}, id=call_id)
     try:

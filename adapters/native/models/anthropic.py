@@ -14,10 +14,11 @@ cached tokens (Anthropic's ``input_tokens`` does not).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import anthropic
 import httpx2
+from anthropic.lib.bedrock import AsyncAnthropicBedrock
 
 from adapters.native.messages import (
     ContentPart,
@@ -41,7 +42,11 @@ __all__ = ["AnthropicModel", "format_anthropic_messages", "system_blocks"]
 _EPHEMERAL = {"type": "ephemeral"}
 
 
-class AnthropicModel(SdkModel[anthropic.AsyncAnthropic]):
+AnthropicClient: TypeAlias = anthropic.AsyncAnthropic | AsyncAnthropicBedrock
+"""The first-party API, or Anthropic's models on AWS Bedrock (the SDK's Bedrock client)."""
+
+
+class AnthropicModel(SdkModel[AnthropicClient]):
     def __init__(
         self,
         model: str,
@@ -52,7 +57,7 @@ class AnthropicModel(SdkModel[anthropic.AsyncAnthropic]):
         stream: bool = True,
         cache: bool = True,
         http_client: httpx2.AsyncClient | None = None,
-        client: anthropic.AsyncAnthropic | None = None,
+        client: AnthropicClient | None = None,
         provider: str = "anthropic",
     ) -> None:
         client = client or anthropic_client(api_key, base_url, http_client)

@@ -118,9 +118,9 @@ class OpenAIChatModel(OpenAISdkModel):
         calls: list[ToolCall] = []
         for index in sorted(frags):
             frag = frags[index]
-            call = parse_arguments(
-                frag["name"], "".join(frag["args"]), frag["id"] or f"call_{index}"
-            )
+            # no id from the provider: parse_arguments gives a unique one (never call_{index},
+            # which every turn would repeat)
+            call = parse_arguments(frag["name"], "".join(frag["args"]), frag["id"])
             calls.append(call)
             await notify(ToolUseEvent(call.id, call.tool_name, call.input_args))
         return ModelResponse(

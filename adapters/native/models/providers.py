@@ -5,13 +5,22 @@ Each provider names its wire format, base URL, API-key variable, default model a
 argument or by ``<PROVIDER>_BASE_URL`` in the environment; the key comes from the argument or
 the provider's variable. Unknown providers, a missing model or a missing key raise
 :class:`~orchestrator.core.errors.ConfigError` (whose message never contains a key).
+
+``bedrock`` is Anthropic's models on AWS Bedrock through the ``anthropic`` SDK's Bedrock client
+(``AsyncAnthropicBedrock``), with the standard AWS variables: ``AWS_REGION`` (or
+``AWS_DEFAULT_REGION``) and ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (plus
+``AWS_SESSION_TOKEN``), or ``AWS_PROFILE``, for SigV4-signed requests, or a Bedrock API key in
+``AWS_BEARER_TOKEN_BEDROCK``; ``BEDROCK_BASE_URL`` overrides the endpoint. The SDK signs and
+decodes Bedrock's event streams with ``botocore``: install the ``bedrock`` extra
+(``pip install 'ringleader[bedrock]'``, i.e. ``anthropic[bedrock]``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 import httpx2
@@ -19,6 +28,9 @@ import httpx2
 from orchestrator.core.errors import ConfigError
 
 from .base import ModelAdapter
+
+if TYPE_CHECKING:
+    from anthropic.lib.bedrock import AsyncAnthropicBedrock
 
 # The model classes (and with them the anthropic and openai SDKs, ~1 s of imports) load when a
 # model is created, not when the runtime is listed.
@@ -59,7 +71,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             "anthropic",
             None,
             "ANTHROPIC_API_KEY",
-            "claude-sonnet-4-6",
+            "claude-sonnet-4-20250514",
         ),
         _p(
             "openrouter",
@@ -208,11 +220,17 @@ def create_adapter(
     spec = PROVIDERS.get(_ALIASES.get(provider, provider))
     if spec is None:
         raise ConfigError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
-    if spec.format == "bedrock":
-        raise ConfigError(
-            "provider 'bedrock' (AWS Converse) is not supported by the native runtime"
-        )
     environ = _env(env)
+    if spec.format == "bedrock":
+        name = model or spec.default_model or ""
+        url = base_url or environ.get(spec.base_url_env)
+        limit = max_tokens or spec.default_max_tokens
+        from .anthropic import AnthropicModel
+
+        client = bedrock_client(environ, api_key, url, http_client)
+        return AnthropicModel(
+            name, max_tokens=limit, stream=stream, client=client, provider=spec.id
+        )
     name = model or spec.default_model
     if not name:
         raise ConfigError(f"provider {spec.id!r} has no default model; pass model=")
@@ -266,14 +284,59 @@ def create_adapter(
     )
 
 
+def bedrock_client(
+    environ: Mapping[str, str],
+    api_key: str | None = None,
+    base_url: str | None = None,
+    http_client: httpx2.AsyncClient | None = None,
+) -> AsyncAnthropicBedrock:
+    """The SDK's Bedrock client from the standard AWS variables (see the module docstring)."""
+    if importlib.util.find_spec("botocore") is None:
+        raise ConfigError(
+            "provider 'bedrock' needs the AWS SDK the anthropic Bedrock client signs with: "
+            "pip install 'ringleader[bedrock]'"
+        )
+    from anthropic.lib.bedrock import AsyncAnthropicBedrock
+
+    from ._common import shared_http_client
+
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+    if not region:
+        raise ConfigError("provider 'bedrock' needs a region in $AWS_REGION or $AWS_DEFAULT_REGION")
+    common: dict[str, Any] = {
+        "aws_region": region,
+        "base_url": base_url,
+        "http_client": http_client or shared_http_client(),
+        "max_retries": 0,
+    }
+    bearer = api_key or environ.get("AWS_BEARER_TOKEN_BEDROCK")
+    if bearer:
+        return AsyncAnthropicBedrock(api_key=bearer, **common)
+    access, secret = environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY")
+    profile = environ.get("AWS_PROFILE")
+    if not ((access and secret) or profile):
+        raise ConfigError(
+            "provider 'bedrock' needs AWS credentials: $AWS_ACCESS_KEY_ID and "
+            "$AWS_SECRET_ACCESS_KEY (and $AWS_SESSION_TOKEN), $AWS_PROFILE, or "
+            "$AWS_BEARER_TOKEN_BEDROCK"
+        )
+    return AsyncAnthropicBedrock(
+        aws_access_key=access if access and secret else None,
+        aws_secret_key=secret if access and secret else None,
+        aws_session_token=environ.get("AWS_SESSION_TOKEN") if access and secret else None,
+        aws_profile=None if access and secret else profile,
+        **common,
+    )
+
+
 def get_available_providers(env: Mapping[str, str] | None = None) -> list[dict[str, object]]:
     """Every provider with whether it is usable from the environment (keys are never shown)."""
     environ = _env(env)
     out: list[dict[str, object]] = []
     for spec in PROVIDERS.values():
-        usable = spec.format != "bedrock" and (
-            not spec.requires_api_key or bool(spec.env_var and environ.get(spec.env_var))
-        )
+        usable = not spec.requires_api_key or bool(spec.env_var and environ.get(spec.env_var))
+        if spec.format == "bedrock":
+            usable = usable or bool(environ.get("AWS_BEARER_TOKEN_BEDROCK"))
         out.append(
             {
                 "id": spec.id,

@@ -24,7 +24,7 @@ from adapters.native.messages import InboxItem, Message, PermissionStatus, Task,
 
 from .base import Store, StoreCapabilities, permission_key
 
-__all__ = ["SqliteStore", "list_sessions", "resolve_inbox_item"]
+__all__ = ["SqliteStore", "list_inbox_items", "list_sessions", "resolve_inbox_item"]
 
 T = TypeVar("T")
 
@@ -376,5 +376,23 @@ def list_sessions(path: str | Path) -> list[str]:
     try:
         rows = conn.execute("SELECT session_id FROM sessions ORDER BY created_at, rowid").fetchall()
         return [str(r[0]) for r in rows]
+    finally:
+        conn.close()
+
+
+def list_inbox_items(
+    path: str | Path, session_id: str | None = None
+) -> list[tuple[str, InboxItem]]:
+    """``(session id, item)`` for every inbox item in a database file (one session's when
+    ``session_id`` is given), each session's in posting order (blocking I/O)."""
+    conn = _connect(str(path))
+    try:
+        query = "SELECT session_id, body FROM inbox"
+        params: tuple[str, ...] = ()
+        if session_id is not None:
+            query += " WHERE session_id=?"
+            params = (session_id,)
+        rows = conn.execute(query + " ORDER BY session_id, position", params).fetchall()
+        return [(str(r[0]), InboxItem.model_validate_json(r[1])) for r in rows]
     finally:
         conn.close()

@@ -62,6 +62,7 @@ function render(card) {
       el("span", { class: "runtime", text: card.runtimeId || runtimeOf(card.runKey) || "?" }),
       el("span", { class: "phase", text: card.phase })),
     el("div", { class: "title", text: card.title || card.runKey }),
+    ...(card.chainTask ? [el("div", { class: "chain", "data-testid": "chain", text: `chain ${card.chainTask}${card.dependsOn?.length ? ` ← ${card.dependsOn.join(", ")}` : ""}` })] : []),
     el("div", { class: "nums" },
       el("span", { class: "tokens", text: `${formatTokens(card.inputTokens)} in · ${formatTokens(card.outputTokens)} out` }),
       el("span", { class: card.costUsd === null ? "cost unknown" : "cost", text: formatCost(card.costUsd, card.estimated) }),
@@ -99,9 +100,11 @@ function refreshMeta() {
       const snap = await getJSON("/board");
       for (const c of snap.cards) {
         const card = cards.get(c.runKey);
-        if (card && (card.title !== c.title || card.runtimeId !== c.runtimeId)) {
+        if (card && (card.title !== c.title || card.runtimeId !== c.runtimeId || card.chainTask !== c.chainTask)) {
           card.title = c.title;
           card.runtimeId = c.runtimeId;
+          card.chainTask = c.chainTask;
+          card.dependsOn = c.dependsOn;
           render(card);
         }
       }
@@ -118,6 +121,8 @@ function onEvent(gid, runKey, ev) {
   const prev = cards.get(runKey);
   card.title = prev?.title ?? null;
   card.runtimeId = prev?.runtimeId ?? null;
+  card.chainTask = prev?.chainTask;
+  card.dependsOn = prev?.dependsOn;
   cards.set(runKey, card);
   render(card);
   counts();
@@ -162,6 +167,38 @@ function setupTaskForm(runtimes) {
   });
 }
 
+// The quota meters (GET /usage): a gauge per window of each runtime and account; a window
+// nobody reported reads "unknown", never 0.
+function gauge(w) {
+  const current = w.current && w.usedPercent !== null;
+  const used = current ? Math.max(0, Math.min(100, w.usedPercent)) : null;
+  const when = w.resetsAt ? new Date(w.resetsAt).toLocaleString() : null;
+  const text = !w.current
+    ? `${w.window}: reset${when ? ` at ${when}` : ""} (used since: unknown)`
+    : `${w.window}: ${used === null ? "used unknown" : `${w.usedPercent}% used`}${w.limited ? ` · held until ${when}` : when ? ` · resets ${when}` : ""}`;
+  const bar = el("span", { class: "bar" });
+  if (used !== null) {
+    const fill = el("span", { class: "fill" });
+    fill.style.width = `${used}%`; // CSSOM, not a style attribute: the page's CSP allows no inline styles
+    bar.append(fill);
+  }
+  const node = el("span", { class: `gauge${w.limited ? " limited" : ""}${used === null ? " unknown" : ""}`, title: `${text} (${w.source})` }, bar, ` ${text}`);
+  return node;
+}
+
+async function pollUsage() {
+  try {
+    const { usage } = await getJSON("/usage");
+    const rows = usage.map((row) =>
+      el("div", { class: "meter", "data-runtime": row.runtime, "data-account": row.account },
+        el("strong", { text: `${row.runtime}${row.account === "default" ? "" : ` (${row.account})`}` }),
+        ...(row.known ? row.windows.map(gauge) : [el("span", { class: "gauge unknown", text: " quota unknown" })])));
+    document.getElementById("usage").replaceChildren(...rows);
+  } catch {
+    /* the next poll retries */
+  }
+}
+
 async function main() {
   const snap = await getJSON("/board");
   for (const c of snap.cards) {
@@ -185,6 +222,8 @@ async function main() {
     }
   }, 1000);
   setInterval(pollApprovals, 1000);
+  pollUsage();
+  setInterval(pollUsage, 15000);
 }
 
 main().catch((e) => say(`cannot load the board: ${e.message}`, true));

@@ -21,10 +21,11 @@ function meta(name) {
   return el ? el.getAttribute("content") || "" : "";
 }
 
-// A configured token arrives in the URL fragment (#token=…: never sent to the server, never
-// logged), is kept for this tab only, and is sent in the Authorization header (reads through
-// EventSource, which cannot set headers, pass it as ?token=).
-function configuredToken() {
+// The token (every read and action needs it, on loopback too) arrives once in the URL fragment
+// that `ringleader serve` prints (#token=…: never sent to the server, never logged), is kept for
+// this tab only (sessionStorage), and is sent in the Authorization header; the feed's
+// EventSource, which cannot set headers, passes it as ?token= (GET /events only).
+function pageToken() {
   const hash = new URLSearchParams(location.hash.slice(1));
   const fromHash = hash.get("token");
   if (fromHash) {
@@ -34,20 +35,24 @@ function configuredToken() {
   return sessionStorage.getItem("ringleader-token") || "";
 }
 
-export const readToken = configuredToken();
-export const actionToken = meta("ringleader-action-token") || readToken;
+export const token = pageToken();
 export const hosting = meta("ringleader-hosting") === "yes";
+export const NO_TOKEN =
+  "no access token: open the URL `ringleader serve` printed (it ends in #token=…)";
 
 export function withToken(url) {
-  if (!readToken) return url;
   const u = new URL(url, location.href);
-  u.searchParams.set("token", readToken);
+  u.searchParams.set("token", token);
   return u.pathname + u.search;
 }
 
 export async function getJSON(path) {
-  const headers = readToken ? { Authorization: `Bearer ${readToken}` } : {};
-  const response = await fetch(path, { headers, cache: "no-store" });
+  if (!token) throw new Error(NO_TOKEN);
+  const response = await fetch(path, {
+    headers: { Authorization: `Bearer ${token}` },
+    cache: "no-store",
+  });
+  if (response.status === 401) throw new Error(`${path}: the access token was refused (${NO_TOKEN})`);
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
   return response.json();
 }
@@ -56,7 +61,7 @@ export async function getJSON(path) {
 export async function post(path, body) {
   const response = await fetch(path, {
     method: "POST",
-    headers: { "Content-Type": "application/json", Authorization: `Bearer ${actionToken}` },
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
     body: JSON.stringify(body),
     cache: "no-store",
   });

@@ -159,7 +159,27 @@ function summary() {
   );
   const live = card.column === "running" || card.column === "queued";
   document.getElementById("actions").hidden = !(hosting && live);
+  if (lastColumn !== null && card.column !== lastColumn && NOTIFY_COLUMNS[card.column]) {
+    notifyIfHidden(`ringleader: ${runtimeOf(runKey)} run ${NOTIFY_COLUMNS[card.column]}`, runKey);
+  }
+  lastColumn = card.column;
 }
+
+// The browser's Notification API, only while the page is in the background (plain text only).
+const NOTIFY_COLUMNS = { waiting: "needs your approval", done: "is done", failed: "failed" };
+let lastColumn = null;
+function notifyIfHidden(title, body) {
+  if (document.hidden && "Notification" in window && Notification.permission === "granted") {
+    new Notification(title, { body });
+  }
+}
+document.addEventListener(
+  "click",
+  () => {
+    if ("Notification" in window && Notification.permission === "default") Notification.requestPermission();
+  },
+  { once: true },
+);
 
 function link(row, why) {
   return el("li", {},
@@ -178,6 +198,14 @@ async function loadMeta() {
       let why = "same task";
       if (row.runKey === resumedFrom) why = "resumed from";
       else if (row.outcome?.resumedFrom === runKey) why = "resumed by";
+      else if (row.outcome?.chain && row.outcome.chain === meta.run.outcome?.chain) {
+        const mine = meta.run.outcome;
+        why = (mine.dependsOn || []).includes(row.outcome.chainTask)
+          ? `chain: depends on ${row.outcome.chainTask}`
+          : (row.outcome.dependsOn || []).includes(mine.chainTask)
+            ? `chain: ${row.outcome.chainTask} depends on this`
+            : `chain: ${row.outcome.chainTask}`;
+      }
       else if (/:r\d+(:|$)/.test(row.runKey)) why = "rotation";
       else if (/:a\d+(:|$)/.test(row.runKey)) why = "retry";
       items.push(link(row, why));
@@ -193,7 +221,9 @@ async function loadMeta() {
 async function pollApprovals() {
   if (!hosting) return;
   try {
-    const list = (await getJSON("/approvals")).filter((a) => card.openToolCalls.includes(a.callId));
+    const list = (await getJSON("/approvals")).filter(
+      (a) => a.run === runKey || card.openToolCalls.includes(a.callId),
+    );
     const ids = new Set(list.map((a) => a.id));
     if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
     pending = ids;
@@ -201,6 +231,8 @@ async function pollApprovals() {
       ...list.map((a) => el("div", { class: "approval", "data-approval": a.id },
         el("span", { text: `${a.tool} wants to run: ` }), el("code", { text: pretty(a.input) }),
         el("button", { type: "button", onclick: () => answer(a.id, true), text: "Allow" }),
+        el("button", { type: "button", onclick: () => answer(a.id, true, "run"), text: "Allow for this run" }),
+        el("button", { type: "button", onclick: () => answer(a.id, true, "always"), text: "Always here" }),
         el("button", { type: "button", onclick: () => answer(a.id, false), text: "Deny" }))),
     );
   } catch {
@@ -208,9 +240,9 @@ async function pollApprovals() {
   }
 }
 
-async function answer(id, allow) {
+async function answer(id, allow, scope = "once") {
   try {
-    await post("/approve", { id, allow });
+    await post("/approve", { id, allow, scope });
     say(allow ? "allowed" : "denied");
   } catch (e) {
     say(String(e.message), true);
@@ -236,6 +268,55 @@ document.getElementById("steer-form").addEventListener("submit", async (e) => {
     say(String(err.message), true);
   }
 });
+document.getElementById("say-form").hidden = !hosting;
+document.getElementById("say-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const input = document.getElementById("say-text");
+  try {
+    const answer = await post("/say", { run: runKey, text: input.value });
+    say(answer.delivery === "turn" ? "sent: the next turn starts now" : "queued for the run");
+    input.value = "";
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+});
+
+async function pollFollowups() {
+  if (!hosting) return;
+  try {
+    const queued = await getJSON(`/followups?run=${encodeURIComponent(runKey)}`);
+    document.getElementById("followups").replaceChildren(
+      ...queued.map((m) => el("li", { "data-followup": m.id },
+        el("span", { text: `queued: ${m.text} ` }),
+        el("button", { type: "button", onclick: () => editFollowup(m), text: "Edit" }),
+        el("button", { type: "button", onclick: () => withdrawFollowup(m.id), text: "Withdraw" }))),
+    );
+  } catch {
+    /* retried */
+  }
+}
+
+async function editFollowup(m) {
+  const text = window.prompt("New text", m.text);
+  if (!text) return;
+  try {
+    await post("/followup", { id: m.id, text });
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+}
+
+async function withdrawFollowup(id) {
+  try {
+    await post("/followup", { id, withdraw: true });
+    pollFollowups();
+  } catch (err) {
+    say(String(err.message), true);
+  }
+}
+
 rawBox.addEventListener("toggle", () => {
   if (rawBox.open) {
     document.getElementById("raw-events").textContent = raw.map((e) => JSON.stringify(e)).join("\n") + "\n";
@@ -249,4 +330,5 @@ follow(`/events?run=${encodeURIComponent(runKey)}`, 0, onEvent, (state) => {
   conn.textContent = state;
 });
 setInterval(pollApprovals, 1000);
+setInterval(pollFollowups, 2000);
 setInterval(summary, 1000);

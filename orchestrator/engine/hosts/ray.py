@@ -372,6 +372,7 @@ class RayHost:
             on_task_ended=self._ended,
             on_session=on_session,
             on_run_started=self._run_started,
+            quota=self.runner.quota,
         )
         while True:
             try:

@@ -26,6 +26,7 @@ import trio
 
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import EventFactory, RuntimeEvent, now_ms
+from orchestrator.core.quota import QuotaBook, readings_from, wants
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import INTERRUPTED_CODE, RunRecorder, RunRow, SessionRow
 
@@ -216,8 +217,12 @@ class HeadApplier:
     on_task_ended: Callable[[TaskEndedOp], Awaitable[None] | None]
     on_run_started: Callable[[StartRunOp], None] | None = None
     on_session: Callable[[SessionOp], None] | None = None
+    quota: QuotaBook | None = None
+    """The head's quota meters: the rate-limit windows the node's runs report are kept here
+    (as the default account: accounts do not travel to nodes yet)."""
     applied: int = 0
     open_runs: dict[str, _OpenRun] = attrs.field(factory=dict[str, _OpenRun])
+    _runtimes: dict[str, str] = attrs.field(factory=dict[str, str])
 
     async def apply(self, batch: Sequence[tuple[int, Op]]) -> None:
         for seq, op in batch:
@@ -235,8 +240,10 @@ class HeadApplier:
                     run = self.open_runs.setdefault(key, _OpenRun())
                     run.run_id, run.session_id, run.seq = last.run_id, last.session_id, last.seq
                     await self.sink.deliver(key, list(events))
+                    await self._meter(key, events)
             case StartRunOp(run_key=key, runtime_id=runtime_id, session_key=session_key):
                 self.open_runs.setdefault(key, _OpenRun())
+                self._runtimes[key] = runtime_id
                 if log is not None:
                     await log.start_run(key, runtime_id=runtime_id, session_key=session_key)
                 if self.on_run_started is not None:
@@ -262,6 +269,17 @@ class HeadApplier:
                 result = self.on_task_ended(op)
                 if result is not None:
                     await result
+
+    async def _meter(self, key: str, events: Sequence[RuntimeEvent]) -> None:
+        book, runtime_id = self.quota, self._runtimes.get(key)
+        if book is None or runtime_id is None:
+            return
+        now = now_ms()
+        found = [
+            r for e in events if wants(e) for r in readings_from(e, runtime_id, None, now_ms=now)
+        ]
+        if found:
+            await trio.to_thread.run_sync(book.record, found)
 
     async def interrupt_open(self, reason: str) -> list[str]:
         """Close every run still open (the node died): ``error{interrupted}`` + ``done{error}``

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from adapters.claude_code.driver import (
     deny_all,
     permission_answer,
     prepare_home,
+    turn_end_uuid,
 )
 from orchestrator.core.errors import ConfigError
 
@@ -126,3 +128,45 @@ async def test_missing_binary_fails_with_the_install_command(tmp_path: Path) -> 
             await adapter.start(TaskHandle(), StartOpts(agent_id="a", session_key="k", message="m"))
         health = await adapter.health()
     assert not health.ok
+
+
+def _entry(kind: str, uid: str, content: Any, message_id: str | None = None, **extra: Any) -> str:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if message_id is not None:
+        message["id"] = message_id
+    return json.dumps({"type": kind, "uuid": uid, "message": message, **extra})
+
+
+def test_turn_end_uuid_finds_where_each_turn_of_a_run_ends(tmp_path: Path) -> None:
+    tool_use: list[dict[str, Any]] = [{"type": "tool_use", "id": "t", "name": "Bash"}]
+    result: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]
+    lines = [
+        json.dumps({"type": "queue-operation"}),
+        _entry("user", "p0", "first prompt"),
+        json.dumps({"type": "attachment", "uuid": "att"}),
+        _entry("assistant", "a1", [{"type": "text", "text": "hi"}], "m1"),
+        _entry("assistant", "a1b", tool_use, "m1"),  # the same answer, another block
+        _entry("user", "r1", result),
+        _entry("assistant", "side", [{"type": "text", "text": "x"}], "ms", isSidechain=True),
+        _entry("user", "meta", "caveat", isMeta=True),
+        _entry("assistant", "a2", [{"type": "text", "text": "done"}], "m2"),
+        _entry("user", "p1", [{"type": "text", "text": "a resumed run's prompt"}]),
+        _entry("assistant", "b1", tool_use, "m3"),
+        _entry("user", "s1", result),
+        "not json",
+    ]
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    assert [turn_end_uuid(transcript, t) for t in range(4)] == ["p0", "r1", "a2", None]
+    assert [turn_end_uuid(transcript, t, 1) for t in range(3)] == ["p1", "s1", None]
+    assert turn_end_uuid(transcript, 0, 2) is None
+    assert turn_end_uuid(tmp_path / "missing.jsonl", 0) is None
+
+
+def test_a_fork_resumes_at_a_message_as_a_new_session() -> None:
+    args = claude_args(ClaudeCodeConfig(), prompt="p", model=None, resume="s-1", fork_at="u-9")
+    assert args[args.index("--resume") :][:5] == [
+        "--resume", "s-1", "--resume-session-at", "u-9", "--fork-session",
+    ]  # fmt: skip
+    plain = claude_args(ClaudeCodeConfig(), prompt="p", model=None, resume="s-1")
+    assert "--fork-session" not in plain

@@ -9,6 +9,7 @@ dialect and the normalizer.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import uuid
@@ -88,6 +89,7 @@ class CodexExecHarness(FakeCliHarness):
 
     def config(self) -> CodexConfig:
         return CodexConfig(
+            mode="exec",
             launcher=lambda args: fake_cli_argv(self._opening(), rules=EMIT_RULES),
             launcher_stdin=True,
             state_root=self._root,
@@ -109,7 +111,7 @@ class CodexExecFaultHarness(FakeCliFaultHarness):
 
     label = "codex-exec-faults"
     adapter_cls = CodexAdapter
-    config_cls = CodexConfig
+    config_cls = staticmethod(functools.partial(CodexConfig, mode="exec"))
 
     def __init__(self) -> None:
         super().__init__(fixture_lines("exec-tool"))

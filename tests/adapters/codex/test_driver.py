@@ -116,10 +116,11 @@ async def test_codec_round_trip_keeps_the_origin_directory() -> None:
 
 
 def test_capabilities_by_mode() -> None:
-    exec_caps = CodexAdapter(CodexConfig(model="gpt-5.5")).capabilities()
-    app_caps = CodexAdapter(CodexConfig(mode="app-server")).capabilities()
+    exec_caps = CodexAdapter(CodexConfig(mode="exec", model="gpt-5.5")).capabilities()
+    app_caps = CodexAdapter(CodexConfig()).capabilities()  # app-server is the default
     assert not exec_caps.streaming and app_caps.streaming
     assert app_caps.tool_approval and not exec_caps.tool_approval
+    assert app_caps.steerable and not exec_caps.steerable
     assert exec_caps.resume and exec_caps.context_window_tokens == 258_400
     assert exec_caps.models == ("gpt-5.5",) and app_caps.models == ()
 

@@ -184,13 +184,28 @@ def test_a_used_up_window_is_rate_limited_until_its_reset() -> None:
     assert error.code == "rate_limited" and error.fatal
 
 
-def test_rate_limit_updates_below_the_limit_say_nothing() -> None:
+def test_rate_limit_updates_below_the_limit_report_the_windows_and_hold_nothing() -> None:
     make = EventFactory(run_id="r")
     state = AppState()
     empty = {"rateLimits": {"limitId": "codex", "primary": None, "secondary": None}}
-    assert normalize_app("account/rateLimits/updated", empty, make, state) == []
-    half = {"rateLimits": {"primary": {"usedPercent": 50.5, "resetsAt": RESET_S}}}
-    assert normalize_app("account/rateLimits/updated", half, make, state) == []
+    assert normalize_app("account/rateLimits/updated", empty, make, state) == []  # unknown
+    half = {
+        "rateLimits": {
+            "primary": {"usedPercent": 50.5, "windowDurationMins": 300, "resetsAt": RESET_S},
+            "secondary": {"usedPercent": 12, "windowDurationMins": 10080, "resetsAt": RESET_S + 9},
+        }
+    }
+    out = normalize_app("account/rateLimits/updated", half, make, state)
+    assert out is not None
+    (status,) = out
+    assert isinstance(status, Status) and status.phase == "running"  # the run goes on
+    assert status.resets_at is None
+    assert status.detail == "rate limits: primary 50.5% used, secondary 12% used"
+    assert status.quota is not None
+    primary, secondary = status.quota
+    assert (primary.name, primary.used_percent, primary.window_minutes) == ("primary", 50.5, 300)
+    assert primary.resets_at == RESET_S * 1000 and primary.state == "allowed"
+    assert (secondary.name, secondary.used_percent) == ("secondary", 12)
 
 
 def test_a_reached_type_without_windows_is_a_rate_limit_with_no_reset() -> None:

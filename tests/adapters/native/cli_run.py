@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.core import RuntimeEvent, event_from_json
+from orchestrator.core.config import trust_directory
 
 CLI = (sys.executable, "-m", "orchestrator.cli")
 
@@ -21,6 +22,7 @@ def run_native_cli(cwd: Path, script: dict[str, Any], prompt: str) -> list[Runti
     (cwd / "script.json").write_text(json.dumps(script), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
     env |= {"RINGLEADER_STATE_DIR": str(cwd / "state"), "XDG_CONFIG_HOME": str(cwd)}
+    trust_directory(cwd, env)  # the user's own project (`ringleader trust`)
     result = subprocess.run(
         [*CLI, "run", "--runtime", "native", "--model-server", "script.json", "--json", prompt],
         capture_output=True,

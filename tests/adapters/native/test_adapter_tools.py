@@ -263,3 +263,24 @@ async def test_abort_during_bash_reaps_the_command(tmp_path: Path) -> None:
     assert isinstance(done, Done) and done.reason == "aborted"
     pid = int((tmp_path / "bg.pid").read_text())
     assert not _alive(pid), "the command's background job outlived the run"
+
+
+@pytest.mark.parametrize("plan", [True, False])
+async def test_plan_mode_is_read_only_whatever_the_policy(tmp_path: Path, plan: bool) -> None:
+    model = scripted(
+        Reply(
+            tool_calls=[
+                ("write_file", {"path": "planned.txt", "content": "x"}),
+                ("read_file", {"path": "seen.txt"}),
+            ]
+        ),
+        Reply(text="PLAN: write planned.txt"),
+    )
+    (tmp_path / "seen.txt").write_text("hello")
+    policy = PermissionPolicy(write="allow", bash="allow", tools={"write_file": "allow"})
+    async with NativeAdapter(model_factory=lambda o: model, permissions=policy) as adapter:
+        events = await run(adapter, start_opts(tmp_path, plan=plan))
+    by_name = results(events)
+    assert not by_name["read_file"].is_error and by_name["read_file"].output == "hello"
+    assert by_name["write_file"].is_error is plan
+    assert (tmp_path / "planned.txt").exists() is not plan

@@ -38,7 +38,7 @@ async def test_compaction_by_turns_appends_a_marker_and_cuts_the_view() -> None:
             Reply(text="finished"),
         ]
     )
-    glove = make(model, CompactionConfig(compact_after_turns=2, context_limit=None), rec, store)
+    glove = make(model, CompactionConfig(max_turns=2, compaction_context_limit=None), rec, store)
     result = await glove.process_request("echo things")
     assert result.text == "finished"
     assert result.usage.tokens_out == 5 + 5 + 7 + 5  # the summary call is counted
@@ -77,7 +77,7 @@ async def test_compaction_by_context_size() -> None:
             Reply(text="done"),
         ]
     )
-    glove = make(model, CompactionConfig(context_limit=1000, threshold=0.9), rec, store)
+    glove = make(model, CompactionConfig(compaction_context_limit=900), rec, store)
     await glove.process_request("go")
     assert "compaction_start" in rec.types()
     assert model.requests[2].messages[0].is_compaction
@@ -86,7 +86,7 @@ async def test_compaction_by_context_size() -> None:
 async def test_no_compaction_below_the_triggers() -> None:
     rec, store = Recorder(), MemoryStore()
     model = ScriptedModel([Reply(tool_calls=[("echo", {})]), Reply(text="done")])
-    glove = make(model, CompactionConfig(context_limit=100_000), rec, store)
+    glove = make(model, CompactionConfig(compaction_context_limit=100_000), rec, store)
     await glove.process_request("go")
     assert "compaction_start" not in rec.types()
 
@@ -94,7 +94,7 @@ async def test_no_compaction_below_the_triggers() -> None:
 async def test_forced_compaction_between_requests_and_view_after_reload() -> None:
     rec, store = Recorder(), MemoryStore()
     model = ScriptedModel([Reply(text="a"), Reply(text="sum"), Reply(text="b")])
-    glove = make(model, CompactionConfig(context_limit=None), rec, store)
+    glove = make(model, CompactionConfig(compaction_context_limit=None), rec, store)
     await glove.process_request("one")
     marker = await glove.compact()
     await glove.process_request("two")

@@ -18,6 +18,7 @@ from adapters.native.display import DisplayManager, Slot, SlotRejectedError, Slo
 from adapters.native.glove import Glove
 from adapters.native.models.scripted import Reply, ScriptedModel
 from adapters.native.tools import ToolContext
+from orchestrator.core.errors import AbortError
 
 from .conftest import CityInput
 
@@ -244,8 +245,8 @@ async def _run_and_cancel(glove: Glove, token: CancelToken, dm: DisplayManager) 
     async with trio.open_nursery() as nursery:
 
         async def run() -> None:
-            result = await glove.process_request("go", token)
-            assert result.stop == "aborted"
+            with pytest.raises(AbortError):
+                await glove.process_request("go", token)
 
         nursery.start_soon(run)
         await trio.testing.wait_all_tasks_blocked()

@@ -73,7 +73,8 @@ def make(
         loop_config=LoopConfig(hooks=hooks, middlewares=middlewares, **config),
     )
     glove.fold("get_weather", "Weather.", CityInput, tally.weather, parallel_safe=parallel)
-    glove.fold("echo", "Echo.", EchoInput, tally.echo, parallel_safe=parallel)
+    # "boom" raises: run once (no retries), so each hook sees exactly one attempt
+    glove.fold("echo", "Echo.", EchoInput, tally.echo, parallel_safe=parallel, max_retries=0)
     if recorder is not None:
         glove.add_subscriber(recorder)
     return glove.build()
@@ -189,11 +190,11 @@ async def test_run_start_sees_the_prompt_and_the_history_before_it() -> None:
             return None
 
     glove = make(ScriptedModel([Reply(text="a"), Reply(text="b")]), Look())
-    await glove.process_request("one")
-    await glove.process_request("two")
+    await glove.run_request("one")
+    await glove.run_request("two")
     assert [i.prompt.text for i in seen if i.prompt] == ["one", "two"]
     assert [m.text for m in seen[1].history] == ["one", "a"]
-    assert seen[0].max_turns == glove.agent.config.compaction.max_turns
+    assert seen[0].max_turns == glove.agent.config.max_model_calls
 
 
 # -- stop the run, at each run-level point ---------------------------------------------------
@@ -229,7 +230,7 @@ class StopAt(LifecycleHooks):
 async def test_on_run_start_stop_ends_the_run_before_any_model_call() -> None:
     model = two_turns()
     glove = make(model, StopAt("on_run_start"))
-    result = await glove.process_request("go")
+    result = await glove.run_request("go")
     assert result.stop == "aborted"
     assert result.cancel_reason == "on_run_start: stop at on_run_start"
     assert model.requests == []
@@ -240,7 +241,7 @@ async def test_on_run_start_stop_ends_the_run_before_any_model_call() -> None:
 async def test_a_stop_before_the_model_call_makes_no_call(point: str) -> None:
     model = two_turns()
     tally = Tally()
-    result = await make(model, StopAt(point, turn=2), tally=tally).process_request("go")
+    result = await make(model, StopAt(point, turn=2), tally=tally).run_request("go")
     assert result.stop == "aborted"
     assert result.cancel_reason == f"{point}: stop at {point}"
     assert len(model.requests) == 1  # turn 1 ran, turn 2's call was never made
@@ -251,7 +252,7 @@ async def test_a_stop_before_the_model_call_makes_no_call(point: str) -> None:
 async def test_on_model_response_stop_drops_the_reply_before_its_tools_run() -> None:
     tally = Tally()
     glove = make(two_turns(), StopAt("on_model_response"), tally=tally)
-    result = await glove.process_request("go")
+    result = await glove.run_request("go")
     assert (result.stop, result.cancel_reason) == (
         "aborted",
         "on_model_response: stop at on_model_response",
@@ -266,7 +267,7 @@ async def test_on_turn_end_stop_closes_the_turns_tool_calls_without_running_them
 ) -> None:
     tally = Tally()
     glove = make(two_turns(), StopAt("on_turn_end"), tally=tally, recorder=recorder)
-    result = await glove.process_request("go")
+    result = await glove.run_request("go")
     assert result.stop == "aborted"
     assert tally.ran == []
     results = await stored_results(glove)
@@ -277,7 +278,7 @@ async def test_on_turn_end_stop_closes_the_turns_tool_calls_without_running_them
 
 
 async def test_on_run_end_stop_cancels_even_a_finished_run() -> None:
-    result = await make(two_turns(), StopAt("on_run_end")).process_request("go")
+    result = await make(two_turns(), StopAt("on_run_end")).run_request("go")
     assert result.stop == "aborted"
     assert result.text == "Done."
     assert result.cancel_reason == "on_run_end: stop at on_run_end"
@@ -311,7 +312,7 @@ async def test_on_model_error_sees_the_error_which_still_propagates() -> None:
 async def test_on_model_error_stop_turns_the_failure_into_a_stop() -> None:
     hook = OnModelError(stop=True)
     model = ScriptedModel([Fail(ModelError("bad key", "auth", 401))])
-    result = await make(model, hook).process_request("go")
+    result = await make(model, hook).run_request("go")
     assert (result.stop, result.cancel_reason) == ("aborted", "on_model_error: model is down")
 
 
@@ -333,7 +334,7 @@ async def test_on_run_error_stop_converts_any_failure() -> None:
             return StopRun(f"gave up: {info.error}")
 
     model = ScriptedModel([Fail(ModelError("bad request", "bad_request", 400))])
-    result = await make(model, Convert()).process_request("go")
+    result = await make(model, Convert()).run_request("go")
     assert (result.stop, result.cancel_reason) == ("aborted", "on_run_error: gave up: bad request")
 
 
@@ -366,7 +367,7 @@ async def test_skip_does_not_run_the_tool_and_the_model_sees_the_reason(
     glove = make(
         model, ToolControl(SkipTool("weather is off today")), tally=tally, recorder=recorder
     )
-    result = await glove.process_request("go")
+    result = await glove.run_request("go")
     assert result.stop == "completed"
     assert tally.ran == [("echo", "boom")]
     sent = model.requests[1].messages[-1].tool_results
@@ -426,7 +427,7 @@ async def test_stop_at_a_tool_call_stops_the_run_and_closes_every_open_call() ->
     tally = Tally()
     model = two_turns()
     glove = make(model, ToolControl(StopRun("no weather"), only="get_weather"), tally=tally)
-    result = await glove.process_request("go")
+    result = await glove.run_request("go")
     assert (result.stop, result.cancel_reason) == ("aborted", "on_tool_call: no weather")
     assert tally.ran == []  # neither the stopped call nor the one after it ran
     assert len(model.requests) == 1
@@ -457,7 +458,7 @@ async def test_stop_in_a_parallel_group_cancels_the_running_siblings(
 
     glove = make(model, StopWeather(), tally=tally, parallel=True)
     began = trio.current_time()
-    result = await glove.process_request("go")
+    result = await glove.run_request("go")
     assert result.stop == "aborted"
     assert trio.current_time() - began < 5  # the 10 s sibling was cancelled
     assert tally.ran == [("echo", "slow")]
@@ -510,7 +511,7 @@ async def test_stop_after_a_call_keeps_its_real_result() -> None:
 
     tally = Tally()
     glove = make(two_turns(), StopAfter(), tally=tally)
-    result = await glove.process_request("go")
+    result = await glove.run_request("go")
     assert (result.stop, result.cancel_reason) == ("aborted", "on_tool_result: seen enough")
     assert tally.ran == [("get_weather", "Oslo")]
     results = await stored_results(glove)
@@ -634,7 +635,7 @@ async def test_middlewares_do_not_wrap_the_compaction_call() -> None:
         model=model,
         builtin_tools=False,
         loop_config=LoopConfig(middlewares=(count,)),
-        compaction_config=CompactionConfig(compact_after_turns=1),
+        compaction_config=CompactionConfig(max_turns=1),
     ).build()
     await glove.process_request("one")
     await glove.process_request("two")

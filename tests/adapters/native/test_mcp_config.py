@@ -16,7 +16,7 @@ import pytest
 from adapters.codex.spec import CODEX
 from adapters.native import McpHttpServer, McpStdioServer, NativeAdapter
 from adapters.native.spec import NATIVE
-from orchestrator.core.config import McpServerConfig, RuntimeConfig, load_config
+from orchestrator.core.config import McpServerConfig, RuntimeConfig, load_config, trust_directory
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Done, ToolCall, ToolResult
 
@@ -40,9 +40,17 @@ permission = "ask"
 """
 
 
+def trusted(tmp_path: Path) -> dict[str, str]:
+    """An environment whose user config trusts ``tmp_path`` (an untrusted project's MCP servers
+    are ignored: tests/faults/test_untrusted_project_config.py)."""
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    trust_directory(tmp_path, env)
+    return env
+
+
 def test_servers_load_from_ringleader_toml(tmp_path: Path) -> None:
     (tmp_path / "ringleader.toml").write_text(TOML, encoding="utf-8")
-    loaded = load_config(cwd=tmp_path, environ={})
+    loaded = load_config(cwd=tmp_path, environ=trusted(tmp_path))
     servers = loaded.runtime("native").mcp_servers
     assert sorted(servers) == ["calc", "search"]
     assert servers["calc"].command == sys.executable
@@ -64,7 +72,7 @@ def test_a_later_file_replaces_a_server_by_name(tmp_path: Path) -> None:
     (tmp_path / "ringleader.toml").write_text(TOML, encoding="utf-8")
     other = tmp_path / "other.toml"
     other.write_text('[runtimes.native.mcp_servers.calc]\nurl = "http://127.0.0.1:1/mcp"\n')
-    loaded = load_config(other, cwd=tmp_path, environ={})
+    loaded = load_config(other, cwd=tmp_path, environ=trusted(tmp_path))
     servers = loaded.runtime("native").mcp_servers
     assert servers["calc"].url == "http://127.0.0.1:1/mcp"
     assert servers["calc"].command is None
@@ -171,7 +179,7 @@ def test_readme_mcp_examples_are_valid(tmp_path: Path) -> None:
     python_block = re.search(r"```python\n(.*?)```", section, re.S)
     assert toml_block is not None and python_block is not None
     (tmp_path / "ringleader.toml").write_text(toml_block.group(1), encoding="utf-8")
-    servers = load_config(cwd=tmp_path, environ={}).runtime("native").mcp_servers
+    servers = load_config(cwd=tmp_path, environ=trusted(tmp_path)).runtime("native").mcp_servers
     assert servers["files"].command == "npx"
     assert servers["search"].headers_env == {"Authorization": "SEARCH_AUTH"}
     namespace: dict[str, Any] = {"token": "Bearer t"}

@@ -275,7 +275,7 @@ async def test_cancel_mid_stream_ends_aborted() -> None:
     async with trio.open_nursery() as nursery:
 
         async def run() -> None:
-            results.append(await glove.process_request("hi", token))
+            results.append(await glove.run_request("hi", token))
 
         nursery.start_soon(run)
         await started.wait()
@@ -638,7 +638,7 @@ async def test_server_error_is_retried_then_surfaced(
 def test_create_adapter_provider_table() -> None:
     env = {"ANTHROPIC_API_KEY": SECRET, "OPENROUTER_API_KEY": "or-key"}
     anth = create_adapter(provider="anthropic", env=env)
-    assert isinstance(anth, AnthropicModel) and anth.name == "anthropic:claude-sonnet-4-6"
+    assert isinstance(anth, AnthropicModel) and anth.name == "anthropic:claude-sonnet-4-20250514"
     router = create_adapter(provider="openrouter", model="x/y", env=env)
     assert isinstance(router, OpenAIChatModel) and router.name == "openrouter:x/y"
     local = create_adapter(provider="ollama", model="llama3", env={})

@@ -80,30 +80,43 @@ async def test_update_tasks_replaces_the_entire_list_on_each_call() -> None:
     assert tasks[1].id.startswith("task_") and tasks[1].id.endswith("_1")
 
 
-async def test_update_tasks_validates_input_and_keeps_at_most_one_in_progress() -> None:
+async def test_glove_update_tasks_accepts_any_full_list_the_seed_accepts() -> None:
+    """The seed's input: ``todos: Array<{content, activeForm, status}>``, the complete list each
+    call — empty text and several ``in_progress`` tasks included; a wrong status is refused."""
     model = ScriptedModel(
         [
             Reply(
                 tool_calls=[
                     (
                         TASK_TOOL_NAME,
-                        {"todos": [{"content": "", "activeForm": "x", "status": "pending"}]},
+                        {"todos": [{"content": "", "activeForm": "", "status": "pending"}]},
                     ),
                     (
                         TASK_TOOL_NAME,
                         {"todos": [todo("a", "in_progress"), todo("b", "in_progress")]},
                     ),
+                    (TASK_TOOL_NAME, {"todos": [todo("c", "done")]}),
                 ]
             ),
+            Reply(tool_calls=[(TASK_TOOL_NAME, {"todos": []})]),
             Reply(text="ok"),
         ]
     )
     glove = Glove(model=model).build()
+    seen: list[list[str]] = []
+
+    class AfterEachCall:
+        async def record(self, event: Any) -> None:
+            if event.type == "tool_use_result":
+                seen.append([t.status for t in await glove.store.get_tasks()])
+
+    glove.add_subscriber(AfterEachCall())
     await glove.process_request("x")
-    invalid, two = results(await glove.store.get_messages())
-    assert invalid.error_kind == "invalid_input" and "todos.0.content" in (invalid.message or "")
-    assert two.status == "error" and "at most one" in (two.message or "")
-    assert await glove.store.get_tasks() == []
+    empty_text, two, bad, cleared = results(await glove.store.get_messages())
+    assert empty_text.status == two.status == cleared.status == "success"
+    assert bad.error_kind == "invalid_input" and "todos.0.status" in (bad.message or "")
+    assert seen[:2] == [["pending"], ["in_progress", "in_progress"]]
+    assert await glove.store.get_tasks() == []  # the empty list replaced everything
 
 
 async def test_tasks_are_preserved_across_compaction() -> None:
@@ -114,7 +127,9 @@ async def test_tasks_are_preserved_across_compaction() -> None:
             Reply(text="SUMMARY"),
         ]
     )
-    glove = Glove(model=model, compaction_config=CompactionConfig(context_limit=None)).build()
+    glove = Glove(
+        model=model, compaction_config=CompactionConfig(compaction_context_limit=None)
+    ).build()
     await glove.process_request("x")
     summary = await glove.compact()
     assert "[Task list]\n- [in_progress] Migrate DB" in summary.text
@@ -200,7 +215,9 @@ async def test_pending_items_survive_compaction() -> None:
             Reply(text="SUMMARY"),
         ]
     )
-    glove = Glove(model=model, compaction_config=CompactionConfig(context_limit=None)).build()
+    glove = Glove(
+        model=model, compaction_config=CompactionConfig(compaction_context_limit=None)
+    ).build()
     await glove.process_request("x")
     summary = await glove.compact()
     assert "[Pending inbox items — being monitored by external services]" in summary.text

@@ -1,0 +1,54 @@
+"""``ringleader trust [DIR]``: let a project's ``ringleader.toml`` set what can redirect a key or
+run code (``binary``, ``base_url``, ``api_key_env``, ``extra_args``, ``mcp_servers``, ``permission
+= "allow"``); recorded in the user config (:func:`orchestrator.core.config.trust_directory`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, TextIO
+
+from orchestrator.cli.options import sub_command
+from orchestrator.core.config import trust_directory, trusted_directories, user_config_path
+
+__all__ = ["register"]
+
+
+def _handle(args: argparse.Namespace, out: TextIO) -> int:
+    if args.list:
+        for directory in trusted_directories():
+            out.write(f"{directory}\n")
+        return 0
+    directory, added = trust_directory(args.dir)
+    where = user_config_path()
+    if added:
+        out.write(f"trusted {directory} (recorded in {where})\n")
+    else:
+        out.write(f"{directory} was already trusted (in {where})\n")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add trust to the command line."""
+    trust = sub_command(
+        sub,
+        "trust",
+        "trust a directory's ringleader.toml to set binaries, URLs, keys and MCP servers",
+        "A ringleader.toml in the working directory comes with whatever repository is there: "
+        "unless its directory is trusted it may not set what can run code or redirect a key "
+        '(binary, base_url, api_key_env, extra_args, mcp_servers, permission = "allow"); each '
+        "ignored key is said on stderr. Trusting a directory (and what is under it) records it "
+        "in your user config ([[trusted]] directory = …); remove that entry to take it back.",
+        ["ringleader trust", "ringleader trust ~/src/myproject", "ringleader trust --list"],
+    )
+    trust.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        default=Path("."),
+        help="the directory to trust (default: the current one); e.g. ~/src/myproject",
+    )
+    trust.add_argument(
+        "--list", action="store_true", help="print the trusted directories, one per line"
+    )
+    trust.set_defaults(handler=_handle)

@@ -1,0 +1,107 @@
+"""Kept workspaces: each with its run, size, age and whether it was applied; pruning the applied
+and the old ones (the worktree and its ``ringleader/…`` branch, or the copy and its snapshot),
+never one whose run is live."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from orchestrator.engine.eventlog import RunRow, WorkspaceRow
+from orchestrator.engine.review.git import git
+from orchestrator.engine.review.records import runs_of
+
+__all__ = ["KeptWorkspace", "kept_workspaces", "remove_workspace"]
+
+
+def _size(root: Path) -> int:
+    total = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            try:
+                total += Path(folder, name).lstat().st_size
+            except OSError:
+                continue
+    return total
+
+
+@attrs.frozen
+class KeptWorkspace:
+    row: WorkspaceRow
+    runs: tuple[RunRow, ...]
+    size: int
+    """Bytes of its files (``.git`` not counted); 0 when it is gone."""
+    exists: bool
+
+    @property
+    def live(self) -> bool:
+        return any(r.status == "running" for r in self.runs)
+
+    @property
+    def status(self) -> str:
+        return self.runs[-1].status if self.runs else "never started"
+
+    def age_s(self, now_ms: int) -> float:
+        return max(0.0, (now_ms - self.row.created_ms) / 1000)
+
+    def to_json(self, now_ms: int) -> dict[str, Any]:
+        row = self.row
+        return {
+            "workspace": row.root,
+            "kind": row.kind,
+            "task": row.task_id,
+            "group": row.group_id,
+            "label": row.label,
+            "runtime": row.runtime_id,
+            "run": self.runs[-1].run_key if self.runs else None,
+            "status": self.status,
+            "live": self.live,
+            "sizeBytes": self.size,
+            "ageSeconds": round(self.age_s(now_ms), 1),
+            "applied": row.applied,
+            "origin": row.origin,
+            "exists": self.exists,
+        }
+
+
+def kept_workspaces(rows: Sequence[WorkspaceRow], runs: Sequence[RunRow]) -> list[KeptWorkspace]:
+    """The recorded workspaces that were not removed (blocking: sizes are walked)."""
+    kept: list[KeptWorkspace] = []
+    for row in rows:
+        if row.removed_ms is not None:
+            continue
+        root = Path(row.root)
+        exists = root.is_dir()
+        kept.append(
+            KeptWorkspace(row, tuple(runs_of(row, runs)), _size(root) if exists else 0, exists)
+        )
+    return kept
+
+
+def remove_workspace(ws: KeptWorkspace) -> None:
+    """Remove a workspace: a worktree with ``git worktree remove --force`` (and its
+    ``ringleader/…`` branch once applied), a copy and its snapshot repository with ``rm -r``.
+    Blocking."""
+    row = ws.row
+    root = Path(row.root)
+    if row.kind == "git worktree":
+        origin = Path(row.origin)
+        where = origin if origin.is_dir() else root
+        if root.is_dir():
+            git(["worktree", "remove", "--force", str(root)], cwd=where, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+        if origin.is_dir():
+            git(["worktree", "prune"], cwd=origin, check=False)
+            branch = (row.applied or {}).get("branch")
+            if isinstance(branch, str) and branch.startswith("ringleader/"):
+                git(["branch", "-D", "--quiet", branch], cwd=origin, check=False)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+        if row.git_dir:
+            shutil.rmtree(row.git_dir, ignore_errors=True)

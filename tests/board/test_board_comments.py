@@ -1,0 +1,216 @@
+"""Review comments over the board's HTTP actions (``POST /runs/KEY/comments``, ``GET`` them,
+``POST /runs/KEY/comments/send``), on a real ``ringleader serve`` hosting the native runtime
+against the scripted model server: a finished run gets a resumed turn hosted by the server; a
+live run on a steerable runtime is steered."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import trio
+
+from orchestrator.engine import create_workspace
+
+from .conftest import Served, start_native_model, stop
+
+GREETER = 'def greet(name):\n    return "hi " + name\n'
+REVIEWED = 'def greet(name: str) -> str:\n    return f"hi {name}"\n'
+
+
+def git(*args: str, cwd: Path) -> None:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+Cards = list[dict[str, Any]]
+
+
+def wait_for(fetch: Callable[[], Cards], ok: Callable[[Cards], bool], what: str) -> Cards:
+    for _ in range(900):
+        value = fetch()
+        if ok(value):
+            return value
+        threading.Event().wait(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_comments_from_the_board_go_back_to_a_finished_run_as_a_resumed_turn(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "greeter.py").write_text(GREETER)
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "init", cwd=repo)
+    state = Path(board_env["RINGLEADER_STATE_DIR"])
+    ws = trio.run(lambda: create_workspace(repo, "native", state_dir=state)).path
+    script = {
+        "conversations": [
+            {
+                "name": "review",
+                "marker": "A reviewer left",
+                "turns": [
+                    {
+                        "text": "On it.",
+                        "tool_calls": [
+                            {
+                                "name": "write_file",
+                                "input": {"path": "greeter.py", "content": REVIEWED},
+                            }
+                        ],
+                    },
+                    {"text": "Added the hints."},
+                ],
+            },
+            {"name": "task", "marker": "[[task]]", "turns": [{"text": "Looked at greet."}]},
+        ]
+    }
+    model, config = start_native_model(tmp_path, board_env, script)
+    try:
+        first = subprocess.run(
+            [
+                *(sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "native"),
+                *("--config", str(config), "--json", "[[task]] look at greet"),
+            ],
+            cwd=ws,
+            env=board_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert first.returncode == 0, first.stderr
+        key = json.loads(first.stdout.splitlines()[0])["runKey"]
+        server = Served(tmp_path, board_env, config)
+        server.start()
+        try:
+            url = server.url
+            token = server.token  # printed once when the server started
+            assert token and token not in httpx2.get(url + "/", timeout=60).text
+            bearer = {"authorization": f"Bearer {token}"}
+            comments = f"{url}/runs/{key}/comments"
+            body = {"file": "greeter.py", "start": 1, "end": 2, "text": "add type hints"}
+            # the action rules: a token, a JSON body, no foreign origin
+            assert httpx2.post(comments, json=body, timeout=60).status_code in (401, 403)
+            assert (
+                httpx2.post(
+                    comments, content=b"file=x", headers=bearer | {"content-type": "text/plain"}
+                ).status_code
+                == 415
+            )
+            foreign = bearer | {"origin": "http://evil.example"}
+            assert httpx2.post(comments, json=body, headers=foreign).status_code == 403
+            bad = httpx2.post(comments, json=body | {"end": 9}, headers=bearer, timeout=60)
+            assert bad.status_code == 409 and "past its end" in bad.json()["error"]
+
+            made = httpx2.post(comments, json=body, headers=bearer, timeout=60)
+            assert made.status_code == 201, made.text
+            assert made.json()["lines"] == GREETER.splitlines()
+            listed = httpx2.get(comments, timeout=60, headers=bearer).json()
+            assert [(c["file"], c["start"], c["end"], c["sentMs"]) for c in listed] == [
+                ("greeter.py", 1, 2, None)
+            ]
+            sent = httpx2.post(comments + "/send", json={}, headers=bearer, timeout=60)
+            assert sent.status_code == 202, sent.text
+            answer = sent.json()
+            assert answer["via"] == "resume"
+            prefix = answer["runKeyPrefix"]
+            cards = wait_for(
+                lambda: httpx2.get(url + "/board", timeout=60, headers=bearer).json()["cards"],
+                lambda cs: any(
+                    c["runKey"].startswith(prefix) and c["column"] == "done" for c in cs
+                ),
+                "the follow-up run to finish",
+            )
+            [follow] = [c for c in cards if c["runKey"].startswith(prefix)]
+            assert follow["resumedFrom"] == key  # the same session, resumed
+            assert (ws / "greeter.py").read_text() == REVIEWED  # the agent acted on it
+            done = httpx2.get(comments, timeout=60, headers=bearer).json()
+            assert done[0]["sentVia"] == "resume" and done[0]["followUp"] == prefix
+            again = httpx2.post(comments + "/send", json={}, headers=bearer, timeout=60)
+            assert again.status_code == 409 and "no comments waiting" in again.json()["error"]
+        finally:
+            server.close()
+    finally:
+        stop(model)
+
+
+def test_comments_sent_to_a_live_steerable_run_are_steered_into_it(
+    tmp_path: Path, board_env: dict[str, str]
+) -> None:
+    state = Path(board_env["RINGLEADER_STATE_DIR"])
+    (state / "notes.txt").write_text("first line\nsecond line\n")  # serve's runs work here
+    script = {
+        "conversations": [
+            {
+                "name": "live",
+                "turns": [
+                    {"text": "working " * 60, "chunk_chars": 8, "chunk_delay_s": 0.1},
+                    {"text": "Steered: I read the comment."},
+                ],
+            }
+        ]
+    }
+    model, config = start_native_model(tmp_path, board_env, script)
+    try:
+        server = Served(state, board_env, config)
+        server.start()
+        try:
+            url = server.url
+            token = server.token  # printed once when the server started
+            assert token and token not in httpx2.get(url + "/", timeout=60).text
+            bearer = {"authorization": f"Bearer {token}"}
+            started = httpx2.post(
+                url + "/tasks", json={"prompt": "take notes", "runtime": "native"}, headers=bearer
+            )
+            assert started.status_code == 201, started.text
+            prefix = started.json()["runKeyPrefix"]
+            cards = wait_for(
+                lambda: httpx2.get(url + "/board", timeout=60, headers=bearer).json()["cards"],
+                lambda cs: any(
+                    c["runKey"].startswith(prefix) and "working" in (c["lastLine"] or "")
+                    for c in cs
+                ),
+                "the run to be streaming",
+            )
+            [card] = [c for c in cards if c["runKey"].startswith(prefix)]
+            key = card["runKey"]
+            comments = f"{url}/runs/{key}/comments"
+            made = httpx2.post(
+                comments,
+                json={"file": "notes.txt", "start": 2, "text": "expand this"},
+                headers=bearer,
+                timeout=60,
+            )
+            assert made.status_code == 201, made.text
+            sent = httpx2.post(comments + "/send", json={}, headers=bearer, timeout=60)
+            assert sent.status_code == 202, sent.text
+            assert sent.json() == {"ok": True, "via": "steer", "run": key}
+            listed = httpx2.get(comments, timeout=60, headers=bearer).json()
+            assert listed[0]["sentVia"] == "steer" and listed[0]["followUp"] == key
+            wait_for(
+                lambda: httpx2.get(url + "/board", timeout=60, headers=bearer).json()["cards"],
+                lambda cs: any(c["runKey"] == key and c["column"] == "done" for c in cs),
+                "the steered run to finish",
+            )
+            events = httpx2.get(f"{url}/runs/{key}", timeout=60, headers=bearer).text
+            assert "Steered: I read the comment." in events  # a second turn, after the steer
+        finally:
+            server.close()
+    finally:
+        stop(model)

@@ -1,0 +1,291 @@
+"""Approvals from the book, against the real Claude Code (long-lived mode), Codex (app-server)
+and Hermes (ACP) with the scripted model server.
+
+Each runtime is configured to *ask* (Claude Code ``ask_all``, Codex ``untrusted`` with
+``ask_person``, Hermes ``permission="ask"``) and its run waits in the approval book
+(``StartOpts.approvals_db``). The decision comes from ``ringleader approve`` run as another
+process on the same state directory — the path a person takes. Covered: a tool call waits
+(``status{waiting_approval}``) and runs once allowed; a call denied with a message does not run
+and the model is told the message (Claude Code in the tool result, Codex by ``turn/steer``;
+ACP's answer carries no message, so Hermes only sees the rejection); ``--for-run`` answers the
+run's second call of the tool without asking.
+
+If a runtime is not installed these tests FAIL with the install command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+import trio
+
+from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, ask_all
+from adapters.codex import CodexAdapter, CodexConfig, CodexProvider, ask_person
+from adapters.codex.driver import default_state_root
+from adapters.hermes import HermesAdapter, HermesConfig
+from contract import check_stream
+from orchestrator.core.adapter import RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status
+from orchestrator.model_server import ModelServer, serve_model_server
+
+from .kit import installed
+
+pytestmark = pytest.mark.e2e
+
+Runtime = Literal["claude-code", "codex", "hermes"]
+RUNTIMES: list[Runtime] = ["claude-code", "codex", "hermes"]
+KEYS = {
+    "claude-code": "sk-ant-e2e-approvals-00000000",
+    "codex": "sk-e2e-approvals-codex-000000",
+    "hermes": "sk-e2e-approvals-hermes-00000",
+}
+MODELS = {"claude-code": "claude-sonnet-4-6", "codex": "gpt-5.5", "hermes": "fake-model"}
+DENIAL = "DENIAL-REASON-42: not in this workspace"
+
+
+def call(runtime: Runtime, n: int) -> tuple[dict[str, Any], Path]:
+    """The runtime's tool call that asks (its n-th in a run), and the path it changes."""
+    match runtime:
+        case "claude-code":
+            name = f"made{n}.txt"
+            return {"name": "Bash", "input": {"command": f"touch {name}", "description": "x"}}, (
+                Path(name)
+            )
+        case "codex":
+            name = f"made{n}.txt"
+            return {"name": "exec_command", "input": {"cmd": f"touch {name}"}}, Path(name)
+        case "hermes":  # Hermes asks only about commands it finds dangerous: a recursive delete
+            name = f"victim{n}"
+            return {"name": "terminal", "input": {"command": f"rm -r {name}"}}, Path(name)
+
+
+def script(runtime: Runtime) -> dict[str, Any]:
+    one, _ = call(runtime, 1)
+    two, _ = call(runtime, 2)
+    return {
+        "model": MODELS[runtime],
+        "conversations": [
+            {
+                "name": "allow",
+                "marker": "[[e2e:allow]]",
+                "turns": [{"tool_calls": [one]}, {"text": "ALLOWED_DONE"}],
+            },
+            {
+                "name": "deny",
+                "marker": "[[e2e:deny]]",
+                "turns": [{"tool_calls": [one]}, {"text": "DENIED_DONE"}, {"text": "extra"}],
+            },
+            {
+                "name": "for-run",
+                "marker": "[[e2e:for-run]]",
+                "turns": [{"tool_calls": [one]}, {"tool_calls": [two]}, {"text": "BOTH_DONE"}],
+            },
+        ],
+    }
+
+
+@pytest.fixture
+async def server(request: pytest.FixtureRequest) -> AsyncIterator[ModelServer]:
+    runtime: Runtime = request.node.callspec.params["runtime"]
+    installed(runtime)
+    async with serve_model_server(script(runtime)) as srv:
+        yield srv
+
+
+@pytest.fixture
+def homes() -> Iterator[Path]:
+    """Runtime homes outside the system temp directory (Codex warns about homes there)."""
+    root = default_state_root().parent / f"e2e-approvals-{uuid.uuid4().hex[:8]}"
+    root.mkdir(parents=True)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def make_adapter(runtime: Runtime, server: ModelServer, homes: Path) -> RuntimeAdapter:
+    match runtime:
+        case "claude-code":
+            return ClaudeCodeAdapter(
+                ClaudeCodeConfig(
+                    mode="long-lived",
+                    model=MODELS[runtime],
+                    base_url=server.url,
+                    api_key=KEYS[runtime],
+                    state_root=homes,
+                    permission_policy=ask_all,
+                )
+            )
+        case "codex":
+            provider = CodexProvider(
+                base_url=server.base_url,
+                api_key=KEYS[runtime],
+                request_max_retries=1,
+                stream_max_retries=1,
+            )
+            return CodexAdapter(
+                CodexConfig(
+                    provider=provider,
+                    model=MODELS[runtime],
+                    state_root=homes,
+                    approval_policy="untrusted",
+                    approve=ask_person,
+                )
+            )
+        case "hermes":
+            return HermesAdapter(
+                HermesConfig(
+                    base_url=server.base_url,
+                    state_root=homes,
+                    api_max_retries=1,
+                    permission="ask",
+                )
+            )
+
+
+async def ringleader(state: Path, *args: str) -> str:
+    """``ringleader ARGS`` as another process on ``state``; its output (it must succeed)."""
+    env = {**os.environ, "RINGLEADER_STATE_DIR": str(state)}
+    done = await trio.run_process(
+        [sys.executable, "-m", "orchestrator.cli", *args],
+        env=env,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
+
+
+async def run_deciding(
+    runtime: Runtime,
+    server: ModelServer,
+    homes: Path,
+    workspace: Path,
+    state: Path,
+    marker: str,
+    verdicts: list[list[str]],
+) -> tuple[list[RuntimeEvent], list[ApprovalCall]]:
+    """One run that waits in the book; the n-th ask is decided by ``ringleader approve ID
+    *verdicts[n]`` from another process. (events, the calls that waited)."""
+    asked: list[ApprovalCall] = []
+    events: list[RuntimeEvent] = []
+    env = {"OPENAI_API_KEY": KEYS[runtime]} if runtime == "hermes" else {}
+    async with make_adapter(runtime, server, homes) as adapter:
+        run = await adapter.start(
+            TaskHandle(),
+            StartOpts(
+                agent_id=f"{runtime}-approvals",
+                session_key=f"e2e:{uuid.uuid4().hex[:8]}",
+                message=f"{marker} go",
+                cwd=str(workspace),
+                approvals_db=str(state / "approvals.db"),
+                env=env,
+            ),
+        )
+        with trio.fail_after(150):
+            async with adapter.events(run) as stream, trio.open_nursery() as nursery:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, Status) and event.approval is not None:
+                        verdict = verdicts[len(asked)]
+                        asked.append(event.approval)
+                        nursery.start_soon(
+                            ringleader, state, "approve", event.approval.id, *verdict
+                        )
+    check_stream(events)
+    secret = KEYS[runtime]
+    assert all(secret not in json.dumps(e.model_dump(mode="json")) for e in events)
+    return events, asked
+
+
+def done_of(events: list[RuntimeEvent]) -> Done:
+    last = events[-1]
+    assert isinstance(last, Done)
+    return last
+
+
+def prepare(runtime: Runtime, workspace: Path) -> None:
+    if runtime == "hermes":  # the directories its recursive deletes remove
+        for n in (1, 2):
+            (workspace / f"victim{n}").mkdir()
+            (workspace / f"victim{n}" / "keep.txt").write_text("x")
+
+
+def changed(runtime: Runtime, workspace: Path, n: int) -> bool:
+    """Whether the n-th call ran (Claude Code/Codex: its file exists; Hermes: its dir is gone)."""
+    _, path = call(runtime, n)
+    exists = (workspace / path).exists()
+    return not exists if runtime == "hermes" else exists
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+async def test_a_call_waits_in_the_book_and_runs_when_allowed_from_another_process(
+    runtime: Runtime, server: ModelServer, homes: Path, workspace: Path, tmp_path: Path
+) -> None:
+    prepare(runtime, workspace)
+    state = tmp_path / "state"
+    assert not changed(runtime, workspace, 1)
+    events, asked = await run_deciding(
+        runtime, server, homes, workspace, state, "[[e2e:allow]]", [["--allow"]]
+    )
+    assert len(asked) == 1
+    assert done_of(events).reason == "success"
+    assert changed(runtime, workspace, 1)
+    entry = await ApprovalBook.in_state_dir(state).get(asked[0].id)
+    assert entry is not None and entry.status == "approved" and entry.runtime_id == runtime
+    waiting = [e for e in events if isinstance(e, Status) and e.phase == "waiting_approval"]
+    resumed = [e for e in events if isinstance(e, Status) and "allowed" in (e.detail or "")]
+    assert len(waiting) == 1 and len(resumed) == 1
+    assert events.index(waiting[0]) < events.index(resumed[0])
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+async def test_a_call_denied_with_a_message_does_not_run_and_the_model_is_told(
+    runtime: Runtime, server: ModelServer, homes: Path, workspace: Path, tmp_path: Path
+) -> None:
+    prepare(runtime, workspace)
+    events, asked = await run_deciding(
+        runtime,
+        server,
+        homes,
+        workspace,
+        tmp_path / "state",
+        "[[e2e:deny]]",
+        [["--deny", "--message", DENIAL]],
+    )
+    assert len(asked) == 1
+    assert done_of(events).reason == "success"
+    assert not changed(runtime, workspace, 1)
+    later = [r for r in server.requests if r.conversation == "deny" and not r.side][1:]
+    assert later, "the model was not asked again after the denial"
+    seen = json.dumps([r.body for r in later])
+    if runtime == "hermes":  # ACP's permission answer carries no message: only the refusal
+        assert DENIAL not in seen
+    else:
+        assert DENIAL in seen
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+async def test_allowing_for_the_rest_of_the_run_skips_the_second_ask(
+    runtime: Runtime, server: ModelServer, homes: Path, workspace: Path, tmp_path: Path
+) -> None:
+    prepare(runtime, workspace)
+    state = tmp_path / "state"
+    events, asked = await run_deciding(
+        runtime, server, homes, workspace, state, "[[e2e:for-run]]", [["--allow", "--for-run"]]
+    )
+    assert len(asked) == 1  # the second call of the tool was answered by the grant
+    assert done_of(events).reason == "success"
+    assert changed(runtime, workspace, 1) and changed(runtime, workspace, 2)
+    grants = await ApprovalBook.in_state_dir(state).grants()
+    assert [(g.scope, g.tool, g.runtime_id) for g in grants] == [("run", asked[0].name, runtime)]
+    listed = await ringleader(state, "approvals")
+    assert "rest of run" in listed and asked[0].name in listed

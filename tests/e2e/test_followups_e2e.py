@@ -1,0 +1,150 @@
+"""Follow-ups (``ringleader say``) against a real, non-steerable runtime: Hermes over ACP with the
+scripted model server, driven through the CLI in real processes.
+
+A run is busy streaming a slow answer; two messages are said to it from other processes. Hermes
+cannot be steered, so both stay queued (durably, in the state directory) and the running process
+delivers them as the next turn on the same session, in one turn and in order, once the first
+turn ends. A message withdrawn before that is never delivered.
+
+If Hermes is not installed this test FAILS with the install command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from orchestrator.core.events import Done, TextDelta, event_from_json
+from orchestrator.model_server import serve_model_server
+
+from .kit import installed
+
+pytestmark = pytest.mark.e2e
+
+KEY = "sk-e2e-followups-hermes-000000"
+
+
+def script() -> dict[str, object]:
+    return {
+        "model": "fake-model",
+        "conversations": [
+            {
+                "name": "busy",
+                "turns": [
+                    {"text": "slow " * 160, "chunk_chars": 5, "chunk_delay_s": 0.05},
+                    {"text": "FOLLOWUP_SEEN"},
+                ],
+            }
+        ],
+    }
+
+
+def ringleader(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def running_run(state: Path, deadline: float) -> str:
+    """The key of the run once the event log shows it running with its session recorded."""
+    db = state / "events.db"
+    while time.monotonic() < deadline:
+        if db.exists():
+            try:
+                with sqlite3.connect(db) as conn:
+                    row = conn.execute(
+                        "SELECT r.run_key FROM runs r JOIN sessions s ON s.run_key = r.run_key "
+                        "WHERE r.status = 'running' AND s.native_session_id IS NOT NULL"
+                    ).fetchone()
+            except sqlite3.OperationalError:  # the log is being created
+                row = None
+            if row is not None:
+                return str(row[0])
+        time.sleep(0.1)
+    raise AssertionError("the run never showed up running with a session")
+
+
+async def test_messages_said_to_a_busy_non_steerable_run_are_its_next_turn(
+    tmp_path: Path,
+) -> None:
+    installed("hermes")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    state = tmp_path / "state"
+    async with serve_model_server(script()) as server:
+        config = tmp_path / "ringleader.toml"
+        config.write_text(
+            f'[runtimes.hermes]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_HERMES_KEY"\n'
+        )
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+        } | {
+            "RINGLEADER_STATE_DIR": str(state),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "E2E_HERMES_KEY": KEY,
+        }
+        argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config)]
+        argv += ["--runtime", "hermes", "--json", "start streaming"]
+        proc = await trio.to_thread.run_sync(
+            lambda: subprocess.Popen(
+                argv,
+                cwd=workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+        try:
+            run_key = await trio.to_thread.run_sync(running_run, state, time.monotonic() + 60)
+            said: list[str] = []
+            for text in ("FIRST-FOLLOWUP", "WITHDRAWN-FOLLOWUP", "SECOND-FOLLOWUP"):
+                done = await trio.to_thread.run_sync(
+                    lambda t=text: ringleader("say", run_key, t, cwd=workspace, env=env)
+                )
+                assert done.returncode == 0, done.stderr
+                assert "queued" in done.stdout, done.stdout
+                said.append(done.stdout.split()[1])
+            listed = ringleader("say", "--list", "--json", cwd=workspace, env=env)
+            assert [json.loads(line)["id"] for line in listed.stdout.splitlines()] == said
+            withdrawn = ringleader("say", "--withdraw", said[1], cwd=workspace, env=env)
+            assert withdrawn.returncode == 0, withdrawn.stderr
+            out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, err
+    events = [event_from_json(line) for line in out.splitlines() if line.strip()]
+    dones = [e for e in events if isinstance(e, Done)]
+    assert [d.reason for d in dones] == ["success", "success"]  # the turn, then the follow-up's
+    second = events[events.index(dones[0]) + 1 :]
+    text = "".join(e.text for e in second if isinstance(e, TextDelta) and e.channel == "assistant")
+    assert "FOLLOWUP_SEEN" in text
+    turns = [r for r in server.requests if r.conversation == "busy" and not r.side]
+    assert len(turns) == 2
+    last = json.dumps(turns[1].body)
+    assert "FIRST-FOLLOWUP" in last and "SECOND-FOLLOWUP" in last
+    assert last.index("FIRST-FOLLOWUP") < last.index("SECOND-FOLLOWUP")  # in order, one turn
+    assert "WITHDRAWN-FOLLOWUP" not in last
+    assert KEY not in out
+    left = ringleader("say", "--list", "--json", cwd=workspace, env=env)
+    assert left.stdout == ""  # all delivered (or withdrawn)

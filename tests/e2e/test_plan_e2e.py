@@ -1,0 +1,174 @@
+"""Plan mode (``ringleader run --plan``) against the real Claude Code (long-lived) and Codex
+(app-server) with the scripted model server, through the CLI in real processes.
+
+The first turn plans read-only (Claude Code ``--permission-mode plan``, Codex's read-only
+sandbox): the scripted model tries to write a file and cannot. Its plan waits in the approval
+book; rejected with a message (``ringleader approve --deny --message``, another process) the
+model is told the message and plans again; approved, the same session carries the plan out with
+the normal policy (``permission = "allow"``) and the file is written. No file changes before
+the approval.
+
+If a runtime is not installed its test FAILS with the install command.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+import trio
+
+from adapters.codex.driver import default_state_root
+from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.events import Done, event_from_json
+from orchestrator.model_server import serve_model_server
+
+from .kit import installed
+
+pytestmark = pytest.mark.e2e
+
+Runtime = Literal["claude-code", "codex"]
+FEEDBACK = "PLAN-FEEDBACK-7: also say hello"
+KEY = "sk-e2e-plan-mode-0000000000000"
+
+
+def write(runtime: Runtime, name: str) -> dict[str, Any]:
+    if runtime == "claude-code":
+        return {"name": "Bash", "input": {"command": f"touch {name}", "description": "x"}}
+    return {"name": "exec_command", "input": {"cmd": f"touch {name}"}}
+
+
+def script(runtime: Runtime) -> dict[str, Any]:
+    return {
+        "model": "claude-sonnet-4-6" if runtime == "claude-code" else "gpt-5.5",
+        "conversations": [
+            {
+                "name": "plan",
+                "marker": "[[e2e:plan]]",
+                "turns": [
+                    {"tool_calls": [write(runtime, "early.txt")]},  # read-only: it cannot
+                    {"text": "PLAN v1: create planned.txt"},
+                    {"text": "PLAN v2: create planned.txt, then say hello"},
+                    {"tool_calls": [write(runtime, "planned.txt")]},
+                    {"text": "DONE: hello"},
+                ],
+            }
+        ],
+    }
+
+
+def config_text(runtime: Runtime, base_url: str) -> str:
+    if runtime == "claude-code":
+        return (
+            '[runtimes.claude-code]\nmode = "long-lived"\npermission = "allow"\n'
+            f'base_url = "{base_url}"\napi_key_env = "E2E_PLAN_KEY"\n'
+        )
+    return (
+        f'[runtimes.codex]\npermission = "allow"\nbase_url = "{base_url}/v1"\n'
+        'api_key_env = "E2E_PLAN_KEY"\nmodel = "gpt-5.5"\n'
+    )
+
+
+def ringleader(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A directory outside the system temp directory: Codex's sandbox helper refuses homes (and
+    Codex warns about workspaces) there."""
+    root = default_state_root().parent / f"e2e-plan-{uuid.uuid4().hex[:8]}"
+    root.mkdir(parents=True)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+async def test_a_plan_is_reviewed_rejected_with_a_message_then_approved_and_carried_out(
+    runtime: Runtime, tmp_path: Path, outside_tmp: Path
+) -> None:
+    installed(runtime)
+    workspace = outside_tmp / "ws"
+    workspace.mkdir()
+    state = outside_tmp / "state"
+    book = ApprovalBook.in_state_dir(state)
+    async with serve_model_server(script(runtime)) as server:
+        config = tmp_path / "ringleader.toml"
+        config.write_text(config_text(runtime, server.url))
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+        } | {
+            "RINGLEADER_STATE_DIR": str(state),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+            "E2E_PLAN_KEY": KEY,
+        }
+        argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config)]
+        argv += ["--runtime", runtime, "--plan", "--json", "[[e2e:plan]] make planned.txt"]
+        proc = await trio.to_thread.run_sync(
+            lambda: subprocess.Popen(
+                argv,
+                cwd=workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+        plans: list[str] = []
+        try:
+            deadline = time.monotonic() + 150
+            while len(plans) < 2 and time.monotonic() < deadline and proc.poll() is None:
+                pending = (
+                    [e for e in await book.pending() if e.tool == "plan"]
+                    if (state / "approvals.db").exists()
+                    else []
+                )
+                if not pending:
+                    await trio.sleep(0.2)
+                    continue
+                entry = pending[0]
+                plans.append(entry.input["plan"])
+                # nothing changed while planning
+                assert sorted(p.name for p in workspace.iterdir()) == []
+                verdict = ["--deny", "--message", FEEDBACK] if len(plans) == 1 else ["--allow"]
+                decide = functools.partial(
+                    ringleader, "approve", entry.id, *verdict, cwd=workspace, env=env
+                )
+                done = await trio.to_thread.run_sync(decide)
+                assert done.returncode == 0, done.stderr
+            out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=150))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, err[-2000:]
+    assert plans == ["PLAN v1: create planned.txt", "PLAN v2: create planned.txt, then say hello"]
+    assert sorted(p.name for p in workspace.iterdir()) == ["planned.txt"]  # carried out, once
+    turns = [r for r in server.requests if r.conversation == "plan" and not r.side]
+    assert FEEDBACK in json.dumps(turns[2].body)  # the rejection's message asked for a new plan
+    events = [event_from_json(line) for line in out.splitlines() if line.strip()]
+    assert [d.reason for d in events if isinstance(d, Done)][-1] == "success"
+    assert KEY not in out
