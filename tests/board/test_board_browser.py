@@ -413,7 +413,7 @@ def test_a_failed_run_does_not_leave_the_page_reconnecting(
     server.start()
     try:
         page = browser.new_page()
-        page.goto(server.url + "/")
+        page.goto(server.page_url)
         page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
         page.evaluate(
             """() => { window.__states = [];
@@ -421,7 +421,7 @@ def test_a_failed_run_does_not_leave_the_page_reconnecting(
                 document.getElementById('conn').dataset.state))
               .observe(document.getElementById('conn'), { attributes: true }); }"""
         )
-        prefix = post_task(server.url, "scripted", "fail please")
+        prefix = post_task(server, "scripted", "fail please")
         page.wait_for_selector(card_selector(prefix, "failed"), timeout=TIMEOUT_MS)
         page.wait_for_timeout(1500)  # an EventSource error would have flipped the state by now
         assert page.get_attribute("#conn", "data-state") == "live"
