@@ -59,9 +59,7 @@ def install_hint(runtime_id: str) -> str:
     """How to install ``runtime_id`` (e.g. ``"run ringleader install claude-code"``), and how to
     use one already installed instead."""
     which = runtime_id if runtime_id in PINNED_VERSIONS else "RUNTIME"
-    return (
-        f"run ringleader install {which} (or point runtimes.{which}.binary at an installed one)"
-    )
+    return f"run ringleader install {which} (or point runtimes.{which}.binary at an installed one)"
 
 
 def installed_spec(runtime_id: str) -> str | None:
