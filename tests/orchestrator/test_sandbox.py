@@ -43,6 +43,7 @@ TOOLS: dict[str, tuple[str, str, dict[str, str]]] = {
     "claude-code": ("Bash", "command", {"description": "try things"}),
     "codex": ("exec_command", "cmd", {}),
     "openclaw": ("exec", "command", {}),
+    "hermes": ("terminal", "command", {}),
 }
 """Per runtime: its shell tool, the input field of the command, other input fields."""
 
@@ -54,6 +55,7 @@ TOOLS: dict[str, tuple[str, str, dict[str, str]]] = {
         pytest.param("claude-code", marks=pytest.mark.e2e),
         pytest.param("codex", marks=pytest.mark.e2e),
         pytest.param("openclaw", marks=pytest.mark.e2e),
+        pytest.param("hermes", marks=pytest.mark.e2e),
     ],
 )
 def test_a_shell_tool_cannot_read_the_home_or_write_outside(
