@@ -731,6 +731,7 @@ async def open_child(
     session_key: str | None = None,
     install_hint: str | None = None,
     pid_namespace: bool = True,
+    writable: Sequence[str | os.PathLike[str]] = (),
 ) -> AsyncGenerator[ChildProcess]:
     """Spawn ``argv`` in its own process group; terminate and reap the group on leaving.
 
@@ -752,6 +753,8 @@ async def open_child(
         adapter: adapter id recorded on errors.
         session_key: session key recorded on errors.
         install_hint: how to install the program, carried by :class:`RuntimeNotFoundError`.
+        writable: folders the child must be able to change besides its ``cwd`` (its own state,
+            e.g. a gateway's), when the run is sandboxed (:mod:`orchestrator.core.sandbox`).
 
     Raises:
         RuntimeNotFoundError: the program does not exist or is not executable.
@@ -776,7 +779,10 @@ async def open_child(
         )
     policy = current_sandbox.get()
     if policy is not None:  # the run is confined: its children go through bubblewrap
-        args = wrap(_with_install(policy, args[0], env), args, os.fspath(cwd) if cwd else None)
+        policy = _with_install(policy, args[0], env).with_paths(
+            writable=[os.fspath(p) for p in writable]
+        )
+        args = wrap(policy, args, os.fspath(cwd) if cwd else None)
     mark = uuid.uuid4().hex
     env[MARK_ENV] = mark  # inherited by every descendant, whatever session it moves to
     registry = current_process_registry.get()

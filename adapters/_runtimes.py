@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Final
 
 from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
+from orchestrator.core.installs import RUNTIMES_DIR_ENV as RUNTIMES_DIR_ENV
+from orchestrator.core.installs import runtimes_dir as core_runtimes_dir
 
 __all__ = [
     "PINNED_VERSIONS",
@@ -33,7 +35,6 @@ __all__ = [
     "runtimes_dir",
 ]
 
-RUNTIMES_DIR_ENV: Final = "RINGLEADER_RUNTIMES_DIR"
 
 PINNED_VERSIONS: Final[dict[str, str]] = {
     "claude-code": "2.1.330",
@@ -41,7 +42,7 @@ PINNED_VERSIONS: Final[dict[str, str]] = {
     "hermes": "0.19.0",
     "openclaw": "2026.9.6",
 }
-"""The versions ``scripts/install-runtimes`` installs (measured in docs/runtimes.md)."""
+"""The versions ``ringleader install`` (orchestrator/cli/install_runtimes.sh) installs (measured in docs/runtimes.md)."""
 
 RUNTIME_IDS: Final = tuple(PINNED_VERSIONS)
 
@@ -50,16 +51,15 @@ _REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 
 
 def runtimes_dir() -> Path:
-    """The runtimes directory: ``$RINGLEADER_RUNTIMES_DIR``, else ``.runtimes`` at the repo root."""
-    override = os.environ.get(RUNTIMES_DIR_ENV)
-    return Path(override).expanduser() if override else _REPO_ROOT / ".runtimes"
+    """The runtimes directory (:func:`orchestrator.core.installs.runtimes_dir`)."""
+    return core_runtimes_dir()
 
 
 def install_hint(runtime_id: str) -> str:
-    """How to install ``runtime_id`` (e.g. ``"run scripts/install-runtimes claude-code"``)."""
-    if runtime_id in PINNED_VERSIONS:
-        return f"run scripts/install-runtimes {runtime_id}"
-    return "run scripts/install-runtimes"
+    """How to install ``runtime_id`` (e.g. ``"run ringleader install claude-code"``), and how to
+    use one already installed instead."""
+    which = runtime_id if runtime_id in PINNED_VERSIONS else "RUNTIME"
+    return f"run ringleader install {which} (or point runtimes.{which}.binary at an installed one)"
 
 
 def installed_spec(runtime_id: str) -> str | None:

@@ -388,6 +388,7 @@ class GatewayManager:
                 argv,
                 env=env,
                 cwd=self.workspace,
+                writable=[state],  # its own state (config, sessions, tmp), when sandboxed
                 sigint_grace=settings.sigint_grace,
                 sigterm_grace=settings.sigterm_grace,
                 adapter=_ADAPTER,

@@ -94,7 +94,7 @@ def register(sub: Any) -> None:
         "(`ringleader approve`).",
         ["ringleader approvals", "ringleader approvals --json | jq .id"],
     )
-    json_option(approvals, "the pending approvals")
+    json_option(approvals, "the pending approvals (one JSON object per line)")
     approve = sub_command(
         sub,
         "approve",
@@ -140,7 +140,7 @@ def register(sub: Any) -> None:
         help="with --allow: always allow this tool on this runtime in this directory "
         "(stored; listed by `ringleader approvals`); e.g. --allow --always",
     )
-    json_option(approve, "the resumed run's events")
+    json_option(approve, "the decision, then the resumed run's events (JSON Lines)")
     model_server_option(approve, "the resumed run's runtime")
     config_option(approve)
     approvals.set_defaults(handler=_handle_list)

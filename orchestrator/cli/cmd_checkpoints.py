@@ -218,7 +218,7 @@ def register(sub: Any) -> None:
     checkpoints.add_argument(
         "run_key", metavar="RUN", help="run key from `replay --list`, or `last`; e.g. last"
     )
-    json_option(checkpoints, "checkpoints")
+    json_option(checkpoints, "the checkpoints (one JSON object per line)")
     checkpoints.set_defaults(handler=_handle_checkpoints)
     rewind = sub_command(
         sub,

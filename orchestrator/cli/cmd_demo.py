@@ -54,7 +54,7 @@ def _unavailable(spec: RuntimeSpec, config: RuntimeConfig) -> str | None:
     except RingleaderError as exc:
         return one_line(exc)
     if not Path(found.path).is_file():
-        return f"{spec.id} is not installed (run scripts/install-runtimes {spec.id})"
+        return f"{spec.id} is not installed (run ringleader install {spec.id})"
     return None
 
 

@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
         "drift or an open breaker.",
         ["ringleader doctor", "ringleader doctor --json"],
     )
-    json_option(doctor_cmd, "findings")
+    json_option(doctor_cmd, "the findings (one JSON object per line)")
     doctor_cmd.add_argument(
         "--repair",
         action="store_true",

@@ -109,5 +109,5 @@ def register(sub: Any) -> None:
         "--response", metavar="TEXT", help="with --resolve: the answer; e.g. --response 'done'"
     )
     parser.add_argument("--all", action="store_true", help="list every item, not only pending")
-    json_option(parser, "the items")
+    json_option(parser, "the items (one JSON object per line)")
     parser.set_defaults(handler=_handle)

@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
         default="last",
         help="run key from `replay --list`, or `last` (default); e.g. last",
     )
-    json_option(replay, "events (with --list: runs)")
+    json_option(replay, "the events, with --list the runs (one JSON object per line)")
     replay.add_argument(
         "--list",
         action="store_true",

@@ -22,7 +22,7 @@ from orchestrator.cli.options import (
     table,
 )
 from orchestrator.core.config import RuntimeConfig
-from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
 from orchestrator.core.events import now_ms
 from orchestrator.core.integration import resolve_runtime_integration
 from orchestrator.core.lifetime import default_state_dir
@@ -120,8 +120,9 @@ def _ray_runtimes(address: str, as_json: bool, out: TextIO) -> int:
     from orchestrator.engine.hosts import ray_nodes
 
     nodes = ray_nodes(None if address == "local" else address)
-    if as_json:
-        out.write(json.dumps(nodes) + "\n")
+    if as_json:  # JSON Lines: a node per line
+        for node in nodes:
+            out.write(json.dumps(node) + "\n")
         return 0
     table = Table(title="Ray nodes")
     for column in ("node", "address", "runtimes (version)", "declared slots"):
@@ -207,6 +208,8 @@ def _config(config_file: str | None, as_json: bool, out: TextIO) -> int:
 
 
 def _handle_runtimes(args: argparse.Namespace, out: TextIO) -> int:
+    if args.json and not args.ray:
+        raise ConfigError("runtimes: --json lists the nodes of a Ray cluster; add --ray ADDRESS")
     if args.ray:
         return _ray_runtimes(args.ray, bool(args.json), out)
     return trio.run(_runtimes, args.config_file, out)
@@ -228,7 +231,7 @@ def register(sub: Any) -> None:
     )
     config_option(runtimes)
     ray_option(runtimes, "list what each node of the Ray cluster can run")
-    json_option(runtimes, "the nodes (with --ray)")
+    json_option(runtimes, "the nodes, with --ray (one JSON object per line)")
     config = sub_command(
         sub,
         "config",
@@ -238,7 +241,7 @@ def register(sub: Any) -> None:
         "by variable name only.",
         ["ringleader config", "ringleader config --json"],
     )
-    json_option(config, "the configuration")
+    json_option(config, "the files, then each setting (one JSON object per line)")
     config_option(config)
     runtimes.set_defaults(handler=_handle_runtimes)
     config.set_defaults(handler=_handle_config)

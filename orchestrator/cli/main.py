@@ -56,6 +56,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_diff,
         cmd_doctor,
         cmd_inbox,
+        cmd_install,
         cmd_mcp,
         cmd_open,
         cmd_prune,
@@ -76,6 +77,7 @@ def commands() -> tuple[Callable[[Any], None], ...]:
         cmd_batch.register,
         cmd_doctor.register,
         cmd_runtimes.register,  # runtimes and config
+        cmd_install.register,
         cmd_usage.register,
         cmd_replay.register,
         cmd_prune.register,

@@ -79,7 +79,8 @@ any key)."""
 
 def load_cli_config(config_file: str | None, specs: Sequence[RuntimeSpec]) -> LoadedConfig:
     """The configuration; what an untrusted project file could not set is said on stderr, one
-    line per key."""
+    line per key. A ``[runtimes.ID]`` table must name a known runtime and set only what it uses
+    (:func:`check_runtime_tables`)."""
     loaded = load_config(config_file, runtime_ids=[spec.id for spec in specs])
     for line in loaded.ignored:
         print(f"ringleader: {line}", file=sys.stderr)
@@ -536,12 +537,16 @@ def sub_command(
 
 
 def json_option(parser: argparse.ArgumentParser, what: str = "events") -> None:
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help=f"print {what} as JSON Lines (one object per line, run key on each) instead of the "
-        "view; e.g. --json | jq .kind",
-    )
+    """``--json``: for a command that prints runs' events, their JSON Lines (each with its run
+    key); for any other, ``what`` as JSON (said as ``what`` says it: "one JSON object", …)."""
+    if what == "events":
+        text = (
+            "print events as JSON Lines (one object per line, run key on each) instead of the "
+            "view; e.g. --json | jq .kind"
+        )
+    else:
+        text = f"print {what} as JSON instead of text; e.g. --json | jq ."
+    parser.add_argument("--json", action="store_true", help=text)
 
 
 def approvals_option(

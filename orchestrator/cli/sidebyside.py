@@ -215,6 +215,26 @@ async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
             await adapter.aclose()
 
 
+STARTING_NOTE_S = 5.0
+"""A run with no event this long after it was submitted is said to be still starting."""
+
+_SLOW_STARTS = {
+    "openclaw": "OpenClaw's gateway is booting (its first start takes about a minute)",
+    "hermes": "Hermes is loading",
+}
+
+
+async def _say_starting(lane: Lane, job: Job, note: Callable[[str], None]) -> None:
+    """Say what a run that shows nothing yet is doing: once after :data:`STARTING_NOTE_S`,
+    again every 15 s."""
+    await trio.sleep(STARTING_NOTE_S)
+    while lane.first_event is None and not lane.done:
+        waited = trio.current_time() - lane.started
+        what = _SLOW_STARTS.get(job.runtime_id, f"{job.runtime_id} is starting")
+        note(f"ringleader: [{job.label}] {what}; no event yet after {waited:.0f} s")
+        await trio.sleep(15)
+
+
 def _command_started() -> float:
     """When the ``ringleader`` command started (its module was imported), on trio's clock."""
     from orchestrator.cli.main import STARTED
@@ -244,6 +264,7 @@ async def _run_all(
     skips: list[str | None],
     log: EventLog,
     recording: EventSink,
+    note: Callable[[str], None] | None = None,
 ) -> None:
     """Submit every job to ``host`` (at most ``limiter`` at once) once the jobs it depends on
     succeeded (a chain: else it is skipped, and recorded so); fill in each one's outcome or
@@ -290,7 +311,13 @@ async def _run_all(
 
                     ref.on_wait = show
                 try:
-                    outcome = outcomes[index] = await ref.outcome()
+                    async with trio.open_nursery() as watching:
+                        if note is not None:
+                            watching.start_soon(_say_starting, lane, job, note)
+                        try:
+                            outcome = outcomes[index] = await ref.outcome()
+                        finally:
+                            watching.cancel_scope.cancel()
                 except Exception as exc:
                     errors[index] = exc
                     lane.error = " ".join(str(exc).split())
@@ -396,7 +423,9 @@ async def run_jobs(
                 warming.start_soon(stop_on_abort)
                 await _warm_up(registry, {job.runtime_id for job in jobs})
                 warming.cancel_scope.cancel()
-            await _run_all(host, jobs, lanes, outcomes, errors, limiter, skips, log, runner.sink)
+            await _run_all(
+                host, jobs, lanes, outcomes, errors, limiter, skips, log, runner.sink, _notice(view)
+            )
     for job, lane, before in zip(jobs, lanes, in_place, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)

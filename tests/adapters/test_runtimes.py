@@ -23,8 +23,10 @@ def test_missing_runtime_raises_with_install_hint(
     for rid in _runtimes.RUNTIME_IDS:
         with pytest.raises(RuntimeNotFoundError) as info:
             runtime_binary(rid)
-        assert info.value.install_hint == f"run scripts/install-runtimes {rid}"
-        assert f"scripts/install-runtimes {rid}" in str(info.value)
+        assert info.value.install_hint == (
+            f"run ringleader install {rid} (or point runtimes.{rid}.binary at an installed one)"
+        )
+        assert f"ringleader install {rid}" in str(info.value)
         assert info.value.path is not None
         assert info.value.path.startswith(str(tmp_path))
         assert pickle.loads(pickle.dumps(info.value)).install_hint == info.value.install_hint
@@ -75,7 +77,7 @@ def test_unknown_runtime() -> None:
         runtime_binary("nope")
     with pytest.raises(ConfigError):
         runtime_path_dirs("nope")
-    assert install_hint("nope") == "run scripts/install-runtimes"
+    assert install_hint("nope").startswith("run ringleader install RUNTIME")
 
 
 _VERSION_PREFIX = {

@@ -72,7 +72,7 @@ def test_demo_without_the_clis_runs_native_alone_and_says_why(tmp_path: Path) ->
     for runtime in ("claude-code", "codex"):
         (why,) = [line for line in lines if line.startswith(f"{runtime} is not installed")]
         assert why.endswith(f"the demo runs without {runtime}")
-        assert f"scripts/install-runtimes {runtime}" in why
+        assert f"ringleader install {runtime}" in why
     assert result.stdout.count("■ done: success") == 1
     assert "[native] ✓ list_files" in result.stdout
 

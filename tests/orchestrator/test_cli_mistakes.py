@@ -316,3 +316,33 @@ def test_a_runtime_that_is_not_installed_exits_3(tmp_path: Path) -> None:
     )
     assert result.returncode == 3, result.stderr
     assert "claude-code is not installed" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "events"),
+    [
+        ("run", True),
+        ("batch", True),
+        ("recover", True),
+        ("config", False),
+        ("doctor", False),
+        ("approvals", False),
+        ("runtimes", False),
+        ("replay", False),
+    ],
+)
+def test_json_help_says_what_each_command_prints(command: str, events: bool) -> None:
+    """Issue 34 item 11: the events' --json help (a run key on each line) only on commands
+    that print runs' events; the others say what they print."""
+    shown = ringleader(command, "--help", COLUMNS="300")
+    assert shown.returncode == 0, shown.stderr
+    flat = " ".join(shown.stdout.split())
+    assert "--json" in flat
+    assert ("run key on each" in flat) is events, flat
+
+
+def test_runtimes_json_without_ray_is_one_line() -> None:
+    result = ringleader("runtimes", "--json")
+    assert one_line_error(result) == (
+        "ringleader: runtimes: --json lists the nodes of a Ray cluster; add --ray ADDRESS"
+    )

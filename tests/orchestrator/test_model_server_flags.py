@@ -11,11 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-import httpx2
 import pytest
 import trio
 
 from orchestrator.engine.eventlog import EventLog, RunRow
+from tests.board.conftest import Served
 
 
 def env_for(tmp_path: Path) -> dict[str, str]:
@@ -72,38 +72,22 @@ def test_every_command_that_starts_runs_takes_model_server(command: str) -> None
 
 
 def test_serve_with_model_server_runs_a_posted_native_task(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli", "serve", "--port", "0", "--model-server"],
-        cwd=tmp_path,
-        env=env_for(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    server = Served(tmp_path, env_for(tmp_path), None, ("--model-server",))
+    server.start()
     try:
-        assert proc.stdout is not None
-        events = proc.stdout.readline().strip()  # http://127.0.0.1:PORT/events?token=…
-        url, _, token = events.partition("/events?token=")
-        assert url.startswith("http://127.0.0.1:") and token, events
-        auth = {"authorization": f"Bearer {token}"}  # every read and action needs it
-        posted = httpx2.post(
-            url + "/tasks",
+        posted = server.post(
+            "/tasks",
             json={"prompt": "look around", "runtime": "native", "model": None},
-            headers=auth,
             timeout=60,
         )
         assert posted.status_code == 201, posted.text
         deadline = time.monotonic() + 120
         cards: list[dict[str, object]] = []
         while time.monotonic() < deadline:
-            cards = httpx2.get(url + "/board", headers=auth, timeout=60).json()["cards"]
+            cards = server.get("/board", timeout=60).json()["cards"]
             if cards and all(c["column"] in ("done", "failed") for c in cards):
                 break
             time.sleep(0.3)
         assert [c["column"] for c in cards] == ["done"], cards
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        server.close()

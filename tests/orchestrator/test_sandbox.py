@@ -42,6 +42,8 @@ TOOLS: dict[str, tuple[str, str, dict[str, str]]] = {
     "native": ("bash", "command", {}),
     "claude-code": ("Bash", "command", {"description": "try things"}),
     "codex": ("exec_command", "cmd", {}),
+    "openclaw": ("exec", "command", {}),
+    "hermes": ("terminal", "command", {}),
 }
 """Per runtime: its shell tool, the input field of the command, other input fields."""
 
@@ -52,6 +54,8 @@ TOOLS: dict[str, tuple[str, str, dict[str, str]]] = {
         "native",
         pytest.param("claude-code", marks=pytest.mark.e2e),
         pytest.param("codex", marks=pytest.mark.e2e),
+        pytest.param("openclaw", marks=pytest.mark.e2e),
+        pytest.param("hermes", marks=pytest.mark.e2e),
     ],
 )
 def test_a_shell_tool_cannot_read_the_home_or_write_outside(
