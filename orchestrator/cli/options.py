@@ -265,6 +265,18 @@ def model_server_option(parser: argparse.ArgumentParser, which: str) -> None:
     )
 
 
+def _talks_to_no_model(specs: Sequence[RuntimeSpec], runtime_id: str) -> bool:
+    """A runtime with no model-server hook that takes no ``base_url`` (the scripted runtime):
+    ``--model-server`` leaves it as it is instead of refusing the whole command."""
+    spec = next((s for s in specs if s.id == runtime_id), None)
+    return (
+        spec is not None
+        and spec.model_server is None
+        and spec.settings is not None
+        and "base_url" not in spec.settings
+    )
+
+
 async def model_servers(
     stack: Any,
     specs: Sequence[RuntimeSpec],
@@ -280,6 +292,8 @@ async def model_servers(
     if script and not await trio.Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
     for runtime_id in dict.fromkeys(runtime_ids):
+        if _talks_to_no_model(specs, runtime_id):
+            continue  # the scripted runtime beside native in one batch: nothing to point
         config = await stack.enter_async_context(
             model_server(
                 spec_named(specs, runtime_id),
