@@ -24,28 +24,30 @@ async def test_the_chain_runs_in_order_and_passes_summary_and_diff(tmp_path: Pat
     events: list[dict[str, Any]] = [json.loads(line) for line in result.stdout.splitlines()]
 
     async with EventLog.open(tmp_path / "state" / "events.db") as log:
-        rows = {row.outcome["chainTask"]: row for row in await log.runs()}
+        rows = {str(row.outcome["chainTask"]): row for row in await log.runs() if row.outcome}
+    outcomes = {task: row.outcome or {} for task, row in rows.items()}
     assert set(rows) == {"plan", "impl", "review"}
     assert {task: row.status for task, row in rows.items()} == dict.fromkeys(rows, "success")
-    runtimes = {task: row.run_key.split(":")[1] for task, row in rows.items()}
+    runtimes = {task: row.runtime_id for task, row in rows.items()}
     assert runtimes == {"plan": "scripted", "impl": "native", "review": "native"}
     # in order: each step started after the one it depends on ended
     plan, impl, review = rows["plan"], rows["impl"], rows["review"]
+    plan_out, impl_out, review_out = outcomes["plan"], outcomes["impl"], outcomes["review"]
     assert plan.ended_ms is not None and impl.ended_ms is not None
     assert plan.ended_ms <= impl.started_ms and impl.ended_ms <= review.started_ms
-    assert (impl.outcome["dependsOn"], review.outcome["dependsOn"]) == (["plan"], ["impl"])
+    assert (impl_out["dependsOn"], review_out["dependsOn"]) == (["plan"], ["impl"])
 
     # the plan's summary reached the implementer; the implementer wrote the file with a tool
     plan_summary = "PLAN: add hello.txt containing 'Hello, newcomer!'"
-    assert plan.outcome["summary"] == plan_summary
-    assert impl.outcome["title"] == f"[[chain:impl]] Carry out this plan: {plan_summary}"
+    assert plan_out["summary"] == plan_summary
+    assert impl_out["title"] == f"[[chain:impl]] Carry out this plan: {plan_summary}"
     calls = [e for e in events if e["runKey"] == impl.run_key and e["kind"] == "tool-call"]
     assert [(c["name"], c["input"]["path"]) for c in calls] == [("write_file", "hello.txt")]
     # the reviewer was given the plan, impl's status and impl's diff (the new file)
-    prompt = review.outcome["title"]
+    prompt = review_out["title"]
     assert f"Plan: {plan_summary}\nImplementation (success):\n" in prompt
     assert "+++ b/hello.txt" in prompt and "+Hello, newcomer!" in prompt
-    assert review.outcome["summary"] == "REVIEW: hello.txt matches the plan. Approved."
+    assert review_out["summary"] == "REVIEW: hello.txt matches the plan. Approved."
     # exactly one done per run, and the impl's change is there for `ringleader diff`
     dones = [e["runKey"] for e in events if e["kind"] == "done"]
     assert sorted(dones) == sorted(row.run_key for row in rows.values())
