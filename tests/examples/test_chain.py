@@ -52,7 +52,7 @@ async def test_the_chain_runs_in_order_and_passes_summary_and_diff(tmp_path: Pat
     dones = [e["runKey"] for e in events if e["kind"] == "done"]
     assert sorted(dones) == sorted(row.run_key for row in rows.values())
     diff = await trio.to_thread.run_sync(
-        lambda: ringleader("diff", impl.run_key, cwd=folder, env=env)
+        lambda: ringleader("diff", "impl", cwd=folder, env=env)  # as docs/examples.md says
     )
     assert diff.returncode == 0, diff.stderr
     assert "+Hello, newcomer!" in diff.stdout
