@@ -267,7 +267,8 @@ def model_server_option(parser: argparse.ArgumentParser, which: str) -> None:
 
 def _talks_to_no_model(specs: Sequence[RuntimeSpec], runtime_id: str) -> bool:
     """A runtime with no model-server hook that takes no ``base_url`` (the scripted runtime):
-    ``--model-server`` leaves it as it is instead of refusing the whole command."""
+    beside runtimes that do, ``--model-server`` leaves it as it is instead of refusing the whole
+    command (alone, the flag means nothing for it and is refused)."""
     spec = next((s for s in specs if s.id == runtime_id), None)
     return (
         spec is not None
@@ -291,9 +292,10 @@ async def model_servers(
         return config
     if script and not await trio.Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
-    for runtime_id in dict.fromkeys(runtime_ids):
-        if _talks_to_no_model(specs, runtime_id):
-            continue  # the scripted runtime beside native in one batch: nothing to point
+    named = list(dict.fromkeys(runtime_ids))
+    # the scripted runtime beside native in one batch: nothing to point it at
+    pointed = [r for r in named if not _talks_to_no_model(specs, r)] or named
+    for runtime_id in pointed:
         config = await stack.enter_async_context(
             model_server(
                 spec_named(specs, runtime_id),
