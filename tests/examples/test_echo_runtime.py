@@ -53,12 +53,28 @@ def test_ringleader_runtimes_lists_it_after_its_own(
     python, _ = installed
     listing = ringleader("runtimes", cwd=tmp_path, env=clean_env(tmp_path), python=python)
     assert listing.returncode == 0, listing.stderr
-    rows = {line.split()[0]: line.split() for line in listing.stdout.splitlines()[1:]}
+    rows = {line.split()[0]: line for line in listing.stdout.splitlines()[1:]}
     ids = list(rows)
     assert "echo" in ids and ids.index("echo") > ids.index("scripted")  # ours first
-    # healthy: `agent.py --version` answered; in-process launch, no key, its capabilities
-    assert rows["echo"][1:5] == ["ok", "in-process", "not", "needed"], rows["echo"]
-    assert rows["echo"][5] == "streaming"
+    # healthy (`agent.py --version` answered), located with its version, no key needed
+    assert rows["echo"].split()[1] == "ok", rows["echo"]
+    assert "ringleader_echo/agent.py (echo-agent 0.1.0)" in rows["echo"]
+    assert "not needed" in rows["echo"]
+
+    # a configured binary that does not exist: not installed, and a run says so in one line
+    env = clean_env(tmp_path, RINGLEADER_ECHO_BINARY="no-such-echo-agent")
+    missing = ringleader("runtimes", cwd=tmp_path, env=env, python=python)
+    assert missing.returncode == 0, missing.stderr
+    row = next(line for line in missing.stdout.splitlines() if line.startswith("echo "))
+    assert "no: not installed" in row and "RuntimeNotFoundError" in row, row
+    run = ringleader(
+        "run", "--runtime", "echo", "--json", "hi", cwd=tmp_path, env=env, python=python
+    )
+    assert run.returncode == 3, run.stderr  # 3: a runtime that is not installed
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [e["kind"] for e in events] == ["error", "done"]
+    assert events[0]["code"] == "runtime_not_found" and "no-such-echo-agent" in events[0]["message"]
+    assert events[1]["reason"] == "error"
 
 
 def test_ringleader_run_drives_its_agent_as_a_child_process(

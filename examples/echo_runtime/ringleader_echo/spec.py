@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
-from orchestrator.core import RuntimeConfig, RuntimeSpec
-from ringleader_echo.adapter import EchoAdapter, EchoConfig
+import shutil
+
+from orchestrator.core import Installed, RuntimeConfig, RuntimeNotFoundError, RuntimeSpec
+from ringleader_echo.adapter import AGENT, EchoAdapter, EchoConfig
+from ringleader_echo.agent import VERSION
 
 __all__ = ["SPEC"]
 
@@ -18,9 +21,22 @@ def make(config: RuntimeConfig) -> EchoAdapter:
     return EchoAdapter()
 
 
+def locate(config: RuntimeConfig) -> Installed:
+    """Where the agent is, for `ringleader runtimes` (a missing one: RuntimeNotFoundError)."""
+    if config.binary is None:
+        return Installed(str(AGENT), VERSION)
+    found = shutil.which(config.binary)
+    if found is None:
+        raise RuntimeNotFoundError(
+            f"echo agent {config.binary!r} not found", path=config.binary, adapter="echo"
+        )
+    return Installed(found, None)  # another build: its version is whatever it says
+
+
 SPEC = RuntimeSpec(
     id="echo",
     factory=make,
     summary="an example third-party runtime: a tiny echo agent run as a child process",
     settings=frozenset({"binary"}),  # any other [runtimes.echo] setting is refused
+    locate=locate,
 )
