@@ -11,8 +11,11 @@ exactly one ``done``.
     python examples/localhost/side_by_side.py           # events, then a summary table
     python examples/localhost/side_by_side.py --json    # JSON Lines: the events, the summary
 
-With real keys, point the registry at your runtimes instead (``RuntimeConfig(model=…)``, or
-``load_config()`` for your ringleader.toml) and submit to ``"claude-code"`` or ``"codex"``.
+Nothing is recorded here. To keep the runs in the event log as the CLI does (for ``ringleader
+replay``, ``diff``, the board), open one (``async with EventLog.open(path) as log``) and give
+the runner ``event_log=log, sink=RecordingSink(log, extra=[this_sink])``. With real keys,
+point the registry at your runtimes instead (``RuntimeConfig(model=…)``, or ``load_config()``
+for your ringleader.toml) and submit to ``"claude-code"`` or ``"codex"``.
 Tested by tests/examples/test_localhost.py.
 """
 
@@ -74,7 +77,8 @@ class PrintingSink:
         runtime = run_key.split(":")[1]  # runtime:<id>:task:<task>:run-<n>
         for event in events:
             if self.as_json:  # the wire format: camelCase JSON, as `ringleader run --json`
-                print(json.dumps({"runKey": run_key, **json.loads(event_to_json(event))}))
+                line = json.dumps({"runKey": run_key, **json.loads(event_to_json(event))})
+                print(line, flush=True)
             else:
                 print(f"[{runtime}] {describe(event)}", flush=True)
 
