@@ -175,3 +175,33 @@ def test_the_diff_is_syntax_highlighted_under_the_boards_policy(
     assert long.locator("[class^=hljs]").count() == 0
     violations = [m for m in messages if "Content Security Policy" in m or "Refused" in m]
     assert violations == [] and not [m for m in messages if "Error" in m], messages
+
+
+def test_the_diff_follows_a_running_run_and_keeps_what_the_person_chose(
+    tmp_path: Path, board_env: dict[str, str], repo: Path, browser: Any
+) -> None:
+    """While the run works the diff view refreshes by itself: a file the agent writes appears,
+    and a file the person closed, the lines they selected and the comment they are typing stay."""
+    made = make_runs(repo, tmp_path / "state", ("native",), status="running")
+    ws = made["native"]
+    (ws / "app.py").write_text("def main():\n    return 2\n")
+    server = Served(tmp_path, board_env | GIT_ID, None)
+    server.start()
+    try:
+        key = "runtime:native:task:t-native:run-0001"
+        page = browser.new_page()
+        page.goto(f"{server.url}/run/{key}#token={server.token}")
+        app = 'details.diff-file[data-path="app.py"]'
+        page.wait_for_selector(f"{app}[open] .diff-row", timeout=TIMEOUT_MS)
+        page.click(f'{app} .diff-row[data-new="1"] .ln-new')
+        page.fill("#comment-text", "half typed")
+        page.locator(f"{app} > summary").click()  # the person closes it
+        assert page.get_attribute(app, "open") is None
+        (ws / "later.py").write_text("x = 1\n")  # the agent goes on working
+        page.wait_for_selector('details.diff-file[data-path="later.py"][open]', timeout=TIMEOUT_MS)
+        assert page.get_attribute(app, "open") is None  # still closed
+        assert page.input_value("#comment-text") == "half typed"
+        assert page.text_content("#comment-where") == "app.py, line 1"
+        assert "2 files" in (page.text_content("#changes-total") or "")
+    finally:
+        server.close()
