@@ -146,8 +146,9 @@ def register(sub: Any) -> None:
         "diff",
         "what a run changed in its workspace",
         "The run's changes against the commit its workspace started from (a temporary copy: "
-        "its snapshot), untracked files included, renames detected, binary and large files "
-        "marked. RUN is a run key, a task id, TASK/LABEL, a runtime (its newest run) or last.",
+        "its snapshot; a run in your own checkout: the working tree as the run found it), "
+        "untracked files included, renames detected, binary and large files marked. RUN is a "
+        "run key, a task id, TASK/LABEL, a runtime (its newest run) or last.",
         [
             "ringleader diff last",
             "ringleader diff last --stat",

@@ -182,3 +182,37 @@ def test_a_run_outside_git_says_it_has_no_diff(env: dict[str, str], tmp_path: Pa
     done = ringleader("diff", key, cwd=plain, env=env, check=False)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "no workspace is recorded" in done.stderr or "outside git" in done.stderr
+
+
+def test_a_follow_up_turn_in_your_checkout_is_diffed_against_the_first_runs_start(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A turn that resumes an in-place run in the same folder (comments sent from the board)
+    records no start of its own: its diff is the first run's, against where that started."""
+    import trio
+
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.review.inplace import record_in_place
+    from orchestrator.engine.review.records import resolve_run
+
+    async def go() -> tuple[str, str]:
+        async with EventLog.open(tmp_path / "events.db") as log:
+            await record_in_place(
+                log, cwd=repo, task_id="t1", runtime_id="native", label="native", group_id="t1"
+            )
+            first = "runtime:native:task:t1:run-1"
+            await log.start_run(first, runtime_id="native", session_key=first)
+            follow = "runtime:native:task:board-1:run-1"
+            await log.start_run(follow, runtime_id="native", session_key=follow)
+            await log.record_session(
+                follow,
+                runtime_id="native",
+                native_session_id="s",
+                codec_blob=None,
+                origin_cwd=str(repo),
+                run_key=follow,
+            )
+            found = await resolve_run(log, follow)
+            return found.workspace.task_id, found.key
+
+    assert trio.run(go) == ("t1", "runtime:native:task:board-1:run-1")

@@ -85,14 +85,17 @@ async def _origin_match(
     log: EventLog, key: str, rows: Sequence[WorkspaceRow]
 ) -> WorkspaceRow | None:
     """The workspace a run (e.g. one resumed from a workspace run) worked in, by its session's
-    directory."""
+    directory: a folder inside a workspace, or exactly the folder a run in the person's checkout
+    started in (the newest such run's)."""
     session = await log.get_session(key)
     if session is None or not session.origin_cwd:
         return None
     cwd = Path(session.origin_cwd)
     for row in reversed(rows):
         if row.kind == CHECKOUT_KIND:
-            continue  # a run in the person's checkout is found by its task, not its folder
+            if cwd == Path(row.path):  # a follow-up of the newest run started in that folder
+                return row
+            continue
         root = Path(row.root)
         if cwd == root or root in cwd.parents:
             return row
