@@ -174,7 +174,10 @@ async def _count_diff(checkout: Checkout, lane: Lane) -> None:
 
 async def _record_start(log: EventLog, job: Job, group: str) -> WorkspaceRow | None:
     """Record where an in-place run starts (a git checkout's working tree as a commit); a
-    failure only costs the diff, never the run."""
+    failure only costs the diff, never the run. A resumed turn records nothing: it continues
+    the run it resumes, whose start its diff is against (found by its session's folder)."""
+    if job.task.resume is not None:
+        return None
     try:
         return await record_in_place(
             log,

@@ -216,3 +216,57 @@ def test_a_follow_up_turn_in_your_checkout_is_diffed_against_the_first_runs_star
             return found.workspace.task_id, found.key
 
     assert trio.run(go) == ("t1", "runtime:native:task:board-1:run-1")
+
+
+def test_comments_sent_from_the_command_line_continue_the_runs_diff(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """`ringleader comment … --send` resumes the run in the same checkout: the follow-up records
+    no start of its own, so its diff is the whole work, the first turn's and its own."""
+    script = {
+        "conversations": [
+            {
+                "name": "review",
+                "marker": "A reviewer left",
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "write_file",
+                                "input": {"path": "src/app.py", "content": "def main():\n"},
+                            }
+                        ]
+                    },
+                    {"text": "Fixed."},
+                ],
+            },
+            {
+                "name": "task",
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "write_file",
+                                "input": {"path": "src/new.py", "content": "print('new')\n"},
+                            }
+                        ]
+                    },
+                    {"text": "Done."},
+                ],
+            },
+        ]
+    }
+    key = run_in_place(repo, env, tmp_path, script, "both")
+    ringleader("comment", key, "src/new.py:1", "say more", cwd=repo, env=env)
+    sent = ringleader(
+        *("comment", key, "--send", "--json", "--model-server", str(tmp_path / "both.json")),
+        cwd=repo,
+        env=env,
+    )
+    follow = json.loads(sent.stdout.splitlines()[0])["runKey"]
+    assert follow != key
+    assert (repo / "src" / "app.py").read_text() == "def main():\n"
+    shown = json.loads(ringleader("diff", follow, "--json", cwd=repo, env=env).stdout)
+    assert {f["path"] for f in shown["files"]} == {"src/app.py", "src/new.py"}
+    starts = git("for-each-ref", "--format=%(refname)", "refs/ringleader/starts", cwd=repo)
+    assert len(starts.split()) == 1  # the first run's only
