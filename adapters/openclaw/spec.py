@@ -8,6 +8,7 @@ from adapters.builtin import locate_pinned, refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.lifetime import default_state_dir
 from orchestrator.core.registry import ModelServerHook, RuntimeSpec
 
 __all__ = ["OPENCLAW"]
@@ -60,7 +61,11 @@ def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
             ),
         )  # fmt: skip
     deny = _OPENCLAW_WRITE_TOOLS if config.permission in ("deny", "ask") else ()
-    settings = GatewaySettings(provider=provider, binary=config.binary, tool_deny=deny)
+    # sessions outlive the process (recover, resume): kept in the state directory
+    shared = default_state_dir() / "openclaw"
+    settings = GatewaySettings(
+        provider=provider, binary=config.binary, tool_deny=deny, shared_state_dir=shared
+    )
     return OpenClawAdapter(OpenClawConfig(gateway=settings))
 
 
