@@ -33,7 +33,7 @@ from adapters.codex.driver import default_state_root
 from adapters.hermes import HermesAdapter, HermesConfig
 from contract import check_stream
 from orchestrator.core.adapter import RuntimeAdapter, StartOpts, TaskHandle
-from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.approvals import ApprovalBook, approve
 from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status, event_from_json
 from orchestrator.model_server import ModelServer, serve_model_server
 
@@ -361,3 +361,82 @@ async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
     assert [e for e in events if isinstance(e, Status) and e.approval is not None]  # asked again
     assert await book.pending() == []
+
+
+async def test_a_codex_call_waiting_when_its_orchestrator_is_killed_is_answered_by_recover(
+    tmp_path: Path,
+) -> None:
+    """Codex (app-server) through the CLI: the orchestrator is SIGKILLed while a command waits
+    in the book; the decision is made meanwhile (in the book, as the board makes it, with no
+    process waiting); ``ringleader recover`` resumes the Codex thread with the book, Codex asks
+    again for the same command (new ids) and the recorded decision answers it: nobody is asked
+    again, and the run succeeds."""
+    installed("codex")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    state = tmp_path / "state"
+    touch = {"name": "exec_command", "input": {"cmd": "touch recovered.txt"}}
+    durable = {
+        "model": MODELS["codex"],
+        "conversations": [
+            {
+                "name": "durable",
+                "marker": "[[e2e:durable]]",
+                "turns": [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}],
+            }
+        ],
+    }
+    async with serve_model_server(durable) as server:
+        config = tmp_path / "ringleader.toml"
+        config.write_text(
+            f'[runtimes.codex]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_CODEX_KEY"\n'
+            f'model = "{MODELS["codex"]}"\n'
+        )
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+        } | {
+            "RINGLEADER_STATE_DIR": str(state),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "E2E_CODEX_KEY": KEYS["codex"],
+        }
+        base = [sys.executable, "-m", "orchestrator.cli"]
+        argv = [*base, "run", "--config", str(config), "--approvals", "wait"]
+        argv += ["--runtime", "codex", "--json", "[[e2e:durable]] go"]
+        proc = await trio.lowlevel.open_process(argv, cwd=workspace, env=env)
+        book = ApprovalBook.in_state_dir(state)
+        try:
+            with trio.fail_after(120):
+                while True:  # the orchestrator's entry, in another process
+                    if (state / "approvals.db").exists() and await book.pending():
+                        break
+                    await trio.sleep(0.2)
+            [entry] = await book.pending()
+            assert entry.owner is not None and entry.owner.pid == proc.pid
+            assert entry.runtime_id == "codex" and entry.tool == "command"
+            proc.kill()  # SIGKILL: nothing of the orchestrator runs any more
+            await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert not (workspace / "recovered.txt").exists()
+        await book.decide(entry.id, approve())  # decided while nobody waits on it
+        recover = [*base, "recover", "--config", str(config), "--json"]
+        with trio.fail_after(180):
+            done = await trio.run_process(
+                recover, cwd=workspace, env=env, capture_stdout=True, capture_stderr=True,
+                check=False,
+            )  # fmt: skip
+        err = done.stderr.decode()
+        assert done.returncode == 0, err[-2000:]
+        assert "recovering" in err
+    assert (workspace / "recovered.txt").exists()
+    lines = done.stdout.decode().splitlines()
+    events = [event_from_json(line) for line in lines if line.startswith("{")]
+    assert isinstance(events[-1], Done) and events[-1].reason == "success"
+    asks = [e.approval for e in events if isinstance(e, Status) and e.approval is not None]
+    assert [a.id for a in asks] == [entry.id]  # asked again: the same call, answered by the book
+    assert await book.pending() == []
+    assert [e.status for e in await book.entries()] == ["approved"]
