@@ -417,7 +417,9 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         call_id = as_str(call.get("toolCallId")) or "permission"
         made = await asker.ask(tool, shown, call_id)
         allow = made.approved and made.input is None
-        return pick_option(params, allow, always=allow and made.scope == "always")
+        return pick_option(
+            params, allow, always=allow and made.scope == "always", session=made.scope == "run"
+        )
 
     # -- controls ------------------------------------------------------------------------------
 
