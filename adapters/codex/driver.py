@@ -29,6 +29,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 
+from orchestrator.core.adapter import RunMcpServer
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Usage
 
@@ -205,6 +206,35 @@ def common_overrides(
     return args
 
 
+def mcp_overrides(servers: Sequence[RunMcpServer]) -> tuple[list[str], dict[str, str]]:
+    """A run's own MCP servers as ``-c mcp_servers.<name>…`` overrides, and the environment
+    they need: a server's ``env`` values and HTTP ``headers`` travel in Codex's environment
+    (named by ``env_vars`` and ``env_http_headers``), never on its argv."""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    for index, server in enumerate(servers):
+        key = f"mcp_servers.{_toml(server.name)}"
+        if server.url is not None:
+            args += ["-c", f"{key}.url={_toml(server.url)}"]
+            headers: list[str] = []
+            for number, (header, value) in enumerate(server.headers.items()):
+                variable = f"RINGLEADER_MCP_{index}_HEADER_{number}"
+                env[variable] = value
+                headers.append(f"{_toml(header)} = {_toml(variable)}")
+            if headers:
+                args += ["-c", f"{key}.env_http_headers={{{', '.join(headers)}}}"]
+            continue
+        if server.command is None:
+            raise ConfigError(f"MCP server {server.name!r} has neither a command nor a url")
+        args += ["-c", f"{key}.command={_toml(server.command)}"]
+        args += ["-c", f"{key}.args=[{', '.join(_toml(a) for a in server.args)}]"]
+        if server.env:
+            env.update(server.env)
+            names = ", ".join(_toml(name) for name in server.env)
+            args += ["-c", f"{key}.env_vars=[{names}]"]
+    return args, env
+
+
 def exec_argv(
     config: CodexConfig,
     provider: CodexProvider | None,
@@ -212,12 +242,14 @@ def exec_argv(
     *,
     model: str | None,
     resume_thread: str | None = None,
+    mcp: Sequence[str] = (),
 ) -> list[str]:
-    """Codex's arguments for one ``exec`` run (the binary is added by the launcher)."""
+    """Codex's arguments for one ``exec`` run (the binary is added by the launcher); ``mcp``:
+    :func:`mcp_overrides`."""
     args = ["exec"]
     if resume_thread:
         args.append("resume")
-    args += ["--json", "--skip-git-repo-check", *common_overrides(config, provider)]
+    args += ["--json", "--skip-git-repo-check", *common_overrides(config, provider), *mcp]
     if config.sandbox == "bypass":
         args.append("--dangerously-bypass-approvals-and-sandbox")
     if model:
@@ -229,9 +261,11 @@ def exec_argv(
     return args
 
 
-def app_server_argv(config: CodexConfig, provider: CodexProvider | None) -> list[str]:
+def app_server_argv(
+    config: CodexConfig, provider: CodexProvider | None, mcp: Sequence[str] = ()
+) -> list[str]:
     """Codex's arguments for ``app-server`` (sandbox and model go in ``thread/start``)."""
-    return ["app-server", *common_overrides(config, provider, sandbox=False)]
+    return ["app-server", *common_overrides(config, provider, sandbox=False), *mcp]
 
 
 def run_env(
