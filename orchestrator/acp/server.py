@@ -215,6 +215,20 @@ class AcpServer:
     _asked: dict[str, _Answer] = attrs.field(init=False, factory=dict[str, _Answer])
     _ids: itertools.count[int] = attrs.field(init=False, factory=lambda: itertools.count(1))
     _caps: Capabilities | None = attrs.field(init=False, default=None)
+    _busy: int = attrs.field(init=False, default=0)
+    _idle: trio.Event = attrs.field(init=False, factory=trio.Event)
+
+    def abort_all(self) -> None:
+        """Abort every running prompt (the connection is gone): each run ends aborted."""
+        for session in self._sessions.values():
+            session.cancelled = True
+            if session.actor is not None:
+                session.actor.abort()
+
+    async def idle(self) -> None:
+        """Return once no prompt is running."""
+        while self._busy:
+            await self._idle.wait()
 
     async def send(self, message: dict[str, Any]) -> None:
         async with self._write_lock:
@@ -660,6 +674,7 @@ class AcpServer:
             outcome_fields=fields,
         )
         session.running = trio.CancelScope()
+        self._busy += 1
         outcome: TaskOutcome | RingleaderError
         try:
             async with trio.open_nursery() as nursery:
@@ -672,6 +687,10 @@ class AcpServer:
         finally:
             session.running = None
             session.actor = None
+            self._busy -= 1
+            if not self._busy:
+                self._idle.set()
+                self._idle = trio.Event()
         if isinstance(outcome, RingleaderError):
             await self._error(request_id, -32000, str(outcome), {"code": outcome.event_code})
             return
