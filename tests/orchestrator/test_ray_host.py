@@ -277,7 +277,7 @@ def test_batch_and_runtimes_on_the_cluster_from_the_command_line(
 
     listed = ringleader("runtimes", "--ray", cluster.address, "--json", tmp_path=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    nodes = json.loads(listed.stdout)
+    nodes = [json.loads(line) for line in listed.stdout.splitlines()]  # a node per line
     assert len(nodes) == 2
     for node in nodes:
         assert node["slots"] == {"scripted": 500.0, "native": 8.0}
