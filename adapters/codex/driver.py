@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -206,6 +207,9 @@ def common_overrides(
     return args
 
 
+_MCP_NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
 def mcp_overrides(servers: Sequence[RunMcpServer]) -> tuple[list[str], dict[str, str]]:
     """A run's own MCP servers as ``-c mcp_servers.<name>…`` overrides, and the environment
     they need: a server's ``env`` values and HTTP ``headers`` travel in Codex's environment
@@ -213,7 +217,11 @@ def mcp_overrides(servers: Sequence[RunMcpServer]) -> tuple[list[str], dict[str,
     args: list[str] = []
     env: dict[str, str] = {}
     for index, server in enumerate(servers):
-        key = f"mcp_servers.{_toml(server.name)}"
+        if not _MCP_NAME.match(server.name):  # Codex splits -c keys on dots: no quoting
+            raise ConfigError(
+                f"MCP server name {server.name!r}: Codex takes letters, digits, '_' and '-' only"
+            )
+        key = f"mcp_servers.{server.name}"
         if server.url is not None:
             args += ["-c", f"{key}.url={_toml(server.url)}"]
             headers: list[str] = []

@@ -171,15 +171,15 @@ def test_codex_gets_the_clients_mcp_servers_as_config_overrides_with_secrets_in_
     )
     args, env = mcp_overrides(servers)
     assert args == [
-        "-c", 'mcp_servers."echo".command="/usr/bin/echo-mcp"',
-        "-c", 'mcp_servers."echo".args=["-v", "x y"]',
-        "-c", 'mcp_servers."echo".env_vars=["K"]',
-        "-c", 'mcp_servers."web".url="http://127.0.0.1:9/mcp"',
-        "-c", 'mcp_servers."web".env_http_headers={"Authorization" = "RINGLEADER_MCP_1_HEADER_0"}',
+        "-c", 'mcp_servers.echo.command="/usr/bin/echo-mcp"',
+        "-c", 'mcp_servers.echo.args=["-v", "x y"]',
+        "-c", 'mcp_servers.echo.env_vars=["K"]',
+        "-c", 'mcp_servers.web.url="http://127.0.0.1:9/mcp"',
+        "-c", 'mcp_servers.web.env_http_headers={"Authorization" = "RINGLEADER_MCP_1_HEADER_0"}',
     ]  # fmt: skip
     assert env == {"K": "s3cret", "RINGLEADER_MCP_1_HEADER_0": "Bearer t0k"}
     argv = exec_argv(CodexConfig(), None, "hi", model=None, mcp=args)
-    assert argv.index('mcp_servers."echo".command="/usr/bin/echo-mcp"') < argv.index("--")
+    assert argv.index('mcp_servers.echo.command="/usr/bin/echo-mcp"') < argv.index("--")
     assert "s3cret" not in " ".join(argv) and "t0k" not in " ".join(argv)
 
 
