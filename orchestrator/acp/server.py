@@ -36,6 +36,8 @@ lines. The methods (ACP schema v1, docs/acp.md):
 * ``session/resume {sessionId, cwd, mcpServers}`` → the same without the replay.
 * ``session/list {cwd?, cursor?}`` → the sessions in the event log, newest first, 50 a page
   (``nextCursor`` while more remain), filtered by working directory.
+* ``session/close {sessionId}`` → its running prompt cancelled, the session forgotten by this
+  connection (the event log keeps it: it can be loaded or resumed again).
 * ``session/fork {sessionId, cwd, mcpServers}`` → a new session that continues a copy of the
   runtime's session (native: the conversation copied to a new session id; Claude Code:
   ``--resume ID --fork-session``); the original goes on unchanged. A runtime that cannot fork
@@ -52,7 +54,7 @@ Robustness: a line that is not JSON is answered with ``-32700`` (id null), a mes
 a JSON-RPC object with ``-32600``, an unknown method with ``-32601``, bad parameters with
 ``-32602``; none of them ends the connection.
 
-Not offered: client file-system and terminal methods, session modes, ``session/close``.
+Not offered: client file-system and terminal methods, session modes, ``session/delete``.
 """
 
 from __future__ import annotations
@@ -290,6 +292,9 @@ class AcpServer:
                     nursery.start_soon(self._prompt, request_id, params)
                 case "session/cancel":
                     self._cancel(params)
+                case "session/close":
+                    self._close(params)
+                    await self._result(request_id, {})
                 case _:
                     if request_id is not None:
                         await self._error(request_id, -32601, f"method not found: {method}")
@@ -323,7 +328,7 @@ class AcpServer:
         caps = self.capabilities()
         sessions: dict[str, Any] = {}
         if self.event_log is not None:
-            sessions = {"list": {}, "resume": {}}
+            sessions = {"list": {}, "resume": {}, "close": {}}
             if caps is not None and caps.session_fork:
                 sessions["fork"] = {}
         return {
@@ -538,6 +543,13 @@ class AcpServer:
             cost_usd=None,
         )
         return {"sessionId": fork_id}
+
+    def _close(self, params: Mapping[str, Any]) -> None:
+        """Cancel the session's prompt and forget it here (the event log keeps its history:
+        it can be loaded or resumed again)."""
+        session = self._session(params)
+        self._cancel(params)
+        del self._sessions[session.session_id]
 
     def _cancel(self, params: Mapping[str, Any]) -> None:
         try:

@@ -64,7 +64,10 @@ async def _acp(
     if listen is not None:
         from orchestrator.engine.feed import check_bind
 
-        check_bind(listen[0], token)  # before anything starts
+        try:
+            check_bind(listen[0], token)  # before anything starts
+        except ConfigError as exc:
+            raise ConfigError(f"acp --listen: {exc}") from None
     async with AsyncExitStack() as stack:
         config = await model_servers(stack, specs, config, [runtime_id], script)
         registry = registry_for(specs, config)

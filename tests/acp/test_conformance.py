@@ -112,7 +112,12 @@ async def test_native_conformance(transport: Transport, tmp_path: Path) -> None:
             async with fresh() as client:
                 caps = (await client.initialize())["agentCapabilities"]
                 assert caps["loadSession"] is True
-                assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "fork": {}}
+                assert caps["sessionCapabilities"] == {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "fork": {},
+                }
                 assert caps["promptCapabilities"]["image"] is True
                 assert caps["mcpCapabilities"] == {"http": True, "sse": False}
 
@@ -254,7 +259,7 @@ async def test_scripted_conformance(transport: Transport, tmp_path: Path) -> Non
     async with agents(transport, "scripted", tmp_path / "state") as fresh:
         async with fresh() as client:
             caps = (await client.initialize())["agentCapabilities"]
-            assert caps["sessionCapabilities"] == {"list": {}, "resume": {}}  # no fork
+            assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}}  # no fork
             assert caps["promptCapabilities"]["image"] is False
             assert caps["mcpCapabilities"]["http"] is False
             sid = (await client.ok("session/new", {"cwd": str(ws), "mcpServers": []})).result[
@@ -282,6 +287,13 @@ async def test_scripted_conformance(transport: Transport, tmp_path: Path) -> Non
             listed = (await client.ok("session/list", {"cwd": str(ws)})).result["sessions"]
             assert [s["sessionId"] for s in listed] == [sid]
             await robustness(client, ws)
+
+            # close: the session is gone from this connection, the log keeps it
+            assert (await client.ok("session/close", {"sessionId": sid})).result == {}
+            gone = await client.request("session/prompt", {"sessionId": sid, "prompt": text("x")})
+            assert gone.error is not None and gone.error["code"] == -32602
+            twice = await client.request("session/close", {"sessionId": sid})
+            assert twice.error is not None and twice.error["code"] == -32602
 
         async with fresh() as client:
             loaded = await client.ok(
