@@ -42,7 +42,9 @@ import trio
 from orchestrator.core.adapter import (
     RESUME_PROMPT,
     Capabilities,
+    PromptImage,
     RunHandle,
+    RunMcpServer,
     RuntimeAdapter,
     StartOpts,
     TaskHandle,
@@ -208,6 +210,12 @@ class TaskSpec:
     """Plan mode: the first turn plans read-only; a person approves the plan (the approval book)
     before a turn with the normal policy carries it out on the same session, or rejects it
     with a message and gets a new plan (see :meth:`Runner._review_plan`)."""
+    images: tuple[PromptImage, ...] = ()
+    """Images that go with the prompt (``StartOpts.images``)."""
+    mcp_servers: tuple[RunMcpServer, ...] = ()
+    """MCP servers the runs connect to besides the configured ones (``StartOpts.mcp_servers``)."""
+    fork: bool = False
+    """With ``resume``: continue the session as a new one, the recorded one left as it was."""
 
 
 PLAN_APPROVED = "The plan is approved. Carry it out now."
@@ -434,6 +442,9 @@ class Runner:
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
             plan=task.plan,
+            images=task.images,
+            mcp_servers=task.mcp_servers,
+            fork=task.fork and resume_id is not None,
         )
 
     # -- one run under supervision -----------------------------------------------------------
