@@ -53,6 +53,7 @@ from orchestrator.core.events import now_ms
 
 from .._cli import ChildSpec
 from .._runtimes import install_hint, runtime_binary, runtime_path_dirs
+from ..codex.driver import with_sandbox_helper
 from .adapter import AcpAdapter, AcpRun
 from .driver import AcpConfig, PermissionPolicy
 
@@ -213,6 +214,16 @@ def codex_config_toml(base_url: str | None, key_env: str, model: str | None) -> 
     if base_url:
         lines.append(f"model_provider = {json.dumps(_CODEX_PROVIDER)}")
     lines += ['approval_policy = "untrusted"', 'sandbox_mode = "workspace-write"']
+    # the agent's commands never see the key, and no shell snapshot (which records the
+    # environment) is written into the home
+    lines += [
+        "",
+        "[shell_environment_policy]",
+        f"exclude = [{json.dumps(key_env)}]",
+        "",
+        "[features]",
+        "shell_snapshot = false",
+    ]
     if base_url:
         lines += [
             "",
@@ -437,8 +448,17 @@ class PresetAdapter(AcpAdapter):
         path = run.env.get("PATH") or os.environ.get("PATH") or os.defpath
         dirs = [str(d) for d in runtime_path_dirs(preset.install_id)] if not config.binary else []
         if dirs:
-            own["PATH"] = os.pathsep.join([*dirs, path])
+            path = own["PATH"] = os.pathsep.join([*dirs, path])
         run.env.update(own)
+        if preset.name == "codex" and self.config.launcher is None:
+            # Codex's shell sandbox runs the binary as ``codex-linux-sandbox`` inside bubblewrap;
+            # it will not make that link itself in a home under the system temp directory
+            binary = Path(await trio.to_thread.run_sync(self.binary))
+            run.env.update(
+                await trio.to_thread.run_sync(
+                    with_sandbox_helper, {"PATH": path}, home / ".codex", binary
+                )
+            )
         if self.config.launcher is None:
             await trio.to_thread.run_sync(self.binary)  # missing: one clear line with the hint
 
