@@ -14,8 +14,8 @@ acp:codex    codex-acp                             a Codex ``model_provider`` in
 acp:opencode ``opencode acp``                      a provider in ``OPENCODE_CONFIG_CONTENT``
                                                    (``@ai-sdk/openai-compatible``, Chat Completions)
 acp:qwen     ``qwen --acp``                        ``OPENAI_BASE_URL`` (Chat Completions)
-acp:gemini   ``gemini --acp``                      ``GOOGLE_GEMINI_BASE_URL`` (the Gemini API: the
-                                                   scripted model server does not speak it)
+acp:gemini   ``gemini --acp``                      ``GOOGLE_GEMINI_BASE_URL`` (the Gemini API,
+                                                   ``generateContent``)
 ===========  ====================================  ================================================
 
 **Homes.** Every agent runs with its own ``HOME`` (and the agent's own config/state variables)
@@ -339,6 +339,8 @@ def preset_env(config: PresetConfig, home: Path, key: str, model: str | None) ->
             env["GEMINI_API_KEY"] = key
             if config.base_url:
                 env["GOOGLE_GEMINI_BASE_URL"] = config.base_url
+            if model:
+                env["GEMINI_MODEL"] = model
         case _:
             pass
     return env
@@ -414,10 +416,10 @@ class PresetAdapter(AcpAdapter):
         return [self.binary(), *self.preset.args, *config.extra_args, *args]
 
     def model_by_session(self) -> bool:
-        """Claude Code and Gemini CLI take the model by ``session/set_model``; Codex, OpenCode
-        and Qwen Code are given it in their configuration (their ids are their own:
-        ``ringleader/MODEL``, ``$runtime|openai|MODEL``)."""
-        return self.preset.name in ("claude", "gemini")
+        """Claude Code takes the model by ``session/set_model``; the others are given it in
+        their configuration (their ids are their own: ``ringleader/MODEL``,
+        ``$runtime|openai|MODEL``)."""
+        return self.preset.name == "claude"
 
     def spec(self, args: Sequence[str], env: Mapping[str, str], **kw: Any) -> ChildSpec:
         return attrs.evolve(super().spec(args, env, **kw), install_hint=self.hint())

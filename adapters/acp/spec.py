@@ -146,7 +146,11 @@ ACP_QWEN = _preset_spec(
 )
 ACP_GEMINI = _preset_spec(
     "gemini",
-    "Gemini CLI over ACP (gemini --acp); Gemini API only: no --model-server",
+    "Gemini CLI over ACP (gemini --acp)",
     "GEMINI_API_KEY",
-    None,
+    ModelServerHook(
+        api="gemini",
+        model="gemini-2.5-flash",
+        tool_call={"name": "run_shell_command", "input": {"command": "ls"}},
+    ),
 )

@@ -33,10 +33,10 @@ def test_every_preset_is_a_registered_runtime() -> None:
     registry = builtin_registry()
     for rid in PRESET_IDS:
         assert registry.create(rid).id == rid
-    # every agent the scripted model server can speak for offers --model-server; Gemini cannot
-    assert specs["acp:gemini"].model_server is None
-    hooks = [specs[r].model_server for r in PRESET_IDS[:4]]
-    assert [h.api if h else None for h in hooks] == ["anthropic", "responses", "chat", "chat"]
+    # each can be pointed at the scripted model server (--model-server), in its own API
+    hooks = [specs[r].model_server for r in PRESET_IDS]
+    apis = [h.api if h else None for h in hooks]
+    assert apis == ["anthropic", "responses", "chat", "chat", "gemini"]
 
 
 def test_the_entry_points_register_the_presets() -> None:
