@@ -240,7 +240,7 @@ async def model_server(
             raise ConfigError(f"{script}: not a model server script: {one_line(exc)}") from None
     os.environ[MODEL_SERVER_KEY_ENV] = "ringleader-model-server-placeholder"
     async with serve_model_server(source) as server:
-        url = str(server.url) if hook.api == "anthropic" else str(server.base_url)
+        url = str(server.url) if hook.api in ("anthropic", "gemini") else str(server.base_url)
         values: dict[str, Any] = {
             "base_url": url,
             "api_key_env": MODEL_SERVER_KEY_ENV,
