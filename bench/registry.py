@@ -18,6 +18,7 @@ MODULES = (
     "bench.p_cli_start",
     "bench.p_review_diff",
     "bench.p_workspaces",
+    "bench.p_log",
 )
 
 
