@@ -109,7 +109,10 @@ def measure(runs: list[tuple[str, list[Any]]], where: Path) -> dict[str, Any]:
     free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     conn.close()
+    old = schema0_bytes(db, where / "events-v0.db")
     return {
+        "schema0_bytes": old,
+        "schema0_per_event": (old - base) / n,
         "events": n,
         "runs": len(runs),
         "wire_bytes": wire,
@@ -121,6 +124,38 @@ def measure(runs: list[tuple[str, list[Any]]], where: Path) -> dict[str, Any]:
         "per_event": (size - base) / n,
         "wire_per_event": wire / n,
     }
+
+
+def schema0_bytes(db: Path, target: Path) -> int:
+    """The size of the same log in schema 0's layout (the run key on every event row and in its
+    unique index), copied row for row from ``db`` and vacuumed: the layout before, measured on
+    the same events in the same run."""
+    import sqlite3
+
+    conn = sqlite3.connect(target, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(
+        "CREATE TABLE events (gid INTEGER PRIMARY KEY AUTOINCREMENT, run_key TEXT NOT NULL, "
+        "seq INTEGER NOT NULL, kind TEXT NOT NULL, ts INTEGER NOT NULL, body TEXT NOT NULL, "
+        "UNIQUE (run_key, seq))"
+    )
+    conn.execute("ATTACH DATABASE ? AS new", (str(db),))
+    for table in ("runs", "sessions", "workspaces"):
+        conn.execute(f"CREATE TABLE {table} AS SELECT * FROM new.{table} WHERE 0")
+    conn.execute("CREATE UNIQUE INDEX runs_key ON runs (run_key)")
+    conn.execute("CREATE INDEX runs_by_start ON runs (started_ms)")
+    conn.execute("CREATE INDEX runs_by_status ON runs (status)")
+    conn.execute("INSERT INTO runs SELECT * FROM new.runs ORDER BY rowid")
+    conn.execute(
+        "INSERT INTO events (gid, run_key, seq, kind, ts, body) SELECT e.gid, r.run_key, e.seq, "
+        "e.kind, e.ts, e.body FROM new.events AS e JOIN new.run_ids AS r ON r.id = e.run "
+        "ORDER BY e.gid"
+    )
+    conn.execute("DETACH DATABASE new")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.close()
+    return target.stat().st_size
 
 
 @path("log-bytes", "bytes on disk per event vs its wire JSON", timeout_s=300)
@@ -138,6 +173,16 @@ def log_bytes(cfg: Config) -> list[Row]:
         got = measure(runs, Path(tmp))
     row.ours = Figure("events.db", got["per_event"], UNIT, "lower", [got["per_event"]])
     row.limit = Figure("wire JSON", got["wire_per_event"], UNIT, "lower", [got["wire_per_event"]])
+    row.peers.append(
+        Figure(
+            "schema 0 (run key per row)",
+            got["schema0_per_event"],
+            UNIT,
+            "lower",
+            [got["schema0_per_event"]],
+            note="the same rows in the layout before schema 1, vacuumed",
+        )
+    )
     row.extra = got
     row.notes.append(
         f"{got['events']:,} events in {got['runs']} runs; schema version {got['schema_version']}; "

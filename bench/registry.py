@@ -19,6 +19,7 @@ MODULES = (
     "bench.p_review_diff",
     "bench.p_workspaces",
     "bench.p_log",
+    "bench.p_side_start",
 )
 
 

@@ -20,6 +20,8 @@ PATH_KEYS = (
     "cli-start",
     "review-diff",
     "workspaces",
+    "log-bytes",
+    "side-start",
 )
 
 
