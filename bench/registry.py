@@ -20,6 +20,8 @@ MODULES = (
     "bench.p_workspaces",
     "bench.p_log",
     "bench.p_side_start",
+    "bench.p_overhead",
+    "bench.p_board",
 )
 
 
