@@ -103,6 +103,7 @@ def _measure(n: int, url: str, tmp: Path, state: Path) -> dict[str, Any]:
     from orchestrator.engine.runner import Runner, TaskSpec
 
     latencies = array.array("q")
+    floor = array.array("d")
     got: dict[str, Any] = {}
     cwd = tmp / "cwd"
     cwd.mkdir(exist_ok=True)
@@ -154,6 +155,15 @@ def _measure(n: int, url: str, tmp: Path, state: Path) -> dict[str, Any]:
                     rss_peak = max(rss_peak, _rss_kib())
                     await trio.sleep(0.05)
 
+            async def lateness() -> None:
+                # the floor: how late a bare trio sleep of 10 ms wakes in this process, in the
+                # same window (what the machine's load alone costs any task here)
+                while True:
+                    t = time.perf_counter()
+                    await trio.sleep(0.01)
+                    if measuring:
+                        floor.append((time.perf_counter() - t - 0.01) * 1000)
+
             async with trio.open_nursery() as outer:
                 outer.start_soon(board)
                 # warm-up: one run of each CLI (imports, first spawns), outside the window
@@ -167,6 +177,7 @@ def _measure(n: int, url: str, tmp: Path, state: Path) -> dict[str, Any]:
                 rss_before = _rss_kib()
                 rss_peak = rss_before
                 outer.start_soon(sample)
+                outer.start_soon(lateness)
                 measuring = True
                 self0 = resource.getrusage(resource.RUSAGE_SELF)
                 kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -194,6 +205,7 @@ def _measure(n: int, url: str, tmp: Path, state: Path) -> dict[str, Any]:
 
     trio.run(main)
     got["latencies"] = latencies
+    got["floor"] = floor
     return got
 
 
@@ -274,6 +286,14 @@ def cli_overhead(cfg: Config) -> list[Row]:
         p99v = float(lat[min(len(lat) - 1, int(0.99 * len(lat)))])
         p50v = float(lat[len(lat) // 2])
         p99.ours = Figure("p99", p99v, "ms", "lower", [p99v])
+        fl = sorted(got["floor"])
+        if fl:
+            fp99 = float(fl[min(len(fl) - 1, int(0.99 * len(fl)))])
+            p99.limit = Figure(
+                "trio sleep lateness p99", fp99, "ms", "lower", [fp99], note="the floor: load alone"
+            )
+        share_late = sum(1 for v in lat if v > 50) / len(lat)
+        p99.extra = {"share_over_50ms": share_late, "floor_p50": fl[len(fl) // 2] if fl else None}
         p99.peers.append(Figure("p50", p50v, "ms", "lower", [p50v], note="(our own p50)"))
         p99.peers.append(Figure("max", float(lat[-1]), "ms", "lower", [float(lat[-1])]))
     else:
@@ -291,5 +311,5 @@ def cli_overhead(cfg: Config) -> list[Row]:
     )
     for row in rows:
         row.notes.append(note)
-    cpu.extra = {k: v for k, v in got.items() if k != "latencies"}
+    cpu.extra = {k: v for k, v in got.items() if k not in ("latencies", "floor")}
     return rows
