@@ -179,8 +179,6 @@ def apply(card: Card, event: RuntimeEvent) -> Card:
         phase="running" if card.phase == "queued" else card.phase,
     )
     match event:
-        case TextDelta():  # handled above
-            raise AssertionError("unreachable")
         case ToolCall():
             calls = card.open_tool_calls
             if event.tool_call_id not in calls:
