@@ -165,6 +165,29 @@ def test_the_event_reference_has_every_kind_and_the_schema() -> None:
     assert set(parsed["discriminator"]["mapping"]) >= {"text-delta", "done", "error"}
 
 
+def test_the_board_guide_lists_every_http_route() -> None:
+    """docs/guide/board.md's HTTP API table names every route the board and its feed serve."""
+    sources = [
+        REPO / "orchestrator" / "board" / "server.py",
+        REPO / "orchestrator" / "engine" / "feed.py",
+        REPO / "orchestrator" / "mcp" / "server.py",
+    ]
+    paths = {
+        re.sub(r"\{(\w+)(:path)?\}", lambda m: m.group(1).upper(), path)
+        for source in sources
+        for path in re.findall(r'(?:Route|Mount)\(\s*"([^"]+)"', source.read_text())
+    }
+    assert {"/", "/events", "/runs/KEY/apply", "/mcp", "/static"} <= paths
+    guide = (DOCS / "guide" / "board.md").read_text(encoding="utf-8")
+    table = guide.split("## The HTTP API", 1)[1]
+    missing = [
+        path
+        for path in sorted(paths)
+        if f" {path}`" not in table and f" {path}/" not in table and f" {path}?" not in table
+    ]
+    assert missing == []
+
+
 # -- the terminal picture ---------------------------------------------------------------------
 
 
