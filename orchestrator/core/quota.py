@@ -28,9 +28,6 @@ has passed is shown as reset, its old share no longer current (:meth:`QuotaReadi
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
-import os
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -39,6 +36,7 @@ from typing import Any, Final, cast
 import attrs
 
 from orchestrator.core.events import RuntimeEvent, Status
+from orchestrator.core.jsonfile import locked, read_section, write_section
 
 __all__ = [
     "DEFAULT_ACCOUNT",
@@ -272,16 +270,11 @@ class QuotaBook:
             self._readings = {}
             yield
             return
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with locked(path):
             self._readings = _read(path)
             yield
             if write:
                 _write(path, self._readings)
-        finally:
-            os.close(fd)
 
 
 def _same_hold(known: QuotaReading, new: QuotaReading) -> bool:
@@ -295,12 +288,7 @@ def _same_hold(known: QuotaReading, new: QuotaReading) -> bool:
 
 def _read(path: Path) -> dict[tuple[str, str, str], QuotaReading]:
     """The readings in ``path`` (none when it is missing or damaged: a meter is advice)."""
-    try:
-        raw: object = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    top = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
-    entries: object = top.get("readings") if top.get("schema") == _SCHEMA else None
+    entries = read_section(path, schema=_SCHEMA, section="readings")
     if not isinstance(entries, list):
         return {}
     found: dict[tuple[str, str, str], QuotaReading] = {}
@@ -313,12 +301,8 @@ def _read(path: Path) -> dict[tuple[str, str, str], QuotaReading]:
 
 
 def _write(path: Path, readings: dict[tuple[str, str, str], QuotaReading]) -> None:
-    data = {"schema": _SCHEMA, "readings": [readings[k].to_json() for k in sorted(readings)]}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-    os.replace(tmp, path)
+    entries = [readings[k].to_json() for k in sorted(readings)]
+    write_section(path, entries, schema=_SCHEMA, section="readings")
 
 
 def _clock(epoch_ms: int) -> str:

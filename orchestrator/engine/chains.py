@@ -28,7 +28,6 @@ import difflib
 import os
 import re
 import subprocess
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
@@ -37,11 +36,11 @@ import attrs
 import trio
 
 from orchestrator.core.errors import ConfigError
-from orchestrator.core.events import EventFactory
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import RunRecorder
 from orchestrator.engine.review.diff import workspace_diff as review_diff
 from orchestrator.engine.review.git import Checkout
+from orchestrator.engine.unstarted import record_unstarted
 from orchestrator.engine.workspaces import COPY_IGNORED, Workspace
 
 __all__ = [
@@ -263,26 +262,18 @@ async def record_skipped(
     """Write a skipped task to the log as a run of its own: ``error{dependency_skipped}`` +
     ``done{error}`` through ``sink`` (views and the log see it like any run), runs row status
     ``skipped``. Returns its run key."""
-    base = f"runtime:{runtime_id}:task:{task_id}"
-    run_key = f"{base}:run-{uuid.uuid4().hex[:8]}"
-    if log is not None:
-        await log.start_run(run_key, runtime_id=runtime_id, session_key=base)
-    make = EventFactory(run_id="", session_id=base)
-    await sink.deliver(run_key, make.fail(reason, code=DEPENDENCY_SKIPPED))
-    if log is not None:
-        await log.finish_run(
-            run_key,
-            status="skipped",
-            outcome={
-                "reason": "skipped",
-                "summary": reason,
-                "errorCode": DEPENDENCY_SKIPPED,
-                "runId": None,
-                "title": title,
-                **(outcome_fields or {}),
-            },
-        )
-    return run_key
+    outcome = await record_unstarted(
+        log,
+        sink,
+        runtime_id=runtime_id,
+        session_key=f"runtime:{runtime_id}:task:{task_id}",
+        summary=reason,
+        code=DEPENDENCY_SKIPPED,
+        status="skipped",
+        title=title,
+        outcome_fields=outcome_fields,
+    )
+    return outcome.run_key
 
 
 # -- what a task changed -----------------------------------------------------------------------

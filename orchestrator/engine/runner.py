@@ -117,6 +117,7 @@ from orchestrator.engine.supervisor import (
     Supervisor,
     failure_reason,
 )
+from orchestrator.engine.unstarted import new_run_key, record_unstarted
 from tiers import PromptTiers, assemble_tiers, date_stamp
 
 __all__ = [
@@ -473,7 +474,7 @@ class Runner:
             handle = current
             # every attempt gets its own run key: re-running a task (after a crash, in another
             # process) never collides with, or overwrites, what an earlier attempt recorded
-            run_key = f"{current.session_key}:run-{uuid.uuid4().hex[:8]}"
+            run_key = new_run_key(current.session_key)
             offset = 0
             if n == 0 and preset is not None:  # its setup's status events came first
                 run_key, offset = preset
@@ -714,36 +715,19 @@ class Runner:
         exc: Exception,
     ) -> RunOutcome:
         """Record a run that could not start (binary missing, argv too long, spawn refused, a
-        budget spent, a breaker open, …) as a logged run: ``error{fatal}`` + ``done{error}``
-        through the sink, and its runs row. ``adapter``: the adapter, or the runtime id."""
+        budget spent, a breaker open, …). ``adapter``: the adapter, or the runtime id."""
         adapter_id = adapter if isinstance(adapter, str) else adapter.id
-        run_key = f"{run_session_key}:run-{uuid.uuid4().hex[:8]}"
         code = exc.event_code if isinstance(exc, RingleaderError) else "runtime_start_failed"
-        message = redact_secrets(f"{adapter_id} could not start: {exc}")
-        make = EventFactory(run_id="", session_id=run_session_key, clock=self.clock)
-        log = self.event_log
-        if log is not None:
-            await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
-        events = make.fail(message, code=code)
-        await self.sink.deliver(run_key, events)
-        outcome = RunOutcome(
-            run_key=run_key,
-            run_id=None,
-            reason="error",
-            summary=message,
-            usage=None,
-            cost_usd=None,
-            error_code=code,
-            error_message=message,
-            events=len(events),
+        return await record_unstarted(
+            self.event_log,
+            self.sink,
+            runtime_id=adapter_id,
+            session_key=session_key,
+            summary=redact_secrets(f"{adapter_id} could not start: {exc}"),
+            code=code,
+            run_key=new_run_key(run_session_key),
+            clock=self.clock,
         )
-        if log is not None:
-            await log.finish_run(
-                run_key,
-                status="error",
-                outcome={"reason": "error", "summary": message, "errorCode": code, "runId": None},
-            )
-        return outcome
 
     async def _checkpointer(self, task: TaskSpec) -> Checkpointer | None:
         """A checkpoint recorder for a run of ``task`` that is about to start (``None`` unless
@@ -761,7 +745,7 @@ class Runner:
         that run's key and how many events it already has, or — the script failed — the
         outcome of the run it ended (``error{setup_failed}`` + ``done{error}``)."""
         assert task.setup is not None
-        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
+        run_key = new_run_key(session_key)
         make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
         log = self.event_log
         if log is not None:
@@ -793,63 +777,32 @@ class Runner:
                 )
         if result.ok:
             return run_key, sent
-        message = redact_secrets(result.describe("setup", task.setup_timeout_s))
-        code = SetupFailedError.event_code
-        events = make.fail(message, code=code)
-        await self.sink.deliver(run_key, events)
-        outcome = RunOutcome(
+        return await record_unstarted(
+            log,
+            self.sink,
+            runtime_id=adapter_id,
+            session_key=session_key,
+            summary=redact_secrets(result.describe("setup", task.setup_timeout_s)),
+            code=SetupFailedError.event_code,
+            title=task.title,
             run_key=run_key,
-            run_id=None,
-            reason="error",
-            summary=message,
-            usage=None,
-            cost_usd=None,
-            error_code=code,
-            error_message=message,
-            events=sent + len(events),
+            started=True,
+            make=make,
+            prior_events=sent,
         )
-        if log is not None:
-            await log.finish_run(
-                run_key,
-                status="error",
-                outcome={
-                    "reason": "error",
-                    "summary": message,
-                    "errorCode": code,
-                    "runId": None,
-                    "title": task.title,
-                },
-            )
-        return outcome
 
     async def _start_aborted(self, adapter_id: str, session_key: str, task: TaskSpec) -> RunOutcome:
         """Record a run aborted before its runtime had started (Ctrl-C during a gateway's
-        boot, say) as a logged run: ``done{aborted}`` through the sink, and its runs row."""
-        run_key = f"{session_key}:run-{uuid.uuid4().hex[:8]}"
-        summary = f"aborted while {adapter_id} was starting"
-        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
-        log = self.event_log
-        events = make.finish("aborted", summary)
-        with trio.CancelScope(shield=True):
-            if log is not None:
-                await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
-            await self.sink.deliver(run_key, events)
-            if log is not None:
-                await log.finish_run(
-                    run_key,
-                    status="aborted",
-                    outcome={"reason": "aborted", "summary": summary, "title": task.title},
-                )
-        return RunOutcome(
-            run_key=run_key,
-            run_id=None,
-            reason="aborted",
-            summary=summary,
-            usage=None,
-            cost_usd=None,
-            error_code=None,
-            error_message=None,
-            events=len(events),
+        boot, say)."""
+        return await record_unstarted(
+            self.event_log,
+            self.sink,
+            runtime_id=adapter_id,
+            session_key=session_key,
+            summary=f"aborted while {adapter_id} was starting",
+            code=None,
+            title=task.title,
+            clock=self.clock,
         )
 
     async def _record(

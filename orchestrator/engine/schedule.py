@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import fcntl
 import json
-import os
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from pathlib import Path
@@ -37,6 +35,7 @@ import trio
 from cronsim import CronSim
 
 from orchestrator.core.config import ScheduleConfig
+from orchestrator.core.jsonfile import locked, read_section, write_section
 from orchestrator.engine.hosts.local import TaskRef
 from orchestrator.engine.runner import TaskSpec
 from orchestrator.engine.workspaces import create_workspace
@@ -173,25 +172,15 @@ class ScheduleBook:
             self._data = {}
             yield
             return
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with locked(path):
             self._data = _read(path)
             yield
             if write:
                 _write(path, self._data)
-        finally:
-            os.close(fd)
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
-    try:
-        raw: object = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    top = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
-    entries: object = top.get("schedules") if top.get("schema") == _SCHEMA else None
+    entries = read_section(path, schema=_SCHEMA, section="schedules")
     if not isinstance(entries, dict):
         return {}
     return {
@@ -202,11 +191,7 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _write(path: Path, data: dict[str, dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump({"schema": _SCHEMA, "schedules": data}, handle, indent=1)
-    os.replace(tmp, path)
+    write_section(path, data, schema=_SCHEMA, section="schedules", indent=1)
 
 
 Fire = Callable[[ScheduleConfig, _dt.datetime], Awaitable[FiringResult]]

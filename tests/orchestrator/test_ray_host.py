@@ -24,7 +24,7 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ray: Any = pytest.importorskip("ray", reason="Ray is not installed: pip install 'ringleader[ray]'")
 
-from orchestrator.core.config import RuntimeConfig  # noqa: E402
+from orchestrator.core.config import AccountConfig, RuntimeConfig  # noqa: E402
 from orchestrator.core.errors import NodeLostError, NoNodeForRuntimeError  # noqa: E402
 from orchestrator.core.registry import RuntimeRegistry, discover_runtimes  # noqa: E402
 from orchestrator.engine.eventlog import EventLog  # noqa: E402
@@ -277,7 +277,7 @@ def test_batch_and_runtimes_on_the_cluster_from_the_command_line(
 
     listed = ringleader("runtimes", "--ray", cluster.address, "--json", tmp_path=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    nodes = json.loads(listed.stdout)
+    nodes = [json.loads(line) for line in listed.stdout.splitlines()]  # a node per line
     assert len(nodes) == 2
     for node in nodes:
         assert node["slots"] == {"scripted": 500.0, "native": 8.0}
@@ -400,3 +400,65 @@ async def test_budgets_stop_a_remote_run_within_one_event_and_span_the_cluster(
         assert refused.status == "error" and refused.error_code == "budget_exceeded"
         assert "host budget of 1,800 tokens is spent" in (refused.error_message or "")
         assert server.requests_for("late") == []  # refused before it started
+
+
+async def test_a_task_runs_as_its_account_on_a_node_and_its_fallback_account_too(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Accounts travel to the nodes: ``account = "work"`` runs with the work account's URL and
+    key there (its own model server here), and ``fallback = ["spare"]`` makes the spare account a
+    registry entry of the node as well (``<runtime>@<name>``)."""
+    monkeypatch.setenv(KEY_ENV, "placeholder-key-for-the-default-account")
+    monkeypatch.setenv("RINGLEADER_RAY_WORK_KEY", "placeholder-key-for-the-work-account")
+    script = {
+        "conversations": [{"name": "acct", "marker": "[[ray:acct]]", "turns": [{"text": "hi"}]}]
+    }
+    async with (
+        serve_model_server(script) as default_server,
+        serve_model_server(script) as work_server,
+        EventLog.open(tmp_path / "e.db") as log,
+    ):
+        config = RuntimeConfig(
+            base_url=default_server.url,
+            api_key_env=KEY_ENV,
+            model=MODEL,
+            provider="anthropic",
+            accounts={
+                "work": AccountConfig(
+                    base_url=work_server.url, api_key_env="RINGLEADER_RAY_WORK_KEY"
+                ),
+                "spare": AccountConfig(),
+            },
+        )
+        registry = RuntimeRegistry.from_specs(discover_runtimes())
+        runner = Runner(
+            registry,
+            sink=RecordingSink(log),
+            state_dir=tmp_path,
+            event_log=log,
+            accounts={f"native@{name}": a for name, a in config.accounts.items()},
+        )
+        host = host_for(
+            runner,
+            tmp_path,
+            configs=lambda _runtime_id="native": config,
+            forward_env=[KEY_ENV, "RINGLEADER_RAY_WORK_KEY"],
+        )
+        async with host:
+            ref = host.submit(
+                "native",
+                TaskSpec(
+                    task_id="acct",
+                    title="[[ray:acct]] hello",
+                    cwd=str(tmp_path),
+                    account="work",
+                    fallback=("spare",),
+                ),
+            )
+            with trio.fail_after(180):
+                outcome = await ref.outcome()
+        assert outcome.status == "success", outcome
+        assert work_server.requests_for("acct"), "the work account's URL was not used"
+        assert not default_server.requests_for("acct"), "the task ran as the default account"
+        (row,) = await log.runs()
+        assert row.outcome is not None and row.outcome.get("account") == "work"

@@ -118,28 +118,34 @@ async def test_the_head_applies_each_op_once_in_order_and_closes_a_lost_nodes_ru
         assert not any(isinstance(op, EventsOp) and not op.events for _, op in batch)
 
 
-async def test_the_head_meters_the_rate_limit_windows_a_nodes_runs_report(tmp_path: Path) -> None:
-    from orchestrator.core.events import QuotaWindow
-    from orchestrator.core.quota import QuotaBook
-    from orchestrator.engine.hosts.relay import StartRunOp
+async def test_a_node_relays_the_quota_it_sees_for_the_account_it_ran_as(tmp_path: Path) -> None:
+    """A node's run reports a rate-limit window: the head's meters keep it under the run's
+    account (no Ray needed: the node's book, its outbox and the head's applier)."""
+    from orchestrator.core.quota import QuotaBook, QuotaReading
+    from orchestrator.engine.hosts.relay import Outbox, RelayedQuotaBook
 
-    book = QuotaBook.in_state_dir(tmp_path)
+    outbox = Outbox(capacity=16)
+    node_book = RelayedQuotaBook(outbox=outbox)
+    reading = QuotaReading(
+        runtime_id="codex",
+        account="work",
+        window="primary",
+        used_percent=42.0,
+        resets_at_ms=2_000_000_000_000,
+        window_minutes=300,
+        state="allowed",
+        source="codex: rate limits",
+        seen_ms=1_000,
+    )
+    await trio.to_thread.run_sync(node_book.record, [reading])
+    head_book = QuotaBook(tmp_path / "quota.json")
 
-    async def ended(op: TaskEndedOp) -> None:
-        await trio.lowlevel.checkpoint()
-
-    class Nowhere:
+    class NoSink:
         async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
-            await trio.lowlevel.checkpoint()
+            raise AssertionError("no events were relayed")
 
-    applier = HeadApplier(sink=Nowhere(), log=None, on_task_ended=ended, quota=book)
-    make = EventFactory(run_id="r", session_id="s")
-    window = QuotaWindow(name="primary", used_percent=42.0, resets_at=4_000_000_000_000)
-    ops: list[Op] = [
-        StartRunOp("t", run_key="k", runtime_id="codex", session_key="s"),
-        EventsOp("k", (*deltas(make, 2), make.quota_report([window], "rate limits"))),
-    ]
-    await applier.apply(list(enumerate(ops, start=1)))
-    (reading,) = book.readings()
-    assert (reading.runtime_id, reading.account, reading.window) == ("codex", "default", "primary")
-    assert reading.used_percent == 42.0
+    applier = HeadApplier(sink=NoSink(), log=None, on_task_ended=lambda _op: None, quota=head_book)
+    batch = await outbox.take(0, max_wait_s=0.0)
+    await applier.apply(batch)
+    (kept,) = head_book.readings()
+    assert (kept.runtime_id, kept.account, kept.used_percent) == ("codex", "work", 42.0)

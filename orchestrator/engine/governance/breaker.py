@@ -21,18 +21,16 @@ to another); a trial whose process died is given up after one cool-down.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
-import os
 import time
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, cast
+from typing import Final, Literal, TypeAlias, cast
 
 import attrs
 import trio
 
 from orchestrator.core.errors import BreakerOpenError
+from orchestrator.core.jsonfile import locked, read_section, write_section
 
 __all__ = ["BreakerBoard", "BreakerPolicy", "BreakerState", "breaker_key"]
 
@@ -162,16 +160,11 @@ class BreakerBoard:
         if path is None:
             yield
             return
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with locked(path):
             self._breakers = _read(path)
             yield
             if write:
                 _write(path, self._breakers)
-        finally:
-            os.close(fd)  # releases the lock
 
 
 _SCHEMA: Final = 1
@@ -180,12 +173,7 @@ _SCHEMA: Final = 1
 def _read(path: Path) -> dict[str, _Breaker]:
     """The breakers in ``path`` (none when it is missing or unreadable: a breaker is advice,
     and a damaged file must not stop every task)."""
-    try:
-        raw: object = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    top = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
-    entries: object = top.get("breakers") if top.get("schema") == _SCHEMA else None
+    entries = read_section(path, schema=_SCHEMA, section="breakers")
     if not isinstance(entries, dict):
         return {}
     found: dict[str, _Breaker] = {}
@@ -209,20 +197,13 @@ def _seconds(value: object) -> float | None:
 
 def _write(path: Path, breakers: dict[str, _Breaker]) -> None:
     """Replace ``path`` atomically (a reader never sees half a file)."""
-    data = {
-        "schema": _SCHEMA,
-        "breakers": {
-            key: {
-                "failures": b.failures,
-                "openedAt": b.opened_at,
-                "trialAt": b.trial_at,
-                "lastReason": b.last_reason,
-            }
-            for key, b in sorted(breakers.items())
-        },
+    entries = {
+        key: {
+            "failures": b.failures,
+            "openedAt": b.opened_at,
+            "trialAt": b.trial_at,
+            "lastReason": b.last_reason,
+        }
+        for key, b in sorted(breakers.items())
     }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-    os.replace(tmp, path)
+    write_section(path, entries, schema=_SCHEMA, section="breakers")

@@ -13,7 +13,7 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,12 +21,21 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from orchestrator.core.config import RuntimeConfig
+from orchestrator.core.config import AccountConfig, RuntimeConfig
 from orchestrator.core.errors import MailboxClosedError, RingleaderError, RuntimeNotFoundError
+from orchestrator.core.quota import QuotaBook, QuotaReading
 from orchestrator.core.registry import RuntimeRegistry, RuntimeSpec, discover_runtimes
+from orchestrator.engine.accounts import account_key
 from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts.local import TaskRef
-from orchestrator.engine.hosts.relay import Op, Outbox, OutboxRecorder, OutboxSink, TaskEndedOp
+from orchestrator.engine.hosts.relay import (
+    Op,
+    Outbox,
+    OutboxRecorder,
+    OutboxSink,
+    RelayedQuotaBook,
+    TaskEndedOp,
+)
 from orchestrator.engine.runner import Runner, TaskSpec, default_state_dir
 
 __all__ = ["NodeHost", "installed_runtimes"]
@@ -86,9 +95,47 @@ class NodeHost:
             )
         return registry
 
+    def _accounts(self) -> dict[str, AccountConfig]:
+        """The accounts of the runtimes the head configured here, by ``<runtime>@<name>``."""
+        return {
+            account_key(runtime_id, name): account
+            for runtime_id, config in self._configs.items()
+            for name, account in config.accounts.items()
+        }
+
+    def _configure(
+        self, configs: Mapping[str, Mapping[str, Any]], quota: Sequence[QuotaReading]
+    ) -> None:
+        """Take the head's configuration of the runtimes a task may run on (its own and its
+        fallbacks'): each account becomes a registry entry ``<runtime>@<name>``, as on the head
+        (:func:`~orchestrator.engine.accounts.register_accounts`); ``quota``: the head's
+        readings of those runtimes, so a fallback skips an account the head knows is held."""
+        runner = self._runner
+        assert runner is not None
+        for runtime_id, dumped in configs.items():
+            config = RuntimeConfig.model_validate(dict(dumped))
+            self._configs[runtime_id] = config
+            spec = self._specs.get(runtime_id)
+            if spec is None:
+                continue
+            for name in config.accounts:
+                runner.registry.register_factory(
+                    account_key(runtime_id, name),
+                    lambda spec=spec, rid=runtime_id, name=name: spec.factory(
+                        self._config(rid).for_account(name)
+                    ),
+                )
+        if quota and runner.quota is not None:
+            QuotaBook.record(runner.quota, quota)  # the head's own readings: not relayed back
+
     async def _main(self) -> None:
         outbox = Outbox(capacity=self._capacity)
-        self._runner = Runner(self._registry(), sink=OutboxSink(outbox), state_dir=self._state_dir)
+        self._runner = Runner(
+            self._registry(),
+            sink=OutboxSink(outbox),
+            state_dir=self._state_dir,
+            quota=RelayedQuotaBook(outbox=outbox),
+        )
         self._outbox, self._stop = outbox, trio.Event()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
@@ -119,6 +166,7 @@ class NodeHost:
             event_log=OutboxRecorder(outbox, task_key),
             on_actor=ref.attach,
             governance=governance,
+            accounts=self._accounts(),
         )
         try:
             outcome = await runner.run_task(runtime_id, task)
@@ -159,19 +207,24 @@ class NodeHost:
         config: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
         governance: Governance | None = None,
+        fallback_configs: Mapping[str, Mapping[str, Any]] | None = None,
+        quota: Sequence[QuotaReading] = (),
     ) -> None:
         """Start ``task`` on ``runtime_id`` here, with the head's configuration of that runtime
         (``config``, a :class:`RuntimeConfig` dump: names of key variables, never keys), the
         environment variables the head forwards (``env``; e.g. a model server's placeholder)
         and the budgets the task runs under (``governance``, see
-        :meth:`~orchestrator.engine.governance.Governance.for_node`)."""
+        :meth:`~orchestrator.engine.governance.Governance.for_node`). ``fallback_configs``: the
+        head's configuration of the other runtimes the task may fall back to; ``quota``: the
+        head's quota readings of the task's targets. Accounts (``[runtimes.X.accounts.NAME]``)
+        travel inside the configurations: a task's ``account`` runs as that account here."""
         if runtime_id not in self._specs:
             raise RuntimeNotFoundError(
                 f"runtime {runtime_id!r} is not registered on node {socket.gethostname()}",
                 adapter=runtime_id,
             )
-        if config is not None:
-            self._configs[runtime_id] = RuntimeConfig.model_validate(dict(config))
+        configs = {**(fallback_configs or {}), **({runtime_id: config} if config else {})}
+        self._call(partial(self._configure, configs, quota))
         for name, value in (env or {}).items():
             os.environ[name] = value
         self._call(partial(self._submit, task_key, runtime_id, task, governance))

@@ -53,6 +53,8 @@ from orchestrator.core.errors import (
     NodeLostError,
     NoNodeForRuntimeError,
 )
+from orchestrator.core.quota import DEFAULT_ACCOUNT, QuotaReading
+from orchestrator.engine.accounts import split_key, targets
 from orchestrator.engine.hosts.relay import HeadApplier, SessionOp, StartRunOp, TaskEndedOp
 from orchestrator.engine.runner import ResumeFrom, Runner, TaskOutcome, TaskSpec
 
@@ -289,6 +291,9 @@ class RayHost:
         """Queue ``task`` for a node that can run ``runtime_id``; returns its ref at once."""
         if self._nursery is None:
             raise RuntimeError("use `async with RayHost(...)` before submitting")
+        if "@" in runtime_id and task.account is None:  # ``claude-code@work`` names both
+            runtime_id, account = split_key(runtime_id)
+            task = attrs.evolve(task, account=account)
         ref = RayTaskRef(runtime_id, task, f"{task.task_id}:{uuid.uuid4().hex[:8]}", self)
         if self.aborting.is_set():
             ref.abort()
@@ -301,6 +306,19 @@ class RayHost:
         if self.configs is None:
             return None
         return self.configs(runtime_id).model_dump(mode="json")
+
+    def _targets(self, ref: RayTaskRef) -> list[tuple[str, str | None]]:
+        """Where the task may run, in order: its runtime (and account), then its fallbacks."""
+        task = ref.task
+        return targets(ref.runtime_id, task.account, task.fallback, self.runner.accounts)
+
+    def _quota(self, found: list[tuple[str, str | None]]) -> list[QuotaReading]:
+        """The head's quota readings of the task's targets (a node skips a held account)."""
+        book = self.runner.quota
+        if book is None:
+            return []
+        wanted = {(rid, account or DEFAULT_ACCOUNT) for rid, account in found}
+        return [r for r in book.readings() if (r.runtime_id, r.account) in wanted]
 
     async def _place(self, ref: RayTaskRef) -> None:
         while True:
@@ -324,6 +342,10 @@ class RayHost:
         ref.node = node
         env = {name: os.environ[name] for name in self.forward_env if name in os.environ}
         gov = self.runner.governance
+        found = self._targets(ref)
+        others = {rid for rid, _ in found if rid != ref.runtime_id}
+        fallback = {rid: c for rid in sorted(others) if (c := self._config(rid)) is not None}
+        quota = await trio.to_thread.run_sync(self._quota, found)
         try:
             await self.call(
                 node.actor.submit.remote(
@@ -333,6 +355,8 @@ class RayHost:
                     self._config(ref.runtime_id),
                     env,
                     gov.for_node() if gov is not None else None,
+                    fallback,
+                    quota,
                 )
             )
         except Exception as exc:

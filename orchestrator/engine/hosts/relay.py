@@ -18,7 +18,7 @@ of what the node produced; nothing written is lost.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeAlias
 
 import attrs
@@ -26,7 +26,7 @@ import trio
 
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import EventFactory, RuntimeEvent, now_ms
-from orchestrator.core.quota import QuotaBook, readings_from, wants
+from orchestrator.core.quota import QuotaBook, QuotaReading
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import INTERRUPTED_CODE, RunRecorder, RunRow, SessionRow
 
@@ -38,6 +38,8 @@ __all__ = [
     "Outbox",
     "OutboxRecorder",
     "OutboxSink",
+    "QuotaOp",
+    "RelayedQuotaBook",
     "SessionOp",
     "StartRunOp",
     "TaskEndedOp",
@@ -85,7 +87,15 @@ class TaskEndedOp:
     error: BaseException | None = None
 
 
-Op: TypeAlias = StartRunOp | EventsOp | SessionOp | FinishRunOp | TaskEndedOp
+@attrs.frozen
+class QuotaOp:
+    """Rate-limit windows a node's run reported, for the account it ran as (the head keeps the
+    quota meters)."""
+
+    readings: tuple[QuotaReading, ...]
+
+
+Op: TypeAlias = StartRunOp | EventsOp | SessionOp | FinishRunOp | TaskEndedOp | QuotaOp
 
 
 @attrs.define(eq=False)
@@ -206,6 +216,22 @@ class _OpenRun:
 
 
 @attrs.define(eq=False)
+class RelayedQuotaBook(QuotaBook):
+    """The node runner's quota meters: kept in memory (so a task's fallbacks skip an account a
+    run here found held; seeded with the head's readings of the task's targets) and relayed to
+    the head, which keeps the real meters. :meth:`record` runs in a worker thread, as the
+    runner calls it."""
+
+    outbox: Outbox | None = None
+
+    def record(self, readings: Iterable[QuotaReading]) -> None:
+        fresh = tuple(readings)
+        super().record(fresh)
+        if fresh and self.outbox is not None:
+            trio.from_thread.run_sync(self.outbox.put_nowait, QuotaOp(fresh))
+
+
+@attrs.define(eq=False)
 class HeadApplier:
     """Applies one node's ops on the head, exactly once and in order (see the module docstring).
 
@@ -218,11 +244,10 @@ class HeadApplier:
     on_run_started: Callable[[StartRunOp], None] | None = None
     on_session: Callable[[SessionOp], None] | None = None
     quota: QuotaBook | None = None
-    """The head's quota meters: the rate-limit windows the node's runs report are kept here
-    (as the default account: accounts do not travel to nodes yet)."""
+    """The head's quota meters: the rate-limit windows the node's runs report (per account,
+    :class:`QuotaOp`) are kept here."""
     applied: int = 0
     open_runs: dict[str, _OpenRun] = attrs.field(factory=dict[str, _OpenRun])
-    _runtimes: dict[str, str] = attrs.field(factory=dict[str, str])
 
     async def apply(self, batch: Sequence[tuple[int, Op]]) -> None:
         for seq, op in batch:
@@ -240,10 +265,8 @@ class HeadApplier:
                     run = self.open_runs.setdefault(key, _OpenRun())
                     run.run_id, run.session_id, run.seq = last.run_id, last.session_id, last.seq
                     await self.sink.deliver(key, list(events))
-                    await self._meter(key, events)
             case StartRunOp(run_key=key, runtime_id=runtime_id, session_key=session_key):
                 self.open_runs.setdefault(key, _OpenRun())
-                self._runtimes[key] = runtime_id
                 if log is not None:
                     await log.start_run(key, runtime_id=runtime_id, session_key=session_key)
                 if self.on_run_started is not None:
@@ -265,21 +288,13 @@ class HeadApplier:
                 self.open_runs.pop(key, None)
                 if log is not None:
                     await log.finish_run(key, status=status, outcome=outcome)
+            case QuotaOp(readings=readings):
+                if self.quota is not None and readings:
+                    await trio.to_thread.run_sync(self.quota.record, readings)
             case TaskEndedOp():
                 result = self.on_task_ended(op)
                 if result is not None:
                     await result
-
-    async def _meter(self, key: str, events: Sequence[RuntimeEvent]) -> None:
-        book, runtime_id = self.quota, self._runtimes.get(key)
-        if book is None or runtime_id is None:
-            return
-        now = now_ms()
-        found = [
-            r for e in events if wants(e) for r in readings_from(e, runtime_id, None, now_ms=now)
-        ]
-        if found:
-            await trio.to_thread.run_sync(book.record, found)
 
     async def interrupt_open(self, reason: str) -> list[str]:
         """Close every run still open (the node died): ``error{interrupted}`` + ``done{error}``
