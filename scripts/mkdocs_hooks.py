@@ -10,6 +10,10 @@ every build, so none is committed and none can go stale.
   ``orchestrator/core/events.py``'s models, with their docstrings.
 
 Nothing here is copied into ``docs/``: the pages exist only in the build (``File.generated``).
+
+A page someone adds under ``docs/`` without listing it in ``mkdocs.yml``'s nav still gets into
+the site's navigation, under "More" (:func:`on_nav`), so the strict build does not depend on the
+order in which branches land; mkdocs.yml is where it gets its proper place.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.nav import Navigation, Section
+from mkdocs.structure.pages import Page
 
 API = {
     "orchestrator.core": (
@@ -77,6 +83,24 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         uri = f"reference/api/{package}.md"
         files.append(File.generated(config, uri, content=api_page(package, intro)))
     return files
+
+
+def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
+    """Every page of ``docs/`` that the nav does not list, under a last section "More"."""
+    listed = {page.file.src_uri for page in nav.pages}
+    extra = sorted(
+        (f for f in files.documentation_pages() if f.src_uri not in listed),
+        key=lambda f: f.src_uri,
+    )
+    if not extra:
+        return nav
+    pages = [f.page if isinstance(f.page, Page) else Page(None, f, config) for f in extra]
+    section = Section("More", pages)  # pyright: ignore[reportArgumentType]
+    for page in pages:
+        page.parent = section
+    nav.items.append(section)  # pyright: ignore[reportUnknownMemberType]
+    nav.pages.extend(pages)
+    return nav
 
 
 # -- the Python API ---------------------------------------------------------------------------

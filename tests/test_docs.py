@@ -52,13 +52,12 @@ def test_every_relative_link_of_the_readme_exists() -> None:
     assert missing == []
 
 
-def test_every_page_of_docs_is_in_the_nav() -> None:
-    """mkdocs.yml's nav lists every page (the strict build fails on one left out, but only in
-    scripts/test); the generated reference pages too."""
+def test_every_page_of_the_nav_exists_or_is_generated() -> None:
+    """mkdocs.yml's nav names pages that exist, or that the build generates (a page left out
+    of the nav is listed under "More" by scripts/mkdocs_hooks.py)."""
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[1]
     listed = set(re.findall(r":\s+(\S+\.md)\s*$", nav, re.M))
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
-    assert pages - listed == set()
     generated = listed - pages
     assert generated == {
         "reference/cli.md",
