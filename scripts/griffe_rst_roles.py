@@ -12,7 +12,16 @@ import griffe
 _ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj|const|type):`~?\.?([^`]+)`")
 
 
+def _plain(obj: griffe.Object | griffe.Alias) -> None:
+    if obj.is_alias:
+        return
+    if obj.docstring is not None:
+        obj.docstring.value = _ROLE.sub(r"`\1`", obj.docstring.value)
+    for member in obj.members.values():
+        _plain(member)
+
+
 class RstRoles(griffe.Extension):
-    def on_object(self, *, obj: griffe.Object, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
-        if obj.docstring is not None:
-            obj.docstring.value = _ROLE.sub(r"`\1`", obj.docstring.value)
+    def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
+        """Once a package is loaded: every docstring in it, the package's own included."""
+        _plain(pkg)
