@@ -187,6 +187,20 @@ def test_the_board_guide_lists_every_http_route() -> None:
     assert missing == []
 
 
+def test_every_ringleader_variable_the_code_reads_is_documented() -> None:
+    """The configuration guide's Environment table names every ``RINGLEADER_*`` variable the
+    package's code names (the per-runtime ``RINGLEADER_<RUNTIME>_<FIELD>`` ones by that rule)."""
+    named: set[str] = set()
+    for package in ("orchestrator", "adapters", "contract", "tiers"):
+        for source in (REPO / package).rglob("*.py"):
+            named |= set(re.findall(r"\"(RINGLEADER_[A-Z_]+)\"", source.read_text("utf-8")))
+    assert "RINGLEADER_STATE_DIR" in named
+    table = (DOCS / "guide" / "configuration.md").read_text(encoding="utf-8")
+    table = table.split("## Environment", 1)[1]
+    missing = sorted(name for name in named if f"`{name}`" not in table)
+    assert missing == []
+
+
 # -- the terminal picture ---------------------------------------------------------------------
 
 
