@@ -24,6 +24,7 @@ import contextlib
 import inspect
 import io
 import json
+import re
 import types
 import typing
 from collections.abc import Iterator
@@ -103,6 +104,31 @@ def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
     return nav
 
 
+_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """A link from a page to a file of the repository outside ``docs/`` (a source file, an
+    example) has no page on the site: it becomes the file's path as code, so the page reads
+    the same on GitHub and here. A link to a file that exists nowhere is left for the strict
+    build to report."""
+    docs = Path(config.docs_dir).resolve()
+    repo = docs.parent
+    here = (docs / page.file.src_uri).parent
+
+    def plain(match: re.Match[str]) -> str:
+        text, target = match.group(1), match.group(2)
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
+            return match.group(0)
+        path = (here / target).resolve()
+        if path.is_relative_to(docs) or not path.is_relative_to(repo) or not path.exists():
+            return match.group(0)
+        where = path.relative_to(repo).as_posix()
+        return text if where in text else f"{text} (`{where}`)"
+
+    return _LINK.sub(plain, markdown)
+
+
 # -- the Python API ---------------------------------------------------------------------------
 
 
@@ -178,8 +204,6 @@ def _code(text: str) -> str:
 
 def _rst_to_md(text: str) -> str:
     """Docstrings use reST's double backticks and ``:class:`X``` roles; Markdown wants single."""
-    import re
-
     text = re.sub(r":(?:class|func|data|mod|meth|attr|exc):`~?([^`]+)`", r"`\1`", text)
     return text.replace("``", "`")
 
