@@ -201,6 +201,17 @@ def test_every_ringleader_variable_the_code_reads_is_documented() -> None:
     assert missing == []
 
 
+def test_the_code_tour_runs_its_example(capsys: Any) -> None:
+    """docs/code-tour.md's run through the trait, by hand: it runs, and prints the events."""
+    page = (DOCS / "code-tour.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", page, re.S)
+    assert block is not None
+    exec(compile(block.group(1), "docs/code-tour.md", "exec"), {"__name__": "tour"})
+    kinds = [json.loads(line)["kind"] for line in capsys.readouterr().out.splitlines()]
+    assert kinds[0] == "text-delta" and kinds[-1] == "done"
+    assert "tool-call" in kinds and "tool-result" in kinds
+
+
 # -- the terminal picture ---------------------------------------------------------------------
 
 
