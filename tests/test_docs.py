@@ -212,6 +212,39 @@ def test_the_code_tour_runs_its_example(capsys: Any) -> None:
     assert "tool-call" in kinds and "tool-result" in kinds
 
 
+def test_every_command_and_flag_the_docs_show_exists() -> None:
+    """A ``ringleader COMMAND --flag`` in the README or docs/ (a code span, or a line of a code
+    block) names a real command and one of its options: moved or old text cannot advertise a
+    flag that is gone. Quoted prompts are left out (``'add a --verbose flag'``)."""
+    from orchestrator.cli.main import _parser  # pyright: ignore[reportPrivateUsage]
+
+    parser = _parser()
+    subs: list[Any] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # pyright: ignore[reportPrivateUsage]
+    options = {
+        name: {o for a in sub._actions for o in a.option_strings}
+        for name, sub in subs[0].choices.items()
+    }
+    options["model-server"] |= {"--script", "--port", "--log"}  # its own parser
+    shared = {o for a in parser._actions for o in a.option_strings}
+    wrong: list[str] = []
+    for page in [README, *sorted(DOCS.rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        spans = re.findall(r"`([^`\n]+)`", text)
+        blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M)
+        lines = [line.strip().removeprefix("$ ") for block in blocks for line in block.splitlines()]
+        for code in [*spans, *(line for line in lines if line.startswith("ringleader "))]:
+            code = re.sub(r"'[^']*'|\"[^\"]*\"", "''", code)
+            for found in re.finditer(r"^ringleader ([a-z][a-z-]*)([^|;#]*)", code):
+                command, rest = found.group(1), found.group(2)
+                if command not in options:
+                    wrong.append(f"{page.name}: no command {command!r}: {code}")
+                    continue
+                for flag in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", rest):
+                    if flag not in options[command] | shared:
+                        wrong.append(f"{page.name}: {command} has no {flag}: {code}")
+    assert wrong == []
+
+
 # -- the terminal picture ---------------------------------------------------------------------
 
 
