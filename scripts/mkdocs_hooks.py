@@ -87,7 +87,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
-    """Every page of ``docs/`` that the nav does not list, under a last section "More"."""
+    """Every page of ``docs/`` that the nav does not list: right after the page
+    ``extra.place_after`` in mkdocs.yml names for it (pages other branches bring, placed once
+    they exist), else under a last section "More"."""
     listed = {page.file.src_uri for page in nav.pages}
     extra = sorted(
         (f for f in files.documentation_pages() if f.src_uri not in listed),
@@ -95,12 +97,30 @@ def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
     )
     if not extra:
         return nav
-    pages = [f.page if isinstance(f.page, Page) else Page(None, f, config) for f in extra]
-    section = Section("More", pages)  # pyright: ignore[reportArgumentType]
-    for page in pages:
-        page.parent = section
-    nav.items.append(section)  # pyright: ignore[reportUnknownMemberType]
-    nav.pages.extend(pages)
+    extra_config: Any = config.extra
+    place_after: dict[str, str] = dict(extra_config.get("place_after") or {})
+    by_uri = {page.file.src_uri: page for page in nav.pages}
+    items: list[Any] = typing.cast(list[Any], nav.items)  # pyright: ignore[reportUnknownMemberType]
+    rest: list[Page] = []
+    for file in extra:
+        page = file.page if isinstance(file.page, Page) else Page(None, file, config)
+        anchor = by_uri.get(place_after.get(file.src_uri, ""))
+        if anchor is None:
+            rest.append(page)
+            continue
+        siblings: list[Any] = anchor.parent.children if anchor.parent is not None else items
+        siblings.insert(siblings.index(anchor) + 1, page)
+        page.parent = anchor.parent
+        nav.pages.insert(nav.pages.index(anchor) + 1, page)
+        by_uri[file.src_uri] = page
+    if rest:
+        section = Section("More", rest)  # pyright: ignore[reportArgumentType]
+        for page in rest:
+            page.parent = section
+        items.append(section)
+        nav.pages.extend(rest)
+    for before, after in zip(nav.pages, nav.pages[1:], strict=False):
+        before.next_page, after.previous_page = after, before
     return nav
 
 
