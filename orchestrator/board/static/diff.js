@@ -77,10 +77,24 @@ function pick(path, line, event) {
 function showPending() {
   commentList.replaceChildren(...pending.map((c) => el("li", { "data-comment": c.id },
     el("span", { class: "comment-where", text: c.start === c.end ? `${c.file}:${c.start}` : `${c.file}:${c.start}-${c.end}` }),
-    " ", el("span", { class: "comment-text", text: c.text }))));
+    " ", el("span", { class: "comment-text", text: c.text }),
+    " ", el("button", { type: "button", class: "comment-remove", title: "remove this comment", text: "remove", onclick: () => withdraw(c) }))));
   commentsBox.hidden = pending.length === 0;
   sendButton.textContent = `Send ${pending.length} comment${pending.length === 1 ? "" : "s"} to the agent`;
   mark();
+}
+
+async function withdraw(c) {
+  try {
+    await post(`${commentsUrl}/withdraw`, { id: c.id });
+    pending = pending.filter((p) => p.id !== c.id);
+    commentNotice.dataset.error = "no";
+    commentNotice.textContent = `comment removed (${pending.length} waiting)`;
+    showPending();
+  } catch (err) {
+    commentNotice.dataset.error = "yes";
+    commentNotice.textContent = String(err.message);
+  }
 }
 
 async function loadComments() {
