@@ -13,9 +13,16 @@ normalization, redaction, cost accounting and event log. JSON-RPC 2.0, one messa
   ``usage_update`` (occupancy = the run's input tokens, ``cost`` when the USD is known); the
   ``done`` answers the prompt: success → ``end_turn``, max_turns → ``max_turn_requests``,
   aborted → ``cancelled``, an error → a JSON-RPC error (code -32000, ``data.code`` = ours).
-  A later prompt in the same session continues the runtime's session (its recorded codec blob)
-  when the runner can resume it; otherwise it starts a fresh one and says so in a status update.
+  A later prompt in the same session (also after ``session/load`` in another process) continues
+  the runtime's session of the session's last run, as the event log recorded it (its codec blob
+  or native session id); a run that recorded none is followed by a fresh runtime session.
 * ``session/cancel {sessionId}`` → the running prompt is aborted (its answer is ``cancelled``).
+* **Session modes** (``modes`` in the ``session/new`` and ``session/load`` answers):
+  ``default`` (the runtime's configured policy) and ``plan``; ``session/set_mode {sessionId,
+  modeId}`` switches (and says so in a ``current_mode_update``). A prompt in ``plan`` mode runs
+  the runtime in its planning mode (read-only: Claude Code ``--permission-mode plan``, Codex's
+  read-only sandbox, the native read-only policy; ``StartOpts.plan``) and answers with the plan;
+  the client switches back to ``default`` to have it carried out on the same session.
 * ``session/load {sessionId, cwd}`` → a session served earlier (kept in the event log's runs):
   its history is replayed as updates before the answer — each prompt as a
   ``user_message_chunk``, then that run's text, thoughts and tool calls with their results —
@@ -51,7 +58,7 @@ from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import RunActor
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
-from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
+from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec, resumable_task
 
 __all__ = ["AcpServer", "event_to_update", "serve_acp_stdio"]
 
@@ -70,6 +77,14 @@ _PERMISSION_OPTIONS: Final = (
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 )
 _REJECTED_BY_CLIENT: Final = "The user rejected this tool call in their editor."
+_MODES: Final = (
+    {"id": "default", "name": "Default", "description": "The runtime's configured policy."},
+    {
+        "id": "plan",
+        "name": "Plan",
+        "description": "Read-only: the runtime plans and answers with the plan.",
+    },
+)
 
 Write = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -129,7 +144,11 @@ class _Session:
     prompts: int = 0
     resume_blob: str | None = None
     """The runtime's session after the last prompt (its codec blob), to continue it."""
+    last_run_key: str | None = None
+    """The event log's key of the session's last run: the next prompt continues its session."""
     runtime: str = ""
+    mode: str = "default"
+    """The session mode (``default`` or ``plan``: see the module docstring)."""
     actor: RunActor | None = None
     running: trio.CancelScope | None = None
     cancelled: bool = False
@@ -189,6 +208,8 @@ class AcpServer:
                     nursery.start_soon(self._prompt, request_id, params)
                 case "session/cancel":
                     self._cancel(params)
+                case "session/set_mode":
+                    await self._result(request_id, await self._set_mode(params))
                 case _:
                     if request_id is not None:
                         await self._error(request_id, -32601, f"method not found: {method}")
@@ -267,7 +288,7 @@ class AcpServer:
             raise _InvalidParams("session/new needs a cwd")
         session = _Session(session_id=f"acp-{uuid.uuid4().hex[:16]}", cwd=cwd)
         self._sessions[session.session_id] = session
-        return {"sessionId": session.session_id}
+        return {"sessionId": session.session_id, "modes": _modes(session)}
 
     def _session(self, params: Mapping[str, Any]) -> _Session:
         session_id = params.get("sessionId")
@@ -305,9 +326,21 @@ class AcpServer:
                     await self._notify(session, update)
         last = runs[-1]
         session.runtime = last.runtime_id
+        session.last_run_key = last.run_key
         row = await log.get_session(last.session_key)
         session.resume_blob = row.codec_blob if row is not None else None
         self._sessions[session_id] = session
+        return {"modes": _modes(session)}
+
+    async def _set_mode(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        session = self._session(params)
+        mode = params.get("modeId")
+        if mode not in [m["id"] for m in _MODES]:
+            raise _InvalidParams(f"unknown mode {mode!r} (modes: default, plan)")
+        session.mode = str(mode)
+        await self._notify(
+            session, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
+        )
         return {}
 
     def _cancel(self, params: Mapping[str, Any]) -> None:
@@ -373,19 +406,14 @@ class AcpServer:
             event_log=self.event_log,
             on_actor=on_actor,
             approvals=self.approvals,
+            review_plans=False,  # in plan mode the plan answers the prompt: the client decides
         )
         try:
             probe = self.registry.create(self.runtime_id)
             context_window[0] = probe.capabilities().context_window_tokens
         except RingleaderError:
             pass
-        task = TaskSpec(
-            task_id=f"{session.session_id}:{session.prompts}",
-            title=text,
-            agent_id=f"acp-{session.session_id}",
-            model=self.model,
-            cwd=session.cwd,
-        )
+        task = await self._task(session, text)
         session.running = trio.CancelScope()
         outcome: TaskOutcome | RingleaderError
         try:
@@ -399,10 +427,28 @@ class AcpServer:
         finally:
             session.running = None
             session.actor = None
+        if not isinstance(outcome, RingleaderError) and outcome.runs:
+            session.last_run_key = outcome.runs[-1].outcome.run_key or session.last_run_key
         if isinstance(outcome, RingleaderError):
             await self._error(request_id, -32000, str(outcome), {"code": outcome.event_code})
             return
         await self._answer_prompt(request_id, outcome)
+
+    async def _task(self, session: _Session, text: str) -> TaskSpec:
+        """The prompt's task: it continues the runtime's session of the session's last run
+        (recorded in the event log) when there is one, else starts a new one."""
+        fields: dict[str, Any] = {
+            "task_id": f"{session.session_id}:{session.prompts}",
+            "agent_id": f"acp-{session.session_id}",
+            "model": self.model,
+            "plan": session.mode == "plan",
+        }
+        log = self.event_log
+        if log is not None and session.last_run_key:
+            with suppress(ConfigError):  # it recorded no resumable session: a new one
+                _, task = await resumable_task(log, session.last_run_key, text, **fields)
+                return task
+        return TaskSpec(title=text, cwd=session.cwd, **fields)
 
     async def _answer_prompt(self, request_id: Any, outcome: TaskOutcome) -> None:
         stop = _STOP.get(outcome.status)
@@ -427,6 +473,10 @@ class AcpServer:
 
 class _InvalidParams(Exception):
     pass
+
+
+def _modes(session: _Session) -> dict[str, Any]:
+    return {"currentModeId": session.mode, "availableModes": [dict(m) for m in _MODES]}
 
 
 def _prompt_text(prompt: object) -> str:
