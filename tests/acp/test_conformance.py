@@ -1,5 +1,5 @@
 """ACP conformance of ``ringleader acp``, as an outside client sees it, over stdio and over
-WebSocket (``--listen``), for the native runtime (against the scripted model server) and the
+``--listen`` (WebSocket, and Streamable HTTP), for the native runtime (against the scripted model server) and the
 scripted runtime: initialize, prompt, a tool call with permission, cancel, load with replay,
 list, resume, fork, and robustness (garbage, unknown methods, bad parameters)."""
 
@@ -13,9 +13,9 @@ import pytest
 
 from orchestrator.model_server import serve_model_server
 
-from .client import AcpClient, Transport, agents
+from .client import AcpClient, HttpWire, Transport, agents
 
-TRANSPORTS: list[Transport] = ["stdio", "ws"]
+TRANSPORTS: list[Transport] = ["stdio", "ws", "http"]
 
 SCRIPT = {
     "model": "claude-sonnet-4-5",
@@ -70,8 +70,12 @@ async def robustness(client: AcpClient, cwd: Path) -> None:
     """Every kind of bad input gets its JSON-RPC error, and the connection goes on."""
     garbage = await client.raw("this is not json {")
     assert garbage.error is not None and garbage.error["code"] == -32700
-    batch = await client.raw("[1, 2]")
-    assert batch.error is not None and batch.error["code"] == -32600
+    if isinstance(client.wire, HttpWire):  # Streamable HTTP answers a batch 501 (the RFD)
+        await client.wire.send_text("[1, 2]")
+        assert client.wire.statuses[-1] == 501
+    else:
+        batch = await client.raw("[1, 2]")
+        assert batch.error is not None and batch.error["code"] == -32600
     unknown = await client.request("session/teleport", {})
     assert unknown.error is not None and unknown.error["code"] == -32601
     assert "session/teleport" in unknown.error["message"]
