@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx2
 import pytest
 from httpx2.websockets import WebSocketUpgradeError
 
@@ -203,6 +204,43 @@ async def test_listen_refuses_connections_without_the_token_or_from_another_orig
             assert (await client.initialize())["protocolVersion"] == 1
         async with connect_ws(url) as client:  # ?token= too (a browser cannot set headers)
             assert (await client.initialize())["protocolVersion"] == 1
+
+        # the Streamable HTTP profile on the same path: the same token, and the RFD's codes
+        endpoint = bare.replace("ws://", "http://", 1)
+        auth = {"Authorization": f"Bearer {token}"}
+        json_type = {"Content-Type": "application/json"}
+        init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+        async with httpx2.AsyncClient() as http:
+            denied = await http.post(endpoint, content=init, headers=json_type)
+            assert denied.status_code == 401
+            evil = {**auth, **json_type, "Origin": "http://evil.example"}
+            assert (await http.post(endpoint, content=init, headers=evil)).status_code == 401
+            not_json = await http.post(endpoint, content=init, headers=auth)
+            assert not_json.status_code == 415
+            first = await http.post(endpoint, content="[]", headers={**auth, **json_type})
+            assert first.status_code == 501
+            no_init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/list"})
+            early = await http.post(endpoint, content=no_init, headers={**auth, **json_type})
+            assert early.status_code == 400
+            opened = await http.post(endpoint, content=init, headers={**auth, **json_type})
+            assert opened.status_code == 200 and opened.json()["result"]["protocolVersion"] == 1
+            connection = opened.headers["acp-connection-id"]
+            unknown = {**auth, **json_type, "Acp-Connection-Id": "nope"}
+            assert (await http.post(endpoint, content=no_init, headers=unknown)).status_code == 404
+            mine = {**auth, "Acp-Connection-Id": connection}
+            assert (await http.get(endpoint, headers=mine)).status_code == 406
+            prompt = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "session/prompt",
+                    "params": {"sessionId": "acp-1", "prompt": []},
+                }
+            )
+            unscoped = await http.post(endpoint, content=prompt, headers={**mine, **json_type})
+            assert unscoped.status_code == 400  # a session-scoped POST without Acp-Session-Id
+            assert (await http.delete(endpoint, headers=mine)).status_code == 202
+            assert (await http.delete(endpoint, headers=mine)).status_code == 404
 
 
 def test_listen_off_loopback_needs_a_configured_token(tmp_path: Path) -> None:
