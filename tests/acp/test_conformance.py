@@ -146,6 +146,9 @@ async def test_native_conformance(transport: Transport, tmp_path: Path) -> None:
                 ]
                 assert len(done) == 1
                 assert first.text() == "Wrote it."
+                [info] = [u for u in first.updates if u["sessionUpdate"] == "session_info_update"]
+                assert info["title"] == "[[conf]] write the file"
+                assert info["updatedAt"].endswith("Z")
                 usage = [u for u in first.updates if u["sessionUpdate"] == "usage_update"]
                 assert usage and usage[-1]["size"] == 200_000
                 first_cost = usage[-1]["cost"]["amount"]

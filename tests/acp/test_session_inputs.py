@@ -36,15 +36,23 @@ def native_env(url: str) -> dict[str, str]:
     }
 
 
-async def test_an_image_block_reaches_the_native_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_an_image_block_reaches_the_native_model(provider: str, tmp_path: Path) -> None:
     script = {
-        "model": "claude-sonnet-4-5",
+        "model": "claude-sonnet-4-5" if provider == "anthropic" else "gpt-4.1",
         "conversations": [{"name": "img", "marker": "[[img]]", "turns": [{"text": "A pixel."}]}],
     }
     ws = tmp_path / "ws"
     ws.mkdir()
     async with serve_model_server(script) as model:
-        async with stdio_agent("native", tmp_path / "state", **native_env(model.url)) as client:
+        env = native_env(model.url)
+        if provider == "openai":
+            env = {
+                "RINGLEADER_NATIVE_PROVIDER": "openai",
+                "OPENAI_BASE_URL": model.base_url,
+                "OPENAI_API_KEY": "sk-inputs-0000",
+            }
+        async with stdio_agent("native", tmp_path / "state", **env) as client:
             await client.initialize()
             sid = (await client.ok("session/new", {"cwd": str(ws), "mcpServers": []})).result[
                 "sessionId"
@@ -59,6 +67,11 @@ async def test_an_image_block_reaches_the_native_model(tmp_path: Path) -> None:
             refused = await client.request("session/prompt", {"sessionId": sid, "prompt": bad})
             assert refused.error is not None and refused.error["code"] == -32602
     [request] = model.requests_for("img")
+    if provider == "openai":  # the Responses API: an input_image with a data URL
+        [user] = [item for item in request.body["input"] if item.get("role") == "user"]
+        images = [part for part in user["content"] if part["type"] == "input_image"]
+        assert [part["image_url"] for part in images] == [f"data:image/png;base64,{PIXEL}"]
+        return
     user = request.body["messages"][0]["content"]
     images = [{k: part[k] for k in ("type", "source")} for part in user if part["type"] == "image"]
     assert images == [
