@@ -15,11 +15,13 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import trio
 from httpx2.websockets import WebSocketUpgradeError
 
 from adapters.claude_code.driver import ClaudeCodeConfig, claude_args, mcp_config_file, user_message
 from adapters.codex.driver import CodexConfig, exec_argv, mcp_overrides
 from orchestrator.core.adapter import PromptImage, RunMcpServer
+from orchestrator.engine.eventlog import EventLog
 from orchestrator.model_server import serve_model_server
 
 from .client import ROOT, agent_env, connect_ws, listening, stdio_agent
@@ -276,3 +278,42 @@ def test_listen_off_loopback_needs_a_configured_token(tmp_path: Path) -> None:
         [*argv, "--listen", "nope"], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert bad.returncode != 0 and "HOST:PORT" in bad.stderr
+
+
+async def test_a_closed_websocket_aborts_its_running_prompt(tmp_path: Path) -> None:
+    """The client goes away mid-prompt: the run is aborted and recorded so, never left running."""
+    slow = {"text": "tick " * 200, "chunk_chars": 5, "chunk_delay_s": 0.2}
+    script = {
+        "model": "claude-sonnet-4-5",
+        "conversations": [{"name": "slow", "marker": "[[slow]]", "turns": [slow]}],
+    }
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    state = tmp_path / "state"
+    async with serve_model_server(script) as model:
+        async with listening("native", state, **native_env(model.url)) as (url, _):
+            async with connect_ws(url) as client:
+                await client.initialize()
+                new = await client.ok("session/new", {"cwd": str(ws), "mcpServers": []})
+                await client.send(
+                    {
+                        "id": 99,
+                        "method": "session/prompt",
+                        "params": {
+                            "sessionId": new.result["sessionId"],
+                            "prompt": [{"type": "text", "text": "[[slow]] count"}],
+                        },
+                    }
+                )
+                with trio.fail_after(60):
+                    while "agent_message_chunk" not in await client.wire.receive_text():
+                        pass
+            # the socket is closed: the server aborts the run; its row says so
+            with trio.fail_after(60):
+                while True:
+                    async with EventLog.open(state / "events.db") as log:
+                        runs = await log.runs()
+                    if runs and runs[-1].status != "running":
+                        break
+                    await trio.sleep(0.2)  # another process finishes the run: poll its log
+    assert runs[-1].status == "aborted"
