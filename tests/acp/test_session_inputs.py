@@ -317,3 +317,15 @@ async def test_a_closed_websocket_aborts_its_running_prompt(tmp_path: Path) -> N
                         break
                     await trio.sleep(0.2)  # another process finishes the run: poll its log
     assert runs[-1].status == "aborted"
+
+
+async def test_an_over_long_stdio_line_is_dropped_and_the_agent_goes_on(tmp_path: Path) -> None:
+    async with stdio_agent("scripted", tmp_path / "state") as client:
+        huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"p": "a" * MAX}})
+        await client.wire.send_text(huge)  # 9 MiB, over the 8 MiB cap: dropped, not parsed
+        # initialize is id 1 too: had the huge line been answered (-32601), it would fail here
+        answer = await client.initialize()
+    assert answer["protocolVersion"] == 1
+
+
+MAX = 9 * 1024 * 1024
