@@ -27,7 +27,8 @@ lines. The methods (ACP schema v1, docs/acp.md):
   Text, resource links and embedded text resources become the prompt's text; image blocks go to
   the runtime as images (``StartOpts.images``) or are refused (``-32602``) by one that takes none.
   A later prompt continues the runtime's session (the session the previous prompt recorded in
-  the event log) when the runtime can resume one.
+  the event log) when the runtime can resume one. After a session's first prompt a
+  ``session_info_update`` gives its title (the prompt, as ``session/list`` shows it).
 * ``session/cancel {sessionId}`` → the running prompt is aborted (its answer is ``cancelled``).
 * ``session/load {sessionId, cwd, mcpServers}`` → a session served earlier (kept in the event
   log's runs): its history is replayed as updates before the answer — each prompt as a
@@ -84,7 +85,7 @@ import trio
 from orchestrator.core.adapter import Capabilities, PromptImage, RunMcpServer
 from orchestrator.core.approvals import ApprovalBook, approve, reject
 from orchestrator.core.errors import ConfigError, RingleaderError, redact_secrets
-from orchestrator.core.events import ApprovalCall, RuntimeEvent, Status
+from orchestrator.core.events import ApprovalCall, RuntimeEvent, Status, now_ms
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import RunActor
 from orchestrator.engine.eventlog import EventLog, RunRow
@@ -739,6 +740,15 @@ class AcpServer:
             await self._error(request_id, -32000, str(outcome), {"code": outcome.event_code})
             return
         await self._after(session, outcome)
+        if session.prompts == 1:  # what session/list will call it, told now
+            await self._notify(
+                session,
+                {
+                    "sessionUpdate": "session_info_update",
+                    "title": text[:200],
+                    "updatedAt": _iso(now_ms()),
+                },
+            )
         await self._answer_prompt(request_id, outcome)
 
     async def _after(self, session: _Session, outcome: TaskOutcome) -> None:
