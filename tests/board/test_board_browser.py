@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -472,5 +473,45 @@ def test_the_page_never_asks_for_the_whole_board_per_event(
         boards = [u for u in asked if u.split("?")[0] == "/board"]
         assert len(boards) == 1, asked
         assert 1 <= len([u for u in asked if u.startswith("/run-meta")]) <= 2, asked
+    finally:
+        server.close()
+
+
+def test_the_quota_gauge_shows_each_accounts_window_and_unknown_as_unknown(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """Issue 38: the board's gauge per runtime and account, from the quota meters in the state
+    directory: a reported window shows its use and a filled bar; a held one says until when; a
+    runtime nobody reported for says unknown (never 0 %)."""
+    from orchestrator.core.quota import QuotaBook, QuotaReading
+
+    now = int(time.time() * 1000)
+    hour = 3_600_000
+    QuotaBook.in_state_dir(tmp_path / "state").record(
+        [
+            QuotaReading("codex", "default", "primary", 42.0, now + hour, 300, "allowed",
+                         "codex account/rateLimits/updated", now),
+            QuotaReading("claude-code", "work", "five_hour", 100.0, now + 2 * hour, 300,
+                         "rejected", "claude-code rate_limit_event", now),
+        ]
+    )  # fmt: skip
+    server = Served(tmp_path, board_env, None)
+    server.start()
+    try:
+        page = browser.new_page()
+        page.goto(server.page_url)
+        codex = '.meter[data-runtime="codex"][data-account="default"]'
+        page.wait_for_selector(codex, timeout=TIMEOUT_MS)
+        assert "primary: 42% used" in page.inner_text(codex)
+        width = page.eval_on_selector(f"{codex} .fill", "e => e.style.width")
+        assert width == "42%"
+        held = '.meter[data-runtime="claude-code"][data-account="work"]'
+        assert "(work)" in page.inner_text(held)
+        assert "held until" in page.inner_text(held)
+        assert page.query_selector(f"{held} .gauge.limited") is not None
+        native = '.meter[data-runtime="native"][data-account="default"]'
+        assert "quota unknown" in page.inner_text(native)
+        assert "0%" not in page.inner_text(native)
+        assert page.query_selector(f"{native} .fill") is None
     finally:
         server.close()
