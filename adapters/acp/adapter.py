@@ -66,7 +66,7 @@ from .._jsonrpc import (
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
 from .driver import AcpConfig, fs_request, initialize_params, permission_outcome, pick_option
-from .normalize import AcpState, normalize_prompt_end, normalize_update
+from .normalize import AcpState, normalize_prompt_end, normalize_update, note_permission
 
 __all__ = ["AcpAdapter", "AcpDialect", "AcpRun"]
 
@@ -118,6 +118,8 @@ class AcpDialect(RpcDialect):
             # the prompt's answer: normalized in order, after the updates before it
             frame[_JUDGED] = await self.adapter.judge_end(self.run, frame.get("result"))
             return False
+        if rpc_kind(frame) == "request" and frame.get("method") == "session/request_permission":
+            note_permission(as_dict(frame.get("params")), self.run.state)
         if await super().route(frame):
             return True
         if not self.live:
