@@ -42,6 +42,8 @@ from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost, TaskRef
 from orchestrator.engine.review.diff import workspace_diff
 from orchestrator.engine.review.git import Checkout
+from orchestrator.engine.review.inplace import record_in_place
+from orchestrator.engine.review.records import workspace_dir
 from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
@@ -156,7 +158,10 @@ async def _count_changes(ws: Workspace, lane: Lane) -> None:
     if ws.base is None:
         lane.files_changed = await workspace_changes(ws)
         return
-    checkout = Checkout(ws.root, ws.base, ws.git_dir)
+    await _count_diff(Checkout(ws.root, ws.base, ws.git_dir), lane)
+
+
+async def _count_diff(checkout: Checkout, lane: Lane) -> None:
     try:
         diff = await trio.to_thread.run_sync(workspace_diff, checkout)
     except RingleaderError as exc:
@@ -165,6 +170,25 @@ async def _count_changes(ws: Workspace, lane: Lane) -> None:
     n = len(diff.files)
     lane.files_changed = "none" if not n else f"{n} file{'s' if n != 1 else ''}"
     lane.lines_changed = f"+{diff.added} -{diff.removed}" if n else "-"
+
+
+async def _record_start(log: EventLog, job: Job, group: str) -> WorkspaceRow | None:
+    """Record where an in-place run starts (a git checkout's working tree as a commit); a
+    failure only costs the diff, never the run. A resumed turn records nothing: it continues
+    the run it resumes, whose start its diff is against (found by its session's folder)."""
+    if job.task.resume is not None:
+        return None
+    try:
+        return await record_in_place(
+            log,
+            cwd=job.task.cwd or os.getcwd(),
+            task_id=job.task.task_id,
+            runtime_id=job.runtime_id,
+            label=job.label,
+            group_id=group,
+        )
+    except RingleaderError:
+        return None
 
 
 async def teardown_workspaces(
@@ -410,6 +434,10 @@ async def run_jobs(
         for job in jobs:
             if job.workspace is not None:
                 await log.record_workspace(_workspace_row(job, job.workspace, group))
+        # a run in the person's own checkout: where it started, so `diff` shows what it changed
+        starts = [
+            await _record_start(log, job, group) if job.workspace is None else None for job in jobs
+        ]
         runner = Runner(
             registry,
             sink=RecordingSink(log, extra=[view, *sinks]),
@@ -459,9 +487,11 @@ async def run_jobs(
                     ready,
                 )
                 aside.cancel_scope.cancel()  # the runs ended: the watcher (and any warm-up) too
-    for job, lane, before in zip(jobs, lanes, in_place, strict=True):
+    for job, lane, before, start in zip(jobs, lanes, in_place, starts, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)
+        elif start is not None and start.base is not None:
+            await _count_diff(Checkout(Path(workspace_dir(start)), start.base), lane)
         elif before is not None:
             lane.files_changed = await changes_since(before)
     results = [
