@@ -258,12 +258,20 @@ def test_comments_sent_from_the_command_line_continue_the_runs_diff(
     }
     key = run_in_place(repo, env, tmp_path, script, "both")
     ringleader("comment", key, "src/new.py:1", "say more", cwd=repo, env=env)
+    second = ringleader("comment", key, "src/new.py:1", "never mind", "--json", cwd=repo, env=env)
+    dropped = json.loads(second.stdout)["id"]
+    gone = ringleader("comment", key, "--withdraw", str(dropped), cwd=repo, env=env)
+    assert f"comment #{dropped} on {key} withdrawn (1 waiting)" in gone.stdout
+    again = ringleader("comment", key, "--withdraw", str(dropped), cwd=repo, env=env, check=False)
+    assert again.returncode == 2 and "sent already?" in again.stderr
     sent = ringleader(
         *("comment", key, "--send", "--json", "--model-server", str(tmp_path / "both.json")),
         cwd=repo,
         env=env,
     )
     follow = json.loads(sent.stdout.splitlines()[0])["runKey"]
+    listed = ringleader("comment", key, "--list", "--json", cwd=repo, env=env).stdout
+    assert [json.loads(line)["text"] for line in listed.splitlines()] == ["say more"]
     assert follow != key
     assert (repo / "src" / "app.py").read_text() == "def main():\n"
     shown = json.loads(ringleader("diff", follow, "--json", cwd=repo, env=env).stdout)
