@@ -278,3 +278,17 @@ def test_comments_sent_from_the_command_line_continue_the_runs_diff(
     assert {f["path"] for f in shown["files"]} == {"src/app.py", "src/new.py"}
     starts = git("for-each-ref", "--format=%(refname)", "refs/ringleader/starts", cwd=repo)
     assert len(starts.split()) == 1  # the first run's only
+
+
+def test_a_huge_untracked_file_is_left_out_of_the_starting_snapshot(repo: Path) -> None:
+    """A stray data file is not hashed into git objects (and kept alive by the start ref)
+    before every run; a file named with pathspec magic characters is taken literally."""
+    from orchestrator.engine.review.inplace import HUGE_BYTES, record_start
+
+    (repo / "data*.bin").write_bytes(b"\0" * (HUGE_BYTES + 1))
+    (repo / "data1.bin").write_bytes(b"\0" * 10)  # matched by the huge one's name as a glob
+    start = record_start(repo, "t1")
+    assert start is not None
+    names = git("ls-tree", "-r", "--name-only", start.base, cwd=repo).split("\n")
+    assert "data*.bin" not in names
+    assert {"data1.bin", "notes.txt", "src/app.py"} <= set(names)
