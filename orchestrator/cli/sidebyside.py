@@ -112,7 +112,7 @@ class JobResult:
 
 def exit_code(results: Sequence[JobResult]) -> int:
     """0 when every run succeeded; 3 when the failures are all runtimes that are not
-    installed (the README's exit code for it); else 1."""
+    installed (the exit code docs/guide/troubleshooting.md gives it); else 1."""
     if all(r.ok for r in results):
         return 0
     failed = [r for r in results if not r.ok]
@@ -217,26 +217,40 @@ async def teardown_workspaces(
 _NATIVE_SDKS = ("anthropic", "openai")
 
 
-async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
-    """Build (and close) one adapter of each runtime first, so importing a runtime's modules
-    (the model SDKs take seconds on a busy machine) is not counted as the first run's time to
-    first event, nor stalls its siblings. A runtime that cannot be built fails in its run."""
-    if "native" in runtime_ids:
-        # the native loop imports its model SDK when a run starts, on the trio thread: seconds
-        # on a busy machine, during which no sibling run is drained. Import them here, in a
-        # worker thread, before any clock runs.
-        for module in _NATIVE_SDKS:
-            with contextlib.suppress(ImportError):
-                await trio.to_thread.run_sync(
-                    importlib.import_module, module, abandon_on_cancel=True
-                )
-    for runtime_id in sorted(runtime_ids):
+async def _warm_up(registry: RuntimeRegistry, ready: Mapping[str, trio.Event]) -> None:
+    """Build (and close) one adapter of each runtime of ``ready``, side by side, setting its
+    event when done (or when this is cancelled): a runtime's runs wait for their own runtime's
+    warm-up only, so importing the native runtime's model SDKs (seconds on a busy machine) in a
+    worker thread never holds back a CLI's start (issue 37: the side-by-side start). A runtime
+    that cannot be built fails in its run."""
+    try:
+        async with trio.open_nursery() as nursery:
+            for runtime_id, event in sorted(ready.items()):
+                nursery.start_soon(_warm_one, registry, runtime_id, event)
+    finally:
+        for event in ready.values():
+            event.set()
+
+
+async def _warm_one(registry: RuntimeRegistry, runtime_id: str, ready: trio.Event) -> None:
+    try:
+        if runtime_id == "native":
+            # the native loop imports its model SDK when a run starts, on the trio thread:
+            # seconds on a busy machine, during which no sibling run is drained. Import them
+            # here, in a worker thread, before its runs start.
+            for module in _NATIVE_SDKS:
+                with contextlib.suppress(ImportError):
+                    await trio.to_thread.run_sync(
+                        importlib.import_module, module, abandon_on_cancel=True
+                    )
         try:
             adapter = registry.create(runtime_id)
         except Exception:
-            continue
+            return
         with contextlib.suppress(Exception):
             await adapter.aclose()
+    finally:
+        ready.set()
 
 
 STARTING_NOTE_S = 5.0
@@ -289,6 +303,7 @@ async def _run_all(
     log: EventLog,
     recording: EventSink,
     note: Callable[[str], None] | None = None,
+    ready: Mapping[str, trio.Event] | None = None,
 ) -> None:
     """Submit every job to ``host`` (at most ``limiter`` at once) once the jobs it depends on
     succeeded (a chain: else it is skipped, and recorded so); fill in each one's outcome or
@@ -324,6 +339,8 @@ async def _run_all(
                     return
                 task = attrs.evolve(task, title=render_prompt(task.title, gate.results))
             outcome: TaskOutcome | None = None
+            if ready is not None and job.runtime_id in ready:
+                await ready[job.runtime_id].wait()  # its runtime's warm-up (see _warm_up)
             async with limiter:
                 lane.started = trio.current_time()
                 lane.phase = "starting"
@@ -442,18 +459,34 @@ async def run_jobs(
                 # entered before the jobs' nursery opens, so it closes after that nursery
                 # (a board opened inside it and closed outside it misnests their scopes)
                 await boards.enter_async_context(board(log, host, _notice(view)))
-            async with trio.open_nursery() as warming:  # a Ctrl-C (host.abort_all) ends it
+            ready = {job.runtime_id: trio.Event() for job in jobs}
+            warming = trio.CancelScope()  # a Ctrl-C (host.abort_all) ends the warm-up
 
-                async def stop_on_abort() -> None:
-                    await host.aborting.wait()
-                    warming.cancel_scope.cancel()
+            async def warm_up() -> None:
+                with warming:
+                    await _warm_up(registry, ready)
 
-                warming.start_soon(stop_on_abort)
-                await _warm_up(registry, {job.runtime_id for job in jobs})
-                warming.cancel_scope.cancel()
-            await _run_all(
-                host, jobs, lanes, outcomes, errors, limiter, skips, log, runner.sink, _notice(view)
-            )
+            async def stop_on_abort() -> None:
+                await host.aborting.wait()
+                warming.cancel()
+
+            async with trio.open_nursery() as aside:
+                aside.start_soon(warm_up)
+                aside.start_soon(stop_on_abort)
+                await _run_all(
+                    host,
+                    jobs,
+                    lanes,
+                    outcomes,
+                    errors,
+                    limiter,
+                    skips,
+                    log,
+                    runner.sink,
+                    _notice(view),
+                    ready,
+                )
+                aside.cancel_scope.cancel()  # the runs ended: the watcher (and any warm-up) too
     for job, lane, before, start in zip(jobs, lanes, in_place, starts, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)
