@@ -5,6 +5,7 @@ the checkout left as it was), then applied from the page."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,5 +236,35 @@ def test_a_diff_of_many_files_is_built_as_it_is_scrolled_to(
             'details.diff-file[data-path="f119.py"] .diff-row span.hljs-number',
             timeout=TIMEOUT_MS,
         )
+    finally:
+        server.close()
+
+
+def test_a_task_started_from_the_board_in_a_checkout_has_a_diff(
+    tmp_path: Path, board_env: dict[str, str], repo: Path
+) -> None:
+    """`ringleader serve` started in a git checkout runs the board's tasks there: each records
+    where it started, so its run page has a diff (what was uncommitted before is not in it)."""
+    (repo / "app.py").write_text("my own uncommitted edit\n")
+    server = Served(repo, board_env | GIT_ID, None)
+    server.start()
+    try:
+        made = server.post("/tasks", json={"prompt": "say hello", "runtime": "scripted"})
+        assert made.status_code == 201, made.text
+        prefix = made.json()["runKeyPrefix"]
+        key = ""
+        for _ in range(600):
+            cards = server.get("/board").json()["cards"]
+            done = [c for c in cards if c["runKey"].startswith(prefix) and c["column"] == "done"]
+            if done:
+                key = done[0]["runKey"]
+                break
+            threading.Event().wait(0.1)
+        assert key, "the board's task did not finish"
+        shown = server.get(f"/runs/{key}/diff")
+        assert shown.status_code == 200, shown.text
+        body = shown.json()
+        assert body["kind"] == "your checkout" and body["workspace"] == str(repo)
+        assert body["files"] == []  # the edit was there before the run
     finally:
         server.close()
