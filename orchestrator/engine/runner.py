@@ -301,6 +301,10 @@ class Runner:
     accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
     """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
     adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""
+    review_plans: bool = True
+    """A plan-mode task's plan waits for a person in the approval book before a normal turn
+    carries it out (``run --plan``); ``False``: the plan is the task's answer and the run ends
+    there (``ringleader acp`` in its ``plan`` session mode: the editor decides what follows)."""
     followups: bool = False
     """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
     :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
@@ -1145,7 +1149,7 @@ class Runner:
                     why = "" if ok else failure_reason(outcome)
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
-                if turn_task.plan and outcome.reason == "success":
+                if turn_task.plan and outcome.reason == "success" and self.review_plans:
                     turn = await self._plan_turn(
                         adapter, caps, turn_task, session_key, handle, home, outcome
                     )

@@ -205,3 +205,35 @@ def test_the_diff_follows_a_running_run_and_keeps_what_the_person_chose(
         assert "2 files" in (page.text_content("#changes-total") or "")
     finally:
         server.close()
+
+
+def test_a_diff_of_many_files_is_built_as_it_is_scrolled_to(
+    tmp_path: Path, board_env: dict[str, str], repo: Path, browser: Any
+) -> None:
+    """A change to 120 files: the first files are built at once, the rest only when they come
+    near the screen (a 2,000-file diff stays quick to open), and every one is there when
+    scrolled to."""
+    made = make_runs(repo, tmp_path / "state", ("native",))
+    ws = made["native"]
+    for i in range(120):
+        (ws / f"f{i:03d}.py").write_text(f"value = {i}\n")
+    server = Served(tmp_path, board_env | GIT_ID, None)
+    server.start()
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/run/runtime:native:task:t-native:run-0001#token={server.token}")
+        page.wait_for_selector(
+            'details.diff-file[data-path="f000.py"] .diff-row', timeout=TIMEOUT_MS
+        )
+        assert page.locator("details.diff-file").count() == 120
+        built = page.locator("details.diff-file:has(.diff-row)").count()
+        assert 30 <= built < 120, built
+        last = page.locator('details.diff-file[data-path="f119.py"]')
+        assert last.locator(".diff-row").count() == 0
+        last.scroll_into_view_if_needed()
+        page.wait_for_selector(
+            'details.diff-file[data-path="f119.py"] .diff-row span.hljs-number',
+            timeout=TIMEOUT_MS,
+        )
+    finally:
+        server.close()
