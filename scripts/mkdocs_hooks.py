@@ -583,6 +583,8 @@ def _properties_table(model: Any, schema: dict[str, Any], defs: dict[str, Any]) 
     rows = ["| field | type | default | what it is |", "|---|---|---|---|"]
     for key, prop in schema.get("properties", {}).items():
         name = by_alias.get(key, key)
+        if key == "kind":
+            docs.setdefault(name, "Which of the seven kinds this event is.")
         default = "required" if key in required else _code(json.dumps(prop.get("default")))
         rows.append(
             f"| `{key}` | {_cell(_schema_type(prop, defs))} | {default} "

@@ -1,5 +1,5 @@
 """The README as a front page and the docs site's sources, checked in well under a second each:
-the README's size, its two commands and its links; every page of docs/ in the site's nav; the
+the README's size, its two commands and its links; the site's nav naming pages that exist; the
 generated reference pages (scripts/mkdocs_hooks.py) covering every command, option, config key
 and event kind; and the terminal picture (docs/images/terminal.svg) drawn by the live view
 from a scripted side-by-side run. The whole site is built with ``mkdocs build --strict`` by

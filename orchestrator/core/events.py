@@ -227,9 +227,13 @@ class ApprovalCall(BaseModel):
     id: str
     """The approval's id (``ringleader approve ID``)."""
     tool_call_id: str
+    """The ``tool-call`` waiting."""
     name: str
+    """The tool."""
     input: JsonValue = None
+    """Its input, as the model gave it."""
     reason: str | None = None
+    """Why it needs approval, when known."""
 
 
 class QuotaWindow(BaseModel):
@@ -247,6 +251,7 @@ class QuotaWindow(BaseModel):
     resets_at: int | None = None
     """Epoch ms."""
     window_minutes: int | None = None
+    """The window's length in minutes (300: five hours)."""
     state: str | None = None
     """``allowed``, ``allowed_warning`` or ``rejected`` (held until ``resets_at``)."""
 
@@ -259,10 +264,16 @@ class Status(EventBase):
 
     kind: Literal["status"] = "status"
     phase: StatusPhase
+    """Where the run is: ``queued``, ``init``, ``thinking``, ``running``, ``turn-complete``,
+    ``rate_limited`` or ``waiting_approval``."""
     model: str | None = None
+    """The model the run uses, when the runtime says (on ``init`` above all)."""
     detail: str | None = None
+    """A line for a person: why it is queued, a retry, an unknown frame, a setup line, …"""
     resets_at: int | None = None
+    """With ``rate_limited``: when the limit resets (epoch ms)."""
     approval: ApprovalCall | None = None
+    """With ``waiting_approval``: the tool call waiting for a person."""
     quota: tuple[QuotaWindow, ...] | None = Field(
         default=None, exclude_if=lambda value: value is None
     )

@@ -89,7 +89,7 @@ def test_the_board_with_runs_done_and_one_waiting_for_approval(
             'article.card[data-column="done"] .title', "ts => ts.map(t => t.textContent)"
         )
         assert sorted(titles) == sorted(prompts)
-        page.set_viewport_size({"width": 1440, "height": 470})
+        page.set_viewport_size({"width": 1440, "height": 500})
         docs_images.save(
             "board.png", print_of("board"), lambda path: page.screenshot(path=str(path))
         )
