@@ -215,6 +215,11 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         """The ``error{code}`` for a failure :meth:`judge_end` found, from the agent's text."""
         return "runtime_reported"
 
+    def model_by_session(self) -> bool:
+        """Whether a run's model is applied with ``session/set_model`` (``False``: the agent
+        was given it in its configuration by :meth:`prepare_run`)."""
+        return True
+
     async def finish_run(self, run: AcpRun) -> None:
         """Clean up after the run's ``done`` (e.g. delete an owned home)."""
         await trio.lowlevel.checkpoint()
@@ -376,7 +381,7 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         self.remember_origin(run.session_id, str(run.cwd))
         await self._apply_mode(run, rpc, as_dict(as_dict(result).get("modes")))
         model = run.state.model
-        if model and model not in _current_models(result):
+        if model and self.model_by_session() and model not in _current_models(result):
             try:
                 params = {"sessionId": run.session_id, "modelId": model}
                 await self._request(run, rpc, "session/set_model", params)

@@ -8,6 +8,7 @@ from adapters.builtin import locate_pinned, refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.lifetime import default_state_dir
 from orchestrator.core.registry import ModelServerHook, RuntimeSpec
 
 __all__ = ["OPENCLAW"]
@@ -79,8 +80,14 @@ def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
         deny = tuple(t for t in _OPENCLAW_WRITE_TOOLS if t != "exec")
     else:
         deny = ()
+    # sessions outlive the process (recover, resume): kept in the state directory
+    shared = default_state_dir() / "openclaw"
     settings = GatewaySettings(
-        provider=provider, binary=config.binary, tool_deny=deny, exec_ask=ask
+        provider=provider,
+        binary=config.binary,
+        tool_deny=deny,
+        exec_ask=ask,
+        shared_state_dir=shared,
     )
     return OpenClawAdapter(OpenClawConfig(gateway=settings, approve=ask_person if ask else None))
 

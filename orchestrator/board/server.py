@@ -65,7 +65,12 @@ from orchestrator.engine.hosts import LocalHost, TaskRef
 from orchestrator.engine.review.compare import compare_runs
 from orchestrator.engine.review.diff import workspace_diff
 from orchestrator.engine.review.land import ApplyOptions, apply_and_record
-from orchestrator.engine.review.records import checkout_of, resolve_group, resolve_run
+from orchestrator.engine.review.records import (
+    checkout_of,
+    resolve_group,
+    resolve_run,
+    workspace_dir,
+)
 from orchestrator.engine.reviewloop.comments import (
     CommentBook,
     comment_range,
@@ -567,7 +572,7 @@ def board_app(
                 "run": run.key,
                 "label": run.workspace.label,
                 "task": run.workspace.group_id,
-                "workspace": run.workspace.root,
+                "workspace": workspace_dir(run.workspace),
                 "kind": run.workspace.kind,
                 "status": last.status if last is not None else None,
                 "applied": run.workspace.applied,

@@ -240,7 +240,7 @@ async def model_server(
             raise ConfigError(f"{script}: not a model server script: {one_line(exc)}") from None
     os.environ[MODEL_SERVER_KEY_ENV] = "ringleader-model-server-placeholder"
     async with serve_model_server(source) as server:
-        url = str(server.url) if hook.api == "anthropic" else str(server.base_url)
+        url = str(server.url) if hook.api in ("anthropic", "gemini") else str(server.base_url)
         values: dict[str, Any] = {
             "base_url": url,
             "api_key_env": MODEL_SERVER_KEY_ENV,
@@ -265,6 +265,19 @@ def model_server_option(parser: argparse.ArgumentParser, which: str) -> None:
     )
 
 
+def _talks_to_no_model(specs: Sequence[RuntimeSpec], runtime_id: str) -> bool:
+    """A runtime with no model-server hook that takes no ``base_url`` (the scripted runtime):
+    beside runtimes that do, ``--model-server`` leaves it as it is instead of refusing the whole
+    command (alone, the flag means nothing for it and is refused)."""
+    spec = next((s for s in specs if s.id == runtime_id), None)
+    return (
+        spec is not None
+        and spec.model_server is None
+        and spec.settings is not None
+        and "base_url" not in spec.settings
+    )
+
+
 async def model_servers(
     stack: Any,
     specs: Sequence[RuntimeSpec],
@@ -279,7 +292,10 @@ async def model_servers(
         return config
     if script and not await trio.Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
-    for runtime_id in dict.fromkeys(runtime_ids):
+    named = list(dict.fromkeys(runtime_ids))
+    # the scripted runtime beside native in one batch: nothing to point it at
+    pointed = [r for r in named if not _talks_to_no_model(specs, r)] or named
+    for runtime_id in pointed:
         config = await stack.enter_async_context(
             model_server(
                 spec_named(specs, runtime_id),

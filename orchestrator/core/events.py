@@ -58,7 +58,7 @@ RuntimeEventKind: TypeAlias = Literal[
 ]
 TextChannel: TypeAlias = Literal["assistant", "reasoning"]
 StatusPhase: TypeAlias = Literal[
-    "init", "thinking", "running", "turn-complete", "rate_limited", "waiting_approval"
+    "queued", "init", "thinking", "running", "turn-complete", "rate_limited", "waiting_approval"
 ]
 DoneReason: TypeAlias = Literal["success", "max_turns", "aborted", "error"]
 
@@ -241,8 +241,9 @@ class QuotaWindow(BaseModel):
 
 
 class Status(EventBase):
-    """Lifecycle: init (with the model), thinking, running, turn-complete; ``detail`` for retries
-    etc.; ``rate_limited`` with ``resets_at`` (epoch ms) when a task is parked until a reset;
+    """Lifecycle: queued (before the runtime starts, waiting for a free slot under its
+    ``max_runs``; ``detail`` says why), init (with the model), thinking, running, turn-complete;
+    ``detail`` for retries etc.; ``rate_limited`` with ``resets_at`` (epoch ms) when a task is parked until a reset;
     ``waiting_approval`` with ``approval`` (the call) while a tool call waits for a person."""
 
     kind: Literal["status"] = "status"
@@ -390,7 +391,7 @@ def _json_copy(value: object, depth: int = 0) -> Any:
 
 _CHANNELS = frozenset(("assistant", "reasoning"))
 _PHASES = frozenset(
-    ("init", "thinking", "running", "turn-complete", "rate_limited", "waiting_approval")
+    ("queued", "init", "thinking", "running", "turn-complete", "rate_limited", "waiting_approval")
 )
 _REASONS = frozenset(("success", "max_turns", "aborted", "error"))
 _ENVELOPE = ("run_id", "session_id", "ts", "seq", "parent_run_id", "agent_id")

@@ -20,6 +20,10 @@ PATH_KEYS = (
     "cli-start",
     "review-diff",
     "workspaces",
+    "log-bytes",
+    "side-start",
+    "cli-overhead",  # real CLIs at N=2 each (20 each in the full run)
+    "board-scale",  # 50 runs at 200 events/s in chromium (1,000 at 5,000/s in the full run)
 )
 
 
