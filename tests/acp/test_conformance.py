@@ -218,7 +218,8 @@ async def test_native_conformance(transport: Transport, tmp_path: Path) -> None:
                 loaded = await client.ok(
                     "session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
                 )
-                assert loaded.result is None
+                assert loaded.result["modes"]["currentModeId"] == "default"  # modes only
+                assert list(loaded.result) == ["modes"]
                 users = [
                     u["content"]["text"]
                     for u in loaded.updates
@@ -244,7 +245,7 @@ async def test_native_conformance(transport: Transport, tmp_path: Path) -> None:
                 resumed = await client.ok(
                     "session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
                 )
-                assert resumed.result == {} and resumed.updates == []
+                assert list(resumed.result) == ["modes"] and resumed.updates == []
                 third = await client.ok(
                     "session/prompt", {"sessionId": sid, "prompt": text("one more")}
                 )
@@ -305,6 +306,6 @@ async def test_scripted_conformance(transport: Transport, tmp_path: Path) -> Non
             resumed = await client.ok(
                 "session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
             )
-            assert resumed.result == {} and resumed.updates == []
+            assert list(resumed.result) == ["modes"] and resumed.updates == []
             again = await client.ok("session/prompt", {"sessionId": sid, "prompt": text("more")})
             assert again.result["stopReason"] == "end_turn"
