@@ -38,14 +38,21 @@ def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
     base_url = config.base_url or ""
     if base_url.startswith(("ws://", "wss://")):
         # attach to a running gateway; api_key_env names the variable holding its token
-        refuse_unused("openclaw", config, "binary", "prices", "permission")
+        refuse_unused("openclaw", config, "binary", "prices")
+        if config.permission not in (None, "ask"):
+            raise ConfigError(
+                f"runtimes.openclaw.permission: {config.permission!r} cannot apply to an attached "
+                "gateway (its own tools.exec policy decides); only 'ask' does (its exec "
+                "approvals go to a person)"
+            )
         token = config.api_key()
         if token is None:
             raise ConfigError(
                 "runtimes.openclaw.api_key_env: attaching to a gateway needs the variable "
                 "holding its token"
             )
-        return OpenClawAdapter(OpenClawConfig(url=base_url, token=token))
+        approve = ask_person if config.permission == "ask" else None
+        return OpenClawAdapter(OpenClawConfig(url=base_url, token=token, approve=approve))
     if config.provider not in _OPENCLAW_APIS:
         raise ConfigError(
             f"runtimes.openclaw.provider: {config.provider!r} is not one of "

@@ -433,7 +433,8 @@ def register(sub: Any) -> None:
         "--plan",
         action="store_true",
         help="plan first: the runtime works read-only in its planning mode (Claude Code "
-        "--permission-mode plan, Codex's read-only sandbox, the native read-only policy) and "
+        "--permission-mode plan, Codex's read-only sandbox, the native read-only policy, an "
+        "ACP agent's plan session mode: refused when it offers none, as Hermes) and "
         "answers with a plan that waits for `ringleader approve ID --allow` (or the board); "
         "approved, the same session carries it out with the normal policy; --deny --message M "
         "asks for a new plan; e.g. --plan",

@@ -164,7 +164,7 @@ def sandbox_for(config: LoadedConfig) -> SandboxPolicy | None:
     )
 
 
-_ASKING: Final = frozenset({"claude-code", "codex", "hermes", "acp"})
+_ASKING: Final = frozenset({"claude-code", "codex", "hermes", "acp", "openclaw"})
 """Runtimes whose CLI asks before acting, in a protocol ringleader answers."""
 
 

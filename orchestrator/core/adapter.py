@@ -190,7 +190,8 @@ class StartOpts(BaseModel):
     waits in for a person (``None``: such a call is denied, fail-closed)."""
     plan: bool = False
     """Plan mode: the runtime works read-only in its planning mode (Claude Code ``--permission-mode
-    plan``, Codex's read-only sandbox, the native runtime's read-only policy) and answers with a
+    plan``, Codex's read-only sandbox, the native runtime's read-only policy, an ACP agent's plan
+    session mode) and answers with a
     plan; the host has a person approve it before a normal turn carries it out."""
     env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
     images: tuple[PromptImage, ...] = Field(default=(), repr=False)

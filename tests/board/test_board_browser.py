@@ -515,3 +515,128 @@ def test_the_quota_gauge_shows_each_accounts_window_and_unknown_as_unknown(
         assert page.query_selector(f"{native} .fill") is None
     finally:
         server.close()
+
+
+def start_claude_model(
+    tmp_path: Path, env: dict[str, str], turns: list[dict[str, Any]]
+) -> tuple[subprocess.Popen[str], Path]:
+    """The scripted model server (a child) playing ``turns`` for Claude Code, and a config that
+    points Claude Code at it (``serve`` makes it ask: long-lived mode, every prompt to a
+    person)."""
+    model, native = start_native_model(
+        tmp_path, env, {"model": "claude-sonnet-4-6", **native_turns(*turns)}
+    )
+    lines = native.read_text().splitlines()
+    url = next(line.split('"')[1] for line in lines if line.startswith("base_url"))
+    config = tmp_path / "claude.toml"
+    config.write_text(
+        "[runtimes.claude-code]\n"
+        f'base_url = "{url}"\n'
+        'api_key_env = "RINGLEADER_MODEL_SERVER_KEY"\n'
+        'model = "claude-sonnet-4-6"\n'
+    )
+    return model, config
+
+
+def test_a_real_claude_code_call_is_allowed_by_a_click_and_the_run_succeeds(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """Claude Code (long-lived, asking) under ``serve``: its Bash call waits in the book, the
+    card sits in the waiting column, Allow on the run page lets it run, and the run is done."""
+    from adapters._runtimes import runtime_binary
+
+    runtime_binary("claude-code")  # fails with the install command when it is missing
+    # (a command that changes something: Claude Code's own rules allow read-only ones unasked)
+    touch = "touch board-allowed.txt && echo board-allowed-ok"
+    bash = {"name": "Bash", "input": {"command": touch, "description": "x"}}
+    model, config = start_claude_model(
+        tmp_path, board_env, [{"tool_calls": [bash]}, {"text": "Done after the click."}]
+    )
+    try:
+        server = Served(tmp_path, board_env, config)
+        server.start()
+        try:
+            page = browser.new_page()
+            page.goto(server.page_url)
+            prefix = post_task(server, "claude-code", "echo something")
+            page.wait_for_selector(card_selector(prefix, "waiting"), timeout=90_000)
+            [pending] = server.get("/approvals").json()
+            assert (pending["tool"], pending["runtime"]) == ("Bash", "claude-code")
+            page.click(card_selector(prefix))
+            page.click('.approval button:text-is("Allow")', timeout=TIMEOUT_MS)
+            page.wait_for_selector('[data-testid="run-column"]:text("done")', timeout=90_000)
+            tool = page.wait_for_selector("details.tool .tool-output")
+            assert "board-allowed-ok" in tool.text_content()
+            assert "Done after the click." in page.inner_text('[data-testid="transcript"]')
+            assert server.get("/approvals").json() == []
+            assert list(tmp_path.rglob("board-allowed.txt"))  # it ran, once allowed
+        finally:
+            server.close()
+    finally:
+        stop(model)
+
+
+def test_a_call_denied_with_a_message_from_the_board_does_not_run_and_the_model_is_told(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """Deny with a message typed on the run page: the command does not run, the model reads the
+    message in the tool's result, and the run goes on to success."""
+    denial = "DENIED-FROM-BOARD-9: not on this machine"
+    bash = {"name": "bash", "input": {"command": "touch board-denied.txt"}}
+    model, config = start_native_model(
+        tmp_path,
+        board_env,
+        native_turns({"tool_calls": [bash]}, {"text": "Understood, I will not."}),
+    )
+    try:
+        server = Served(tmp_path, board_env, config)
+        server.start()
+        try:
+            page = browser.new_page()
+            page.goto(server.page_url)
+            prefix = post_task(server, "native", "make a file")
+            page.wait_for_selector(card_selector(prefix, "waiting"), timeout=TIMEOUT_MS)
+            page.click(card_selector(prefix))
+            page.fill(".approval .approval-message", denial, timeout=TIMEOUT_MS)
+            page.click('.approval button:text-is("Deny")')
+            page.wait_for_selector('[data-testid="run-column"]:text("done")', timeout=TIMEOUT_MS)
+            tool = page.wait_for_selector("details.tool .tool-output")
+            assert denial in tool.text_content()  # what the model was told
+            assert "Understood, I will not." in page.inner_text('[data-testid="transcript"]')
+            assert server.get("/approvals").json() == []
+            assert not list(tmp_path.rglob("board-denied.txt"))
+        finally:
+            server.close()
+    finally:
+        stop(model)
+
+
+def test_a_call_allowed_with_an_edited_input_from_the_board_runs_the_edited_input(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """Edit input on the run page: the JSON of the call is edited and allowed; the call runs
+    with the edited input, not the model's."""
+    bash = {"name": "bash", "input": {"command": "echo the-models-own"}}
+    model, config = start_native_model(
+        tmp_path, board_env, native_turns({"tool_calls": [bash]}, {"text": "Edited and done."})
+    )
+    try:
+        server = Served(tmp_path, board_env, config)
+        server.start()
+        try:
+            page = browser.new_page()
+            page.goto(server.page_url)
+            prefix = post_task(server, "native", "say something")
+            page.wait_for_selector(card_selector(prefix, "waiting"), timeout=TIMEOUT_MS)
+            page.click(card_selector(prefix))
+            page.click('.approval button:text-is("Edit input")', timeout=TIMEOUT_MS)
+            page.fill(".approval .approval-edit", '{"command": "echo edited-by-a-person"}')
+            page.click('.approval button:text-is("Edit input")')
+            page.wait_for_selector('[data-testid="run-column"]:text("done")', timeout=TIMEOUT_MS)
+            tool = page.wait_for_selector("details.tool .tool-output")
+            assert "edited-by-a-person" in tool.text_content()
+            assert "the-models-own" not in tool.text_content()
+        finally:
+            server.close()
+    finally:
+        stop(model)

@@ -172,3 +172,41 @@ async def test_a_plan_is_reviewed_rejected_with_a_message_then_approved_and_carr
     events = [event_from_json(line) for line in out.splitlines() if line.strip()]
     assert [d.reason for d in events if isinstance(d, Done)][-1] == "success"
     assert KEY not in out
+
+
+async def test_hermes_has_no_plan_mode_and_a_plan_run_is_refused_before_any_prompt(
+    tmp_path: Path,
+) -> None:
+    """Hermes' ACP session modes are approval policies (default, accept_edits, dont_ask): a
+    plan-mode run ends in ``error{capability_error}`` naming them, and the model is never
+    asked."""
+    from adapters.hermes import HermesAdapter, HermesConfig
+    from contract import check_stream, collect_run
+    from orchestrator.core.adapter import StartOpts, TaskHandle
+    from orchestrator.core.events import ErrorEvent
+
+    installed("hermes")
+    script = {"model": "fake-model", "conversations": [{"name": "p", "turns": [{"text": "x"}]}]}
+    async with serve_model_server(script) as server:
+        config = HermesConfig(base_url=server.base_url, state_root=tmp_path / "homes")
+        async with HermesAdapter(config) as adapter:
+            run = await adapter.start(
+                TaskHandle(),
+                StartOpts(
+                    agent_id="plan",
+                    session_key="e2e:hermes-plan",
+                    message="plan something",
+                    cwd=str(tmp_path),
+                    plan=True,
+                    env={"OPENAI_API_KEY": KEY},
+                ),
+            )
+            events = await collect_run(adapter.events(run), deadline_s=120)
+        # (Hermes probes the endpoint's model listings; no model turn was asked for)
+        turns = [r.path for r in server.requests if r.body is not None]
+        assert turns == [], turns
+    check_stream(events)
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "capability_error" and "offers no plan mode" in error.message
+    assert "accept_edits" in error.message
+    assert isinstance(events[-1], Done) and events[-1].reason == "error"

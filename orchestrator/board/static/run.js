@@ -227,22 +227,49 @@ async function pollApprovals() {
     const ids = new Set(list.map((a) => a.id));
     if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
     pending = ids;
-    document.getElementById("approvals").replaceChildren(
-      ...list.map((a) => el("div", { class: "approval", "data-approval": a.id },
-        el("span", { text: `${a.tool} wants to run: ` }), el("code", { text: pretty(a.input) }),
-        el("button", { type: "button", onclick: () => answer(a.id, true), text: "Allow" }),
-        el("button", { type: "button", onclick: () => answer(a.id, true, "run"), text: "Allow for this run" }),
-        el("button", { type: "button", onclick: () => answer(a.id, true, "always"), text: "Always here" }),
-        el("button", { type: "button", onclick: () => answer(a.id, false), text: "Deny" }))),
-    );
+    document.getElementById("approvals").replaceChildren(...list.map(approvalRow));
   } catch {
     /* retried */
   }
 }
 
-async function answer(id, allow, scope = "once") {
+function approvalRow(a) {
+  // Allow / Allow for this run / Always here / Deny (with the message typed beside it, which the
+  // model is told) / Edit input (the call runs with the edited JSON instead)
+  const message = el("input", {
+    type: "text", class: "approval-message", placeholder: "message for the model (with Deny)",
+    "aria-label": "message with Deny",
+  });
+  const edited = el("textarea", { class: "approval-edit", hidden: true, "aria-label": "edited input" });
+  edited.value = JSON.stringify(a.input, null, 2);
+  const edit = () => {
+    if (edited.hidden) {
+      edited.hidden = false;
+      return;
+    }
+    let input;
+    try {
+      input = JSON.parse(edited.value);
+    } catch {
+      say("the edited input is not valid JSON", true);
+      return;
+    }
+    answer(a.id, true, "once", { input });
+  };
+  return el("div", { class: "approval", "data-approval": a.id },
+    el("span", { text: `${a.tool} wants to run: ` }), el("code", { text: pretty(a.input) }),
+    el("button", { type: "button", onclick: () => answer(a.id, true), text: "Allow" }),
+    el("button", { type: "button", onclick: () => answer(a.id, true, "run"), text: "Allow for this run" }),
+    el("button", { type: "button", onclick: () => answer(a.id, true, "always"), text: "Always here" }),
+    message,
+    el("button", { type: "button", onclick: () => answer(a.id, false, "once", { message: message.value }), text: "Deny" }),
+    el("button", { type: "button", onclick: edit, text: "Edit input" }),
+    edited);
+}
+
+async function answer(id, allow, scope = "once", extra = {}) {
   try {
-    await post("/approve", { id, allow, scope });
+    await post("/approve", { id, allow, scope, ...extra });
     say(allow ? "allowed" : "denied");
   } catch (e) {
     say(String(e.message), true);

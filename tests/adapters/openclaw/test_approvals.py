@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from adapters.openclaw import GatewaySettings, OpenClawAdapter, ask_person
@@ -18,6 +19,7 @@ from contract import check_stream, collect_run
 from orchestrator.core.adapter import RunHandle, StartOpts, TaskHandle
 from orchestrator.core.approvals import ApprovalBook, ApprovalEntry, approve, reject
 from orchestrator.core.config import RuntimeConfig
+from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Status
 
 from .fake_gateway import FakeGateway
@@ -174,3 +176,23 @@ def test_permission_ask_in_the_config_asks_a_person_about_exec() -> None:
     denied = OPENCLAW.factory(RuntimeConfig(permission="deny"))
     assert isinstance(denied, OpenClawAdapter)
     assert "exec" in denied.manager.settings.tool_deny and denied.config.approve is None
+
+
+def test_an_attached_gateway_takes_permission_ask_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("E2E_OPENCLAW_TOKEN", "tok")
+
+    def attached(permission: Any = None) -> Any:
+        return OPENCLAW.factory(
+            RuntimeConfig(
+                base_url="ws://127.0.0.1:18789",
+                api_key_env="E2E_OPENCLAW_TOKEN",
+                permission=permission,
+            )
+        )
+
+    asking = attached("ask")
+    assert isinstance(asking, OpenClawAdapter) and asking.config.approve is ask_person
+    plain = attached()
+    assert isinstance(plain, OpenClawAdapter) and plain.config.approve is None
+    with pytest.raises(ConfigError, match="attached"):
+        attached("allow")
