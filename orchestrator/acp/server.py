@@ -10,8 +10,9 @@ lines. The methods (ACP schema v1, docs/acp.md):
 * ``initialize`` → protocol version 1 and what this runtime can do, truthfully: ``loadSession``;
   ``sessionCapabilities`` ``list``, ``resume``, and ``fork`` only when the runtime can fork a
   session (``Capabilities.session_fork``: native, Claude Code); ``promptCapabilities.image`` when
-  it takes images (``prompt_images``); ``mcpCapabilities.http`` when it connects to HTTP MCP
-  servers (``run_mcp_http``). No authentication methods.
+  it takes images (``prompt_images``: native, Claude Code, Codex in app-server mode);
+  ``mcpCapabilities.http`` when it connects to HTTP MCP servers (``run_mcp_http``); ``close``.
+  No authentication methods.
 * ``session/new {cwd, mcpServers}`` → a session id (``acp-<hex>``); the runtime starts on the
   first prompt, with the client's MCP servers (``StartOpts.mcp_servers``: the native runtime
   through its MCP client, Claude Code through ``--mcp-config``, Codex through ``-c
