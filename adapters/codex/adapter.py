@@ -121,7 +121,12 @@ _SANDBOX_POLICY: Final = {
     "danger-full-access": "dangerFullAccess",
 }
 """``thread/start``'s sandbox mode → ``turn/start``'s ``sandboxPolicy`` type."""
-_APPROVAL_NOISE: Final = frozenset({"threadId", "turnId", "startedAtMs", "environmentId"})
+_APPROVAL_NOISE: Final = frozenset(
+    {"threadId", "turnId", "itemId", "approvalId", "startedAtMs", "environmentId"}
+)
+"""Request fields that are not the call a person judges: left out of the book's input (the key
+a call is known by: a session resumed after its orchestrator died asks again for the same call
+with new ids, and the decision made meanwhile must answer it)."""
 
 
 @attrs.define(eq=False)

@@ -57,7 +57,14 @@ Robustness: a line that is not JSON is answered with ``-32700`` (id null), a mes
 a JSON-RPC object with ``-32600``, an unknown method with ``-32601``, bad parameters with
 ``-32602``; none of them ends the connection.
 
-Not offered: client file-system and terminal methods, session modes, ``session/delete``.
+* **Session modes** (``modes`` in the ``session/new``, ``session/load`` and ``session/resume``
+  answers): ``default`` (the runtime's configured policy) and ``plan``; ``session/set_mode
+  {sessionId, modeId}`` switches (and says so in a ``current_mode_update``). A prompt in ``plan``
+  mode runs the runtime in its planning mode (read-only: Claude Code ``--permission-mode plan``,
+  Codex's read-only sandbox, the native read-only policy; ``StartOpts.plan``) and answers with
+  the plan; the client switches back to ``default`` to have it carried out on the same session.
+
+Not offered: client file-system and terminal methods, ``session/delete``.
 """
 
 from __future__ import annotations
@@ -109,6 +116,14 @@ _PERMISSION_OPTIONS: Final = (
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 )
 _REJECTED_BY_CLIENT: Final = "The user rejected this tool call in their editor."
+_MODES: Final = (
+    {"id": "default", "name": "Default", "description": "The runtime's configured policy."},
+    {
+        "id": "plan",
+        "name": "Plan",
+        "description": "Read-only: the runtime plans and answers with the plan.",
+    },
+)
 
 Write = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -184,6 +199,8 @@ class _Session:
     """How many of ``forked_from``'s runs the fork's history starts with."""
     cost_usd: float | None = None
     """USD of the prompts answered so far (None: none known)."""
+    mode: str = "default"
+    """The session mode (``default`` or ``plan``: see the module docstring)."""
     actor: RunActor | None = None
     running: trio.CancelScope | None = None
     cancelled: bool = False
@@ -295,6 +312,8 @@ class AcpServer:
                     nursery.start_soon(self._prompt, request_id, params)
                 case "session/cancel":
                     self._cancel(params)
+                case "session/set_mode":
+                    await self._result(request_id, await self._set_mode(params))
                 case "session/close":
                     self._close(params)
                     await self._result(request_id, {})
@@ -372,7 +391,7 @@ class AcpServer:
         session_id = f"acp-{uuid.uuid4().hex[:16]}"
         session = _Session(session_id, cwd, f"acp-{session_id}", mcp_servers=servers)
         self._sessions[session_id] = session
-        return {"sessionId": session_id}
+        return {"sessionId": session_id, "modes": _modes(session)}
 
     def _session(self, params: Mapping[str, Any]) -> _Session:
         session_id = params.get("sessionId")
@@ -441,7 +460,7 @@ class AcpServer:
         if replay:
             await self._replay(session, runs)
         self._sessions[session_id] = session
-        return None if replay else {}
+        return {"modes": _modes(session)}
 
     async def _replay(self, session: _Session, runs: Sequence[RunRow]) -> None:
         """The session's history as updates: a fork's origin first (up to the fork)."""
@@ -555,6 +574,17 @@ class AcpServer:
             cost_usd=None,
         )
         return {"sessionId": fork_id}
+
+    async def _set_mode(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        session = self._session(params)
+        mode = params.get("modeId")
+        if mode not in [m["id"] for m in _MODES]:
+            raise _InvalidParams(f"unknown mode {mode!r} (modes: default, plan)")
+        session.mode = str(mode)
+        await self._notify(
+            session, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
+        )
+        return {}
 
     def _close(self, params: Mapping[str, Any]) -> None:
         """Cancel the session's prompt and forget it here (the event log keeps its history:
@@ -680,6 +710,7 @@ class AcpServer:
             event_log=self.event_log,
             on_actor=on_actor,
             approvals=self.approvals,
+            review_plans=False,  # in plan mode the plan answers the prompt: the client decides
         )
         fields: dict[str, Any] = {"acpSession": session.session_id, "acpCwd": session.cwd}
         if session.forked_from is not None:
@@ -696,6 +727,7 @@ class AcpServer:
             images=images,
             mcp_servers=session.mcp_servers,
             outcome_fields=fields,
+            plan=session.mode == "plan",
         )
         session.running = trio.CancelScope()
         self._busy += 1
@@ -866,6 +898,10 @@ def _pairs(raw: object) -> dict[str, str]:
             raise _InvalidParams("env and headers must be lists of {name, value}")
         pairs[name] = value
     return pairs
+
+
+def _modes(session: _Session) -> dict[str, Any]:
+    return {"currentModeId": session.mode, "availableModes": [dict(m) for m in _MODES]}
 
 
 def _prompt_content(prompt: object) -> tuple[str, tuple[PromptImage, ...]]:
