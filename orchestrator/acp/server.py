@@ -33,9 +33,9 @@ lines. The methods (ACP schema v1, docs/acp.md):
 * ``session/cancel {sessionId}`` → the running prompt is aborted (its answer is ``cancelled``).
 * ``session/load {sessionId, cwd, mcpServers}`` → a session served earlier (kept in the event
   log's runs): its history is replayed as updates before the answer — each prompt as a
-  ``user_message_chunk``, then that run's text, thoughts and tool calls with their results, and
-  after the session's first prompt its ``session_info_update`` as it was sent live (a fork's
-  replay starts with its origin's history up to the fork) — and later prompts continue it.
+  ``user_message_chunk``, then that run's text, thoughts and tool calls with their results (a
+  fork's replay starts with its origin's history up to the fork; the title's
+  ``session_info_update`` is not part of the conversation) — and later prompts continue it.
 * ``session/resume {sessionId, cwd, mcpServers}`` → the same without the replay.
 * ``session/list {cwd?, cursor?}`` → the sessions in the event log, newest first, 50 a page
   (``nextCursor`` while more remain), filtered by working directory.
@@ -475,7 +475,7 @@ class AcpServer:
             parent, parent_count = first.get("acpForkedFrom"), first.get("acpForkRuns")
             origin = parent if isinstance(parent, str) else None
             count = parent_count if isinstance(parent_count, int) else 0
-        for index, run in enumerate([*history, *runs]):
+        for run in [*history, *runs]:
             prompt = (run.outcome or {}).get("title")
             if isinstance(prompt, str) and prompt:  # the user's turn first, as it was sent
                 await self._notify(
@@ -489,15 +489,6 @@ class AcpServer:
                 update = event_to_update(event, None)
                 if update is not None:
                     await self._notify(session, update)
-            if index == len(history) and isinstance(prompt, str):  # as its first prompt did
-                await self._notify(
-                    session,
-                    {
-                        "sessionUpdate": "session_info_update",
-                        "title": prompt[:200],
-                        "updatedAt": _iso(run.ended_ms or run.started_ms),
-                    },
-                )
 
     async def _list(self, params: Mapping[str, Any]) -> dict[str, Any]:
         cwd = params.get("cwd")
