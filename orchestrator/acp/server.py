@@ -10,8 +10,9 @@ lines. The methods (ACP schema v1, docs/acp.md):
 * ``initialize`` → protocol version 1 and what this runtime can do, truthfully: ``loadSession``;
   ``sessionCapabilities`` ``list``, ``resume``, and ``fork`` only when the runtime can fork a
   session (``Capabilities.session_fork``: native, Claude Code); ``promptCapabilities.image`` when
-  it takes images (``prompt_images``); ``mcpCapabilities.http`` when it connects to HTTP MCP
-  servers (``run_mcp_http``). No authentication methods.
+  it takes images (``prompt_images``: native, Claude Code, Codex in app-server mode);
+  ``mcpCapabilities.http`` when it connects to HTTP MCP servers (``run_mcp_http``); ``close``.
+  No authentication methods.
 * ``session/new {cwd, mcpServers}`` → a session id (``acp-<hex>``); the runtime starts on the
   first prompt, with the client's MCP servers (``StartOpts.mcp_servers``: the native runtime
   through its MCP client, Claude Code through ``--mcp-config``, Codex through ``-c
@@ -39,7 +40,8 @@ lines. The methods (ACP schema v1, docs/acp.md):
 * ``session/load {sessionId, cwd, mcpServers}`` → a session served earlier (kept in the event
   log's runs): its history is replayed as updates before the answer — each prompt as a
   ``user_message_chunk``, then that run's text, thoughts and tool calls with their results (a
-  fork's replay starts with its origin's history up to the fork) — and later prompts continue it.
+  fork's replay starts with its origin's history up to the fork; the title's
+  ``session_info_update`` is not part of the conversation) — and later prompts continue it.
 * ``session/resume {sessionId, cwd, mcpServers}`` → the same without the replay.
 * ``session/list {cwd?, cursor?}`` → the sessions in the event log, newest first, 50 a page
   (``nextCursor`` while more remain), filtered by working directory.
