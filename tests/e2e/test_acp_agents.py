@@ -28,7 +28,15 @@ from contract import check_stream
 from orchestrator.core.adapter import StartOpts, TaskHandle
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.errors import RuntimeNotFoundError
-from orchestrator.core.events import Done, RuntimeEvent, Status, TextDelta, ToolCall, ToolResult
+from orchestrator.core.events import (
+    Cost,
+    Done,
+    RuntimeEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 from orchestrator.model_server import ModelServer, serve_model_server
 
 from .kit import alive, assert_no_drift, text
@@ -40,6 +48,8 @@ NO_LOCAL_SERVER: dict[str, str] = {}
 """Agents that cannot be pointed at the scripted model server, and why (none now)."""
 SILENT_SHELL = {"gemini"}
 """Agents that send no shell output over ACP (the model still gets it)."""
+REPORTS_TOKENS = {"claude", "opencode", "qwen"}
+"""Agents that report the prompt's tokens over ACP (Qwen Code in its chunks' ``_meta``)."""
 KEY = "sk-e2e-acp-agents-0123456789abcdef"
 
 
@@ -172,6 +182,8 @@ async def test_text_turn(agent: str, server: ModelServer, tmp_path: Path) -> Non
         events, _ = await run_once(adapter, "[[e2e:text]] hello", tmp_path / "ws")
     assert done_of(events).reason == "success"
     assert text(events).endswith(f"FINAL: hello from {agent}")
+    if agent in REPORTS_TOKENS:
+        assert any(isinstance(e, Cost) and e.usage.input_tokens > 0 for e in events)
     assert server.requests_for("text"), "the agent never reached the model server"
     home = tmp_path / "homes" / "acp-e2e"
     assert home.stat().st_mode & 0o777 == 0o700
