@@ -4,7 +4,8 @@ real pinned agent (``ringleader install acp-agents``) pointed at the scripted mo
 
 Per agent: a text turn; a tool call that asks, is allowed and returns its result; cancel while
 the answer streams (the prompt ends ``cancelled`` or the agent is ended; no process is left); a
-permission request that waits in the approval book and runs once approved there.
+permission request that waits in the approval book and runs once approved there. And one preset
+run from the command line (``ringleader run --runtime acp:codex --model-server``).
 
 Gemini CLI speaks the Gemini API (``streamGenerateContent`` at ``GOOGLE_GEMINI_BASE_URL``), which
 the scripted model server serves too. It sends no output of a shell call over ACP (its
@@ -16,6 +17,8 @@ If an agent is not installed these tests FAIL with the install command.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -242,3 +245,37 @@ async def test_permission_answered_from_the_approval_book(
     assert done_of(events).reason == "success"
     waiting = [e for e in events if isinstance(e, Status) and e.phase == "waiting_approval"]
     assert len(waiting) == 1
+
+
+async def test_a_preset_runs_from_the_command_line_with_no_command_typed(tmp_path: Path) -> None:
+    """``ringleader run --runtime acp:codex --model-server``: the installed agent, its home, its
+    endpoint and its built-in tool turn, all from the preset (codex-acp: the quickest to start)."""
+    try:
+        locate_agent(PRESETS["codex"])
+    except RuntimeNotFoundError as exc:
+        pytest.fail(str(exc))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+    } | {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "acp:codex"]
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            [*argv, "--model-server", "--json", "look around"],
+            cwd=ws,
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    lines = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]
+    kinds = [line["kind"] for line in lines]
+    assert "tool-call" in kinds and "tool-result" in kinds
+    assert lines[-1]["kind"] == "done" and lines[-1]["reason"] == "success"
+    assert lines[0]["runKey"].startswith("runtime:acp:codex:task:")
+    home = tmp_path / "state" / "homes" / "acp_codex" / "cli"  # the host's home for the identity
+    assert (home / ".codex" / "config.toml").is_file()
