@@ -93,6 +93,11 @@ def script(agent: str) -> dict[str, Any]:
                 "turns": [{"text": "slow " * 400, "chunk_chars": 5, "chunk_delay_s": 0.05}],
             },
             {
+                "name": "resume",
+                "marker": "[[e2e:resume]]",
+                "turns": [{"text": "FIRST"}, {"text": "SECOND after resume"}],
+            },
+            {
                 "name": "book",
                 "marker": "[[e2e:book]]",
                 "turns": [
@@ -245,6 +250,24 @@ async def test_permission_answered_from_the_approval_book(
     assert done_of(events).reason == "success"
     waiting = [e for e in events if isinstance(e, Status) and e.phase == "waiting_approval"]
     assert len(waiting) == 1
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+async def test_resume_in_a_new_process(agent: str, server: ModelServer, tmp_path: Path) -> None:
+    """The identity's home keeps the session: a new agent process loads it (``session/load``)
+    and the model sees the whole conversation. (OpenCode and Qwen Code resume too, by hand;
+    Gemini CLI 0.61.0 answers ``session/load`` in a new process with an internal error.)"""
+    ws = tmp_path / "ws"
+    async with make_adapter(agent, server, tmp_path) as adapter:
+        first, _ = await run_once(adapter, "[[e2e:resume]] first", ws)
+        sessions = [e.run_id for e in first]
+    assert done_of(first).reason == "success" and text(first) == "FIRST"
+    async with make_adapter(agent, server, tmp_path) as adapter:
+        second, _ = await run_once(adapter, "and again", ws, resume_session_id=sessions[0])
+    assert text(second) == "SECOND after resume"  # the replayed history is not new output
+    assert {e.run_id for e in second} == {sessions[0]}
+    last = server.requests_for("resume")[-1]
+    assert "FIRST" in json.dumps(last.body)
 
 
 async def test_a_preset_runs_from_the_command_line_with_no_command_typed(tmp_path: Path) -> None:
