@@ -280,7 +280,7 @@ def gemini_settings() -> dict[str, Any]:
     """Gemini CLI's ``~/.gemini/settings.json``: the API-key auth, no updates or telemetry."""
     return {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
     }
@@ -303,7 +303,7 @@ _QUIET: Final[dict[str, dict[str, str]]] = {
         "OPENCODE_DISABLE_CLAUDE_CODE": "1",
     },
     "qwen": {},
-    "gemini": {"GEMINI_CLI_DISABLE_AUTO_UPDATE": "1"},
+    "gemini": {},
 }
 """Variables that stop update checks, telemetry and downloads (offline but for the model)."""
 
