@@ -301,6 +301,9 @@ _QUIET: Final[dict[str, dict[str, str]]] = {
         "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
         "OPENCODE_DISABLE_SHARE": "1",
         "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+        # OpenCode installs @opencode-ai/plugin into each config directory in the background
+        # through its embedded npm: offline, that finds nothing and is skipped (logged)
+        "npm_config_offline": "true",
     },
     "qwen": {},
     "gemini": {},
