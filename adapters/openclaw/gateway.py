@@ -20,6 +20,7 @@ first use (:meth:`GatewayManager.ensure`) — never in a constructor or in ``cap
 from __future__ import annotations
 
 import collections
+import fcntl
 import json
 import os
 import secrets
@@ -39,6 +40,7 @@ from orchestrator.core.errors import (
     RuntimeStartError,
     redact_secrets,
 )
+from orchestrator.core.lifetime import ensure_private_dir
 
 from .._jsonl import Frame
 from .._process import ChildProcess, child_env, open_child
@@ -108,8 +110,14 @@ class GatewaySettings:
     provider: ModelProvider | None = None
     """The model provider; ``None`` leaves OpenClaw's own configuration (hosted catalogs off)."""
     state_dir: Path | None = None
-    """The gateway's state directory (sessions live here). ``None``: a fresh private directory,
-    deleted when the manager closes."""
+    """The gateway's state directory (sessions live here). ``None``: :attr:`shared_state_dir`
+    when set and free, else a fresh private directory, deleted when the manager closes."""
+    shared_state_dir: Path | None = None
+    """Where the managed gateway keeps its sessions across processes when ``state_dir`` is not
+    given (ringleader's runtime spec: ``<state dir>/openclaw``), so a session a killed
+    orchestrator left is still there for ``recover`` and resumes with its conversation, as the
+    other runtimes' persistent homes do. One gateway at a time holds it (a lock released when
+    its process ends, a SIGKILL included); a second process meanwhile gets a private directory."""
     workspace: Path | None = None
     """The agent's workspace (``agents.defaults.workspace``); default ``<state>/workspace``."""
     port: int | None = None
@@ -118,6 +126,11 @@ class GatewaySettings:
     """The gateway token; ``None`` generates one."""
     tool_deny: tuple[str, ...] = ()
     """Tools denied to every agent of this gateway (``tools.deny``)."""
+    exec_ask: bool = False
+    """Every host command of the ``exec`` tool asks first (``tools.exec`` ``security:"full"``,
+    ``ask:"always"``): the gateway sends ``exec.approval.requested`` to its approval clients
+    (the adapter, with :attr:`OpenClawConfig.approve <adapters.openclaw.OpenClawConfig.approve>`
+    set) and runs the command only on ``exec.approval.resolve`` allowing it."""
     binary: str | None = None
     """The ``openclaw`` executable; default: the one ``scripts/install-runtimes`` installed."""
     startup_timeout: float = 240.0
@@ -186,8 +199,15 @@ def gateway_config(
         }
         config["agents"]["defaults"]["model"] = {"primary": f"{PROVIDER_ID}/{provider.models[0]}"}
     config["models"] = models
+    tools: dict[str, Any] = {}
     if settings.tool_deny:
-        config["tools"] = {"deny": list(settings.tool_deny)}
+        tools["deny"] = list(settings.tool_deny)
+    if settings.exec_ask:
+        # the legacy pair: ask "always" has no `mode` equivalent (mode "ask" skips allowlisted
+        # safe commands); askFallback deny: an approval nobody answers is refused
+        tools["exec"] = {"host": "gateway", "security": "full", "ask": "always"}
+    if tools:
+        config["tools"] = tools
     return config
 
 
@@ -255,6 +275,8 @@ class GatewayManager:
         self._client_scope: trio.CancelScope | None = None
         self._stopped = trio.Event()
         self._owned_state = False
+        self._state_lock: int | None = None
+        """The open file holding :attr:`GatewaySettings.shared_state_dir`'s lock, while held."""
         self._closed = False
         self.failure: str | None = None
 
@@ -342,6 +364,8 @@ class GatewayManager:
         if self.state_dir is None:
             if settings.state_dir is not None:
                 self.state_dir = Path(settings.state_dir)
+            elif settings.shared_state_dir is not None and self._hold(settings.shared_state_dir):
+                self.state_dir = Path(settings.shared_state_dir)
             else:
                 self.state_dir = Path(tempfile.mkdtemp(prefix="ringleader-openclaw-"))
                 self._owned_state = True
@@ -355,6 +379,24 @@ class GatewayManager:
         self.workspace.mkdir(parents=True, exist_ok=True)
         config_path = state / "openclaw.json5"
         return state, config_path, tmp
+
+    def _hold(self, shared: Path) -> bool:
+        """Take ``shared``'s lock (without waiting); False when another live gateway holds
+        it. The descriptor is not inherited by children: the lock ends with this process."""
+        ensure_private_dir(shared)
+        fd = os.open(shared / ".gateway.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._state_lock = fd
+        return True
+
+    def _release(self) -> None:
+        fd, self._state_lock = self._state_lock, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the lock
 
     async def _serve_process(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -449,6 +491,7 @@ class GatewayManager:
         with trio.CancelScope(shield=True):
             await self.stop()
             self._closed = True
+            self._release()
             if self._owned_state and self.state_dir is not None:
                 await trio.to_thread.run_sync(
                     lambda: shutil.rmtree(self.state_dir or "", ignore_errors=True)

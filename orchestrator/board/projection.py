@@ -6,7 +6,8 @@ events. The board page (``orchestrator/board/static/board.js``) applies the same
 live SSE feed; ``GET /board`` serves this module's projection of the log, so a page that loads
 the snapshot and then follows the feed shows the same board as one that watched from the start.
 
-Columns: ``queued`` (a run with no event yet), ``running`` (events, no ``done``), ``waiting``
+Columns: ``queued`` (a run with no event yet, or only ``status{queued}``: waiting for a free
+slot under its runtime's ``max_runs``, the reason in :attr:`Card.waiting_for`), ``running`` (events, no ``done``), ``waiting``
 (running, with a tool call waiting for a person's approval — an overlay the hosting process
 knows, see :func:`column_of`), and one terminal column per ending: ``done`` (``done{success}`` or
 ``done{max_turns}``: the run ended normally; the runner may rotate it), ``failed``
@@ -93,6 +94,8 @@ class Card:
     error_code: str | None = None
     after_done: int = 0
     """Events that arrived after the run's ``done`` (a broken stream; ignored)."""
+    waiting_for: str | None = None
+    """While queued: why the run waits (``status{queued}``'s detail); ``None`` once it runs."""
 
     @property
     def terminal(self) -> bool:
@@ -118,13 +121,22 @@ class Card:
             "openToolCalls": list(self.open_tool_calls),
             "error": self.error,
             "errorCode": self.error_code,
+            "waitingFor": self.waiting_for,
         }
 
 
 def _last_line(tail: str) -> str:
-    """The last non-empty line of ``tail`` (capped from the left)."""
-    lines = [line for line in _LINE_BREAK.split(tail) if line.strip()]
-    return lines[-1][-LAST_LINE_CHARS:] if lines else ""
+    """The last non-empty line of ``tail`` (capped from the left): the lines split as
+    :data:`_LINE_BREAK` splits them, walked from the end (no split of the whole tail per
+    delta)."""
+    end = len(tail)
+    while end > 0:
+        start = max(tail.rfind("\n", 0, end), tail.rfind("\r", 0, end)) + 1
+        line = tail[start:end]
+        if line.strip():
+            return line[-LAST_LINE_CHARS:]
+        end = start - 1
+    return ""
 
 
 def _ending(reason: str, error_code: str | None) -> BoardColumn:
@@ -139,7 +151,33 @@ def apply(card: Card, event: RuntimeEvent) -> Card:
     """``card`` after ``event`` (pure)."""
     if card.terminal:
         return attrs.evolve(card, after_done=card.after_done + 1, events=card.events + 1)
+    if card.column == "queued" and type(event) is Status and event.phase == "queued":
+        return attrs.evolve(
+            card, events=card.events + 1, updated_ts=event.ts, waiting_for=event.detail
+        )
     started = card.started_ts if card.started_ts is not None else event.ts
+    if isinstance(event, TextDelta):  # most events: one copy of the card, not two
+        running = "running" if card.column == "queued" else card.column
+        if event.channel == "reasoning":
+            return attrs.evolve(
+                card,
+                events=card.events + 1,
+                started_ts=started,
+                updated_ts=event.ts,
+                column=running,
+                phase="thinking",
+            )
+        tail = (card.text_tail + event.text)[-2 * LAST_LINE_CHARS :]
+        return attrs.evolve(
+            card,
+            events=card.events + 1,
+            started_ts=started,
+            updated_ts=event.ts,
+            column=running,
+            phase="running" if card.phase == "queued" else card.phase,
+            text_tail=tail,
+            last_line=_last_line(tail),
+        )
     base = attrs.evolve(
         card,
         events=card.events + 1,
@@ -147,13 +185,9 @@ def apply(card: Card, event: RuntimeEvent) -> Card:
         updated_ts=event.ts,
         column="running" if card.column == "queued" else card.column,
         phase="running" if card.phase == "queued" else card.phase,
+        waiting_for=None,
     )
     match event:
-        case TextDelta():
-            if event.channel == "reasoning":
-                return attrs.evolve(base, phase="thinking")
-            tail = (card.text_tail + event.text)[-2 * LAST_LINE_CHARS :]
-            return attrs.evolve(base, text_tail=tail, last_line=_last_line(tail))
         case ToolCall():
             calls = card.open_tool_calls
             if event.tool_call_id not in calls:

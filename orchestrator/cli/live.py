@@ -176,6 +176,10 @@ class Lane:
     def apply(self, event: RuntimeEvent, now: float) -> list[str]:
         """Fold ``event`` in; the complete plain lines it produced (for :class:`PlainView`)."""
         out: list[str] = []
+        if event.kind == "status" and event.phase == "queued":  # not the run's output yet
+            self.phase = f"queued: {event.detail}" if event.detail else "queued"
+            out.append(f"· queued ({event.detail})" if event.detail else "· queued")
+            return out
         if self.first_event is None:
             self.first_event = now
         self.last_event = now

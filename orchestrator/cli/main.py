@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         "  ringleader replay --list\n"
         "\n"
         "environment: RINGLEADER_STATE_DIR (event log, homes, crash reports; default "
-        "$XDG_STATE_HOME/ringleader), NO_COLOR (plain output); see README 'Environment'.",
+        "$XDG_STATE_HOME/ringleader), NO_COLOR (plain output); see docs/guide/configuration.md, 'Environment'.",
         formatter_class=RAW,
     )
     parser.add_argument(
@@ -219,7 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    quiet: _Handler | None = None
     try:
+        quiet = _interrupts_raise()
         if args_list[:1] == ["model-server"]:
             return _model_server_command(args_list[1:])
         args = _parser().parse_args(args_list)
@@ -227,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit:
         raise
     except BaseException as exc:
+        _interrupts_quiet(quiet)  # a second Ctrl-C while this is reported: quietly 130
         code = _failure(exc, args)
         if code is None:
             from orchestrator.cli.commands import crash_report
@@ -234,6 +237,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(crash_report(exc), file=sys.stderr)
             return 1
         return code
+    finally:
+        _interrupts_quiet(quiet)  # and while the interpreter exits
+
+
+_Handler = Callable[[int, Any], None]
+
+
+def _interrupts_raise() -> _Handler | None:
+    """From here Ctrl-C is a ``KeyboardInterrupt`` that :func:`main` handles (one line, 130).
+    Returns the quiet handler the ``ringleader`` process started with (see
+    ``orchestrator/cli/__init__.py``), or ``None`` when there was none (main called in a
+    program or a test: SIGINT is left alone)."""
+    import signal
+
+    from orchestrator import cli
+
+    quiet = cli._quiet_exit  # pyright: ignore[reportPrivateUsage]
+    if signal.getsignal(signal.SIGINT) is not quiet:
+        return None
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    return quiet
+
+
+def _interrupts_quiet(quiet: _Handler | None) -> None:
+    """Back to the quiet handler (a Ctrl-C exits 130 at once, printing nothing) — unless Ctrl-C
+    is ignored by now (a run was aborted: the exit is 130 already, see ``Interrupt.run``)."""
+    if quiet is not None:
+        import signal
+
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, quiet)
 
 
 if __name__ == "__main__":

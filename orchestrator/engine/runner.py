@@ -42,7 +42,9 @@ import trio
 from orchestrator.core.adapter import (
     RESUME_PROMPT,
     Capabilities,
+    PromptImage,
     RunHandle,
+    RunMcpServer,
     RuntimeAdapter,
     StartOpts,
     TaskHandle,
@@ -135,6 +137,7 @@ __all__ = [
 
 LAST_SUMMARY_CHARS = 400
 CONTINUE_PROMPT = "Continue where you left off."
+QUEUED_ABORT = "aborted while queued for a free slot (max_runs)"
 """The message that continues a session parked at a rate limit."""
 
 
@@ -207,6 +210,12 @@ class TaskSpec:
     """Plan mode: the first turn plans read-only; a person approves the plan (the approval book)
     before a turn with the normal policy carries it out on the same session, or rejects it
     with a message and gets a new plan (see :meth:`Runner._review_plan`)."""
+    images: tuple[PromptImage, ...] = ()
+    """Images that go with the prompt (``StartOpts.images``)."""
+    mcp_servers: tuple[RunMcpServer, ...] = ()
+    """MCP servers the runs connect to besides the configured ones (``StartOpts.mcp_servers``)."""
+    fork: bool = False
+    """With ``resume``: continue the session as a new one, the recorded one left as it was."""
 
 
 PLAN_APPROVED = "The plan is approved. Carry it out now."
@@ -292,6 +301,10 @@ class Runner:
     accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
     """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
     adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""
+    review_plans: bool = True
+    """A plan-mode task's plan waits for a person in the approval book before a normal turn
+    carries it out (``run --plan``); ``False``: the plan is the task's answer and the run ends
+    there (``ringleader acp`` in its ``plan`` session mode: the editor decides what follows)."""
     followups: bool = False
     """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
     :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
@@ -347,17 +360,55 @@ class Runner:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
 
-    async def _wait_for_a_slot(self, runtime_id: str, stack: AsyncExitStack) -> None:
-        """Hold one of ``runtime_id``'s run slots until ``stack`` closes (no limit: at once);
-        a task that must wait is told why first (``on_queued``)."""
+    async def _wait_for_a_slot(
+        self, runtime: str, session_key: str, task: TaskSpec, stack: AsyncExitStack
+    ) -> tuple[str, int] | RunOutcome | None:
+        """Hold one of ``runtime``'s run slots until ``stack`` closes (accounts share their
+        runtime's slots). No limit, or a free slot: at once (``None``). Otherwise the task's
+        first run is logged now, as queued — ``status{queued}`` with the reason, through the
+        sink, so the board (any process's) and the live view show it — and the task is told
+        why (``on_queued``); when a slot frees that same run goes on: returns its key and how
+        many events it has (the first run continues them). Aborted while it waits (the scope
+        given to ``on_start``): the run ends ``done{aborted}`` at once and that outcome is
+        returned; cancelled from outside: it ends ``done{aborted}`` and the cancellation goes
+        on."""
+        runtime_id = runtime.partition("@")[0]
         most = self.registry.limit(runtime_id)
         if most is None:
-            return
+            return None
         limiter = self.run_limiters.setdefault(runtime_id, trio.CapacityLimiter(most))
-        if limiter.available_tokens < 1 and self.on_queued is not None:
-            plural = "run" if most == 1 else "runs"
-            self.on_queued(f"at most {most} {runtime_id} {plural} at once (max_runs)")
-        await stack.enter_async_context(limiter)
+        try:
+            limiter.acquire_nowait()
+        except trio.WouldBlock:
+            pass
+        else:
+            stack.callback(limiter.release)
+            await trio.lowlevel.checkpoint()
+            return None
+        plural = "run" if most == 1 else "runs"
+        reason = f"at most {most} {runtime_id} {plural} at once (max_runs)"
+        run_key = new_run_key(session_key)
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        log = self.event_log
+        try:
+            with trio.CancelScope() as waiting:
+                if log is not None:
+                    await log.start_run(run_key, runtime_id=runtime, session_key=session_key)
+                await self.sink.deliver(run_key, [make.status("queued", detail=reason)])
+                if self.on_start is not None:
+                    self.on_start(waiting)  # an abort stops the wait
+                if self.on_queued is not None:
+                    self.on_queued(reason)
+                await limiter.acquire()
+                stack.callback(limiter.release)
+        except BaseException:
+            await self._start_aborted(runtime, session_key, task, (run_key, make.seq), QUEUED_ABORT)
+            raise
+        if waiting.cancelled_caught:
+            return await self._start_aborted(
+                runtime, session_key, task, (run_key, make.seq), QUEUED_ABORT
+            )
+        return run_key, make.seq
 
     # -- prompt ------------------------------------------------------------------------------
 
@@ -395,6 +446,9 @@ class Runner:
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
             plan=task.plan,
+            images=task.images,
+            mcp_servers=task.mcp_servers,
+            fork=task.fork and resume_id is not None,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -713,11 +767,14 @@ class Runner:
         run_session_key: str,
         session_key: str,
         exc: Exception,
+        preset: tuple[str, int] | None = None,
     ) -> RunOutcome:
         """Record a run that could not start (binary missing, argv too long, spawn refused, a
-        budget spent, a breaker open, …). ``adapter``: the adapter, or the runtime id."""
+        budget spent, a breaker open, …). ``adapter``: the adapter, or the runtime id.
+        ``preset``: the run is already logged (queued) with this key and this many events."""
         adapter_id = adapter if isinstance(adapter, str) else adapter.id
         code = exc.event_code if isinstance(exc, RingleaderError) else "runtime_start_failed"
+        run_key, offset = preset or (new_run_key(run_session_key), 0)
         return await record_unstarted(
             self.event_log,
             self.sink,
@@ -725,8 +782,11 @@ class Runner:
             session_key=session_key,
             summary=redact_secrets(f"{adapter_id} could not start: {exc}"),
             code=code,
-            run_key=new_run_key(run_session_key),
+            run_key=run_key,
             clock=self.clock,
+            started=preset is not None,
+            make=EventFactory(run_id="", session_id=run_session_key, clock=self.clock, seq=offset),
+            prior_events=offset,
         )
 
     async def _checkpointer(self, task: TaskSpec) -> Checkpointer | None:
@@ -738,19 +798,23 @@ class Runner:
         return await Checkpointer.before_start(task.cwd, clock=self.clock)
 
     async def _setup(
-        self, adapter_id: str, task: TaskSpec, session_key: str
+        self,
+        adapter_id: str,
+        task: TaskSpec,
+        session_key: str,
+        preset: tuple[str, int] | None = None,
     ) -> tuple[str, int] | RunOutcome:
         """Run the task's workspace setup script before its agent starts. Its output lines are
-        the first ``status`` events of the task's first run (live, through the sink); returns
-        that run's key and how many events it already has, or — the script failed — the
-        outcome of the run it ended (``error{setup_failed}`` + ``done{error}``)."""
+        the first ``status`` events of the task's first run (live, through the sink; after its
+        ``preset`` events when it was already logged, queued); returns that run's key and how
+        many events it already has, or — the script failed — the outcome of the run it ended
+        (``error{setup_failed}`` + ``done{error}``)."""
         assert task.setup is not None
-        run_key = new_run_key(session_key)
-        make = EventFactory(run_id="", session_id=session_key, clock=self.clock)
+        run_key, sent = preset or (new_run_key(session_key), 0)
+        make = EventFactory(run_id="", session_id=session_key, clock=self.clock, seq=sent)
         log = self.event_log
-        if log is not None:
+        if log is not None and preset is None:
             await log.start_run(run_key, runtime_id=adapter_id, session_key=session_key)
-        sent = 0
         send, receive = trio.open_memory_channel[str](256)
         cwd = task.cwd or os.getcwd()
 
@@ -791,18 +855,31 @@ class Runner:
             prior_events=sent,
         )
 
-    async def _start_aborted(self, adapter_id: str, session_key: str, task: TaskSpec) -> RunOutcome:
+    async def _start_aborted(
+        self,
+        adapter_id: str,
+        session_key: str,
+        task: TaskSpec,
+        preset: tuple[str, int] | None = None,
+        summary: str | None = None,
+    ) -> RunOutcome:
         """Record a run aborted before its runtime had started (Ctrl-C during a gateway's
-        boot, say)."""
+        boot, or while queued for a slot). ``preset``: the run is already logged with this
+        key and this many events."""
+        run_key, offset = preset or (new_run_key(session_key), 0)
         return await record_unstarted(
             self.event_log,
             self.sink,
             runtime_id=adapter_id,
             session_key=session_key,
-            summary=f"aborted while {adapter_id} was starting",
+            summary=summary or f"aborted while {adapter_id} was starting",
             code=None,
             title=task.title,
             clock=self.clock,
+            run_key=run_key,
+            started=preset is not None,
+            make=EventFactory(run_id="", session_id=session_key, clock=self.clock, seq=offset),
+            prior_events=offset,
         )
 
     async def _record(
@@ -979,7 +1056,12 @@ class Runner:
             if runtime != keyed:  # the configured breaker fallback: that runtime's own account
                 task = attrs.evolve(task, account=None)
         async with AsyncExitStack() as stack:
-            await self._wait_for_a_slot(runtime.partition("@")[0], stack)  # accounts share it
+            session_key = base_key
+            queued = await self._wait_for_a_slot(runtime, session_key, task, stack)
+            if isinstance(queued, RunOutcome):  # aborted while it waited for a slot
+                state.runs.append(RunRecord(runtime, session_key, queued, 1))
+                return _final(state)
+            preset: tuple[str, int] | None = queued  # the run it logged as queued goes on
             adapters: dict[str, RuntimeAdapter] = {}
 
             async def adapter_for(rid: str) -> RuntimeAdapter:
@@ -987,26 +1069,31 @@ class Runner:
                     adapters[rid] = await stack.enter_async_context(self.registry.create(rid))
                 return adapters[rid]
 
-            adapter = await adapter_for(runtime)
-            caps = adapter.capabilities()
-            session_key = base_key
-            plan = resolve_runtime_integration(caps)
-            home_cm = self._home(plan, runtime, task.agent_id)
-            home: str | None = await stack.enter_async_context(home_cm)
-            template = self.registry.sandbox
-            if template is not None:  # its children see its workspace and home, writable
-                policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
-                stack.callback(current_sandbox.reset, current_sandbox.set(policy))
-            resume_id = await _restore(adapter, task.resume) if task.resume else None
-            resume_at = await _resume_point(adapter, task, resume_id, home)
-            preset: tuple[str, int] | None = None
-            if task.setup and task.resume is None:
-                set_up = await self._setup(adapter.id, task, session_key)
-                if isinstance(set_up, RunOutcome):  # it failed: no agent starts
-                    state.runs.append(RunRecord(runtime, session_key, set_up, 1))
-                    return _final(state)
-                preset = set_up
-            first_checkpointer = await self._checkpointer(task)
+            try:
+                adapter = await adapter_for(runtime)
+                caps = adapter.capabilities()
+                plan = resolve_runtime_integration(caps)
+                home_cm = self._home(plan, runtime, task.agent_id)
+                home: str | None = await stack.enter_async_context(home_cm)
+                template = self.registry.sandbox
+                if template is not None:  # its children see its workspace and home, writable
+                    policy = template.with_paths(writable=[p for p in (home, task.cwd) if p])
+                    stack.callback(current_sandbox.reset, current_sandbox.set(policy))
+                resume_id = await _restore(adapter, task.resume) if task.resume else None
+                resume_at = await _resume_point(adapter, task, resume_id, home)
+                if task.setup and task.resume is None:
+                    queued = None  # from here the setup records how its run ends
+                    set_up = await self._setup(adapter.id, task, session_key, preset)
+                    if isinstance(set_up, RunOutcome):  # it failed: no agent starts
+                        state.runs.append(RunRecord(runtime, session_key, set_up, 1))
+                        return _final(state)
+                    preset = set_up
+                first_checkpointer = await self._checkpointer(task)
+            except Exception as exc:
+                if queued is not None:  # the queued run ends (error + done) before this goes up
+                    with trio.CancelScope(shield=True):
+                        await self._start_failed(runtime, session_key, session_key, exc, queued)
+                raise
             handle: RunHandle | None = None
             try:
                 if gov is not None and ledger is not None:
@@ -1021,7 +1108,7 @@ class Runner:
                     )
             except Exception as exc:
                 # a start failure is a logged run ending in error, not an exception with no trace
-                failed = await self._start_failed(adapter, session_key, session_key, exc)
+                failed = await self._start_failed(adapter, session_key, session_key, exc, preset)
                 if gov is not None:
                     gov.record(runtime, task.model, ok=False, code=failed.error_code, reason="")
                 if isinstance(exc, ConfigError):
@@ -1029,7 +1116,7 @@ class Runner:
                 state.runs.append(RunRecord(runtime, session_key, failed, 1))
                 return _final(state)
             if handle is None:  # aborted while it started
-                aborted = await self._start_aborted(adapter.id, session_key, task)
+                aborted = await self._start_aborted(adapter.id, session_key, task, preset)
                 state.runs.append(RunRecord(runtime, session_key, aborted, 1))
                 return _final(state)
             turn_task = task  # a follow-up turn's prompt is the person's messages
@@ -1062,7 +1149,7 @@ class Runner:
                     why = "" if ok else failure_reason(outcome)
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
-                if turn_task.plan and outcome.reason == "success":
+                if turn_task.plan and outcome.reason == "success" and self.review_plans:
                     turn = await self._plan_turn(
                         adapter, caps, turn_task, session_key, handle, home, outcome
                     )

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,18 +106,23 @@ def setup(
 TASK = TaskSpec(task_id="t1", title="Fix the bug", account="first", fallback=("second",))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the autojump clock can jump the 30-minute park while the quota book is written in a "
-    "worker thread (a test-clock artifact, as in test_interrupt_phases); not resolved this session",
-)
-async def test_a_task_moves_to_its_next_account_instead_of_parking(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
-) -> None:
+REAL_BOUND_S = 60.0
+"""Real seconds the task may take: its runs are scripted and instant, a park is 30 minutes."""
+
+
+async def test_a_task_moves_to_its_next_account_instead_of_parking(tmp_path: Path) -> None:
+    # Real time, not the autojump clock (this test's old xfail): the runner does part of its
+    # work in worker threads (the process registry, homes, the quota book's SQLite), and while
+    # trio waits for a thread the autojump clock jumps to the next pending timer — the run
+    # actor's stall watch, which re-arms every 600 s (stall_s / 2) while a run is silent. With
+    # threads slowed to 50 ms that was 265 jumps of 600 s: "46 hours elapsed" for a task that
+    # never parked. Whether it parked is what the notices say; the real-time bound backs it.
     runner, starts, notices = setup(tmp_path, LIMITED)
-    began = trio.current_time()
-    outcome = await runner.run_task("scripted", TASK)
-    assert trio.current_time() - began < 5  # no 30-minute park on the first account
+    began = time.monotonic()
+    with trio.fail_after(REAL_BOUND_S):  # a 30-minute park would end here
+        outcome = await runner.run_task("scripted", TASK)
+    assert time.monotonic() - began < REAL_BOUND_S
+    assert not [n for n in notices if "parked" in str(n)], notices  # no park on the first
     assert outcome.status == "success" and outcome.summary == "SECOND"
     assert [s.split()[0] for s in starts] == ["first", "second"]
     # each account works in a home of its own
@@ -134,9 +140,10 @@ async def test_a_task_moves_to_its_next_account_instead_of_parking(
 
     # the next task does not even start on the held account
     starts.clear()
-    again = await runner.run_task(
-        "scripted", TaskSpec(task_id="t2", title="more", account="first", fallback=("second",))
-    )
+    with trio.fail_after(REAL_BOUND_S):
+        again = await runner.run_task(
+            "scripted", TaskSpec(task_id="t2", title="more", account="first", fallback=("second",))
+        )
     assert again.status == "success" and [s.split()[0] for s in starts] == ["second"]
     assert any("scripted@first is held by a rate limit until" in str(n) for n in notices)
 

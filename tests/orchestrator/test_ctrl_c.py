@@ -182,3 +182,45 @@ def test_ctrl_c_in_a_batch_aborts_its_runs_and_prints_the_table(tmp_path: Path) 
     rows = check(tmp_path, code, err, took)
     assert len(rows) == 2
     assert "comparison" in out and out.count("aborted") >= 2, out
+
+
+EARLY_S = [n / 200 for n in range(0, 21)]  # 0.0 … 0.1 s, every 5 ms
+"""Signal times that cover the command's own imports on this machine (the console script's
+`orchestrator.cli` → `main` → typing, re, enum … took about 0.02–0.07 s after the spawn)."""
+
+
+def test_ctrl_c_while_the_command_imports_prints_no_traceback(tmp_path: Path) -> None:
+    """Issue 34 item 1: SIGINT during `ringleader`'s own imports ends it quietly with 130 —
+    from the first line of ringleader's code on, never a KeyboardInterrupt traceback (before
+    the fix: tracebacks through orchestrator/cli/main.py's imports at 0.04–0.07 s). Earlier
+    than that the interpreter itself is still starting (site, the .pth files, the console
+    script's lines up to finding the `orchestrator` package): Python's own traceback there has
+    no frame of ours, and is only counted."""
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(SLOW_TURN))
+    exe = Path(sys.executable).parent / "ringleader"
+    assert exe.exists()
+    ours = f'File "{Path(__file__).resolve().parents[2] / "orchestrator"}/'  # a frame of ours
+    before_ours: list[float] = []
+    for at_s in EARLY_S:
+        proc = subprocess.Popen(
+            [str(exe), "run", "--runtime", "native", "--model-server", str(script), "go"],
+            cwd=tmp_path,
+            env=env_for(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(at_s)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        if "Traceback" in err and ours not in err:
+            before_ours.append(at_s)  # the interpreter's own start (see the docstring)
+            continue
+        assert "Traceback" not in err, f"at {at_s}s:\n{err}"
+        assert proc.returncode in (130, -signal.SIGINT), f"at {at_s}s: {proc.returncode} {err}"
+        assert err.strip() in ("", "ringleader: interrupted"), f"at {at_s}s: {err}"
+    assert len(before_ours) < len(EARLY_S) // 2, before_ours
+    rows = runs_of(tmp_path)
+    assert all(row.status == "aborted" for row in rows), [(r.run_key, r.status) for r in rows]

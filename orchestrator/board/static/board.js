@@ -67,7 +67,7 @@ function render(card) {
       el("span", { class: "tokens", text: `${formatTokens(card.inputTokens)} in · ${formatTokens(card.outputTokens)} out` }),
       el("span", { class: card.costUsd === null ? "cost unknown" : "cost", text: formatCost(card.costUsd, card.estimated) }),
       el("span", { class: "elapsed", "data-started": card.startedTs ?? "", text: formatElapsed(elapsedMs) })),
-    el("div", { class: "last-line", "data-testid": "last-line", text: card.lastLine || card.error || "" }),
+    el("div", { class: "last-line", "data-testid": "last-line", text: card.lastLine || card.error || card.waitingFor || "" }),
   ];
   if (hosting && live) {
     children.push(el("button", { class: "abort", type: "button", onclick: () => abort(card.runKey), text: "Abort" }));

@@ -136,6 +136,7 @@ export function newCard(runKey) {
     openToolCalls: [],
     error: null,
     errorCode: null,
+    waitingFor: null,
   };
 }
 
@@ -152,6 +153,9 @@ function ending(reason, errorCode) {
 
 export function applyEvent(card, ev) {
   if (TERMINAL.has(card.column)) return { ...card, events: card.events + 1 };
+  if (card.column === "queued" && ev.kind === "status" && ev.phase === "queued") {
+    return { ...card, events: card.events + 1, updatedTs: ev.ts, waitingFor: ev.detail ?? null };
+  }
   const c = {
     ...card,
     events: card.events + 1,
@@ -159,6 +163,7 @@ export function applyEvent(card, ev) {
     updatedTs: ev.ts,
     column: card.column === "queued" ? "running" : card.column,
     phase: card.phase === "queued" ? "running" : card.phase,
+    waitingFor: null,
   };
   switch (ev.kind) {
     case "text-delta":

@@ -1,0 +1,107 @@
+"""Issue 40: ``ringleader recover`` of an OpenClaw run continues its session with the interrupted
+conversation, as the other runtimes do. The orchestrator (``ringleader run --runtime openclaw``,
+a real OpenClaw gateway against the scripted model server) is SIGKILLed while the model streams;
+``ringleader recover`` (another process, a new gateway) resumes the recorded session. The
+model server must see the interrupted conversation again (its prompt, which carries the
+conversation's marker) — before the fix the new gateway started on a fresh temporary state
+directory and sent only "Continue where you left off."."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from orchestrator.core.events import Done, event_from_json
+from orchestrator.engine.eventlog import EventLog
+from orchestrator.model_server import serve_model_server
+
+from .kit import installed
+
+pytestmark = pytest.mark.e2e
+
+KEY = "sk-e2e-openclaw-recover-0000"
+MODEL = "fake-model"
+PROMPT = "[[e2e:crash]] write a long story"
+SCRIPT = {
+    "model": MODEL,
+    "conversations": [
+        {
+            "name": "crash",
+            "marker": "[[e2e:crash]]",
+            "turns": [
+                {"text": "once upon a time " * 400, "chunk_chars": 6, "chunk_delay_s": 0.2},
+                {"text": "RECOVERED the story"},
+            ],
+        }
+    ],
+}
+
+
+async def session_recorded(state: Path) -> bool:
+    db = state / "events.db"
+    if not db.exists():
+        return False
+    async with EventLog.open(db) as log:
+        for row in await log.runs():
+            if await log.get_session(row.run_key) is not None:
+                return True
+    return False
+
+
+async def test_recover_resumes_an_openclaw_session_with_its_conversation(tmp_path: Path) -> None:
+    installed("openclaw")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    state = tmp_path / "state"
+    async with serve_model_server(SCRIPT) as server:
+        config = tmp_path / "ringleader.toml"
+        config.write_text(
+            f'[runtimes.openclaw]\nbase_url = "{server.base_url}"\nmodel = "{MODEL}"\n'
+            'api_key_env = "E2E_OPENCLAW_KEY"\n'
+        )
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+        } | {
+            "RINGLEADER_STATE_DIR": str(state),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "E2E_OPENCLAW_KEY": KEY,
+        }
+        base = [sys.executable, "-m", "orchestrator.cli"]
+        argv = [*base, "run", "--config", str(config), "--runtime", "openclaw", "--json", PROMPT]
+        proc = await trio.lowlevel.open_process(argv, cwd=workspace, env=env)
+        try:
+            with trio.fail_after(300):  # a cold gateway on a loaded machine
+                while True:  # streaming, and its session recorded by the other process
+                    streaming = any(r.outcome == "streaming" for r in server.requests_for("crash"))
+                    if streaming and await session_recorded(state):
+                        break
+                    await trio.sleep(0.3)
+            proc.kill()  # SIGKILL mid-stream: nothing of the orchestrator runs any more
+            await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        recover = [*base, "recover", "--config", str(config), "--json"]
+        with trio.fail_after(400):
+            done = await trio.run_process(
+                recover, cwd=workspace, env=env, capture_stdout=True, capture_stderr=True,
+                check=False,
+            )  # fmt: skip
+        err = done.stderr.decode()
+        asked = server.requests_for("crash")
+    assert done.returncode == 0, err[-3000:]
+    assert "recovering" in err
+    # the resumed request carried the interrupted conversation (its marker), so it took turn 2
+    assert [r.turn for r in asked if not r.side][-1] == 1, [(r.turn, r.outcome) for r in asked]
+    lines = done.stdout.decode().splitlines()
+    events = [event_from_json(line) for line in lines if line.startswith("{")]
+    assert isinstance(events[-1], Done) and events[-1].reason == "success", err[-3000:]
+    texts = "".join(getattr(e, "text", "") for e in events)
+    assert "RECOVERED" in texts
