@@ -31,7 +31,7 @@ kept, as the run's baseline.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -41,6 +41,25 @@ from .._jsonrpc import as_dict, as_float, as_int, as_list, as_str
 from .dialect import KNOWN_UPDATES, AcpUsage, content_text, tool_content_text, usage_of
 
 __all__ = ["AcpState", "normalize_prompt_end", "normalize_update", "note_permission"]
+
+_USAGE_KEYS: tuple[
+    Literal[
+        "inputTokens",
+        "outputTokens",
+        "cachedReadTokens",
+        "cachedWriteTokens",
+        "thoughtTokens",
+        "totalTokens",
+    ],
+    ...,
+] = (
+    "inputTokens",
+    "outputTokens",
+    "cachedReadTokens",
+    "cachedWriteTokens",
+    "thoughtTokens",
+    "totalTokens",
+)
 
 _SILENT = frozenset({"available_commands_update", "config_option_update", "session_info_update"})
 
@@ -66,6 +85,9 @@ class AcpState:
     tool_names: dict[str, str] = attrs.field(factory=dict[str, str])
     preparing: dict[str, dict[str, Any]] = attrs.field(factory=dict[str, dict[str, Any]])
     """Calls announced without their input yet (reported once an update brings it)."""
+    meta_usage: AcpUsage | None = None
+    """Usage the agent reported in message chunks' ``_meta`` (Qwen Code), summed over the
+    prompt's model calls: the run's usage when the prompt's answer has none."""
     asked_inputs: dict[str, Any] = attrs.field(factory=dict[str, Any])
     """Inputs the agent showed in permission requests, by call id."""
 
@@ -96,6 +118,7 @@ def normalize_update(
         return []
     match kind:
         case "agent_message_chunk":
+            _note_meta_usage(update, state)
             text = content_text(update.get("content"))
             if not text:
                 return []
@@ -122,7 +145,7 @@ def normalize_update(
 def normalize_prompt_end(result: object, make: EventFactory, state: AcpState) -> list[RuntimeEvent]:
     """The terminal group for the prompt's response (a ``cost`` first when it has usage)."""
     out: list[RuntimeEvent] = []
-    usage = usage_of(result)
+    usage = usage_of(result) or state.meta_usage
     if usage is not None or state.run_cost is not None:
         out.append(
             make.cost(_usage(usage), cost_usd=state.run_cost, model=state.model, estimated=False)
@@ -151,6 +174,20 @@ def normalize_prompt_end(result: object, make: EventFactory, state: AcpState) ->
             out.append(make.status("running", detail=f"unknown stop reason {reason!r}"))
             out += make.finish("success", summary)
     return out
+
+
+def _note_meta_usage(update: dict[str, Any], state: AcpState) -> None:
+    if not as_dict(update.get("_meta")).get("usage"):
+        return
+    usage = usage_of(update)
+    if usage is None:
+        return
+    before = state.meta_usage or {}
+    total: AcpUsage = {}
+    for key in _USAGE_KEYS:
+        if key in usage or key in before:
+            total[key] = before.get(key, 0) + usage.get(key, 0)
+    state.meta_usage = total
 
 
 def _usage_update(

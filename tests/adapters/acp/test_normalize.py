@@ -324,3 +324,20 @@ def test_an_input_shown_only_in_the_permission_request_is_the_calls_input() -> N
     events = normalize_update(done, make, state) or []
     assert [e.kind for e in events] == ["tool-call", "tool-result"]
     assert isinstance(events[0], ToolCall) and events[0].input == {"command": "ls"}
+
+
+def test_usage_in_message_chunks_meta_is_the_runs_when_the_answer_has_none() -> None:
+    """Qwen Code reports each model call's usage in an ``agent_message_chunk``'s ``_meta``."""
+    make = EventFactory(run_id="r")
+    state = AcpState()
+    for tokens in (10, 20):
+        chunk: dict[str, Any] = {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": ""},
+            "_meta": {"usage": {"inputTokens": tokens, "outputTokens": 5, "thoughtTokens": 1}},
+        }
+        assert normalize_update(chunk, make, state) == []
+    events = normalize_prompt_end({"stopReason": "end_turn"}, make, state)
+    cost = events[0]
+    assert isinstance(cost, Cost)
+    assert (cost.usage.input_tokens, cost.usage.output_tokens) == (30, 12)

@@ -90,6 +90,8 @@ def test_each_agent_gets_its_own_home_and_endpoint(tmp_path: Path) -> None:
         "m",
     )
     assert opencode["OC"] == "k" and opencode["XDG_CONFIG_HOME"].startswith(str(home))
+    # its background install of @opencode-ai/plugin would otherwise reach the npm registry
+    assert opencode["npm_config_offline"] == "true"
     assert (
         "k"
         not in json.loads(opencode["OPENCODE_CONFIG_CONTENT"])["provider"]["ringleader"][
