@@ -12,6 +12,17 @@ hermes          ``hermes/venv/bin/hermes`` (its own venv; the script's shebang i
 openclaw        ``openclaw/app/node_modules/.bin/openclaw``; needs Node 24 first on ``PATH``:
                 :func:`runtime_path_dirs` gives ``openclaw/node24/node_modules/node/bin``
 ==============  ===================================================================================
+
+The third-party ACP agents behind ``--runtime acp:NAME`` (:mod:`adapters.acp.presets`):
+
+================  =================================================================================
+claude-agent-acp  ``claude-agent-acp/node_modules/.bin/claude-agent-acp`` (a Node script)
+codex-acp         ``codex-acp/node_modules/@zed-industries/codex-acp-linux-<arch>/bin/codex-acp``
+opencode          ``opencode/node_modules/opencode-linux-<arch>[-baseline]/bin/opencode``
+qwen-code         ``qwen-code/app/node_modules/.bin/qwen``; needs Node >= 22 first on ``PATH``:
+                  ``qwen-code/node24/node_modules/node/bin``
+gemini-cli        ``gemini-cli/node_modules/.bin/gemini`` (a Node script)
+================  =================================================================================
 """
 
 from __future__ import annotations
@@ -41,6 +52,11 @@ PINNED_VERSIONS: Final[dict[str, str]] = {
     "codex": "0.169.0",
     "hermes": "0.19.0",
     "openclaw": "2026.9.6",
+    "claude-agent-acp": "0.23.1",
+    "codex-acp": "0.16.0",
+    "opencode": "1.18.33",
+    "qwen-code": "0.24.4",
+    "gemini-cli": "0.61.0",
 }
 """The versions ``ringleader install`` (orchestrator/cli/install_runtimes.sh) installs (measured in docs/runtimes.md)."""
 
@@ -55,11 +71,14 @@ def runtimes_dir() -> Path:
     return core_runtimes_dir()
 
 
-def install_hint(runtime_id: str) -> str:
+def install_hint(runtime_id: str, *, config_key: str | None = None) -> str:
     """How to install ``runtime_id`` (e.g. ``"run ringleader install claude-code"``), and how to
-    use one already installed instead."""
+    use one already installed instead (``runtimes.<config_key>.binary``, default the same id)."""
     which = runtime_id if runtime_id in PINNED_VERSIONS else "RUNTIME"
-    return f"run ringleader install {which} (or point runtimes.{which}.binary at an installed one)"
+    key = config_key or which
+    if ":" in key:
+        key = f'"{key}"'
+    return f"run ringleader install {which} (or point runtimes.{key}.binary at an installed one)"
 
 
 def installed_spec(runtime_id: str) -> str | None:
@@ -100,13 +119,13 @@ def runtime_path_dirs(runtime_id: str) -> tuple[Path, ...]:
     """
     if runtime_id not in PINNED_VERSIONS:
         raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(RUNTIME_IDS)}")
-    if runtime_id != "openclaw":
+    if runtime_id not in ("openclaw", "qwen-code"):
         return ()
-    node = runtimes_dir() / "openclaw" / "node24" / "node_modules" / "node" / "bin" / "node"
+    node = runtimes_dir() / runtime_id / "node24" / "node_modules" / "node" / "bin" / "node"
     if not (node.is_file() and os.access(node, os.X_OK)):
         hint = install_hint(runtime_id)
         raise RuntimeNotFoundError(
-            f"Node 24 for openclaw is not installed (looked for {node}); {hint}",
+            f"Node 24 for {runtime_id} is not installed (looked for {node}); {hint}",
             path=str(node),
             install_hint=hint,
             adapter=runtime_id,
@@ -149,5 +168,21 @@ def _candidates(runtime_id: str) -> list[Path]:
             return [root / "venv" / "bin" / "hermes"]
         case "openclaw":
             return [root / "app" / "node_modules" / ".bin" / "openclaw"]
+        case "claude-agent-acp":
+            return [root / "node_modules" / ".bin" / "claude-agent-acp"]
+        case "codex-acp":
+            scope = root / "node_modules" / "@zed-industries"
+            return [scope / f"codex-acp-linux-{npm_arch}" / "bin" / "codex-acp"]
+        case "opencode":
+            modules = root / "node_modules"
+            return [
+                modules / f"opencode-linux-{npm_arch}" / "bin" / "opencode",
+                modules / f"opencode-linux-{npm_arch}-baseline" / "bin" / "opencode",
+                modules / f"opencode-linux-{npm_arch}-musl" / "bin" / "opencode",
+            ]
+        case "qwen-code":
+            return [root / "app" / "node_modules" / ".bin" / "qwen"]
+        case "gemini-cli":
+            return [root / "node_modules" / ".bin" / "gemini"]
         case _:
             raise ConfigError(f"unknown runtime {runtime_id!r}; known: {', '.join(RUNTIME_IDS)}")

@@ -47,7 +47,7 @@ def locate_pinned(runtime_id: str, config: RuntimeConfig) -> Installed:
 
 def builtin_runtimes() -> tuple[RuntimeSpec, ...]:
     """ringleader's own runtimes, in the order ``ringleader runtimes`` lists them."""
-    from adapters.acp.spec import ACP
+    from adapters.acp.spec import ACP, ACP_CLAUDE, ACP_CODEX, ACP_GEMINI, ACP_OPENCODE, ACP_QWEN
     from adapters.claude_code.spec import CLAUDE_CODE
     from adapters.codex.spec import CODEX
     from adapters.hermes.spec import HERMES
@@ -55,7 +55,20 @@ def builtin_runtimes() -> tuple[RuntimeSpec, ...]:
     from adapters.openclaw.spec import OPENCLAW
     from adapters.scripted_spec import SCRIPTED
 
-    return (NATIVE, CLAUDE_CODE, CODEX, OPENCLAW, HERMES, ACP, SCRIPTED)
+    return (
+        NATIVE,
+        CLAUDE_CODE,
+        CODEX,
+        OPENCLAW,
+        HERMES,
+        ACP,
+        ACP_CLAUDE,
+        ACP_CODEX,
+        ACP_OPENCODE,
+        ACP_QWEN,
+        ACP_GEMINI,
+        SCRIPTED,
+    )
 
 
 def builtin_registry() -> RuntimeRegistry:

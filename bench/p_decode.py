@@ -10,6 +10,7 @@ text before parsing; the decode is not charged to them).
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -59,13 +60,13 @@ def _measure(
 
 
 PER_LINE_TARGET = Target(
-    "per line: ≥ 2× the peer and ≥ 0.4× orjson (≤ 2.5× its time)",
+    "per line: ≥ 1.5× the peer and ≥ 0.4× orjson (#37)",
     "min_ratio_to_limit",
     0.4,
-    peer_min=2.0,
+    peer_min=1.5,
 )
-"""Issue #16's goal for one line per call: twice the peer parser's rate, and at most 2.5× the
-time of plain ``orjson.loads`` of the same lines."""
+"""Issue #37's goal for one line per call (the typical case): 1.5× the peer parser's rate in
+every run, loaded or quiet, and at least 0.4× plain ``orjson.loads`` of the same lines."""
 
 
 def _decode_row(
@@ -96,6 +97,22 @@ def _decode_row(
             row.peers.append(_measure(name, make, count, cfg))
     if ours is not None:
         row.ours = _measure("ringleader", ours, count, cfg)
+        best = max(row.ours.passes, default=0.0)
+        if best and row.limit.value:
+            peer = row.peers[0] if row.peers and row.peers[0].value else None
+            row.notes.append(
+                f"typical (median of {len(row.ours.passes)} passes) {row.ours.value / 1e3:.0f}k "
+                f"lines/s, best pass {best / 1e3:.0f}k: vs orjson median "
+                f"{row.ours.value / row.limit.value:.2f}×, best/best "
+                f"{best / max(row.limit.passes):.2f}×"
+                + (
+                    f"; vs {peer.name} median {row.ours.value / peer.value:.2f}×, best/best "
+                    f"{best / max(peer.passes):.2f}×"
+                    if peer
+                    else ""
+                )
+                + f"; load average {os.getloadavg()[0]:.1f}"
+            )
     else:
         row.not_built = not_built
     return row

@@ -18,6 +18,10 @@ MODULES = (
     "bench.p_cli_start",
     "bench.p_review_diff",
     "bench.p_workspaces",
+    "bench.p_log",
+    "bench.p_side_start",
+    "bench.p_overhead",
+    "bench.p_board",
 )
 
 

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,21 @@ def test_contract_plugin_loads_without_hypothesis(plain: dict[str, Any], tmp_pat
     used = pytest_in(project)
     assert used.returncode != 0
     assert "pip install 'ringleader[contract]'" in used.stdout + used.stderr
+
+
+def test_the_wheel_ships_the_boards_static_files_and_the_highlighter_licence(
+    plain: dict[str, Any],
+) -> None:
+    """Every file of the board's static folder is in the wheel, the vendored highlight.js (and
+    its licence) included: the board needs no build step and no network."""
+    (wheel,) = Path(plain["dist"]).glob("ringleader-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    static = REPO / "orchestrator" / "board" / "static"
+    wanted = {
+        p.relative_to(REPO).as_posix()
+        for p in static.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert "orchestrator/board/static/vendor/highlight/highlight.min.js" in wanted
+    assert "orchestrator/board/static/vendor/highlight/LICENSE" in wanted
+    assert wanted <= names, sorted(wanted - names)

@@ -14,6 +14,13 @@ Abort notifies ``session/cancel`` and waits :attr:`AcpConfig.cancel_grace` for t
 ``cancelled`` answer, then the process ends either way — some agents (Hermes) keep streaming
 from the model after a cancel, and only ending the process stops that spend.
 
+**Plan mode** (``StartOpts.plan``, ``run --plan``): the agent's session modes (``modes`` in
+the ``session/new`` / ``session/load`` answer) are searched for a planning mode (its id or name
+says "plan"); the session is switched to it (``session/set_mode``) before the prompt, and a later
+turn without ``plan`` switches a session left in it back (to ``default``, else the first other
+mode). An agent that offers no planning mode (Hermes' modes are approval policies) is refused:
+the run ends in ``error{capability_error}`` naming its modes, before any prompt is sent.
+
 The run id is the agent's session id; the session codec (``{sessionKey, sessionId, cwd}``)
 resumes a session in its origin directory. Subclasses adapt one agent (see
 :mod:`adapters.hermes`): :meth:`AcpAdapter.argv`, :meth:`AcpAdapter.prepare_run` (homes, config
@@ -34,6 +41,7 @@ import trio
 from orchestrator.core.adapter import Capabilities, HealthResult, RunHandle, StartOpts, TaskHandle
 from orchestrator.core.asking import ToolAsker
 from orchestrator.core.errors import (
+    CapabilityError,
     ConfigError,
     ProtocolError,
     RingleaderError,
@@ -50,6 +58,7 @@ from .._jsonrpc import (
     JsonRpcClient,
     RpcErrorReply,
     as_dict,
+    as_list,
     as_str,
     decode_rpc_line,
     rpc_kind,
@@ -57,7 +66,7 @@ from .._jsonrpc import (
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
 from .driver import AcpConfig, fs_request, initialize_params, permission_outcome, pick_option
-from .normalize import AcpState, normalize_prompt_end, normalize_update
+from .normalize import AcpState, normalize_prompt_end, normalize_update, note_permission
 
 __all__ = ["AcpAdapter", "AcpDialect", "AcpRun"]
 
@@ -109,6 +118,8 @@ class AcpDialect(RpcDialect):
             # the prompt's answer: normalized in order, after the updates before it
             frame[_JUDGED] = await self.adapter.judge_end(self.run, frame.get("result"))
             return False
+        if rpc_kind(frame) == "request" and frame.get("method") == "session/request_permission":
+            note_permission(as_dict(frame.get("params")), self.run.state)
         if await super().route(frame):
             return True
         if not self.live:
@@ -205,6 +216,11 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
     def failure_code(self, text: str) -> str:
         """The ``error{code}`` for a failure :meth:`judge_end` found, from the agent's text."""
         return "runtime_reported"
+
+    def model_by_session(self) -> bool:
+        """Whether a run's model is applied with ``session/set_model`` (``False``: the agent
+        was given it in its configuration by :meth:`prepare_run`)."""
+        return True
 
     async def finish_run(self, run: AcpRun) -> None:
         """Clean up after the run's ``done`` (e.g. delete an owned home)."""
@@ -365,13 +381,38 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
                 raise ProtocolError("session/new gave no sessionId", adapter=self.id)
             run.session_id = session_id
         self.remember_origin(run.session_id, str(run.cwd))
+        await self._apply_mode(run, rpc, as_dict(as_dict(result).get("modes")))
         model = run.state.model
-        if model and model not in _current_models(result):
+        if model and self.model_by_session() and model not in _current_models(result):
             try:
                 params = {"sessionId": run.session_id, "modelId": model}
                 await self._request(run, rpc, "session/set_model", params)
             except RuntimeReportedError as exc:
                 run.extra["model_note"] = f"model {model!r} not applied: {exc}"
+
+    async def _apply_mode(self, run: AcpRun, rpc: JsonRpcClient, modes: Mapping[str, Any]) -> None:
+        """Plan mode on (or a session left in it off): see the module docstring."""
+        available = [as_dict(m) for m in as_list(modes.get("availableModes"))]
+        ids = [as_str(m.get("id")) for m in available if as_str(m.get("id"))]
+        planning = [as_str(m.get("id")) for m in available if _plans(m) and as_str(m.get("id"))]
+        current = as_str(modes.get("currentModeId"))
+        if run.opts.plan:
+            if not planning:
+                raise CapabilityError(
+                    f"{self.id} agent offers no plan mode (its session modes: "
+                    f"{', '.join(ids) or 'none'}); run it without --plan",
+                    actor_id=run.opts.session_key,
+                )
+            wanted = planning[0]
+        elif current in planning:
+            others = [i for i in ids if i not in planning]
+            wanted = "default" if "default" in others else (others[0] if others else current)
+        else:
+            return
+        if wanted != current:
+            params = {"sessionId": run.session_id, "modeId": wanted}
+            await self._request(run, rpc, "session/set_mode", params)
+        run.extra["mode"] = wanted
 
     async def _request(
         self, run: AcpRun, rpc: JsonRpcClient, method: str, params: Mapping[str, Any]
@@ -417,7 +458,9 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         call_id = as_str(call.get("toolCallId")) or "permission"
         made = await asker.ask(tool, shown, call_id)
         allow = made.approved and made.input is None
-        return pick_option(params, allow, always=allow and made.scope == "always")
+        return pick_option(
+            params, allow, always=allow and made.scope == "always", session=made.scope == "run"
+        )
 
     # -- controls ------------------------------------------------------------------------------
 
@@ -454,6 +497,11 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
                     "session/set_model", {"sessionId": live.session_id, "modelId": model}
                 )
         await trio.lowlevel.checkpoint()
+
+
+def _plans(mode: Mapping[str, Any]) -> bool:
+    """Whether a session mode is a planning mode (its id or name says so)."""
+    return "plan" in f"{as_str(mode.get('id'))} {as_str(mode.get('name'))}".lower()
 
 
 def _current_models(session_result: object) -> set[str]:

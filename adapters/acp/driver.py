@@ -9,7 +9,8 @@ Agent → client requests:
   through the run's approval book: :mod:`orchestrator.core.asking`; with nobody to ask, a
   rejection), or a callable given the tool call that returns ``True`` to allow. The option
   picked is the agent's own ``allow_once`` / ``reject_once`` (``allow_always`` for a person's
-  "always"; falling back to any allow / reject option, else ``cancelled``). ACP's answer carries
+  "always", a session-named ``allow_always`` such as Hermes' ``allow_session`` for "the rest of
+  this run"; falling back to any allow / reject option, else ``cancelled``: :func:`pick_option`). ACP's answer carries
   no message and no edited input: a person's message is not seen by the agent, and an edited
   input is refused (a rejection).
 * ``fs/read_text_file`` and ``fs/write_text_file`` — only when :attr:`AcpConfig.allow_fs`;
@@ -102,19 +103,39 @@ def permission_outcome(policy: PermissionPolicy, params: Mapping[str, Any]) -> d
     return pick_option(params, allow)
 
 
-def pick_option(params: Mapping[str, Any], allow: bool, *, always: bool = False) -> dict[str, Any]:
-    """The ``session/request_permission`` result that allows (``always``: the agent's
-    ``allow_always`` first) or rejects, from the options the agent offered."""
+def pick_option(
+    params: Mapping[str, Any], allow: bool, *, always: bool = False, session: bool = False
+) -> dict[str, Any]:
+    """The ``session/request_permission`` result that allows or rejects, from the options the
+    agent offered. Allowing picks ``allow_once``; ``always`` (a person's "always here") the
+    agent's ``allow_always``, one that is not named for the session first; ``session`` (a
+    person's "for the rest of this run") an ``allow_always`` named for the session (Hermes'
+    ``allow_session``: ACP has no session kind), else ``allow_once``."""
     options = [as_dict(o) for o in as_list(params.get("options"))]
-    if allow:
-        wanted = ("allow_always", "allow_once") if always else ("allow_once", "allow_always")
+    options = [o for o in options if as_str(o.get("optionId"))]
+
+    def kind(name: str, *, sessionish: bool | None = None) -> list[dict[str, Any]]:
+        found = [o for o in options if o.get("kind") == name]
+        if sessionish is None:
+            return found
+        return [o for o in found if _names_session(o) == sessionish]
+
+    if not allow:
+        ranked = kind("reject_once") + kind("reject_always")
+    elif always:
+        ranked = kind("allow_always", sessionish=False) + kind("allow_always") + kind("allow_once")
+    elif session:
+        ranked = kind("allow_always", sessionish=True) + kind("allow_once") + kind("allow_always")
     else:
-        wanted = ("reject_once", "reject_always")
-    for kind in wanted:
-        for option in options:
-            if option.get("kind") == kind and as_str(option.get("optionId")):
-                return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
+        ranked = kind("allow_once") + kind("allow_always")
+    if ranked:
+        return {"outcome": {"outcome": "selected", "optionId": ranked[0]["optionId"]}}
     return {"outcome": {"outcome": "cancelled"}}
+
+
+def _names_session(option: Mapping[str, Any]) -> bool:
+    text = f"{as_str(option.get('optionId'))} {as_str(option.get('name'))}".lower()
+    return "session" in text
 
 
 def fs_request(method: str, params: Mapping[str, Any], root: Path) -> Any:

@@ -79,6 +79,7 @@ from .driver import (
     ControlClient,
     PermissionDecision,
     claude_args,
+    mcp_config_file,
     permission_answer,
     prepare_home,
     run_env,
@@ -168,6 +169,10 @@ class _Live:
     fork_at: str | None = None
     plan: bool = False
     """Started in plan mode (a turn out of plan mode needs a process started without it)."""
+    fork: bool = False
+    """Started with ``--fork-session`` (the resumed session goes on as a new one)."""
+    mcp_config: str | None = None
+    """The ``--mcp-config`` file of the run's own MCP servers."""
     child: ChildProcess | None = None
     control: ControlClient | None = None
     cost_usd: float = 0.0
@@ -247,6 +252,10 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             native_channels="none",
             native_skills="none",
             native_memory="none",
+            prompt_images=True,
+            session_fork=True,
+            run_mcp_servers=True,
+            run_mcp_http=True,
         )
 
     # -- runs ----------------------------------------------------------------------------------
@@ -303,7 +312,9 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
     def _one_shot_spec(self, run: _Run) -> Any:
         config = self.config
         prompt = run.opts.full_message()
-        stdin = prompt_input(prompt)  # a long prompt goes on stdin (argv caps one at 128 KiB)
+        images = run.opts.images
+        # a long prompt goes on stdin (argv caps one at 128 KiB); one with images as stream-json
+        stdin = user_message(prompt, images) if images else prompt_input(prompt)
         args = claude_args(
             config,
             prompt=prompt if stdin is None else None,
@@ -313,6 +324,9 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             blocklist=run.opts.child_tool_blocklist,
             fork_at=run.opts.resume_at,
             plan=run.opts.plan,
+            fork=run.opts.fork,
+            mcp_config=mcp_config_file(run.home, run.opts.mcp_servers),
+            stream_input=bool(images),
         )
         return self.spec(
             args,
@@ -338,6 +352,8 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             and run.resume == live.session_id
             and live.cwd == run.cwd
             and run.opts.resume_at is None  # a fork needs a process of its own
+            and not run.opts.fork
+            and not run.opts.mcp_servers  # the run's own servers: a process started with them
             and live.plan == run.opts.plan
         )
         if live is not None and not reusable:
@@ -353,6 +369,8 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
                 run.opts.env,
                 fork_at=run.opts.resume_at if run.resume else None,
                 plan=run.opts.plan,
+                fork=run.opts.fork and run.resume is not None,
+                mcp_config=mcp_config_file(run.home, run.opts.mcp_servers),
             )
             self._lives[key] = live
             self.spawn(self._drive_live, live)
@@ -373,7 +391,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         assert child is not None
         # A process that is gone already: its reader sees the end of output and reports it.
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            await child.send_line(user_message(run.opts.full_message()))
+            await child.send_line(user_message(run.opts.full_message(), run.opts.images))
 
     async def _drive_live(self, live: _Live) -> None:
         config = self.config
@@ -384,6 +402,8 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             resume=live.resume,
             fork_at=live.fork_at,
             plan=live.plan,
+            fork=live.fork,
+            mcp_config=live.mcp_config,
         )
         env = run_env(config, home=live.home, extra=live.env)
         spec = self.spec(args, env, cwd=live.cwd, stdin=True)

@@ -25,12 +25,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 
+from orchestrator.core.adapter import PromptImage, RunMcpServer
 from orchestrator.core.errors import ConfigError, RuntimeReportedError, redact_secrets
 
 from .._cli import Answers
@@ -201,23 +203,35 @@ def claude_args(
     blocklist: Sequence[str] = (),
     fork_at: str | None = None,
     plan: bool = False,
+    fork: bool = False,
+    mcp_config: str | None = None,
+    stream_input: bool = False,
 ) -> list[str]:
     """Claude Code's arguments (the binary is added by the launcher).
 
     ``prompt`` is ``None`` in long-lived mode (prompts then go over stdin). ``plan``: plan mode
-    (``--permission-mode plan``, whatever the configured mode).
+    (``--permission-mode plan``, whatever the configured mode). ``fork``: the resumed session
+    goes on as a new one (``--fork-session``). ``mcp_config``: a ``--mcp-config`` file of the
+    run's own MCP servers. ``stream_input``: a one-shot run whose prompt is one stream-json
+    user message on stdin (a prompt with images).
     """
     args = ["-p", "--output-format", "stream-json", "--verbose"]
     if config.partial_messages:
         args.append("--include-partial-messages")
     if config.mode == "long-lived":
         args += ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
+    elif stream_input:
+        args += ["--input-format", "stream-json"]
     if model:
         args += ["--model", model]
     if resume:
         args += ["--resume", resume]
         if fork_at:  # the session up to that message, continued as a new session
             args += ["--resume-session-at", fork_at, "--fork-session"]
+        elif fork:  # the whole session, continued as a new session
+            args += ["--fork-session"]
+    if mcp_config:
+        args += ["--mcp-config", mcp_config]
     if max_turns is not None:
         args += ["--max-turns", str(max_turns)]
     if plan:
@@ -272,9 +286,47 @@ def prepare_home(home_dir: str | None, state_root: Path | None, run_name: str) -
     return path, owned
 
 
-def user_message(text: str) -> bytes:
-    """A stdin line that sends ``text`` as a user message (a new turn, or a steer mid-turn)."""
-    return encode_line({"type": "user", "message": {"role": "user", "content": text}})
+def user_message(text: str, images: Sequence[PromptImage] = ()) -> bytes:
+    """A stdin line that sends ``text`` as a user message (a new turn, or a steer mid-turn),
+    with ``images`` after it as image content blocks."""
+    if not images:
+        return encode_line({"type": "user", "message": {"role": "user", "content": text}})
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    blocks += [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+        }
+        for image in images
+    ]
+    return encode_line({"type": "user", "message": {"role": "user", "content": blocks}})
+
+
+def mcp_config_file(home: Path, servers: Sequence[RunMcpServer]) -> str | None:
+    """The run's own MCP servers as a ``--mcp-config`` file in its home (0600: a server's
+    ``env`` and ``headers`` may hold secrets, never put on the argv); ``None`` for none."""
+    if not servers:
+        return None
+    entries: dict[str, Any] = {}
+    for server in servers:
+        if server.url is not None:
+            entries[server.name] = {
+                "type": "http",
+                "url": server.url,
+                "headers": dict(server.headers),
+            }
+        else:
+            entries[server.name] = {
+                "type": "stdio",
+                "command": server.command,
+                "args": list(server.args),
+                "env": dict(server.env),
+            }
+    path = home / f"mcp-{uuid.uuid4().hex[:12]}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"mcpServers": entries}, f)
+    return str(path)
 
 
 class ControlClient:

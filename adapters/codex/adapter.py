@@ -83,6 +83,7 @@ from .driver import (
     app_server_argv,
     common_overrides,
     exec_argv,
+    mcp_overrides,
     prepare_home,
     provider_for,
     run_env,
@@ -120,7 +121,12 @@ _SANDBOX_POLICY: Final = {
     "danger-full-access": "dangerFullAccess",
 }
 """``thread/start``'s sandbox mode → ``turn/start``'s ``sandboxPolicy`` type."""
-_APPROVAL_NOISE: Final = frozenset({"threadId", "turnId", "startedAtMs", "environmentId"})
+_APPROVAL_NOISE: Final = frozenset(
+    {"threadId", "turnId", "itemId", "approvalId", "startedAtMs", "environmentId"}
+)
+"""Request fields that are not the call a person judges: left out of the book's input (the key
+a call is known by: a session resumed after its orchestrator died asks again for the same call
+with new ids, and the decision made meanwhile must answer it)."""
 
 
 @attrs.define(eq=False)
@@ -269,6 +275,8 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             context_window_tokens=CONTEXT_WINDOWS.get(model) if model else None,
             runtime_class="wrapped-oneshot",
             native_home=NativeHomeClaim(scope="per-identity", persist=True),
+            run_mcp_servers=True,
+            run_mcp_http=True,
         )
 
     # -- runs ----------------------------------------------------------------------------------
@@ -313,11 +321,12 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             )
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
-        env = run_env(config, provider, codex_home=home, extra=opts.env)
+        mcp, mcp_env = mcp_overrides(opts.mcp_servers)
+        env = run_env(config, provider, codex_home=home, extra={**mcp_env, **opts.env})
         if config.launcher is None:  # its shell sandbox finds its helper even under /tmp
             env = with_sandbox_helper(env, home, Path(self.binary()))
         if config.mode == "app-server":
-            spec = self.spec(app_server_argv(config, provider), env, cwd=cwd, stdin=True)
+            spec = self.spec(app_server_argv(config, provider, mcp), env, cwd=cwd, stdin=True)
             await run.cli.launch(self.nursery, spec, adapter=self.id, conversation=self._converse)
         else:
             prompt = opts.full_message()
@@ -328,6 +337,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
                 "-" if stdin is not None else prompt,
                 model=model,
                 resume_thread=resume,
+                mcp=mcp,
             )
             launcher_stdin = config.launcher is not None and config.launcher_stdin
             spec = self.spec(args, env, cwd=cwd, stdin=launcher_stdin, input=stdin)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 
+from orchestrator.core.adapter import RunMcpServer
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Usage
 
@@ -205,6 +207,42 @@ def common_overrides(
     return args
 
 
+_MCP_NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def mcp_overrides(servers: Sequence[RunMcpServer]) -> tuple[list[str], dict[str, str]]:
+    """A run's own MCP servers as ``-c mcp_servers.<name>…`` overrides, and the environment
+    they need: a server's ``env`` values and HTTP ``headers`` travel in Codex's environment
+    (named by ``env_vars`` and ``env_http_headers``), never on its argv."""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    for index, server in enumerate(servers):
+        if not _MCP_NAME.match(server.name):  # Codex splits -c keys on dots: no quoting
+            raise ConfigError(
+                f"MCP server name {server.name!r}: Codex takes letters, digits, '_' and '-' only"
+            )
+        key = f"mcp_servers.{server.name}"
+        if server.url is not None:
+            args += ["-c", f"{key}.url={_toml(server.url)}"]
+            headers: list[str] = []
+            for number, (header, value) in enumerate(server.headers.items()):
+                variable = f"RINGLEADER_MCP_{index}_HEADER_{number}"
+                env[variable] = value
+                headers.append(f"{_toml(header)} = {_toml(variable)}")
+            if headers:
+                args += ["-c", f"{key}.env_http_headers={{{', '.join(headers)}}}"]
+            continue
+        if server.command is None:
+            raise ConfigError(f"MCP server {server.name!r} has neither a command nor a url")
+        args += ["-c", f"{key}.command={_toml(server.command)}"]
+        args += ["-c", f"{key}.args=[{', '.join(_toml(a) for a in server.args)}]"]
+        if server.env:
+            env.update(server.env)
+            names = ", ".join(_toml(name) for name in server.env)
+            args += ["-c", f"{key}.env_vars=[{names}]"]
+    return args, env
+
+
 def exec_argv(
     config: CodexConfig,
     provider: CodexProvider | None,
@@ -212,12 +250,14 @@ def exec_argv(
     *,
     model: str | None,
     resume_thread: str | None = None,
+    mcp: Sequence[str] = (),
 ) -> list[str]:
-    """Codex's arguments for one ``exec`` run (the binary is added by the launcher)."""
+    """Codex's arguments for one ``exec`` run (the binary is added by the launcher); ``mcp``:
+    :func:`mcp_overrides`."""
     args = ["exec"]
     if resume_thread:
         args.append("resume")
-    args += ["--json", "--skip-git-repo-check", *common_overrides(config, provider)]
+    args += ["--json", "--skip-git-repo-check", *common_overrides(config, provider), *mcp]
     if config.sandbox == "bypass":
         args.append("--dangerously-bypass-approvals-and-sandbox")
     if model:
@@ -229,9 +269,11 @@ def exec_argv(
     return args
 
 
-def app_server_argv(config: CodexConfig, provider: CodexProvider | None) -> list[str]:
+def app_server_argv(
+    config: CodexConfig, provider: CodexProvider | None, mcp: Sequence[str] = ()
+) -> list[str]:
     """Codex's arguments for ``app-server`` (sandbox and model go in ``thread/start``)."""
-    return ["app-server", *common_overrides(config, provider, sandbox=False)]
+    return ["app-server", *common_overrides(config, provider, sandbox=False), *mcp]
 
 
 def run_env(

@@ -71,6 +71,7 @@ from orchestrator.core.adapter import (
     HealthResult,
     NativeHomeClaim,
     RunHandle,
+    RunMcpServer,
     StartOpts,
     TaskHandle,
 )
@@ -101,7 +102,8 @@ from .extensions import CURRENT_SUBAGENT
 from .glove import Glove
 from .lifecycle import LifecycleHooks, ModelMiddleware
 from .loop import AskResult, LoopConfig
-from .mcp import McpHub, McpServer, open_mcp_servers
+from .mcp import McpHttpServer, McpHub, McpServer, McpStdioServer, open_mcp_servers
+from .messages import ContentPart, ContentSource
 from .models.base import ModelAdapter, ModelError
 from .models.providers import create_adapter
 from .normalize import normalize_event
@@ -258,7 +260,7 @@ class NativeAdapter(AdapterBase):
         output_retries: int = 2,
         mcp_servers: Sequence[McpServer] = (),
     ) -> None:
-        """See the README's native section; the tool options:
+        """See docs/runtimes/native.md; the tool options:
 
         Args:
             workspace: the directory the built-in tools are confined to when a run's
@@ -373,6 +375,10 @@ class NativeAdapter(AdapterBase):
             native_memory="preserve",
             native_channels="none",
             native_scheduler=False,
+            prompt_images=True,
+            session_fork=True,
+            run_mcp_servers=True,
+            run_mcp_http=True,
         )
 
     async def probe_health(self) -> HealthResult:
@@ -464,6 +470,9 @@ class NativeAdapter(AdapterBase):
         await trio.lowlevel.checkpoint()
         emitter = self.new_run(opts.session_key)
         session_id = opts.resume_session_id or f"native-{uuid.uuid4().hex[:16]}"
+        fork_from: str | None = None
+        if opts.fork and opts.resume_session_id:  # a copy of the session goes on; it stays
+            fork_from, session_id = session_id, f"native-{uuid.uuid4().hex[:16]}"
         token = CancelToken(grace_s=self._abort_grace_s)
         try:
             model = self._model_factory(opts)
@@ -496,21 +505,23 @@ class NativeAdapter(AdapterBase):
         if display is not None:
             display.subscribe(_DisplayBridge(run).changed)
         self._live[opts.session_key] = run
-        self.spawn(self._drive, run, session_id)
+        self.spawn(self._drive, run, session_id, fork_from)
         return emitter.handle
 
     async def _fail_early(self, emitter: RunEmitter, session_id: str, exc: ConfigError) -> None:
         emitter.bind_run_id(session_id)
         await emitter.fail(str(exc), code=exc.event_code)
 
-    async def _drive(self, run: _Run, session_id: str) -> None:
+    async def _drive(self, run: _Run, session_id: str, fork_from: str | None = None) -> None:
         emitter, glove = run.emitter, run.glove
         emitter.bind_run_id(session_id)
         try:
             await emitter.publish([emitter.factory.status("init", model=glove.model.name)])
+            if fork_from is not None:
+                await self._copy_session(run.opts, fork_from, glove.store)
             async with self._mcp(run):
                 await self._setup_app(run)
-                result = await glove.run_request(tiered_request(run.opts), run.token)
+                result = await glove.run_request(_request(run.opts), run.token)
                 while (
                     result.stop == "completed"
                     and glove.agent.pending_steers
@@ -542,10 +553,23 @@ class NativeAdapter(AdapterBase):
                 with trio.CancelScope(shield=True):
                     await store.aclose()
 
+    async def _copy_session(self, opts: StartOpts, source_id: str, target: Store) -> None:
+        """A fork's start: the messages of session ``source_id`` copied into ``target``."""
+        source = self._store(opts, source_id)
+        try:
+            messages = await source.get_messages()
+        finally:
+            if isinstance(source, SqliteStore):
+                await source.aclose()
+        if not messages:
+            raise ConfigError(f"native session {source_id!r} has no messages to fork")
+        await target.append_messages(messages)
+
     @asynccontextmanager
     async def _mcp(self, run: _Run) -> AsyncGenerator[None]:
         """The run's MCP servers, their tools on its Glove, for the block (none: a no-op)."""
-        if not self._mcp_servers:
+        servers = (*self._mcp_servers, *(_run_server(s) for s in run.opts.mcp_servers))
+        if not servers:
             yield
             return
         emitter, opts = run.emitter, run.opts
@@ -570,7 +594,7 @@ class NativeAdapter(AdapterBase):
                 await emitter.publish([emitter.factory.status("running", detail=hub.describe())])
 
         async with open_mcp_servers(
-            self._mcp_servers,
+            servers,
             cwd=opts.cwd or self._workspace,
             session_key=opts.session_key,
             on_died=died,
@@ -708,3 +732,24 @@ async def _one_skill(name: str, directory: str) -> ContentSkill:
     if not found:
         raise ConfigError(f"runtimes.native.skills.{name}.dir: no SKILL.md in {directory}")
     return attrs.evolve(found[0], name=name)
+
+
+def _request(opts: StartOpts) -> str | list[ContentPart]:
+    """The run's first user message: the prompt (cut in cache tiers), then its images."""
+    request = tiered_request(opts)
+    if not opts.images:
+        return request
+    parts = [ContentPart(type="text", text=request)] if isinstance(request, str) else request
+    for image in opts.images:
+        source = ContentSource(type="base64", media_type=image.mime_type, data=image.data)
+        parts.append(ContentPart(type="image", source=source))
+    return parts
+
+
+def _run_server(server: RunMcpServer) -> McpServer:
+    """A run's own MCP server (``StartOpts.mcp_servers``) as the native runtime starts it."""
+    if server.url is not None:
+        return McpHttpServer(server.name, server.url, headers=dict(server.headers))
+    if server.command is None:
+        raise ConfigError(f"MCP server {server.name!r} has neither a command nor a url")
+    return McpStdioServer(server.name, server.command, server.args, env=dict(server.env))

@@ -6,6 +6,7 @@ from .adapter import AGENT_FILES as AGENT_FILES
 from .adapter import OpenClawAdapter as OpenClawAdapter
 from .adapter import OpenClawCodec as OpenClawCodec
 from .adapter import OpenClawConfig as OpenClawConfig
+from .adapter import ask_person as ask_person
 from .client import GatewayClient as GatewayClient
 from .client import open_gateway_client as open_gateway_client
 from .gateway import GatewayManager as GatewayManager

@@ -27,6 +27,17 @@ WebSocket connection (:mod:`adapters.openclaw.client`) carries every run.
 * ``set_model`` → ``sessions.patch {model}``; ``write_context`` → ``agents.files.set`` for the
   agent files OpenClaw knows (``AGENTS.md``, ``SOUL.md`` …), else a file in the agent's workspace
   (known when the adapter manages the gateway, or given as ``workspace``), confined to it.
+* **Approvals**: with :attr:`OpenClawConfig.approve` set the adapter connects as an exec approval
+  client (``caps`` ``exec-approvals``); a managed gateway started with
+  ``GatewaySettings.exec_ask`` asks before every host command. The gateway's
+  ``exec.approval.requested`` (routed to the run by its request's run id) is answered by the
+  policy, and a policy's ``"ask"`` puts the command in the run's approval book
+  (:class:`~orchestrator.core.asking.ToolAsker`: ``status{waiting_approval}``, decided from
+  ``ringleader approve``, the board or an ACP editor); the decision goes back as
+  ``exec.approval.resolve`` (``allow-once`` / ``deny``). OpenClaw's answer carries no message
+  and no edited command: a denial reaches the model as OpenClaw's ``Exec denied (…
+  user-denied)`` result, and an edit is a denial. Scoped grants ("this run", "always here") live
+  in the book, which answers later asks without a person.
 * Tool blocklist: OpenClaw has no per-run tool policy in ``agent``; the blocklist is applied
   gateway-wide (``tools.deny``) when the adapter starts the gateway with it
   (``GatewaySettings.tool_deny``). A run whose blocklist the gateway does not already enforce is
@@ -40,15 +51,16 @@ import collections
 import json
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, RunHandle, StartOpts, TaskHandle
+from orchestrator.core.asking import ToolAsker
 from orchestrator.core.errors import (
     ConfigError,
     RingleaderError,
@@ -63,11 +75,31 @@ from .._runs import RunEmitter
 from .._runtimes import runtime_binary
 from ..scripted import RecordedCall
 from .client import Disconnected, Reconnected, RouteItem, Subscription
-from .dialect import AgentFrame, EventFrame, Frame, ResFrame, UnknownFrame, as_str
+from .dialect import AgentFrame, EventFrame, Frame, ResFrame, UnknownFrame, as_dict, as_str
 from .gateway import PROVIDER_ID, GatewayManager, GatewaySettings, ModelProvider
 from .normalize import RunState, finish_from_lifecycle, normalize
 
-__all__ = ["AGENT_FILES", "OpenClawAdapter", "OpenClawCodec", "OpenClawConfig"]
+__all__ = [
+    "AGENT_FILES",
+    "ExecDecision",
+    "ExecPolicy",
+    "OpenClawAdapter",
+    "OpenClawCodec",
+    "OpenClawConfig",
+    "ask_person",
+]
+
+ExecDecision: TypeAlias = Literal["allow", "deny", "ask"]
+ExecPolicy: TypeAlias = Callable[[Mapping[str, Any]], ExecDecision]
+"""How an exec approval the gateway asks for is answered: a function of its request
+(``command``, ``cwd``, ``agentId``, ``sessionKey`` …) giving ``allow``, ``deny`` or ``ask`` (a
+person, through the run's approval book)."""
+
+
+def ask_person(request: Mapping[str, Any]) -> ExecDecision:
+    """Ask a person about every command the gateway asks about."""
+    return "ask"
+
 
 AGENT_FILES: Final = frozenset(
     {"AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "BOOTSTRAP.md", "MEMORY.md"}
@@ -99,6 +131,10 @@ class OpenClawConfig:
     reconnect_grace: float = 60.0
     request_timeout: float = 60.0
     client_options: dict[str, Any] = attrs.field(factory=dict[str, Any])
+    approve: ExecPolicy | None = None
+    """Answer the gateway's exec approvals with this policy (:func:`ask_person`: a person, from
+    the approval book); ``None``: the adapter is no approval client (a gateway that asks then
+    denies at once, having nobody to ask)."""
 
 
 class OpenClawCodec:
@@ -138,6 +174,7 @@ class _Run:
     deadline: float = float("inf")
     disconnected: bool = False
     """The connection dropped and has not come back yet."""
+    asker: ToolAsker | None = None
 
 
 class OpenClawAdapter(AdapterBase):
@@ -155,7 +192,11 @@ class OpenClawAdapter(AdapterBase):
         super().__init__(clock=clock)
         self.config = config = config or OpenClawConfig()
         if manager is None:
-            options = {"request_timeout": config.request_timeout, **config.client_options}
+            options = {
+                "request_timeout": config.request_timeout,
+                "exec_approvals": config.approve is not None,
+                **config.client_options,
+            }
             if config.url is not None:
                 if config.token is None:
                     raise ConfigError("attaching to an OpenClaw gateway needs its token")
@@ -196,7 +237,7 @@ class OpenClawAdapter(AdapterBase):
             mcp=False,
             worktrees=False,
             resume=True,
-            tool_approval=False,
+            tool_approval=self.config.approve is not None,
             models=models,
             steerable=False,
             context_window_tokens=provider.context_window if provider else None,
@@ -266,6 +307,16 @@ class OpenClawAdapter(AdapterBase):
         )
         sub = client.subscribe(run_id=run_id, session_key=gateway_key)
         run = _Run(emitter=emitter, state=state, gateway_key=gateway_key, run_id=run_id, sub=sub)
+        if config.approve is not None:
+            workspace = self.config.workspace if self.manager.attached else self.manager.workspace
+            run.asker = ToolAsker.for_run(
+                emitter,
+                approvals_db=opts.approvals_db,
+                runtime_id=self.id,
+                agent_id=opts.agent_id,
+                session_key=opts.session_key,
+                cwd=opts.cwd or str(workspace or ""),
+            )
         self._live[opts.session_key] = run
         self._keys[opts.session_key] = gateway_key
         params: dict[str, Any] = {
@@ -362,6 +413,10 @@ class OpenClawAdapter(AdapterBase):
             self.spawn(self._await_outcome, run)
             return
         emitter.bind_run_id(run.run_id)
+        if isinstance(item, EventFrame) and item.event.startswith("exec.approval."):
+            if item.event == "exec.approval.requested":
+                self.spawn(self._answer_approval, run, item.payload)  # a person may take long
+            return
         events = normalize(item, run.state, emitter.factory)
         if events is None:
             events = emitter.note_unknown(_label(item))
@@ -397,6 +452,41 @@ class OpenClawAdapter(AdapterBase):
             frame = ResFrame(id=run.run_id, ok=status in ("ok", ""), payload=result)
         if not run.emitter.done:
             run.sub.send.send_nowait(frame)
+
+    async def _answer_approval(self, run: _Run, payload: Mapping[str, Any]) -> None:
+        """Answer one ``exec.approval.requested`` of ``run`` (see the module docstring)."""
+        approval_id = as_str(payload.get("id"))
+        request = as_dict(payload.get("request"))
+        policy = self.config.approve
+        if not approval_id or policy is None:
+            await trio.lowlevel.checkpoint()
+            return
+        command = as_str(request.get("command"))
+        shown: dict[str, Any] = {"command": command}
+        if as_str(request.get("cwd")):
+            shown["cwd"] = as_str(request.get("cwd"))
+        decision = "deny"
+        try:
+            verdict = policy(request)
+            if verdict == "ask" and run.asker is not None:
+                call_id = as_str(request.get("toolCallId")) or approval_id
+                reason = as_str(request.get("warningText")) or None
+                made = await run.asker.ask("exec", shown, call_id, reason=reason)
+                verdict = "allow" if made.approved and made.input is None else "deny"
+            decision = "allow-once" if verdict == "allow" else "deny"
+        except Exception as exc:  # a policy (or the book) that failed: deny, and say why
+            self.calls.append(RecordedCall("approvalFailed", {"error": type(exc).__name__}))
+        self.calls.append(
+            RecordedCall(
+                "approval",
+                {"sessionKey": run.gateway_key, "id": approval_id, "decision": decision},
+            )
+        )
+        client = self.manager.client
+        if client is None:
+            return
+        with suppress(RingleaderError, trio.TooSlowError):
+            await client.request("exec.approval.resolve", {"id": approval_id, "decision": decision})
 
     async def _stop_in_gateway(self, run: _Run) -> None:
         client = self.manager.client

@@ -17,7 +17,8 @@ One :class:`GatewayClient` holds one connection and serves every run of an adapt
   (``accepted``) and delivers the second (the run's final result) to the run's subscription, in
   order with the run's events.
 * **Events** are routed by ``payload.runId`` to the subscription of that run, else by
-  ``payload.sessionKey`` (:meth:`GatewayClient.subscribe`). Frames for nobody are dropped.
+  ``payload.sessionKey`` (:meth:`GatewayClient.subscribe`); an ``exec.approval.*`` event by the
+  run id and session key of its ``request``. Frames for nobody are dropped.
 * **Reconnect** — when the connection drops, every pending request fails with
   :class:`~orchestrator.core.errors.RuntimeExitedError`, every subscription gets a
   :class:`Disconnected` marker, and the client reconnects with exponential backoff; after
@@ -57,6 +58,8 @@ from .dialect import (
     Frame,
     GatewayError,
     ResFrame,
+    as_dict,
+    as_str,
     decode_frame,
     encode_request,
 )
@@ -143,8 +146,14 @@ class GatewayClient:
         backoff_max: float = 10.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         tap: Callable[[Literal["in", "out"], str], None] | None = None,
+        exec_approvals: bool = False,
     ) -> None:
         self.url = url
+        self.exec_approvals = exec_approvals
+        """Connect as an exec approval client (``caps`` ``exec-approvals``): the gateway sends
+        this connection ``exec.approval.requested`` for the commands its exec policy asks about,
+        and waits for ``exec.approval.resolve`` (without one such client it denies them at once,
+        ``no-approval-route``)."""
         self._token = token
         self.client_name = client_name
         self.connect_timeout = connect_timeout
@@ -240,10 +249,19 @@ class GatewayClient:
         if isinstance(frame, ResFrame):
             sub = self._finals.get(frame.id)
         elif isinstance(frame, AgentFrame | EventFrame):
-            run_id = frame.run_id
+            run_id, session_key = frame.run_id, frame.session_key
+            by_session = not run_id
+            if isinstance(frame, EventFrame) and frame.event.startswith("exec.approval."):
+                # an approval names its run (and session) inside its request
+                request = as_dict(frame.payload.get("request"))
+                run_id, session_key = (
+                    as_str(request.get("runId")),
+                    as_str(request.get("sessionKey")),
+                )
+                by_session = True
             sub = self._by_run.get(run_id) if run_id else None
-            if sub is None and not run_id and frame.session_key:
-                subs = self._by_session.get(frame.session_key)
+            if sub is None and by_session and session_key:
+                subs = self._by_session.get(session_key)
                 sub = subs[-1] if subs else None
         if sub is not None:
             with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -418,7 +436,7 @@ class GatewayClient:
             },
             "role": "operator",
             "scopes": list(_SCOPES),
-            "caps": ["tool-events"],
+            "caps": ["tool-events", *(["exec-approvals"] if self.exec_approvals else [])],
             "auth": {"token": self._token},
             "userAgent": f"{self.client_name}/{_CLIENT_VERSION}",
         }

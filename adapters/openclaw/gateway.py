@@ -126,6 +126,11 @@ class GatewaySettings:
     """The gateway token; ``None`` generates one."""
     tool_deny: tuple[str, ...] = ()
     """Tools denied to every agent of this gateway (``tools.deny``)."""
+    exec_ask: bool = False
+    """Every host command of the ``exec`` tool asks first (``tools.exec`` ``security:"full"``,
+    ``ask:"always"``): the gateway sends ``exec.approval.requested`` to its approval clients
+    (the adapter, with :attr:`OpenClawConfig.approve <adapters.openclaw.OpenClawConfig.approve>`
+    set) and runs the command only on ``exec.approval.resolve`` allowing it."""
     binary: str | None = None
     """The ``openclaw`` executable; default: the one ``scripts/install-runtimes`` installed."""
     startup_timeout: float = 240.0
@@ -194,8 +199,15 @@ def gateway_config(
         }
         config["agents"]["defaults"]["model"] = {"primary": f"{PROVIDER_ID}/{provider.models[0]}"}
     config["models"] = models
+    tools: dict[str, Any] = {}
     if settings.tool_deny:
-        config["tools"] = {"deny": list(settings.tool_deny)}
+        tools["deny"] = list(settings.tool_deny)
+    if settings.exec_ask:
+        # the legacy pair: ask "always" has no `mode` equivalent (mode "ask" skips allowlisted
+        # safe commands); askFallback deny: an approval nobody answers is refused
+        tools["exec"] = {"host": "gateway", "security": "full", "ask": "always"}
+    if tools:
+        config["tools"] = tools
     return config
 
 

@@ -26,7 +26,13 @@ _OPENCLAW_WRITE_TOOLS = ("exec", "process", "write", "edit", "apply_patch")
 
 
 def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
-    from adapters.openclaw import GatewaySettings, ModelProvider, OpenClawAdapter, OpenClawConfig
+    from adapters.openclaw import (
+        GatewaySettings,
+        ModelProvider,
+        OpenClawAdapter,
+        OpenClawConfig,
+        ask_person,
+    )
 
     refuse_unused("openclaw", config, "mode", "extra_args", "mcp_servers", "output_schema")
     base_url = config.base_url or ""
@@ -60,13 +66,23 @@ def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
                 if price is not None else None
             ),
         )  # fmt: skip
-    deny = _OPENCLAW_WRITE_TOOLS if config.permission in ("deny", "ask") else ()
+    ask = config.permission == "ask"
+    if config.permission == "deny":
+        deny = _OPENCLAW_WRITE_TOOLS
+    elif ask:  # exec asks a person through the gateway's approvals; the others cannot ask
+        deny = tuple(t for t in _OPENCLAW_WRITE_TOOLS if t != "exec")
+    else:
+        deny = ()
     # sessions outlive the process (recover, resume): kept in the state directory
     shared = default_state_dir() / "openclaw"
     settings = GatewaySettings(
-        provider=provider, binary=config.binary, tool_deny=deny, shared_state_dir=shared
+        provider=provider,
+        binary=config.binary,
+        tool_deny=deny,
+        exec_ask=ask,
+        shared_state_dir=shared,
     )
-    return OpenClawAdapter(OpenClawConfig(gateway=settings))
+    return OpenClawAdapter(OpenClawConfig(gateway=settings, approve=ask_person if ask else None))
 
 
 OPENCLAW = RuntimeSpec(

@@ -126,9 +126,17 @@ class Card:
 
 
 def _last_line(tail: str) -> str:
-    """The last non-empty line of ``tail`` (capped from the left)."""
-    lines = [line for line in _LINE_BREAK.split(tail) if line.strip()]
-    return lines[-1][-LAST_LINE_CHARS:] if lines else ""
+    """The last non-empty line of ``tail`` (capped from the left): the lines split as
+    :data:`_LINE_BREAK` splits them, walked from the end (no split of the whole tail per
+    delta)."""
+    end = len(tail)
+    while end > 0:
+        start = max(tail.rfind("\n", 0, end), tail.rfind("\r", 0, end)) + 1
+        line = tail[start:end]
+        if line.strip():
+            return line[-LAST_LINE_CHARS:]
+        end = start - 1
+    return ""
 
 
 def _ending(reason: str, error_code: str | None) -> BoardColumn:
@@ -148,6 +156,28 @@ def apply(card: Card, event: RuntimeEvent) -> Card:
             card, events=card.events + 1, updated_ts=event.ts, waiting_for=event.detail
         )
     started = card.started_ts if card.started_ts is not None else event.ts
+    if isinstance(event, TextDelta):  # most events: one copy of the card, not two
+        running = "running" if card.column == "queued" else card.column
+        if event.channel == "reasoning":
+            return attrs.evolve(
+                card,
+                events=card.events + 1,
+                started_ts=started,
+                updated_ts=event.ts,
+                column=running,
+                phase="thinking",
+            )
+        tail = (card.text_tail + event.text)[-2 * LAST_LINE_CHARS :]
+        return attrs.evolve(
+            card,
+            events=card.events + 1,
+            started_ts=started,
+            updated_ts=event.ts,
+            column=running,
+            phase="running" if card.phase == "queued" else card.phase,
+            text_tail=tail,
+            last_line=_last_line(tail),
+        )
     base = attrs.evolve(
         card,
         events=card.events + 1,
@@ -158,11 +188,6 @@ def apply(card: Card, event: RuntimeEvent) -> Card:
         waiting_for=None,
     )
     match event:
-        case TextDelta():
-            if event.channel == "reasoning":
-                return attrs.evolve(base, phase="thinking")
-            tail = (card.text_tail + event.text)[-2 * LAST_LINE_CHARS :]
-            return attrs.evolve(base, text_tail=tail, last_line=_last_line(tail))
         case ToolCall():
             calls = card.open_tool_calls
             if event.tool_call_id not in calls:

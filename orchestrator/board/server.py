@@ -16,7 +16,8 @@
   withdraws it) — only when the process hosts runs (:class:`BoardHost`), else 503;
   ``GET /followups?run=KEY`` lists the queued follow-ups of the run's session;
 * review comments (:mod:`orchestrator.engine.reviewloop.comments`): ``GET /runs/KEY/comments``,
-  ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``) and ``POST
+  ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``), ``POST
+  /runs/KEY/comments/withdraw`` (``{"id"}``: drops one not sent yet) and ``POST
   /runs/KEY/comments/send`` (``{}``: steered into the run when this process hosts it live on a
   steerable runtime, else a resumed turn hosted here; 503 when the process hosts no runs).
 
@@ -65,7 +66,12 @@ from orchestrator.engine.hosts import LocalHost, TaskRef
 from orchestrator.engine.review.compare import compare_runs
 from orchestrator.engine.review.diff import workspace_diff
 from orchestrator.engine.review.land import ApplyOptions, apply_and_record
-from orchestrator.engine.review.records import checkout_of, resolve_group, resolve_run
+from orchestrator.engine.review.records import (
+    checkout_of,
+    resolve_group,
+    resolve_run,
+    workspace_dir,
+)
 from orchestrator.engine.reviewloop.comments import (
     CommentBook,
     comment_range,
@@ -501,6 +507,15 @@ def board_app(
         comment = await book.add(run_key, rel, start, end, text.strip(), lines)
         return JSONResponse(comment.to_json(), 201)
 
+    async def withdraw_comment(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/comments/withdraw`` ``{"id"}``: drop a comment not sent yet."""
+        comment_id = data.get("id")
+        if not isinstance(comment_id, int) or isinstance(comment_id, bool):
+            raise ConfigError("'id' must be a comment's number")
+        run_key, _ = await resolve_commented_run(log, key)
+        await book.withdraw(run_key, comment_id)
+        return JSONResponse({"ok": True, "id": comment_id})
+
     async def send_comments(key: str, data: dict[str, Any]) -> Response:
         """``POST /runs/KEY/comments/send`` ``{}``: a steer into the run when this server hosts
         it live on a steerable runtime, else a resumed turn hosted here."""
@@ -567,7 +582,7 @@ def board_app(
                 "run": run.key,
                 "label": run.workspace.label,
                 "task": run.workspace.group_id,
-                "workspace": run.workspace.root,
+                "workspace": workspace_dir(run.workspace),
                 "kind": run.workspace.kind,
                 "status": last.status if last is not None else None,
                 "applied": run.workspace.applied,
@@ -628,6 +643,7 @@ def board_app(
         Route("/followup", action(followup), methods=["POST"]),
         Route("/followups", followups),
         Route("/runs/{key:path}/comments/send", keyed(send_comments), methods=["POST"]),
+        Route("/runs/{key:path}/comments/withdraw", keyed(withdraw_comment), methods=["POST"]),
         Route("/runs/{key:path}/comments", keyed(add_comment), methods=["POST"]),
         Route("/runs/{key:path}/comments", list_comments, methods=["GET"]),
         Route("/runs/{key:path}/diff", run_diff, methods=["GET"]),

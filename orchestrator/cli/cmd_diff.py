@@ -18,7 +18,7 @@ async def _diff(ref: str, *, stat: bool, as_json: bool, out: TextIO) -> int:
     from orchestrator.cli.commands import usable_state_dir
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.review.diff import workspace_diff
-    from orchestrator.engine.review.records import checkout_of, resolve_run
+    from orchestrator.engine.review.records import checkout_of, resolve_run, workspace_dir
 
     async with EventLog.open(usable_state_dir() / "events.db") as log:
         run = await resolve_run(log, ref)
@@ -30,7 +30,7 @@ async def _diff(ref: str, *, stat: bool, as_json: bool, out: TextIO) -> int:
             "task": run.workspace.group_id,
             "label": run.workspace.label,
             "runtime": run.workspace.runtime_id,
-            "workspace": run.workspace.root,
+            "workspace": workspace_dir(run.workspace),
             "kind": run.workspace.kind,
             **diff.to_json(hunks=not stat),
         }
@@ -48,7 +48,7 @@ async def _compare(ref: str, *, show: str | None, as_json: bool, out: TextIO) ->
     from orchestrator.core.errors import ReviewError
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.review.compare import compare_runs
-    from orchestrator.engine.review.records import resolve_group
+    from orchestrator.engine.review.records import resolve_group, workspace_dir
 
     async with EventLog.open(usable_state_dir() / "events.db") as log:
         runs = await resolve_group(log, ref)
@@ -94,7 +94,7 @@ async def _compare(ref: str, *, show: str | None, as_json: bool, out: TextIO) ->
             last.status if last else "never started",
             files,
             lines,
-            r.error or r.run.workspace.root,
+            r.error or workspace_dir(r.run.workspace),
         )
     console.print(runs_table)
     paths = comparison.files()
@@ -146,8 +146,9 @@ def register(sub: Any) -> None:
         "diff",
         "what a run changed in its workspace",
         "The run's changes against the commit its workspace started from (a temporary copy: "
-        "its snapshot), untracked files included, renames detected, binary and large files "
-        "marked. RUN is a run key, a task id, TASK/LABEL, a runtime (its newest run) or last.",
+        "its snapshot; a run in your own checkout: the working tree as the run found it), "
+        "untracked files included, renames detected, binary and large files marked. RUN is a "
+        "run key, a task id, TASK/LABEL, a runtime (its newest run) or last.",
         [
             "ringleader diff last",
             "ringleader diff last --stat",

@@ -17,15 +17,26 @@ from orchestrator.core.installs import RUNTIMES_DIR_ENV, runtimes_dir
 
 __all__ = ["INSTALLABLE", "register"]
 
-INSTALLABLE = ("claude-code", "codex", "hermes", "openclaw")
-"""What the installer installs (its pins are in ``install_runtimes.sh``)."""
+INSTALLABLE = (
+    "claude-code",
+    "codex",
+    "hermes",
+    "openclaw",
+    "claude-agent-acp",
+    "codex-acp",
+    "opencode",
+    "qwen-code",
+    "gemini-cli",
+)
+"""What the installer installs (its pins are in ``install_runtimes.sh``); the last five are the
+ACP agents behind ``--runtime acp:NAME`` (``acp-agents`` installs all five)."""
 
 _SCRIPT = Path(__file__).with_name("install_runtimes.sh")
 
 
 def _handle(args: argparse.Namespace, out: TextIO) -> int:
     wanted: list[str] = list(dict.fromkeys(args.runtimes))
-    unknown = [r for r in wanted if r not in (*INSTALLABLE, "all")]
+    unknown = [r for r in wanted if r not in (*INSTALLABLE, "all", "acp-agents")]
     if unknown:
         raise ConfigError(
             f"install: unknown runtime {', '.join(map(repr, unknown))}; installable: "
@@ -53,14 +64,23 @@ def register(sub: Any) -> None:
         sub,
         "install",
         "install real runtimes (pinned versions) for this user",
-        "Install Claude Code, Codex, Hermes or OpenClaw at the versions ringleader was measured "
+        "Install Claude Code, Codex, Hermes, OpenClaw or the third-party ACP agents behind "
+        "--runtime acp:NAME (acp-agents: all five; docs/acp-agents.md) at the versions ringleader "
+        "was measured "
         "against, isolated per runtime, into $RINGLEADER_RUNTIMES_DIR (default: a source "
         "checkout's .runtimes/, else ~/.local/share/ringleader/runtimes), with progress on "
         "stderr. Needs npm (and Python 3.11+ for Hermes); contacts only the package registries. "
         "To use a runtime you installed yourself instead, set runtimes.ID.binary in the config.",
-        ["ringleader install claude-code codex", "ringleader install all"],
+        [
+            "ringleader install claude-code codex",
+            "ringleader install acp-agents",
+            "ringleader install all",
+        ],
     )
     install.add_argument(
-        "runtimes", nargs="+", metavar="RUNTIME", help=f"{', '.join(INSTALLABLE)} or all"
+        "runtimes",
+        nargs="+",
+        metavar="RUNTIME",
+        help=f"{', '.join(INSTALLABLE)}, acp-agents or all",
     )
     install.set_defaults(handler=_handle)

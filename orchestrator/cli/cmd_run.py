@@ -27,6 +27,7 @@ from orchestrator.cli.options import (
     load_cli_config,
     model_server,
     model_server_option,
+    model_server_targets,
     model_servers,
     notify_sinks,
     percent,
@@ -45,7 +46,8 @@ from orchestrator.core.registry import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from orchestrator.engine.eventlog import RunRecorder
+    from orchestrator.engine.runner import TaskSpec
 
 __all__ = ["register"]
 
@@ -130,7 +132,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     async with AsyncExitStack() as stack:
         if script is not None:  # one server per runtime, each with that runtime's script
             successors = [to for to, _ in rotation.values() if to is not None]
-            for runtime_id in dict.fromkeys([*runtime_ids, *successors]):
+            for runtime_id in model_server_targets(specs, [*runtime_ids, *successors]):
                 config = await stack.enter_async_context(
                     model_server(spec_named(specs, runtime_id), config, script or None)
                 )
@@ -188,6 +190,7 @@ async def _recover(
 
     async with EventLog.open(usable_state_dir() / "events.db") as log:
         found = await recoverable_tasks(log)
+        asked = await _asked_in_book(log, [task for _, task in found])
     if not found:
         print("ringleader: nothing to recover (no interrupted run with a recorded session)")
         return 0
@@ -205,9 +208,10 @@ async def _recover(
         )
     interrupt = Interrupt()
     async with AsyncExitStack() as stack:
-        config = await model_servers(
-            stack, specs, load_cli_config(config_file, specs), [j.runtime_id for j in jobs], script
-        )
+        loaded = load_cli_config(config_file, specs)
+        if asked:  # a run that waited in the approval book resumes asking it again
+            loaded = asking(loaded, asked, "recover")
+        config = await model_servers(stack, specs, loaded, [j.runtime_id for j in jobs], script)
         registry = registry_for(specs, config)
         results = await interrupt.run(
             lambda: run_jobs(
@@ -217,11 +221,34 @@ async def _recover(
                 state_dir=usable_state_dir(),
                 on_host=interrupt.attach,
                 on_retry=print_retry,
+                approvals=bool(asked),
             )
         )
     if interrupt.requested:
         return 130
     return 0 if all(r.ok for r in results) else 1
+
+
+async def _asked_in_book(log: RunRecorder, tasks: Sequence[TaskSpec]) -> list[str]:
+    """The runtimes of the recovered ``tasks`` whose runs have an entry in the approval book
+    (a call waited there, perhaps decided since): they resume with the book, so the runtime's
+    repeated ask is answered by the decision (or waits again for one)."""
+    from orchestrator.cli.commands import usable_state_dir
+    from orchestrator.core.approvals import APPROVALS_DB, ApprovalBook
+
+    path = usable_state_dir() / APPROVALS_DB
+    if not tasks or not path.exists():
+        await trio.lowlevel.checkpoint()
+        return []
+    book = ApprovalBook(path)
+    sessions = {e.session_key for e in await book.entries() if e.session_key}
+    runtimes: list[str] = []
+    rows = {row.run_key: row for row in await log.runs()}
+    for task in tasks:
+        row = rows.get(task.resume.run_key) if task.resume is not None else None
+        if row is not None and row.session_key in sessions and row.runtime_id not in runtimes:
+            runtimes.append(row.runtime_id)
+    return runtimes
 
 
 def _rotation(

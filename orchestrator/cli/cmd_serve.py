@@ -26,7 +26,7 @@ from orchestrator.core.registry import (
     discover_runtimes,
 )
 
-__all__ = ["register"]
+__all__ = ["feed_token", "register"]
 
 
 async def _serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -44,7 +44,7 @@ async def _serve(args: argparse.Namespace, out: TextIO) -> int:
             registry,
             host=args.host,
             port=args.port,
-            token=_feed_token(args),
+            token=feed_token(args),
             out=out,
             notify=config.config.notify,
             schedules=config.config.schedule,
@@ -52,7 +52,7 @@ async def _serve(args: argparse.Namespace, out: TextIO) -> int:
         )
 
 
-def _feed_token(args: argparse.Namespace) -> str | None:
+def feed_token(args: argparse.Namespace) -> str | None:
     """The feed token: ``--token-file``, else ``$RINGLEADER_FEED_TOKEN_FILE``, else
     ``$RINGLEADER_FEED_TOKEN``, else ``--token`` (which shows in ``ps``). One source only."""
     path: Path | None = args.token_file

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Install the real agent runtimes, pinned, isolated per runtime under .runtimes/ (git-ignored).
 #
-#   scripts/install-runtimes                    # all four
+#   scripts/install-runtimes                    # all of them
 #   scripts/install-runtimes claude-code codex  # a subset
+#   scripts/install-runtimes acp-agents         # the five third-party ACP agents
 #
-# Runtimes: claude-code, codex, hermes, openclaw. Idempotent: a runtime whose stamp file matches
+# Runtimes: claude-code, codex, hermes, openclaw, and the ACP agents behind `--runtime acp:NAME`
+# (docs/acp-agents.md): claude-agent-acp, codex-acp, opencode, qwen-code, gemini-cli. Idempotent: a runtime whose stamp file matches
 # the pinned spec and whose binary exists is skipped, so a re-run takes seconds. Only the package
 # registries (npm, PyPI) are contacted; no runtime is started except `--version` checks, run with
 # their update checks and telemetry disabled.
@@ -15,6 +17,12 @@
 #   .runtimes/hermes/venv/   Python venv (3.11–3.13) with hermes-agent[acp,anthropic]; bin/hermes
 #   .runtimes/openclaw/node24/  npm prefix with Node 24 (npm package `node`); bin: node_modules/.bin/node
 #   .runtimes/openclaw/app/     npm prefix with openclaw; bin: node_modules/.bin/openclaw (needs node 24 on PATH)
+#   .runtimes/claude-agent-acp/ npm prefix; node script: node_modules/.bin/claude-agent-acp
+#   .runtimes/codex-acp/        npm prefix; native binary: node_modules/@zed-industries/codex-acp-linux-<arch>/bin/codex-acp
+#   .runtimes/opencode/         npm prefix; native binary: node_modules/opencode-linux-<arch>/bin/opencode
+#   .runtimes/qwen-code/node24/ npm prefix with Node 24 (qwen needs Node >= 22)
+#   .runtimes/qwen-code/app/    npm prefix; node script: node_modules/.bin/qwen (node 24 first on PATH)
+#   .runtimes/gemini-cli/       npm prefix; node script: node_modules/.bin/gemini
 #
 # Pins (runtimes.md measured these exact versions; change them together with the adapters):
 set -euo pipefail
@@ -25,24 +33,32 @@ HERMES_VERSION="0.19.0"
 HERMES_EXTRAS="acp,anthropic"
 OPENCLAW_VERSION="2026.9.6"
 NODE24_VERSION="24.21.0"
+CLAUDE_AGENT_ACP_VERSION="0.23.1"
+CODEX_ACP_VERSION="0.16.0"
+OPENCODE_VERSION="1.18.33"
+QWEN_CODE_VERSION="0.24.4"
+GEMINI_CLI_VERSION="0.61.0"
 
 # `ringleader install` and scripts/install-runtimes both set RINGLEADER_RUNTIMES_DIR (a checkout's
 # .runtimes/, else the per-user $XDG_DATA_HOME/ringleader/runtimes)
 RT="${RINGLEADER_RUNTIMES_DIR:?set RINGLEADER_RUNTIMES_DIR (ringleader install sets it)}"
-ALL=(claude-code codex hermes openclaw)
+ACP_AGENTS=(claude-agent-acp codex-acp opencode qwen-code gemini-cli)
+ALL=(claude-code codex hermes openclaw "${ACP_AGENTS[@]}")
 
 # Keep npm quiet and offline from everything but the registry.
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 # Every `--version` check below runs with these: no telemetry, no update checks.
 export DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-  OPENCLAW_NO_AUTO_UPDATE=1
+  OPENCLAW_NO_AUTO_UPDATE=1 \
+  OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_SHARE=1 \
+  GEMINI_CLI_DISABLE_AUTO_UPDATE=1
 
 log() { printf '[install-runtimes] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-  sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 arch_npm() {  # npm's platform package suffix
@@ -175,6 +191,57 @@ install_openclaw() {
   write_stamp "$dir" "$spec"
 }
 
+# ----------------------------------------------------------------- ACP agents
+# Each in its own npm prefix; `--runtime acp:NAME` (adapters/acp/presets.py) finds them there.
+
+claude_agent_acp_bin() { echo "$RT/claude-agent-acp/node_modules/.bin/claude-agent-acp"; }
+codex_acp_bin() { echo "$RT/codex-acp/node_modules/@zed-industries/codex-acp-linux-$(arch_npm)/bin/codex-acp"; }
+opencode_bin() { echo "$RT/opencode/node_modules/opencode-linux-$(arch_npm)/bin/opencode"; }
+qwen_node_bin() { echo "$RT/qwen-code/node24/node_modules/node/bin/node"; }
+qwen_bin() { echo "$RT/qwen-code/app/node_modules/.bin/qwen"; }
+gemini_bin() { echo "$RT/gemini-cli/node_modules/.bin/gemini"; }
+
+install_npm_agent() {  # install_npm_agent NAME SPEC BINARY: one package in $RT/NAME
+  local name="$1" spec="$2" bin="$3"
+  if stamp_ok "$RT/$name" "$spec" "$bin"; then log "$name: $spec already installed"; return; fi
+  log "$name: installing $spec"
+  timed "$name" npm_install "$RT/$name" "$spec"
+  [[ -x "$bin" ]] || die "$name: binary missing at $bin"
+  write_stamp "$RT/$name" "$spec"
+}
+
+install_qwen_impl() {
+  local dir="$RT/qwen-code"
+  if [[ ! -x "$(qwen_node_bin)" ]] || [[ "$("$(qwen_node_bin)" --version 2>/dev/null)" != "v$NODE24_VERSION" ]]; then
+    npm_install "$dir/node24" "node@$NODE24_VERSION"
+  fi
+  [[ "$("$(qwen_node_bin)" --version)" == "v$NODE24_VERSION" ]] || die "qwen-code: node $NODE24_VERSION not usable at $(qwen_node_bin)"
+  PATH="$(dirname "$(qwen_node_bin)"):$PATH" npm_install "$dir/app" "@qwen-code/qwen-code@$QWEN_CODE_VERSION"
+}
+
+install_qwen() {
+  local dir="$RT/qwen-code" spec="@qwen-code/qwen-code@$QWEN_CODE_VERSION+node@$NODE24_VERSION"
+  if stamp_ok "$dir" "$spec" "$(qwen_bin)" && [[ -x "$(qwen_node_bin)" ]]; then
+    log "qwen-code: $spec already installed"; return
+  fi
+  log "qwen-code: installing $spec"
+  mkdir -p "$dir"
+  timed qwen-code install_qwen_impl
+  [[ -x "$(qwen_bin)" ]] || die "qwen-code: binary missing at $(qwen_bin)"
+  write_stamp "$dir" "$spec"
+}
+
+install_acp_agent() {
+  case "$1" in
+    claude-agent-acp)
+      install_npm_agent claude-agent-acp "@zed-industries/claude-agent-acp@$CLAUDE_AGENT_ACP_VERSION" "$(claude_agent_acp_bin)" ;;
+    codex-acp) install_npm_agent codex-acp "@zed-industries/codex-acp@$CODEX_ACP_VERSION" "$(codex_acp_bin)" ;;
+    opencode) install_npm_agent opencode "opencode-ai@$OPENCODE_VERSION" "$(opencode_bin)" ;;
+    qwen-code) install_qwen ;;
+    gemini-cli) install_npm_agent gemini-cli "@google/gemini-cli@$GEMINI_CLI_VERSION" "$(gemini_bin)" ;;
+  esac
+}
+
 # ------------------------------------------------------------------- versions
 
 first_line() {  # first_line CMD...: the first output line of CMD (no pipe into head: SIGPIPE + pipefail)
@@ -210,6 +277,17 @@ PY
         OPENCLAW_STATE_DIR="$RT/openclaw/state" timeout 60 "$(openclaw_bin)" --version)"
       printf '%-12s %s\n             %s (node %s at %s)\n' openclaw "$(openclaw_bin)" "$v" \
         "$("$(node24_bin)" --version)" "$(node24_bin)" ;;
+    claude-agent-acp | codex-acp | opencode | qwen-code | gemini-cli)
+      # the ACP agents print nothing useful without a model; the stamp names the version
+      local bin
+      case "$1" in
+        claude-agent-acp) bin="$(claude_agent_acp_bin)" ;;
+        codex-acp) bin="$(codex_acp_bin)" ;;
+        opencode) bin="$(opencode_bin)" ;;
+        qwen-code) bin="$(qwen_bin)" ;;
+        gemini-cli) bin="$(gemini_bin)" ;;
+      esac
+      printf '%-12s %s\n             %s\n' "$1" "$bin" "$(cat "$RT/$1/.ringleader-installed")" ;;
   esac
 }
 
@@ -220,11 +298,16 @@ main() {
       -h | --help) usage; exit 0 ;;
       all) want+=("${ALL[@]}") ;;
       claude-code | codex | hermes | openclaw) want+=("$a") ;;
+      claude-agent-acp | codex-acp | opencode | qwen-code | gemini-cli) want+=("$a") ;;
+      acp-agents) want+=("${ACP_AGENTS[@]}") ;;
       claude) want+=(claude-code) ;;
       *) usage >&2; die "unknown runtime '$a' (known: ${ALL[*]})" ;;
     esac
   done
   [[ ${#want[@]} -gt 0 ]] || want=("${ALL[@]}")
+  local seen=() r2
+  for r2 in "${want[@]}"; do [[ " ${seen[*]-} " == *" $r2 "* ]] || seen+=("$r2"); done
+  want=("${seen[@]}")
   mkdir -p "$RT"
   local r
   for r in "${want[@]}"; do
@@ -233,6 +316,7 @@ main() {
       codex) command -v npm >/dev/null || die "npm is required"; install_codex ;;
       hermes) install_hermes ;;
       openclaw) command -v npm >/dev/null || die "npm is required"; install_openclaw ;;
+      *) command -v npm >/dev/null || die "npm is required"; install_acp_agent "$r" ;;
     esac
   done
   for r in "${want[@]}"; do report "$r"; done

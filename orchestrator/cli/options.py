@@ -47,6 +47,7 @@ __all__ = [
     "load_cli_config",
     "model_server",
     "model_server_option",
+    "model_server_targets",
     "model_servers",
     "notify_sinks",
     "one_line",
@@ -240,7 +241,7 @@ async def model_server(
             raise ConfigError(f"{script}: not a model server script: {one_line(exc)}") from None
     os.environ[MODEL_SERVER_KEY_ENV] = "ringleader-model-server-placeholder"
     async with serve_model_server(source) as server:
-        url = str(server.url) if hook.api == "anthropic" else str(server.base_url)
+        url = str(server.url) if hook.api in ("anthropic", "gemini") else str(server.base_url)
         values: dict[str, Any] = {
             "base_url": url,
             "api_key_env": MODEL_SERVER_KEY_ENV,
@@ -265,6 +266,24 @@ def model_server_option(parser: argparse.ArgumentParser, which: str) -> None:
     )
 
 
+def model_server_targets(specs: Sequence[RuntimeSpec], runtime_ids: Sequence[str]) -> list[str]:
+    """The runtimes of ``runtime_ids`` (once each, in order) that ``--model-server`` points at
+    a server: beside runtimes that take one, a runtime with no model-server hook that takes no
+    ``base_url`` (the scripted runtime) is left as it is; alone, it is returned (and refused)."""
+
+    def talks_to_no_model(runtime_id: str) -> bool:
+        spec = next((s for s in specs if s.id == runtime_id), None)
+        return (
+            spec is not None
+            and spec.model_server is None
+            and spec.settings is not None
+            and "base_url" not in spec.settings
+        )
+
+    named = list(dict.fromkeys(runtime_ids))
+    return [r for r in named if not talks_to_no_model(r)] or named
+
+
 async def model_servers(
     stack: Any,
     specs: Sequence[RuntimeSpec],
@@ -279,7 +298,7 @@ async def model_servers(
         return config
     if script and not await trio.Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
-    for runtime_id in dict.fromkeys(runtime_ids):
+    for runtime_id in model_server_targets(specs, runtime_ids):
         config = await stack.enter_async_context(
             model_server(
                 spec_named(specs, runtime_id),

@@ -42,6 +42,8 @@ from orchestrator.engine.governance import Governance
 from orchestrator.engine.hosts import Host, LocalHost, TaskRef
 from orchestrator.engine.review.diff import workspace_diff
 from orchestrator.engine.review.git import Checkout
+from orchestrator.engine.review.inplace import record_in_place
+from orchestrator.engine.review.records import workspace_dir
 from orchestrator.engine.reviewloop.bootstrap import run_workspace_script
 from orchestrator.engine.runner import Runner, TaskOutcome, TaskSpec
 from orchestrator.engine.supervisor import RetryListener
@@ -110,7 +112,7 @@ class JobResult:
 
 def exit_code(results: Sequence[JobResult]) -> int:
     """0 when every run succeeded; 3 when the failures are all runtimes that are not
-    installed (the README's exit code for it); else 1."""
+    installed (the exit code docs/guide/troubleshooting.md gives it); else 1."""
     if all(r.ok for r in results):
         return 0
     failed = [r for r in results if not r.ok]
@@ -156,7 +158,10 @@ async def _count_changes(ws: Workspace, lane: Lane) -> None:
     if ws.base is None:
         lane.files_changed = await workspace_changes(ws)
         return
-    checkout = Checkout(ws.root, ws.base, ws.git_dir)
+    await _count_diff(Checkout(ws.root, ws.base, ws.git_dir), lane)
+
+
+async def _count_diff(checkout: Checkout, lane: Lane) -> None:
     try:
         diff = await trio.to_thread.run_sync(workspace_diff, checkout)
     except RingleaderError as exc:
@@ -165,6 +170,25 @@ async def _count_changes(ws: Workspace, lane: Lane) -> None:
     n = len(diff.files)
     lane.files_changed = "none" if not n else f"{n} file{'s' if n != 1 else ''}"
     lane.lines_changed = f"+{diff.added} -{diff.removed}" if n else "-"
+
+
+async def _record_start(log: EventLog, job: Job, group: str) -> WorkspaceRow | None:
+    """Record where an in-place run starts (a git checkout's working tree as a commit); a
+    failure only costs the diff, never the run. A resumed turn records nothing: it continues
+    the run it resumes, whose start its diff is against (found by its session's folder)."""
+    if job.task.resume is not None:
+        return None
+    try:
+        return await record_in_place(
+            log,
+            cwd=job.task.cwd or os.getcwd(),
+            task_id=job.task.task_id,
+            runtime_id=job.runtime_id,
+            label=job.label,
+            group_id=group,
+        )
+    except RingleaderError:
+        return None
 
 
 async def teardown_workspaces(
@@ -193,26 +217,40 @@ async def teardown_workspaces(
 _NATIVE_SDKS = ("anthropic", "openai")
 
 
-async def _warm_up(registry: RuntimeRegistry, runtime_ids: set[str]) -> None:
-    """Build (and close) one adapter of each runtime first, so importing a runtime's modules
-    (the model SDKs take seconds on a busy machine) is not counted as the first run's time to
-    first event, nor stalls its siblings. A runtime that cannot be built fails in its run."""
-    if "native" in runtime_ids:
-        # the native loop imports its model SDK when a run starts, on the trio thread: seconds
-        # on a busy machine, during which no sibling run is drained. Import them here, in a
-        # worker thread, before any clock runs.
-        for module in _NATIVE_SDKS:
-            with contextlib.suppress(ImportError):
-                await trio.to_thread.run_sync(
-                    importlib.import_module, module, abandon_on_cancel=True
-                )
-    for runtime_id in sorted(runtime_ids):
+async def _warm_up(registry: RuntimeRegistry, ready: Mapping[str, trio.Event]) -> None:
+    """Build (and close) one adapter of each runtime of ``ready``, side by side, setting its
+    event when done (or when this is cancelled): a runtime's runs wait for their own runtime's
+    warm-up only, so importing the native runtime's model SDKs (seconds on a busy machine) in a
+    worker thread never holds back a CLI's start (issue 37: the side-by-side start). A runtime
+    that cannot be built fails in its run."""
+    try:
+        async with trio.open_nursery() as nursery:
+            for runtime_id, event in sorted(ready.items()):
+                nursery.start_soon(_warm_one, registry, runtime_id, event)
+    finally:
+        for event in ready.values():
+            event.set()
+
+
+async def _warm_one(registry: RuntimeRegistry, runtime_id: str, ready: trio.Event) -> None:
+    try:
+        if runtime_id == "native":
+            # the native loop imports its model SDK when a run starts, on the trio thread:
+            # seconds on a busy machine, during which no sibling run is drained. Import them
+            # here, in a worker thread, before its runs start.
+            for module in _NATIVE_SDKS:
+                with contextlib.suppress(ImportError):
+                    await trio.to_thread.run_sync(
+                        importlib.import_module, module, abandon_on_cancel=True
+                    )
         try:
             adapter = registry.create(runtime_id)
         except Exception:
-            continue
+            return
         with contextlib.suppress(Exception):
             await adapter.aclose()
+    finally:
+        ready.set()
 
 
 STARTING_NOTE_S = 5.0
@@ -265,6 +303,7 @@ async def _run_all(
     log: EventLog,
     recording: EventSink,
     note: Callable[[str], None] | None = None,
+    ready: Mapping[str, trio.Event] | None = None,
 ) -> None:
     """Submit every job to ``host`` (at most ``limiter`` at once) once the jobs it depends on
     succeeded (a chain: else it is skipped, and recorded so); fill in each one's outcome or
@@ -300,6 +339,8 @@ async def _run_all(
                     return
                 task = attrs.evolve(task, title=render_prompt(task.title, gate.results))
             outcome: TaskOutcome | None = None
+            if ready is not None and job.runtime_id in ready:
+                await ready[job.runtime_id].wait()  # its runtime's warm-up (see _warm_up)
             async with limiter:
                 lane.started = trio.current_time()
                 lane.phase = "starting"
@@ -393,6 +434,10 @@ async def run_jobs(
         for job in jobs:
             if job.workspace is not None:
                 await log.record_workspace(_workspace_row(job, job.workspace, group))
+        # a run in the person's own checkout: where it started, so `diff` shows what it changed
+        starts = [
+            await _record_start(log, job, group) if job.workspace is None else None for job in jobs
+        ]
         runner = Runner(
             registry,
             sink=RecordingSink(log, extra=[view, *sinks]),
@@ -414,21 +459,39 @@ async def run_jobs(
                 # entered before the jobs' nursery opens, so it closes after that nursery
                 # (a board opened inside it and closed outside it misnests their scopes)
                 await boards.enter_async_context(board(log, host, _notice(view)))
-            async with trio.open_nursery() as warming:  # a Ctrl-C (host.abort_all) ends it
+            ready = {job.runtime_id: trio.Event() for job in jobs}
+            warming = trio.CancelScope()  # a Ctrl-C (host.abort_all) ends the warm-up
 
-                async def stop_on_abort() -> None:
-                    await host.aborting.wait()
-                    warming.cancel_scope.cancel()
+            async def warm_up() -> None:
+                with warming:
+                    await _warm_up(registry, ready)
 
-                warming.start_soon(stop_on_abort)
-                await _warm_up(registry, {job.runtime_id for job in jobs})
-                warming.cancel_scope.cancel()
-            await _run_all(
-                host, jobs, lanes, outcomes, errors, limiter, skips, log, runner.sink, _notice(view)
-            )
-    for job, lane, before in zip(jobs, lanes, in_place, strict=True):
+            async def stop_on_abort() -> None:
+                await host.aborting.wait()
+                warming.cancel()
+
+            async with trio.open_nursery() as aside:
+                aside.start_soon(warm_up)
+                aside.start_soon(stop_on_abort)
+                await _run_all(
+                    host,
+                    jobs,
+                    lanes,
+                    outcomes,
+                    errors,
+                    limiter,
+                    skips,
+                    log,
+                    runner.sink,
+                    _notice(view),
+                    ready,
+                )
+                aside.cancel_scope.cancel()  # the runs ended: the watcher (and any warm-up) too
+    for job, lane, before, start in zip(jobs, lanes, in_place, starts, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)
+        elif start is not None and start.base is not None:
+            await _count_diff(Checkout(Path(workspace_dir(start)), start.base), lane)
         elif before is not None:
             lane.files_changed = await changes_since(before)
     results = [

@@ -33,7 +33,9 @@ __all__ = [
     "InteractiveRuntime",
     "NativeHomeClaim",
     "ParticipantKind",
+    "PromptImage",
     "RunHandle",
+    "RunMcpServer",
     "RuntimeAdapter",
     "RuntimeClass",
     "RuntimeId",
@@ -99,6 +101,15 @@ class Capabilities(BaseModel):
     native_channels: Literal["gateway", "none"] | None = None
     native_scheduler: bool | None = None
     """Informational only: the host scheduler always owns when to run."""
+    prompt_images: bool | None = None
+    """The runtime takes :attr:`StartOpts.images` (None or False: a run given images fails)."""
+    session_fork: bool | None = None
+    """The runtime takes :attr:`StartOpts.fork`: a resumed session continued as a new one."""
+    run_mcp_servers: bool | None = None
+    """The runtime connects to :attr:`StartOpts.mcp_servers` (the stdio ones at least; HTTP ones
+    where ``run_mcp_http`` says so)."""
+    run_mcp_http: bool | None = None
+    """Of :attr:`StartOpts.mcp_servers`, the streamable-HTTP ones too."""
 
 
 class HealthResult(BaseModel):
@@ -117,6 +128,30 @@ class TaskHandle(BaseModel):
 
     task_id: str | None = None
     team_id: str | None = None
+
+
+class PromptImage(BaseModel):
+    """An image that goes with the prompt (an ACP client's image block): base64 ``data``."""
+
+    model_config = WIRE_CONFIG
+
+    mime_type: str
+    data: str = Field(repr=False)
+
+
+class RunMcpServer(BaseModel):
+    """An MCP server one run connects to, named by whoever started the run (an ACP client's
+    ``session/new``): stdio (``command``, ``args``, ``env``) or streamable HTTP (``url``,
+    ``headers``). ``env`` and ``headers`` may hold secrets: never serialized or shown."""
+
+    model_config = WIRE_CONFIG
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
+    url: str | None = None
+    headers: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
 
 
 class StartOpts(BaseModel):
@@ -158,6 +193,13 @@ class StartOpts(BaseModel):
     plan``, Codex's read-only sandbox, the native runtime's read-only policy) and answers with a
     plan; the host has a person approve it before a normal turn carries it out."""
     env: Mapping[str, str] = Field(default_factory=dict[str, str], exclude=True, repr=False)
+    images: tuple[PromptImage, ...] = Field(default=(), repr=False)
+    """Images that go with the message (runtimes whose ``prompt_images`` capability says so)."""
+    mcp_servers: tuple[RunMcpServer, ...] = ()
+    """MCP servers this run connects to besides the configured ones (``run_mcp_servers``)."""
+    fork: bool = False
+    """With ``resume_session_id``: continue that session as a new session, the original left as
+    it was (runtimes whose ``session_fork`` capability says so)."""
 
     def full_message(self) -> str:
         """The context block (if any) followed by the message, as runtimes receive it."""

@@ -435,6 +435,17 @@ class ApprovalBook:
 
         return await self._db(query)
 
+    async def entries(self) -> list[ApprovalEntry]:
+        """Every entry, whatever its status, oldest first."""
+
+        def query(conn: sqlite3.Connection) -> list[ApprovalEntry]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM approvals ORDER BY created_ms, id"
+            ).fetchall()
+            return [_entry(r) for r in rows]
+
+        return await self._db(query)
+
     async def decide(self, approval_id: str, decision: DecisionLike) -> ApprovalEntry:
         """Record the decision of a pending entry.
 

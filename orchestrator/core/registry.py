@@ -57,12 +57,13 @@ class ModelServerHook:
     """How ``ringleader run --model-server`` points a runtime at the scripted model server.
 
     The CLI starts the server on 127.0.0.1 and calls the runtime's factory with its
-    configuration updated: ``base_url`` (``http://127.0.0.1:PORT`` for ``anthropic``,
+    configuration updated: ``base_url`` (``http://127.0.0.1:PORT`` for ``anthropic`` and
+    ``gemini``,
     ``…/v1`` for ``responses`` and ``chat``), ``api_key_env`` (a variable holding a placeholder
     key), ``model`` and, when given, ``provider``. ``tool_call`` is the one real tool call the
     built-in script makes (a tool this runtime offers by default, harmless in any directory)."""
 
-    api: Literal["anthropic", "responses", "chat"]
+    api: Literal["anthropic", "responses", "chat", "gemini"]
     model: str
     tool_call: Mapping[str, Any] | None = None
     """``{"name": …, "input": {…}}`` in the model server's script format."""

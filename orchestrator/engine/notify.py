@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -84,14 +85,19 @@ def send_apprise(urls: list[str], notice: Notice) -> bool:
     return bool(sent)
 
 
+_RUN_KEY = re.compile(r"runtime:(?P<runtime>.+?):task:(?P<task>[^:]*)")
+"""``runtime:ID:task:TASK…`` (an id may hold a colon itself: ``acp:claude``)."""
+
+
 def _runtime_of(run_key: str) -> str:
     """``runtime:ID:task:…`` → ``ID`` (else the key's first part)."""
-    parts = run_key.split(":")
-    return parts[1] if len(parts) > 2 and parts[0] == "runtime" else parts[0]
+    found = _RUN_KEY.match(run_key)
+    return found["runtime"] if found else run_key.split(":")[0]
 
 
 def _base_key(run_key: str) -> str:
-    return ":".join(run_key.split(":")[:4])
+    found = _RUN_KEY.match(run_key)
+    return found[0] if found else ":".join(run_key.split(":")[:4])
 
 
 @attrs.define(eq=False)

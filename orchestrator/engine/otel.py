@@ -15,6 +15,7 @@ Spans are timed from the events' own ``ts`` (epoch ms), so a replayed log gives 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -208,5 +209,6 @@ def _fail(span: Span, kind: str) -> None:
 
 
 def _runtime_of(run_key: str) -> str:
-    parts = run_key.split(":")
-    return parts[1] if len(parts) > 2 and parts[0] == "runtime" else "runtime"
+    """``runtime:ID:task:…`` → ``ID`` (an id may hold a colon itself: ``acp:claude``)."""
+    found = re.match(r"runtime:(.+?):task:", run_key)
+    return found[1] if found else "runtime"

@@ -42,7 +42,9 @@ import trio
 from orchestrator.core.adapter import (
     RESUME_PROMPT,
     Capabilities,
+    PromptImage,
     RunHandle,
+    RunMcpServer,
     RuntimeAdapter,
     StartOpts,
     TaskHandle,
@@ -208,6 +210,12 @@ class TaskSpec:
     """Plan mode: the first turn plans read-only; a person approves the plan (the approval book)
     before a turn with the normal policy carries it out on the same session, or rejects it
     with a message and gets a new plan (see :meth:`Runner._review_plan`)."""
+    images: tuple[PromptImage, ...] = ()
+    """Images that go with the prompt (``StartOpts.images``)."""
+    mcp_servers: tuple[RunMcpServer, ...] = ()
+    """MCP servers the runs connect to besides the configured ones (``StartOpts.mcp_servers``)."""
+    fork: bool = False
+    """With ``resume``: continue the session as a new one, the recorded one left as it was."""
 
 
 PLAN_APPROVED = "The plan is approved. Carry it out now."
@@ -293,6 +301,10 @@ class Runner:
     accounts: Mapping[str, AccountConfig] = attrs.field(factory=dict[str, AccountConfig])
     """The configured accounts by ``<runtime>@<name>`` (their homes; the registry builds their
     adapters under the same ids: :func:`~orchestrator.engine.accounts.register_accounts`)."""
+    review_plans: bool = True
+    """A plan-mode task's plan waits for a person in the approval book before a normal turn
+    carries it out (``run --plan``); ``False``: the plan is the task's answer and the run ends
+    there (``ringleader acp`` in its ``plan`` session mode: the editor decides what follows)."""
     followups: bool = False
     """Deliver the follow-ups queued for this runner's runs (``ringleader say``, see
     :mod:`orchestrator.engine.followups`): steered in at once when the runtime is steerable,
@@ -434,6 +446,9 @@ class Runner:
             cache_breakpoints=tuple(bp.offset for bp in prompt.cache_breakpoints),
             approvals_db=str(self.state_dir / APPROVALS_DB) if self.approvals else None,
             plan=task.plan,
+            images=task.images,
+            mcp_servers=task.mcp_servers,
+            fork=task.fork and resume_id is not None,
         )
 
     # -- one run under supervision -----------------------------------------------------------
@@ -1134,7 +1149,7 @@ class Runner:
                     why = "" if ok else failure_reason(outcome)
                     gov.record(runtime, task.model, ok=ok, code=outcome.error_code, reason=why)
                 reason = self._rotation_reason(outcome, caps, task.watermark)
-                if turn_task.plan and outcome.reason == "success":
+                if turn_task.plan and outcome.reason == "success" and self.review_plans:
                     turn = await self._plan_turn(
                         adapter, caps, turn_task, session_key, handle, home, outcome
                     )

@@ -14,7 +14,8 @@ built with the official ``mcp`` package (anyio, running on trio):
 * ``say(run, text)`` — steer a live run of this server whose runtime is steerable.
 * ``abort_run(run)`` — abort a live run of this server.
 * ``approve(id, allow, message?)`` — decide a tool call waiting in the approval book.
-* ``read_diff(run)`` — what the run changed in its working directory (git).
+* ``read_diff(run)`` — what the run changed, as ``ringleader diff`` shows it (one diff:
+  ``orchestrator/engine/review/diff.py``'s ``workspace_diff``).
 
 ``run`` is a run key, the task id ``start_run`` answered (its latest run), or ``last``. A mistake (unknown
 run, a finished one, a runtime that is not steerable) is a tool error with one clear line, never
@@ -27,7 +28,6 @@ import contextlib
 import json
 import logging
 import secrets
-import subprocess
 from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -42,12 +42,21 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
-from orchestrator.core.errors import CapabilityError, MailboxClosedError, RingleaderError
+from orchestrator.core.errors import (
+    CapabilityError,
+    MailboxClosedError,
+    ReviewError,
+    RingleaderError,
+)
 from orchestrator.core.events import event_to_json
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog, RunRow
 from orchestrator.engine.feed import FeedAuth, RecordingSink, refused
 from orchestrator.engine.hosts import LocalHost, TaskRef
+from orchestrator.engine.review.diff import WorkspaceDiff, workspace_diff
+from orchestrator.engine.review.git import Checkout, git
+from orchestrator.engine.review.inplace import record_in_place
+from orchestrator.engine.review.records import checkout_of, resolve_run
 from orchestrator.engine.runner import Runner, TaskSpec
 
 __all__ = [
@@ -77,18 +86,29 @@ class Orchestration:
     poll_s: float = 0.25
     """How often ``wait_run`` looks at the log for a run of another process."""
 
-    def start(self, runtime: str, prompt: str, model: str | None, cwd: str | None) -> TaskRef:
+    async def start(self, runtime: str, prompt: str, model: str | None, cwd: str | None) -> TaskRef:
+        """Start a task here; a run in a git checkout gets its starting point recorded first
+        (:mod:`orchestrator.engine.review.inplace`), so ``read_diff`` shows what it changed."""
         if runtime not in self.registry:
             raise ToolError(f"unknown runtime {runtime!r}; known: {', '.join(self.registry.ids())}")
         if not prompt.strip():
             raise ToolError("the prompt is empty")
-        where = Path(cwd or self.cwd).expanduser()
-        if not where.is_dir():
+        where = await trio.Path(cwd or self.cwd).expanduser()
+        if not await where.is_dir():
             raise ToolError(f"{where} is not a directory")
         task_id = f"mcp-{secrets.token_hex(4)}"
         task = TaskSpec(
             task_id=task_id, title=prompt, model=model or None, cwd=str(where), agent_id="mcp"
         )
+        with contextlib.suppress(RingleaderError):  # without it only the diff is lost
+            await record_in_place(
+                self.log,
+                cwd=str(where),
+                task_id=task_id,
+                runtime_id=runtime,
+                label=runtime,
+                group_id=task_id,
+            )
         ref = self.host.submit(runtime, task)
         self.refs[task_id] = ref
         return ref
@@ -144,45 +164,49 @@ def _row_json(row: RunRow) -> dict[str, Any]:
     }
 
 
-def _git(cwd: str, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", cwd, *args], capture_output=True, text=True, check=False, timeout=60
-    )
-    if done.returncode != 0:
-        raise ToolError(f"git {args[0]} failed in {cwd}: {done.stderr.strip()[:300]}")
-    return done.stdout
+async def _checkout(orch: Orchestration, key: str) -> Checkout:
+    """Where the run's changes are, as the review commands see them: its recorded workspace (a
+    worktree, a copy, or the person's checkout with its recorded starting point); for a run
+    with none recorded (it started before starting points were kept), its directory against
+    ``HEAD``."""
+    try:
+        return checkout_of((await resolve_run(orch.log, key)).workspace)
+    except ReviewError as exc:
+        ref = orch.hosted(key)
+        cwd = ref.task.cwd if ref is not None else None
+        if cwd is None:
+            session = await orch.log.get_session(key)
+            cwd = session.origin_cwd if session is not None else None
+        if not cwd:
+            raise ToolError(f"run {key} recorded no working directory") from None
+        found = await trio.to_thread.run_sync(_head_checkout, cwd)
+        if found is None:
+            raise ToolError(" ".join(str(exc).split())) from None
+        return found
 
 
-def _diff(cwd: str) -> dict[str, Any]:
-    """The changes in ``cwd`` against its ``HEAD``, untracked files included (git only)."""
+def _head_checkout(cwd: str) -> Checkout | None:
+    """The git checkout holding ``cwd``, against its ``HEAD`` (``None``: not in git)."""
     if not Path(cwd).is_dir():
         raise ToolError(f"the run's directory {cwd} is gone")
-    inside = subprocess.run(
-        ["git", "-C", cwd, "rev-parse", "--is-inside-work-tree"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if inside.returncode != 0:
-        raise ToolError(f"the run's directory {cwd} is not a git repository")
-    untracked = [
-        p for p in _git(cwd, "ls-files", "--others", "--exclude-standard").splitlines() if p
-    ]
-    text = _git(cwd, "diff", "HEAD", "--find-renames")
-    for path in untracked:
-        added = subprocess.run(
-            ["git", "-C", cwd, "diff", "--no-index", "--", "/dev/null", path],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        text += added.stdout
-    stat = _git(cwd, "diff", "HEAD", "--shortstat").strip()
+    top = git(["rev-parse", "--show-toplevel"], cwd=Path(cwd), check=False)
+    head = git(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=Path(cwd), check=False)
+    if top.returncode != 0 or head.returncode != 0:
+        return None
+    return Checkout(Path(top.stdout.decode().strip()), head.stdout.decode().strip())
+
+
+def _diff_answer(key: str, checkout: Checkout, diff: WorkspaceDiff) -> dict[str, Any]:
+    """``read_diff``'s answer: the files (status, lines, binary/large) and the unified diff
+    (cut at :data:`_DIFF_LIMIT` characters, saying so)."""
+    text = diff.unified()
     cut = len(text) > _DIFF_LIMIT
     return {
-        "cwd": cwd,
-        "stat": stat or ("untracked files only" if untracked else "no changes"),
-        "untracked": untracked,
+        "runKey": key,
+        "workspace": str(checkout.root),
+        "base": diff.base,
+        "summary": diff.summary(),
+        "files": [f.to_json(hunks=False) for f in diff.files],
         "diff": text[:_DIFF_LIMIT] + ("\n[diff cut: too long]" if cut else ""),
     }
 
@@ -210,7 +234,7 @@ def build_mcp_server(orch: Orchestration) -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """Start a task on a runtime (see list_runs for ids; `ringleader runtimes` lists the
         runtimes). Answers the task id, and the run key once the run has started."""
-        ref = orch.start(runtime, prompt, model, cwd)
+        ref = await orch.start(runtime, prompt, model, cwd)
         with trio.move_on_after(5):
             await ref.started()
         run_key = ref.actor.run_key if ref.actor is not None else None
@@ -291,16 +315,15 @@ def build_mcp_server(orch: Orchestration) -> MCPServer[Any]:
 
     @server.tool()
     async def read_diff(run: str) -> dict[str, Any]:
-        """What a run changed in its working directory, against HEAD (untracked files too)."""
+        """What a run changed (as `ringleader diff` shows it): against the commit its workspace
+        started from, untracked files included, renames found, binary and large files marked."""
         key = await orch.run_key(run)
-        ref = orch.hosted(key)
-        cwd = ref.task.cwd if ref is not None else None
-        if cwd is None:
-            session = await orch.log.get_session(key)
-            cwd = session.origin_cwd if session is not None else None
-        if not cwd:
-            raise ToolError(f"run {key} recorded no working directory")
-        return await trio.to_thread.run_sync(_diff, cwd)
+        checkout = await _checkout(orch, key)
+        try:
+            diff = await trio.to_thread.run_sync(workspace_diff, checkout)
+        except ReviewError as exc:
+            raise ToolError(" ".join(str(exc).split())) from None
+        return _diff_answer(key, checkout, diff)
 
     return server
 

@@ -2,14 +2,16 @@
 
 Routes: ``POST /v1/messages`` (any query, e.g. ``?beta=true``), ``POST
 /v1/messages/count_tokens``, ``POST /v1/responses``, ``POST /v1/chat/completions``, ``GET
-/v1/models`` and ``/v1/models/{id}``, and ``GET|HEAD /api/hello`` (Claude Code's preconnect).
+/v1/models`` and ``/v1/models/{id}``, ``POST /v1beta/models/MODEL:generateContent``,
+``:streamGenerateContent`` and ``:countTokens`` (the Gemini API), and ``GET|HEAD /api/hello``
+(Claude Code's preconnect).
 Anything else gets a JSON 404/405 shaped like the real APIs' errors. Every request is logged.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 import trio
@@ -20,7 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Send
 
-from orchestrator.model_server import anthropic_api, openai_chat, openai_responses
+from orchestrator.model_server import anthropic_api, gemini_api, openai_chat, openai_responses
 from orchestrator.model_server._sse import Ids, as_dict
 from orchestrator.model_server.script import Fault, Turn, TurnUsage
 from orchestrator.model_server.state import LoggedRequest, ParsedRequest, ServerState, session_of
@@ -60,6 +62,8 @@ def _error(
     """An error in the dialect's shape; ``kind`` is the Anthropic ``error.type``."""
     if api == "anthropic":
         return _anthropic_error(status, kind, message, headers)
+    if api == "gemini":
+        return JSONResponse(gemini_api.error_body(status, message), status, headers=headers)
     openai_type, code = {
         "invalid_request_error": ("invalid_request_error", None),
         "authentication_error": ("invalid_request_error", "invalid_api_key"),
@@ -134,6 +138,8 @@ def _api_of(path: str) -> str:
         return "anthropic"
     if path.startswith("/v1/responses"):
         return "responses"
+    if path.startswith("/v1beta/"):
+        return "gemini"
     return "chat"
 
 
@@ -166,6 +172,8 @@ def build_app(state: ServerState) -> Starlette:
                             yield anthropic_api.stream_error(message)
                         elif api == "responses":
                             yield openai_responses.stream_error(message, model, response_id, index)
+                        elif api == "gemini":
+                            yield gemini_api.stream_error(message)
                         else:
                             yield openai_chat.stream_error(message)
                         ended = True
@@ -200,6 +208,8 @@ def build_app(state: ServerState) -> Starlette:
                 frames = anthropic_api.stream_frames(turn, model, ids)
             elif api == "responses":
                 frames = openai_responses.stream_frames(turn, model, ids, response_id)
+            elif api == "gemini":
+                frames = gemini_api.stream_frames(turn, model, ids)
             else:
                 options = as_dict(body.get("stream_options"))
                 include = options is not None and bool(options.get("include_usage"))
@@ -216,6 +226,8 @@ def build_app(state: ServerState) -> Starlette:
             content = anthropic_api.message_json(turn, model, ids)
         elif api == "responses":
             content = openai_responses.response_json(turn, model, ids)
+        elif api == "gemini":
+            content = gemini_api.response_json(turn, model, ids)
         else:
             content = openai_chat.completion_json(turn, model, ids)
         return reply(entry, JSONResponse(content, headers={"request-id": ids.next("req")}))
@@ -224,6 +236,7 @@ def build_app(state: ServerState) -> Starlette:
         key = script.api_key
         return key is None or key in (
             headers.get("x-api-key"),
+            headers.get("x-goog-api-key"),
             headers.get("authorization", "").removeprefix("Bearer ").strip(),
         )
 
@@ -237,7 +250,9 @@ def build_app(state: ServerState) -> Starlette:
             selection=None,
         )
 
-    async def handle(request: Request, api: str) -> Response:
+    async def handle(
+        request: Request, api: str, parse: Callable[[dict[str, Any]], ParsedRequest] | None = None
+    ) -> Response:
         raw = await request.body()
         headers = dict(request.headers)
         try:
@@ -249,14 +264,17 @@ def build_app(state: ServerState) -> Starlette:
         if not authorized(headers):
             entry = log_plain(request, raw, body, api)
             return reply(entry, _error(api, 401, "authentication_error", "invalid x-api-key"))
-        dialect = {"anthropic": anthropic_api, "responses": openai_responses, "chat": openai_chat}[
-            api
-        ]
+        dialect = {
+            "anthropic": anthropic_api,
+            "responses": openai_responses,
+            "chat": openai_chat,
+            "gemini": gemini_api,
+        }[api]
         problem = dialect.validate(body)
         if problem is not None:
             entry = log_plain(request, raw, body, api)
             return reply(entry, _error(api, 400, "invalid_request_error", problem))
-        parsed = dialect.parse(body)
+        parsed = parse(body) if parse is not None else dialect.parse(body)
         selection = state.select(
             parsed,
             session=session_of(headers),
@@ -311,6 +329,27 @@ def build_app(state: ServerState) -> Starlette:
     async def chat(request: Request) -> Response:
         return await handle(request, "chat")
 
+    async def gemini(request: Request) -> Response:
+        """``/v1beta/models/MODEL:METHOD`` (generateContent, streamGenerateContent, countTokens)."""
+        model, _, method = str(request.path_params["target"]).rpartition(":")
+        if method in ("generateContent", "streamGenerateContent") and model:
+            stream = method == "streamGenerateContent"
+            return await handle(
+                request, "gemini", lambda body: gemini_api.parse(body, model, stream=stream)
+            )
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = None
+        entry = log_plain(request, raw, body, "gemini")
+        if method != "countTokens" or not model:
+            message = f"POST {request.url.path}: no such method"
+            return reply(entry, _error("gemini", 404, "not_found_error", message))
+        if not authorized(request.headers):
+            return reply(entry, _error("gemini", 401, "authentication_error", "invalid API key"))
+        return reply(entry, JSONResponse(gemini_api.count_tokens(as_dict(body) or {})))
+
     def model_item(model: str) -> dict[str, Any]:
         return {
             "id": model,
@@ -364,6 +403,7 @@ def build_app(state: ServerState) -> Starlette:
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+            Route("/v1beta/models/{target:path}", gemini, methods=["POST"]),
             Route("/api/hello", hello, methods=["GET", "HEAD"]),
         ],
         exception_handlers={404: http_error, 405: http_error},

@@ -75,6 +75,8 @@ FaultKind = Literal[
 DEFAULT_SIDE_REQUEST_PATTERNS: tuple[str, ...] = (
     # Hermes' auxiliary title call (agent/title_generator.py): no tools, non-streamed.
     "Generate a short, descriptive title",
+    # OpenCode's title agent (small model, no tools, streamed).
+    "You are a title generator. You output ONLY a thread title.",
 )
 """Texts that mark a request without tools as a side request wherever they appear in the body."""
 

@@ -125,7 +125,8 @@ class LoggedRequest:
         """Roles (or item types) of ``messages`` / ``input``, in order."""
         body = as_dict(self.body) or {}
         roles: list[str] = []
-        for raw in as_list(body.get("messages")) + as_list(body.get("input")):
+        items = as_list(body.get("messages")) + as_list(body.get("input"))
+        for raw in items + as_list(body.get("contents")):
             item = as_dict(raw)
             if item is not None:
                 roles.append(str(item.get("role") or item.get("type") or "?"))
@@ -138,6 +139,10 @@ class LoggedRequest:
         names: list[str] = []
         for raw in as_list(body.get("tools")):
             tool = as_dict(raw) or {}
+            declarations = as_list(tool.get("functionDeclarations"))
+            if declarations:  # Gemini: one tool holds every function
+                names += [str((as_dict(d) or {}).get("name")) for d in declarations]
+                continue
             function = as_dict(tool.get("function")) or {}
             name = tool.get("name") or function.get("name") or tool.get("type")
             names.append(str(name))
@@ -346,6 +351,7 @@ def prompt_in_cache_order(api: str, body: Any) -> bytes:
         "anthropic": ("tools", "system", "messages"),
         "responses": ("tools", "instructions", "input"),
         "chat": ("tools", "messages"),
+        "gemini": ("tools", "systemInstruction", "contents"),
     }.get(api)
     data = as_dict(body)
     if fields is None or data is None:

@@ -210,3 +210,156 @@ def test_comments_sent_to_a_live_steerable_run_are_steered_into_it(
             server.close()
     finally:
         stop(model)
+
+
+GREETER4 = 'def greet(name):\n    return "hi " + name\n\ndef bye():\n    return "bye"\n'
+
+
+def test_lines_selected_on_the_run_page_are_sent_to_the_agent_as_comments(
+    tmp_path: Path, board_env: dict[str, str], browser: Any, artifacts: Path
+) -> None:
+    """In a real browser: a click on a line number, a shift-click for a range, two comments
+    collected, sent; the agent's session resumes with one turn quoting both, and acts on it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "greeter.py").write_text(GREETER)
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "init", cwd=repo)
+    script = {
+        "conversations": [
+            {
+                "name": "review",
+                "marker": "A reviewer left 2 comments",
+                "turns": [
+                    {
+                        "text": "On it.",
+                        "tool_calls": [
+                            {
+                                "name": "write_file",
+                                "input": {"path": "greeter.py", "content": REVIEWED},
+                            }
+                        ],
+                    },
+                    {"text": "Added the hints and dropped bye."},
+                ],
+            },
+            {
+                "name": "task",
+                "marker": "[[task]]",
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "write_file",
+                                "input": {"path": "greeter.py", "content": GREETER4},
+                            }
+                        ]
+                    },
+                    {"text": "Added bye."},
+                ],
+            },
+        ]
+    }
+    model, config = start_native_model(tmp_path, board_env, script)
+    try:
+        # a run in the person's own checkout: its starting point is recorded, so it has a diff
+        first = subprocess.run(
+            [
+                *(sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "native"),
+                *("--config", str(config), "--json", "[[task]] add bye"),
+            ],
+            cwd=repo,
+            env=board_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert first.returncode == 0, first.stderr
+        key = json.loads(first.stdout.splitlines()[0])["runKey"]
+        assert (repo / "greeter.py").read_text() == GREETER4
+        server = Served(tmp_path, board_env, config)
+        server.start()
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/run/{key}#token={server.token}")
+            diff = 'details.diff-file[data-path="greeter.py"]'
+            page.wait_for_selector(f"{diff}[open] .diff-row", timeout=30_000)
+
+            def number(line: int) -> str:
+                return f'{diff} .diff-row[data-new="{line}"] .ln-new'
+
+            page.click(number(1))
+            page.click(number(2), modifiers=["Shift"])
+            assert page.text_content("#comment-where") == "greeter.py, lines 1–2"
+            selected = page.eval_on_selector_all(
+                f"{diff} .diff-row.selected", "rows => rows.map(r => r.dataset.new)"
+            )
+            assert selected == ["1", "2"]
+            page.fill("#comment-text", "add type hints")
+            page.click("#comment-add")
+            page.wait_for_selector("#comment-list li:nth-child(1)", timeout=30_000)
+            page.click(number(4))
+            assert page.text_content("#comment-where") == "greeter.py, line 4"
+            page.fill("#comment-text", "drop bye, nobody calls it")
+            page.click("#comment-add")
+            page.wait_for_selector("#comment-list li:nth-child(2)", timeout=30_000)
+            page.click(number(5))  # a third one, then taken back before sending
+            page.fill("#comment-text", "second thoughts")
+            page.click("#comment-add")
+            page.wait_for_selector("#comment-list li:nth-child(3)", timeout=30_000)
+            page.click("#comment-list li:nth-child(3) button.comment-remove")
+            page.wait_for_selector("#comment-list li:nth-child(3)", state="detached")
+            assert page.locator("#comment-list li").all_text_contents() == [
+                "greeter.py:1-2 add type hints remove",
+                "greeter.py:4 drop bye, nobody calls it remove",
+            ]
+            commented = page.eval_on_selector_all(
+                f"{diff} .diff-row.commented", "rows => rows.map(r => r.dataset.new)"
+            )
+            assert commented == ["1", "2", "4"]
+            page.screenshot(path=str(artifacts / "board-comments.png"), full_page=True)
+            page.click("#comments-send")
+            page.wait_for_function(
+                "() => document.querySelector('#comment-notice').textContent"
+                ".includes('resumes its session')",
+                timeout=30_000,
+            )
+            assert page.is_hidden("#comments")  # nothing waiting any more
+
+            bearer = server.auth()
+            listed = httpx2.get(
+                f"{server.url}/runs/{key}/comments", headers=bearer, timeout=60
+            ).json()
+            assert [(c["file"], c["start"], c["end"], c["sentVia"]) for c in listed] == [
+                ("greeter.py", 1, 2, "resume"),
+                ("greeter.py", 4, 4, "resume"),
+            ]  # the withdrawn one is gone
+            gone = server.post(f"/runs/{key}/comments/withdraw", json={"id": listed[0]["id"]})
+            assert gone.status_code == 409 and "sent already" in gone.json()["error"]
+            prefix = listed[0]["followUp"]
+            cards = wait_for(
+                lambda: httpx2.get(server.url + "/board", headers=bearer, timeout=60).json()[
+                    "cards"
+                ],
+                lambda cs: any(
+                    c["runKey"].startswith(prefix) and c["column"] == "done" for c in cs
+                ),
+                "the follow-up run to finish",
+            )
+            [follow] = [c for c in cards if c["runKey"].startswith(prefix)]
+            assert follow["resumedFrom"] == key  # the same session, resumed
+            # the one turn the agent got: both comments, each with its file, lines and text
+            prompt = follow["title"]
+            assert prompt.startswith("A reviewer left 2 comments on your changes.")
+            assert "1. greeter.py, lines 1-2:\n    1 | def greet(name):\n" in prompt
+            assert "Comment: add type hints" in prompt
+            assert "2. greeter.py, line 4:\n    4 | def bye():\n" in prompt
+            assert "Comment: drop bye, nobody calls it" in prompt
+            assert "second thoughts" not in prompt
+            assert (repo / "greeter.py").read_text() == REVIEWED  # and it acted on them
+        finally:
+            server.close()
+    finally:
+        stop(model)

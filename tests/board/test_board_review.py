@@ -130,3 +130,110 @@ def test_the_compare_page_puts_the_runs_of_a_task_next_to_each_other(
     assert page.locator('[data-testid="compare-diff"] details.diff-file').count() == 1
     assert "+c" in (page.text_content('[data-testid="compare-diff"] .diff-add') or "")
     page.screenshot(path=str(artifacts / "board-compare.png"), full_page=True)
+
+
+def test_the_diff_is_syntax_highlighted_under_the_boards_policy(
+    served: Served, browser: Any
+) -> None:
+    """highlight.js (shipped in the package's static files) colours a .py file's diff; run text
+    stays text; the page's Content-Security-Policy holds (no violation reported)."""
+    key = "runtime:native:task:t-native:run-0001"
+    page = browser.new_page()
+    messages: list[str] = []
+
+    def heard(message: Any) -> None:
+        messages.append(str(getattr(message, "text", message)))
+
+    page.on("console", heard)
+    page.on("pageerror", heard)
+    answer = page.goto(f"{served.url}/run/{key}#token={served.token}")
+    assert answer is not None
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "style-src 'self'" in policy
+    app = 'details.diff-file[data-path="app.py"]'
+    page.wait_for_selector(f"{app} .diff-row span.hljs-keyword", timeout=TIMEOUT_MS)
+    assert page.get_attribute(f"{app} .diff-body", "data-language") == "py"
+    keywords = page.locator(f"{app} .diff-row span.hljs-keyword").all_text_contents()
+    assert "def" in keywords and "return" in keywords
+    comment = page.locator(f"{app} .diff-add span.hljs-comment").all_text_contents()
+    assert comment == [f"# {INJECTED}"]  # highlighted, and still text
+    assert page.evaluate("window.__pwned") is None
+    strings = page.locator('details.diff-file[data-path="hello.py"] span.hljs-string')
+    assert strings.all_text_contents() == ["'hello'"]
+    # line numbers: old and new side
+    numbers = page.eval_on_selector_all(
+        f"{app} .diff-row",
+        "rows => rows.map(r => [r.querySelector('.ln-old').textContent, r.dataset.new])",
+    )
+    assert numbers == [["1", "1"], ["2", ""], ["", "2"]]
+    # a long plain file: collapsed, built only when opened, never coloured
+    long = page.locator('details.diff-file[data-path="long.txt"]')
+    assert long.locator(".diff-row").count() == 0
+    long.locator("summary").click()
+    page.wait_for_selector('details.diff-file[data-path="long.txt"] .diff-row', timeout=TIMEOUT_MS)
+    assert long.locator(".diff-row").count() == 500
+    assert long.locator("[class^=hljs]").count() == 0
+    violations = [m for m in messages if "Content Security Policy" in m or "Refused" in m]
+    assert violations == [] and not [m for m in messages if "Error" in m], messages
+
+
+def test_the_diff_follows_a_running_run_and_keeps_what_the_person_chose(
+    tmp_path: Path, board_env: dict[str, str], repo: Path, browser: Any
+) -> None:
+    """While the run works the diff view refreshes by itself: a file the agent writes appears,
+    and a file the person closed, the lines they selected and the comment they are typing stay."""
+    made = make_runs(repo, tmp_path / "state", ("native",), status="running")
+    ws = made["native"]
+    (ws / "app.py").write_text("def main():\n    return 2\n")
+    server = Served(tmp_path, board_env | GIT_ID, None)
+    server.start()
+    try:
+        key = "runtime:native:task:t-native:run-0001"
+        page = browser.new_page()
+        page.goto(f"{server.url}/run/{key}#token={server.token}")
+        app = 'details.diff-file[data-path="app.py"]'
+        page.wait_for_selector(f"{app}[open] .diff-row", timeout=TIMEOUT_MS)
+        page.click(f'{app} .diff-row[data-new="1"] .ln-new')
+        page.fill("#comment-text", "half typed")
+        page.locator(f"{app} > summary").click()  # the person closes it
+        assert page.get_attribute(app, "open") is None
+        (ws / "later.py").write_text("x = 1\n")  # the agent goes on working
+        page.wait_for_selector('details.diff-file[data-path="later.py"][open]', timeout=TIMEOUT_MS)
+        assert page.get_attribute(app, "open") is None  # still closed
+        assert page.input_value("#comment-text") == "half typed"
+        assert page.text_content("#comment-where") == "app.py, line 1"
+        assert "2 files" in (page.text_content("#changes-total") or "")
+    finally:
+        server.close()
+
+
+def test_a_diff_of_many_files_is_built_as_it_is_scrolled_to(
+    tmp_path: Path, board_env: dict[str, str], repo: Path, browser: Any
+) -> None:
+    """A change to 120 files: the first files are built at once, the rest only when they come
+    near the screen (a 2,000-file diff stays quick to open), and every one is there when
+    scrolled to."""
+    made = make_runs(repo, tmp_path / "state", ("native",))
+    ws = made["native"]
+    for i in range(120):
+        (ws / f"f{i:03d}.py").write_text(f"value = {i}\n")
+    server = Served(tmp_path, board_env | GIT_ID, None)
+    server.start()
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/run/runtime:native:task:t-native:run-0001#token={server.token}")
+        page.wait_for_selector(
+            'details.diff-file[data-path="f000.py"] .diff-row', timeout=TIMEOUT_MS
+        )
+        assert page.locator("details.diff-file").count() == 120
+        built = page.locator("details.diff-file:has(.diff-row)").count()
+        assert 30 <= built < 120, built
+        last = page.locator('details.diff-file[data-path="f119.py"]')
+        assert last.locator(".diff-row").count() == 0
+        last.scroll_into_view_if_needed()
+        page.wait_for_selector(
+            'details.diff-file[data-path="f119.py"] .diff-row span.hljs-number',
+            timeout=TIMEOUT_MS,
+        )
+    finally:
+        server.close()

@@ -27,13 +27,15 @@ from typing import Any, Literal
 import pytest
 import trio
 
+from adapters.acp import AcpAdapter
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, ask_all
 from adapters.codex import CodexAdapter, CodexConfig, CodexProvider, ask_person
 from adapters.codex.driver import default_state_root
 from adapters.hermes import HermesAdapter, HermesConfig
+from adapters.scripted import RecordedCall
 from contract import check_stream
 from orchestrator.core.adapter import RuntimeAdapter, StartOpts, TaskHandle
-from orchestrator.core.approvals import ApprovalBook
+from orchestrator.core.approvals import ApprovalBook, approve
 from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status, event_from_json
 from orchestrator.model_server import ModelServer, serve_model_server
 
@@ -88,6 +90,16 @@ def script(runtime: Runtime) -> dict[str, Any]:
                 "name": "for-run",
                 "marker": "[[e2e:for-run]]",
                 "turns": [{"tool_calls": [one]}, {"tool_calls": [two]}, {"text": "BOTH_DONE"}],
+            },
+            {
+                "name": "always",
+                "marker": "[[e2e:always]]",
+                "turns": [{"tool_calls": [one]}, {"text": "ALWAYS_DONE"}],
+            },
+            {
+                "name": "always-again",
+                "marker": "[[e2e:always-again]]",
+                "turns": [{"tool_calls": [two]}, {"text": "AGAIN_DONE"}],
             },
         ],
     }
@@ -172,6 +184,9 @@ async def run_deciding(
     state: Path,
     marker: str,
     verdicts: list[list[str]],
+    *,
+    agent_id: str | None = None,
+    calls: list[RecordedCall] | None = None,
 ) -> tuple[list[RuntimeEvent], list[ApprovalCall]]:
     """One run that waits in the book; the n-th ask is decided by ``ringleader approve ID
     *verdicts[n]`` from another process. (events, the calls that waited)."""
@@ -182,7 +197,7 @@ async def run_deciding(
         run = await adapter.start(
             TaskHandle(),
             StartOpts(
-                agent_id=f"{runtime}-approvals",
+                agent_id=agent_id or f"{runtime}-approvals",
                 session_key=f"e2e:{uuid.uuid4().hex[:8]}",
                 message=f"{marker} go",
                 cwd=str(workspace),
@@ -200,6 +215,8 @@ async def run_deciding(
                         nursery.start_soon(
                             ringleader, state, "approve", event.approval.id, *verdict
                         )
+        if calls is not None and isinstance(adapter, AcpAdapter):
+            calls.extend(adapter.calls)
     check_stream(events)
     secret = KEYS[runtime]
     assert all(secret not in json.dumps(e.model_dump(mode="json")) for e in events)
@@ -291,6 +308,43 @@ async def test_allowing_for_the_rest_of_the_run_skips_the_second_ask(
     assert "rest of run" in listed and asked[0].name in listed
 
 
+@pytest.mark.parametrize("runtime", ["hermes"])
+async def test_allow_always_answers_the_next_ask_in_that_directory_without_a_person(
+    runtime: Runtime, server: ModelServer, homes: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """ACP's allow-always, Hermes end to end: its permission request offers ``allow_always``;
+    ``ringleader approve ID --allow --always`` picks it and the book stores the grant (hermes,
+    this directory); a later run in the same directory — another identity, so a fresh Hermes
+    home that remembers nothing — asks again and the grant answers it: no wait, no person."""
+    prepare(runtime, workspace)
+    state = tmp_path / "state"
+    first_calls: list[RecordedCall] = []
+    events, asked = await run_deciding(
+        runtime, server, homes, workspace, state, "[[e2e:always]]", [["--allow", "--always"]],
+        calls=first_calls,
+    )  # fmt: skip
+    assert len(asked) == 1 and done_of(events).reason == "success"
+    assert changed(runtime, workspace, 1)
+    [first] = [c.params for c in first_calls if c.method == "permission"]
+    assert "always" in json.dumps(first)  # the agent's own allow_always option was picked
+    grants = await ApprovalBook.in_state_dir(state).grants()
+    assert [(g.scope, g.tool, g.runtime_id, g.cwd) for g in grants] == [
+        ("always", asked[0].name, runtime, str(workspace))
+    ]
+    listed = await ringleader(state, "approvals")
+    assert "always" in listed and asked[0].name in listed
+    again_calls: list[RecordedCall] = []
+    again, asked_again = await run_deciding(
+        runtime, server, homes, workspace, state, "[[e2e:always-again]]", [],
+        agent_id="hermes-approvals-other", calls=again_calls,
+    )  # fmt: skip
+    assert asked_again == []  # nobody was asked: no waiting_approval at all
+    assert not [e for e in again if isinstance(e, Status) and e.phase == "waiting_approval"]
+    assert [c for c in again_calls if c.method == "permission"]  # yet Hermes did ask
+    assert done_of(again).reason == "success"
+    assert changed(runtime, workspace, 2)
+
+
 async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_the_resume(
     tmp_path: Path,
 ) -> None:
@@ -361,3 +415,82 @@ async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
     assert [e for e in events if isinstance(e, Status) and e.approval is not None]  # asked again
     assert await book.pending() == []
+
+
+async def test_a_codex_call_waiting_when_its_orchestrator_is_killed_is_answered_by_recover(
+    tmp_path: Path,
+) -> None:
+    """Codex (app-server) through the CLI: the orchestrator is SIGKILLed while a command waits
+    in the book; the decision is made meanwhile (in the book, as the board makes it, with no
+    process waiting); ``ringleader recover`` resumes the Codex thread with the book, Codex asks
+    again for the same command (new ids) and the recorded decision answers it: nobody is asked
+    again, and the run succeeds."""
+    installed("codex")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    state = tmp_path / "state"
+    touch = {"name": "exec_command", "input": {"cmd": "touch recovered.txt"}}
+    durable = {
+        "model": MODELS["codex"],
+        "conversations": [
+            {
+                "name": "durable",
+                "marker": "[[e2e:durable]]",
+                "turns": [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}],
+            }
+        ],
+    }
+    async with serve_model_server(durable) as server:
+        config = tmp_path / "ringleader.toml"
+        config.write_text(
+            f'[runtimes.codex]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_CODEX_KEY"\n'
+            f'model = "{MODELS["codex"]}"\n'
+        )
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+        } | {
+            "RINGLEADER_STATE_DIR": str(state),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "E2E_CODEX_KEY": KEYS["codex"],
+        }
+        base = [sys.executable, "-m", "orchestrator.cli"]
+        argv = [*base, "run", "--config", str(config), "--approvals", "wait"]
+        argv += ["--runtime", "codex", "--json", "[[e2e:durable]] go"]
+        proc = await trio.lowlevel.open_process(argv, cwd=workspace, env=env)
+        book = ApprovalBook.in_state_dir(state)
+        try:
+            with trio.fail_after(120):
+                while True:  # the orchestrator's entry, in another process
+                    if (state / "approvals.db").exists() and await book.pending():
+                        break
+                    await trio.sleep(0.2)
+            [entry] = await book.pending()
+            assert entry.owner is not None and entry.owner.pid == proc.pid
+            assert entry.runtime_id == "codex" and entry.tool == "command"
+            proc.kill()  # SIGKILL: nothing of the orchestrator runs any more
+            await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert not (workspace / "recovered.txt").exists()
+        await book.decide(entry.id, approve())  # decided while nobody waits on it
+        recover = [*base, "recover", "--config", str(config), "--json"]
+        with trio.fail_after(180):
+            done = await trio.run_process(
+                recover, cwd=workspace, env=env, capture_stdout=True, capture_stderr=True,
+                check=False,
+            )  # fmt: skip
+        err = done.stderr.decode()
+        assert done.returncode == 0, err[-2000:]
+        assert "recovering" in err
+    assert (workspace / "recovered.txt").exists()
+    lines = done.stdout.decode().splitlines()
+    events = [event_from_json(line) for line in lines if line.startswith("{")]
+    assert isinstance(events[-1], Done) and events[-1].reason == "success"
+    asks = [e.approval for e in events if isinstance(e, Status) and e.approval is not None]
+    assert [a.id for a in asks] == [entry.id]  # asked again: the same call, answered by the book
+    assert await book.pending() == []
+    assert [e.status for e in await book.entries()] == ["approved"]

@@ -222,18 +222,18 @@ def test_a_batch_send_queues_what_sending_one_by_one_would(
 @settings(max_examples=100, deadline=None)
 @given(sizes=st.lists(st.integers(0, 200), min_size=1, max_size=5))
 def test_multi_row_inserts_write_what_executemany_writes(sizes: list[int]) -> None:
-    insert = "INSERT INTO events (run_key, seq, kind, ts, body) VALUES (?, ?, ?, ?, ?)"
-    schema = "CREATE TABLE events (gid INTEGER PRIMARY KEY AUTOINCREMENT, run_key TEXT, seq INTEGER, kind TEXT, ts INTEGER, body TEXT, UNIQUE (run_key, seq))"
+    insert = "INSERT INTO events (run, seq, kind, ts, body) VALUES (?, ?, ?, ?, ?)"
+    schema = "CREATE TABLE events (gid INTEGER PRIMARY KEY AUTOINCREMENT, run INTEGER, seq INTEGER, kind TEXT, ts INTEGER, body TEXT, UNIQUE (run, seq))"
     ours, reference = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
     for conn in (ours, reference):
         conn.execute(schema)
     seq = 0
     for size in sizes:
-        rows = [("k", seq + i, "text-delta", i, f'{{"n":{seq + i}}}') for i in range(size)]
+        rows = [(1, seq + i, "text-delta", i, f'{{"n":{seq + i}}}') for i in range(size)]
         seq += size
         _insert_rows(ours, rows)
         reference.executemany(insert, rows)
-    dump = "SELECT gid, run_key, seq, kind, ts, body FROM events ORDER BY gid"
+    dump = "SELECT gid, run, seq, kind, ts, body FROM events ORDER BY gid"
     assert ours.execute(dump).fetchall() == reference.execute(dump).fetchall()
 
 

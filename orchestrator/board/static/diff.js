@@ -1,9 +1,10 @@
 // The run page's changes: what the run changed in its workspace (GET /runs/KEY/diff, the same
-// facts as `ringleader diff --json`), a unified diff per file built as text nodes (no renderer
-// library, no markup from run text), long files collapsed, refreshed while the run works; and
-// apply / push / pull request (POST /runs/KEY/apply, the same as `ringleader apply`).
+// facts as `ringleader diff --json`), a unified diff per file (diffview.js: line numbers, syntax
+// highlighting, long files collapsed), refreshed while the run works; comments on lines of it
+// sent back to the agent (the same as `ringleader comment`); and apply / push / pull request
+// (POST /runs/KEY/apply, the same as `ringleader apply`).
 import { el, getJSON, post } from "./common.js";
-import { fileView, statusLabel } from "./diffview.js";
+import { fileView, nearScreen, statusLabel } from "./diffview.js";
 
 const REFRESH_MS = 3000; // while the run is running
 const runKey = decodeURIComponent(location.pathname.slice("/run/".length));
@@ -12,7 +13,136 @@ const files = document.getElementById("changed-files");
 const view = document.getElementById("diff");
 const total = document.getElementById("changes-total");
 const result = document.getElementById("apply-result");
+const commentBox = document.getElementById("comment-box");
+const commentWhere = document.getElementById("comment-where");
+const commentText = document.getElementById("comment-text");
+const commentList = document.getElementById("comment-list");
+const commentsBox = document.getElementById("comments");
+const commentNotice = document.getElementById("comment-notice");
+const sendButton = document.getElementById("comments-send");
+const commentsUrl = `/runs/${encodeURIComponent(runKey)}/comments`;
 let last = "";
+const opened = new Map(); // path → open, as the person left it (kept across live refreshes)
+let selection = null; // {file, start, end, anchor}: the lines the next comment is on
+let pending = []; // the run's comments not sent yet (GET /runs/KEY/comments)
+const deferred = nearScreen(() => mark()); // a diff of many files: built as it is scrolled to
+
+function rowsOf(path) {
+  const node = view.querySelector(`details.diff-file[data-path="${CSS.escape(path)}"]`);
+  return node ? [...node.querySelectorAll(".diff-row")] : [];
+}
+
+// Selected and commented lines marked on the rows; the comment form under the selection.
+function mark() {
+  for (const row of view.querySelectorAll(".diff-row.selected, .diff-row.commented")) {
+    row.classList.remove("selected", "commented");
+  }
+  for (const c of pending) {
+    for (const row of rowsOf(c.file)) {
+      const n = Number(row.dataset.new);
+      if (row.dataset.new && n >= c.start && n <= c.end) row.classList.add("commented");
+    }
+  }
+  if (!selection) {
+    commentBox.hidden = true;
+    return;
+  }
+  let lastRow = null;
+  for (const row of rowsOf(selection.file)) {
+    const n = Number(row.dataset.new);
+    if (row.dataset.new && n >= selection.start && n <= selection.end) {
+      row.classList.add("selected");
+      lastRow = row;
+    }
+  }
+  const span = selection.start === selection.end ? `line ${selection.start}` : `lines ${selection.start}–${selection.end}`;
+  commentWhere.textContent = `${selection.file}, ${span}`;
+  if (lastRow) lastRow.after(commentBox);
+  commentBox.hidden = false;
+}
+
+// A click on a new-side line number: that line; shift-click: the range from the last one.
+function pick(path, line, event) {
+  if (event.shiftKey && selection && selection.file === path) {
+    const a = selection.anchor;
+    selection = { file: path, start: Math.min(a, line), end: Math.max(a, line), anchor: a };
+  } else {
+    selection = { file: path, start: line, end: line, anchor: line };
+  }
+  commentNotice.textContent = "";
+  mark();
+  commentText.focus();
+}
+
+function showPending() {
+  commentList.replaceChildren(...pending.map((c) => el("li", { "data-comment": c.id },
+    el("span", { class: "comment-where", text: c.start === c.end ? `${c.file}:${c.start}` : `${c.file}:${c.start}-${c.end}` }),
+    " ", el("span", { class: "comment-text", text: c.text }),
+    " ", el("button", { type: "button", class: "comment-remove", title: "remove this comment", text: "remove", onclick: () => withdraw(c) }))));
+  commentsBox.hidden = pending.length === 0;
+  sendButton.textContent = `Send ${pending.length} comment${pending.length === 1 ? "" : "s"} to the agent`;
+  mark();
+}
+
+async function withdraw(c) {
+  try {
+    await post(`${commentsUrl}/withdraw`, { id: c.id });
+    pending = pending.filter((p) => p.id !== c.id);
+    commentNotice.dataset.error = "no";
+    commentNotice.textContent = `comment removed (${pending.length} waiting)`;
+    showPending();
+  } catch (err) {
+    commentNotice.dataset.error = "yes";
+    commentNotice.textContent = String(err.message);
+  }
+}
+
+async function loadComments() {
+  try {
+    pending = (await getJSON(commentsUrl)).filter((c) => c.sentMs === null);
+    showPending();
+  } catch {
+    /* a run with no recorded session takes no comments */
+  }
+}
+
+commentBox.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (!selection) return;
+  const text = commentText.value.trim();
+  if (!text) return;
+  try {
+    const made = await post(commentsUrl, { file: selection.file, start: selection.start, end: selection.end, text });
+    pending.push(made);
+    commentText.value = "";
+    selection = null;
+    commentNotice.dataset.error = "no";
+    commentNotice.textContent = `comment added (${pending.length} waiting)`;
+    showPending();
+  } catch (err) {
+    commentNotice.dataset.error = "yes";
+    commentNotice.textContent = String(err.message);
+  }
+});
+document.getElementById("comment-cancel").addEventListener("click", () => {
+  selection = null;
+  mark();
+});
+sendButton.addEventListener("click", async () => {
+  try {
+    const r = await post(`${commentsUrl}/send`, {});
+    const n = pending.length;
+    pending = [];
+    showPending();
+    commentNotice.dataset.error = "no";
+    commentNotice.textContent = r.via === "steer"
+      ? `sent ${n} comment(s): steered into the running agent`
+      : `sent ${n} comment(s): the agent resumes its session with them (${r.runKeyPrefix})`;
+  } catch (err) {
+    commentNotice.dataset.error = "yes";
+    commentNotice.textContent = String(err.message);
+  }
+});
 
 function render(data) {
   const shown = JSON.stringify(data.files) + JSON.stringify(data.applied);
@@ -34,7 +164,19 @@ function render(data) {
         if (node) { node.open = true; node.scrollIntoView(); }
       } }),
       ` ${statusLabel(f)} ` + (f.binary ? "binary" : f.large ? "large" : `+${f.added} −${f.removed}`))));
-  view.replaceChildren(...data.files.map(fileView));
+  document.getElementById("changes").append(commentBox); // out of the rows about to go
+  deferred.reset();
+  view.replaceChildren(...data.files.map((f) => fileView(f, {
+    onLine: pick,
+    later: deferred.later,
+    open: (path) => opened.get(path),
+    toggled: (path, open) => {
+      opened.set(path, open);
+      if (open) mark();
+    },
+  })));
+  mark();
+  document.getElementById("apply-form").hidden = data.kind === "your checkout"; // already there
   if (data.applied) {
     const a = data.applied;
     result.textContent = a.landedOn ? `applied: landed on ${a.landedOn} (${a.how})` : `applied: ${a.how}`;
@@ -47,7 +189,7 @@ async function refresh() {
     render(data);
     if (data.status === "running") setTimeout(refresh, REFRESH_MS);
   } catch {
-    box.hidden = true; // a run in your own checkout, or a removed workspace: nothing to show
+    box.hidden = true; // a run whose start was not recorded, or a removed workspace
   }
 }
 
@@ -78,3 +220,4 @@ document.getElementById("apply-form").addEventListener("submit", async (e) => {
 });
 
 refresh();
+loadComments();

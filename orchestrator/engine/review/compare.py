@@ -10,7 +10,7 @@ import attrs
 
 from orchestrator.core.errors import ReviewError
 from orchestrator.engine.review.diff import WorkspaceDiff, workspace_diff
-from orchestrator.engine.review.records import ResolvedRun, checkout_of
+from orchestrator.engine.review.records import ResolvedRun, checkout_of, workspace_dir
 
 __all__ = ["ComparedRun", "Comparison", "compare_runs"]
 
@@ -58,7 +58,7 @@ class Comparison:
                     "runtime": r.run.workspace.runtime_id,
                     "runKey": last.run_key if last else None,
                     "status": last.status if last else "never started",
-                    "workspace": r.run.workspace.root,
+                    "workspace": workspace_dir(r.run.workspace),
                     "files": sorted(r.diff.paths()) if r.diff else [],
                     "added": r.diff.added if r.diff else 0,
                     "removed": r.diff.removed if r.diff else 0,

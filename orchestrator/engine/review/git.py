@@ -107,7 +107,7 @@ def temporary_index(checkout: Checkout) -> Generator[dict[str, str]]:
         target = folder / "index"
         source = checkout.index_path()
         if source.is_file():
-            shutil.copyfile(source, target)
+            shutil.copy2(source, target)  # its mtime too: git re-reads racily clean entries
         yield {"GIT_INDEX_FILE": str(target)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -12,9 +12,10 @@ from typing import Any
 
 import attrs
 
+from orchestrator.core.errors import ReviewError
 from orchestrator.engine.eventlog import RunRow, WorkspaceRow
 from orchestrator.engine.review.git import git
-from orchestrator.engine.review.records import runs_of
+from orchestrator.engine.review.records import CHECKOUT_KIND, runs_of
 from orchestrator.engine.reviewloop.checkpoints import checkpoint_ref_prefix
 
 __all__ = ["KeptWorkspace", "kept_workspaces", "remove_workspace"]
@@ -75,8 +76,8 @@ def kept_workspaces(rows: Sequence[WorkspaceRow], runs: Sequence[RunRow]) -> lis
     """The recorded workspaces that were not removed (blocking: sizes are walked)."""
     kept: list[KeptWorkspace] = []
     for row in rows:
-        if row.removed_ms is not None:
-            continue
+        if row.removed_ms is not None or row.kind == CHECKOUT_KIND:
+            continue  # removed, or the person's own checkout (never ringleader's to remove)
         root = Path(row.root)
         exists = root.is_dir()
         kept.append(
@@ -110,6 +111,8 @@ def remove_workspace(ws: KeptWorkspace) -> None:
     ``ringleader/…`` branch once applied), a copy and its snapshot repository with ``rm -r``.
     Blocking."""
     row = ws.row
+    if row.kind == CHECKOUT_KIND:
+        raise ReviewError(f"{row.origin} is your own checkout: ringleader never removes it")
     root = Path(row.root)
     if row.kind == "git worktree":
         origin = Path(row.origin)

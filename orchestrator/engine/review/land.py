@@ -34,7 +34,7 @@ from orchestrator.core.events import now_ms
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.review.diff import WorkspaceDiff, workspace_diff, workspace_tree
 from orchestrator.engine.review.git import Checkout, git
-from orchestrator.engine.review.records import ResolvedRun, checkout_of
+from orchestrator.engine.review.records import CHECKOUT_KIND, ResolvedRun, checkout_of
 
 __all__ = [
     "ApplyOptions",
@@ -523,6 +523,11 @@ def apply_run(run: ResolvedRun, opts: ApplyOptions) -> ApplyResult:
     Raises:
         ApplyRefusedError: refused before anything of the person's changed.
         ReviewError: the run has no usable workspace, or git failed."""
+    if run.workspace.kind == CHECKOUT_KIND:
+        raise ApplyRefusedError(
+            f"run {run.key} worked in your own checkout ({run.workspace.origin}): its changes are "
+            "already there (see `ringleader diff`; commit them with git)"
+        )
     checkout = checkout_of(run.workspace)
     if checkout.git_dir is not None:
         return _apply_copy(run, checkout, opts)

@@ -25,7 +25,18 @@ __all__ = [
     "resolve_run",
     "runs_of",
     "task_prefix",
+    "workspace_dir",
 ]
+
+CHECKOUT_KIND = "your checkout"
+"""The ``kind`` of a workspace row that is the person's own checkout: a run that worked in place
+(see :mod:`orchestrator.engine.review.inplace`); its ``origin`` is the repository's top level."""
+
+
+def workspace_dir(row: WorkspaceRow) -> str:
+    """The folder the row's changes are in: the workspace, or — a run in the person's own
+    checkout, whose ``root`` is only the row's key — the repository's top level."""
+    return row.origin if row.kind == CHECKOUT_KIND else row.root
 
 
 def checkout_of(row: WorkspaceRow) -> Checkout:
@@ -37,7 +48,7 @@ def checkout_of(row: WorkspaceRow) -> Checkout:
             f"the workspace {row.root} has no recorded starting point (git was not available "
             "when it was made), so its changes cannot be diffed"
         )
-    return Checkout(Path(row.root), row.base, Path(row.git_dir) if row.git_dir else None)
+    return Checkout(Path(workspace_dir(row)), row.base, Path(row.git_dir) if row.git_dir else None)
 
 
 def task_prefix(row: WorkspaceRow) -> str:
@@ -74,12 +85,17 @@ async def _origin_match(
     log: EventLog, key: str, rows: Sequence[WorkspaceRow]
 ) -> WorkspaceRow | None:
     """The workspace a run (e.g. one resumed from a workspace run) worked in, by its session's
-    directory."""
+    directory: a folder inside a workspace, or exactly the folder a run in the person's checkout
+    started in (the newest such run's)."""
     session = await log.get_session(key)
     if session is None or not session.origin_cwd:
         return None
     cwd = Path(session.origin_cwd)
     for row in reversed(rows):
+        if row.kind == CHECKOUT_KIND:
+            if cwd == Path(row.path):  # a follow-up of the newest run started in that folder
+                return row
+            continue
         root = Path(row.root)
         if cwd == root or root in cwd.parents:
             return row
@@ -94,8 +110,8 @@ async def resolve_run(log: EventLog, ref: str) -> ResolvedRun:
     rows = await log.workspaces()
     if not rows:
         raise ReviewError(
-            "no workspace is recorded yet: run a task on several runtimes (`ringleader run "
-            "--runtime A --runtime B …`) or a batch; a run in your own checkout is already there"
+            "no workspace is recorded yet: run a task (`ringleader run …`) in a git repository, "
+            "or on several runtimes (`--runtime A --runtime B`), or a batch"
         )
 
     async def found(row: WorkspaceRow, extra: Sequence[RunRow] = ()) -> ResolvedRun:
@@ -127,8 +143,8 @@ async def resolve_run(log: EventLog, ref: str) -> ResolvedRun:
         if row is not None:
             return await found(row, keyed)
         raise ReviewError(
-            f"run {ref!r} did not work in a workspace ringleader made (it ran in your own "
-            "checkout, where its changes already are)"
+            f"run {ref!r} did not work in a workspace ringleader made, and where it started was "
+            "not recorded (it ran in a folder outside git, or inside a workspace of another run)"
         )
     by_task = [row for row in rows if row.task_id == ref]
     if by_task:

@@ -137,7 +137,7 @@ def _snapshot(repo: _Repo) -> str:
     os.close(fd)
     try:
         if repo.index.is_file():
-            shutil.copyfile(repo.index, tmp)  # known stat data: unchanged files are not re-hashed
+            shutil.copy2(repo.index, tmp)  # stat data and mtime: racily clean files re-read
         else:
             os.unlink(tmp)
         env = {"GIT_INDEX_FILE": tmp}

@@ -57,6 +57,8 @@ class FakeGateway:
     requests: list[dict[str, Any]] = attrs.field(factory=list[dict[str, Any]])
     runs: dict[str, str] = attrs.field(factory=dict[str, str])
     """run id → session key of every ``agent`` request."""
+    caps: list[list[str]] = attrs.field(factory=list[list[str]])
+    """The ``caps`` of every ``connect``."""
     _conns: list[_Conn] = attrs.field(factory=list[_Conn])
     _seq: int = 0
 
@@ -121,8 +123,9 @@ class FakeGateway:
             if first.get("method") != "connect":
                 await ws.close(code=4008)
                 return
-            params = first.get("params") or {}
-            if (params.get("auth") or {}).get("token") != self.token:
+            params: dict[str, Any] = first.get("params") or {}
+            auth: dict[str, Any] = params.get("auth") or {}
+            if auth.get("token") != self.token:
                 await self._answer(conn, first["id"], ok=False, error={
                     "code": "INVALID_REQUEST",
                     "message": "unauthorized: gateway token mismatch",
@@ -130,6 +133,8 @@ class FakeGateway:
                 })  # fmt: skip
                 await ws.close(code=4008)
                 return
+            caps: list[Any] = params.get("caps") or []
+            self.caps.append([str(c) for c in caps])
             if "tool-events" not in (params.get("caps") or []):
                 raise AssertionError("the client must advertise caps: ['tool-events']")
             await self._answer(conn, first["id"], payload={
@@ -196,7 +201,7 @@ class FakeGateway:
             await self._answer(
                 conn, rid, payload={"ok": True, "abortedRunId": None, "status": "no-active-run"}
             )
-        elif method in ("sessions.patch", "agents.files.set", "health"):
+        elif method in ("sessions.patch", "agents.files.set", "health", "exec.approval.resolve"):
             await self._answer(conn, rid, payload={"ok": True})
         elif method == "fake.exit":
             os._exit(3)

@@ -1,0 +1,537 @@
+"""Third-party ACP agents as ready runtimes: ``--runtime acp:claude``, ``acp:codex``,
+``acp:opencode``, ``acp:qwen`` and ``acp:gemini`` (docs/acp-agents.md).
+
+Each preset is the generic ACP adapter with the agent's installed command
+(``ringleader install acp-agents`` puts them under ``.runtimes/``) and the settings that point it
+at a model endpoint (``runtimes."acp:NAME".base_url``, or ``run --model-server``):
+
+===========  ====================================  ================================================
+preset       agent (command)                       model endpoint
+===========  ====================================  ================================================
+acp:claude   claude-agent-acp                      ``ANTHROPIC_BASE_URL`` (Anthropic Messages)
+acp:codex    codex-acp                             a Codex ``model_provider`` in
+                                                   ``$CODEX_HOME/config.toml`` (Responses API)
+acp:opencode ``opencode acp``                      a provider in ``OPENCODE_CONFIG_CONTENT``
+                                                   (``@ai-sdk/openai-compatible``, Chat Completions)
+acp:qwen     ``qwen --acp``                        ``OPENAI_BASE_URL`` (Chat Completions)
+acp:gemini   ``gemini --acp``                      ``GOOGLE_GEMINI_BASE_URL`` (the Gemini API,
+                                                   ``generateContent``)
+===========  ====================================  ================================================
+
+**Homes.** Every agent runs with its own ``HOME`` (and the agent's own config/state variables)
+inside a per-identity home: the host's ``home_dir``, else ``<state_root>/<agent id>`` (default
+``$RINGLEADER_STATE_DIR/acp-NAME``, else ``~/.local/state/ringleader/acp-NAME``), mode 0700 —
+never the user's own ``~/.claude``, ``~/.codex``, ``~/.config/opencode``, ``~/.qwen`` or
+``~/.gemini``. Sessions persist there, so ``session/load`` resumes them in a new process.
+
+**Keys.** The key comes from the variable named by ``api_key_env`` (each preset has a default)
+and is handed to the child in the variable the agent reads; it is never written to a file
+(OpenCode's config names it as ``{env:NAME}``).
+
+**Permissions.** Each agent is configured to *ask* before commands and edits, and the adapter's
+policy answers (``deny`` by default; ``allow``; ``ask``: a person, through the run's approval
+book). Codex answers a rejection by ending the turn (its only reject option is ``abort``), as
+OpenCode and Qwen Code stop after a rejected call; Claude Code goes on with the refusal as the
+tool's result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+import trio
+
+from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
+from orchestrator.core.errors import ConfigError, RingleaderError, RuntimeNotFoundError
+from orchestrator.core.events import now_ms
+
+from .._cli import ChildSpec
+from .._runtimes import install_hint, runtime_binary, runtime_path_dirs
+from ..codex.driver import with_sandbox_helper
+from .adapter import AcpAdapter, AcpRun
+from .driver import AcpConfig, PermissionPolicy
+
+__all__ = [
+    "PRESETS",
+    "AcpPreset",
+    "PresetAdapter",
+    "PresetConfig",
+    "codex_config_toml",
+    "locate_agent",
+    "opencode_config",
+    "preset_adapter",
+    "qwen_settings",
+]
+
+_SAFE_ID: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CODEX_PROVIDER: Final = "ringleader"
+_OPENCODE_PROVIDER: Final = "ringleader"
+
+Api = Literal["anthropic", "responses", "chat", "gemini"]
+
+
+@attrs.frozen
+class AcpPreset:
+    """One third-party ACP agent: how it is installed, started and pointed at a model."""
+
+    name: str
+    """``claude`` → runtime id ``acp:claude``."""
+    install_id: str
+    """What ``ringleader install`` calls it (its folder under ``.runtimes/``)."""
+    title: str
+    args: tuple[str, ...]
+    """Arguments after the binary that start ACP on stdio."""
+    api: Api
+    """The API the agent speaks to its model endpoint."""
+    key_env: str
+    """The variable the key is read from by default (``api_key_env`` overrides)."""
+    default_model: str | None
+    """The model a run asks for when none is configured (``None``: the agent's own)."""
+    local_model: str
+    """The model ``run --model-server`` uses."""
+    tool_call: Mapping[str, Any]
+    """The tool call ``run --model-server``'s built-in script makes (the agent's shell)."""
+
+    @property
+    def runtime_id(self) -> str:
+        return f"acp:{self.name}"
+
+
+PRESETS: Final[dict[str, AcpPreset]] = {
+    p.name: p
+    for p in (
+        AcpPreset(
+            name="claude",
+            install_id="claude-agent-acp",
+            title="Claude Code through Zed's claude-agent-acp",
+            args=(),
+            api="anthropic",
+            key_env="ANTHROPIC_API_KEY",
+            default_model=None,
+            local_model="claude-sonnet-4-6",
+            tool_call={"name": "Bash", "input": {"command": "ls", "description": "List files"}},
+        ),
+        AcpPreset(
+            name="codex",
+            install_id="codex-acp",
+            title="Codex through Zed's codex-acp",
+            args=(),
+            api="responses",
+            key_env="OPENAI_API_KEY",
+            default_model=None,
+            local_model="gpt-5.5",
+            tool_call={"name": "exec_command", "input": {"cmd": "ls"}},
+        ),
+        AcpPreset(
+            name="opencode",
+            install_id="opencode",
+            title="OpenCode (opencode acp)",
+            args=("acp",),
+            api="chat",
+            key_env="OPENAI_API_KEY",
+            default_model=None,
+            local_model="fake-model",
+            tool_call={"name": "bash", "input": {"command": "ls", "description": "List files"}},
+        ),
+        AcpPreset(
+            name="qwen",
+            install_id="qwen-code",
+            title="Qwen Code (qwen --acp)",
+            args=("--acp",),
+            api="chat",
+            key_env="OPENAI_API_KEY",
+            default_model=None,
+            local_model="fake-model",
+            tool_call={"name": "run_shell_command", "input": {"command": "ls"}},
+        ),
+        AcpPreset(
+            name="gemini",
+            install_id="gemini-cli",
+            title="Gemini CLI (gemini --acp)",
+            args=("--acp",),
+            api="gemini",
+            key_env="GEMINI_API_KEY",
+            default_model=None,
+            local_model="gemini-2.5-flash",
+            tool_call={"name": "run_shell_command", "input": {"command": "ls"}},
+        ),
+    )
+}
+"""The presets by name (``acp:NAME``)."""
+
+
+def default_state_root(preset: AcpPreset) -> Path:
+    """``$RINGLEADER_STATE_DIR/acp-NAME`` (default ``~/.local/state/ringleader/acp-NAME``)."""
+    base = os.environ.get("RINGLEADER_STATE_DIR")
+    root = Path(base).expanduser() if base else Path.home() / ".local" / "state" / "ringleader"
+    return root / f"acp-{preset.name}"
+
+
+@attrs.define
+class PresetConfig:
+    """One preset's settings (from ``[runtimes."acp:NAME"]``)."""
+
+    preset: AcpPreset
+    base_url: str | None = None
+    """The model endpoint (Anthropic base without ``/v1``; OpenAI bases with ``/v1``)."""
+    model: str | None = None
+    key_env: str | None = None
+    """The NAME of the variable holding the key (default: the preset's)."""
+    binary: str | None = None
+    extra_args: tuple[str, ...] = ()
+    permission: PermissionPolicy = "deny"
+    state_root: Path | None = None
+    env: Mapping[str, str] = attrs.field(factory=dict[str, str])
+    handshake_timeout: float = 60.0
+    cancel_grace: float = 5.0
+
+    def __attrs_post_init__(self) -> None:
+        if self.key_env is not None and not _ENV_NAME.fullmatch(self.key_env):
+            raise ConfigError(f"key_env must be an environment variable name, not {self.key_env!r}")
+
+    @property
+    def key_variable(self) -> str:
+        return self.key_env or self.preset.key_env
+
+
+# -- what each agent is given -----------------------------------------------------------------
+
+
+def codex_config_toml(base_url: str | None, key_env: str, model: str | None) -> str:
+    """codex-acp's ``$CODEX_HOME/config.toml``: a custom Responses-API provider at ``base_url``
+    (the key through ``env_key``, never written), every non-trusted command asked about, the
+    workspace writable."""
+    lines: list[str] = []
+    if model:
+        lines.append(f"model = {json.dumps(model)}")
+    if base_url:
+        lines.append(f"model_provider = {json.dumps(_CODEX_PROVIDER)}")
+    lines += ['approval_policy = "untrusted"', 'sandbox_mode = "workspace-write"']
+    # the agent's commands never see the key, and no shell snapshot (which records the
+    # environment) is written into the home
+    lines += [
+        "",
+        "[shell_environment_policy]",
+        f"exclude = [{json.dumps(key_env)}]",
+        "",
+        "[features]",
+        "shell_snapshot = false",
+    ]
+    if base_url:
+        lines += [
+            "",
+            f"[model_providers.{_CODEX_PROVIDER}]",
+            f"name = {json.dumps(_CODEX_PROVIDER)}",
+            f"base_url = {json.dumps(base_url)}",
+            'wire_api = "responses"',
+            f"env_key = {json.dumps(key_env)}",
+            "request_max_retries = 1",
+            "stream_max_retries = 1",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def opencode_config(base_url: str | None, key_env: str, model: str | None) -> dict[str, Any]:
+    """OpenCode's configuration (``OPENCODE_CONFIG_CONTENT``): with a ``base_url``, one
+    OpenAI-compatible provider there whose key is ``{env:NAME}``; commands and edits ask."""
+    config: dict[str, Any] = {
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"bash": "ask", "edit": "ask", "webfetch": "ask"},
+    }
+    if base_url:
+        name = model or "default"
+        config["provider"] = {
+            _OPENCODE_PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "ringleader",
+                "options": {"baseURL": base_url, "apiKey": f"{{env:{key_env}}}"},
+                "models": {name: {"name": name, "tool_call": True}},
+            }
+        }
+        config["model"] = config["small_model"] = f"{_OPENCODE_PROVIDER}/{name}"
+    elif model:
+        config["model"] = model
+    return config
+
+
+def qwen_settings() -> dict[str, Any]:
+    """Qwen Code's ``~/.qwen/settings.json``: the OpenAI-compatible auth (``OPENAI_*``
+    variables), approvals asked (``default`` mode), no updates, statistics, telemetry or
+    background memory agents."""
+    return {
+        "security": {"auth": {"selectedType": "openai"}},
+        "general": {"enableAutoUpdate": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
+        "tools": {"approvalMode": "default"},
+    }
+
+
+def gemini_settings() -> dict[str, Any]:
+    """Gemini CLI's ``~/.gemini/settings.json``: the API-key auth, no updates or telemetry."""
+    return {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+
+
+_QUIET: Final[dict[str, dict[str, str]]] = {
+    "claude": {
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    },
+    "codex": {},
+    "opencode": {
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+        "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    },
+    "qwen": {},
+    "gemini": {"GEMINI_CLI_DISABLE_AUTO_UPDATE": "1"},
+}
+"""Variables that stop update checks, telemetry and downloads (offline but for the model)."""
+
+
+def preset_env(config: PresetConfig, home: Path, key: str, model: str | None) -> dict[str, str]:
+    """The agent's own variables for a run in ``home`` with ``model`` (its key included, under
+    the name the agent reads)."""
+    preset = config.preset
+    env: dict[str, str] = {"HOME": str(home), **_QUIET[preset.name]}
+    xdg = {
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+    }
+    match preset.name:
+        case "claude":
+            env |= {"CLAUDE_CONFIG_DIR": str(home / ".claude"), "ANTHROPIC_API_KEY": key}
+            if config.base_url:
+                env["ANTHROPIC_BASE_URL"] = config.base_url
+        case "codex":
+            env |= {"CODEX_HOME": str(home / ".codex"), config.key_variable: key}
+        case "opencode":
+            conf = opencode_config(config.base_url, config.key_variable, model)
+            env |= xdg | {"OPENCODE_CONFIG_CONTENT": json.dumps(conf), config.key_variable: key}
+        case "qwen":
+            env["OPENAI_API_KEY"] = key
+            if config.base_url:
+                env["OPENAI_BASE_URL"] = config.base_url
+            if model:
+                env["OPENAI_MODEL"] = model
+        case "gemini":
+            env["GEMINI_API_KEY"] = key
+            if config.base_url:
+                env["GOOGLE_GEMINI_BASE_URL"] = config.base_url
+            if model:
+                env["GEMINI_MODEL"] = model
+        case _:
+            pass
+    return env
+
+
+def _make_home(home: Path, config: PresetConfig, model: str | None) -> None:
+    """Create the private home and the agent's settings file, if it reads one (no secret)."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    home.chmod(0o700)
+    files: dict[str, str] = {}
+    match config.preset.name:
+        case "qwen":
+            files[".qwen/settings.json"] = json.dumps(qwen_settings(), indent=2)
+        case "gemini":
+            files[".gemini/settings.json"] = json.dumps(gemini_settings(), indent=2)
+        case "codex":
+            toml = codex_config_toml(config.base_url, config.key_variable, model)
+            files[".codex/config.toml"] = toml
+        case _:
+            pass
+    for relative, content in files.items():
+        path = home / relative
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(content)
+
+
+class PresetAdapter(AcpAdapter):
+    """A third-party ACP agent behind the trait (see the module docstring); one subclass per
+    preset carries its runtime id."""
+
+    def __init__(self, config: PresetConfig, *, clock: Callable[[], int] = now_ms) -> None:
+        if config.preset.runtime_id != self.id:
+            raise ConfigError(
+                f"{type(self).__name__} runs {self.id}, not {config.preset.runtime_id}"
+            )
+        self.preset_config = config
+        self.preset = config.preset
+        super().__init__(
+            AcpConfig(
+                binary=config.binary,
+                model=config.model or config.preset.default_model,
+                permission=config.permission,
+                env=dict(config.env),
+                handshake_timeout=config.handshake_timeout,
+                cancel_grace=config.cancel_grace,
+            ),
+            clock=clock,
+        )
+
+    def capabilities(self) -> Capabilities:
+        return (
+            super()
+            .capabilities()
+            .model_copy(
+                update={
+                    "native_home": NativeHomeClaim(scope="per-identity", persist=True),
+                }
+            )
+        )
+
+    def hint(self) -> str:
+        return install_hint(self.preset.install_id, config_key=self.id)
+
+    def binary(self) -> str:
+        return self.config.binary or str(locate_agent(self.preset))
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        if self.config.launcher is not None:
+            return list(self.config.launcher(args))
+        config = self.preset_config
+        return [self.binary(), *self.preset.args, *config.extra_args, *args]
+
+    def model_by_session(self) -> bool:
+        """Claude Code takes the model by ``session/set_model``; the others are given it in
+        their configuration (their ids are their own: ``ringleader/MODEL``,
+        ``$runtime|openai|MODEL``)."""
+        return self.preset.name == "claude"
+
+    def spec(self, args: Sequence[str], env: Mapping[str, str], **kw: Any) -> ChildSpec:
+        return attrs.evolve(super().spec(args, env, **kw), install_hint=self.hint())
+
+    async def probe_health(self) -> HealthResult:
+        try:
+            binary = self.binary()
+        except RingleaderError as exc:
+            await trio.lowlevel.checkpoint()
+            return HealthResult(ok=False, message=str(exc))
+        exists = await trio.Path(binary).exists()
+        return HealthResult(ok=exists, message=binary if exists else f"{binary} is missing")
+
+    async def prepare_run(self, run: AcpRun) -> None:
+        config = self.preset_config
+        preset = self.preset
+        if run.opts.home_dir:
+            home = Path(run.opts.home_dir)
+        else:
+            root = config.state_root or default_state_root(preset)
+            home = root / (_SAFE_ID.sub("_", run.opts.agent_id) or "default")
+        model = run.state.model
+        await trio.to_thread.run_sync(_make_home, home, config, model)
+        run.home = home
+        name = config.key_variable
+        key = run.opts.env.get(name) or config.env.get(name) or os.environ.get(name) or ""
+        own = preset_env(config, home, key or "unset", model)
+        path = run.env.get("PATH") or os.environ.get("PATH") or os.defpath
+        dirs = [str(d) for d in runtime_path_dirs(preset.install_id)] if not config.binary else []
+        if dirs:
+            path = own["PATH"] = os.pathsep.join([*dirs, path])
+        run.env.update(own)
+        if preset.name == "codex" and self.config.launcher is None:
+            # Codex's shell sandbox runs the binary as ``codex-linux-sandbox`` inside bubblewrap;
+            # it will not make that link itself in a home under the system temp directory
+            binary = Path(await trio.to_thread.run_sync(self.binary))
+            run.env.update(
+                await trio.to_thread.run_sync(
+                    with_sandbox_helper, {"PATH": path}, home / ".codex", binary
+                )
+            )
+        if self.config.launcher is None:
+            await trio.to_thread.run_sync(self.binary)  # missing: one clear line with the hint
+
+    def failure_code(self, text: str) -> str:
+        return "runtime_reported"
+
+
+class ClaudeAcpAdapter(PresetAdapter):
+    """``acp:claude``: claude-agent-acp."""
+
+    id = "acp:claude"
+
+
+class CodexAcpAdapter(PresetAdapter):
+    """``acp:codex``: codex-acp."""
+
+    id = "acp:codex"
+
+
+class OpencodeAcpAdapter(PresetAdapter):
+    """``acp:opencode``: ``opencode acp``."""
+
+    id = "acp:opencode"
+
+
+class QwenAcpAdapter(PresetAdapter):
+    """``acp:qwen``: ``qwen --acp``."""
+
+    id = "acp:qwen"
+
+
+class GeminiAcpAdapter(PresetAdapter):
+    """``acp:gemini``: ``gemini --acp``."""
+
+    id = "acp:gemini"
+
+
+_ADAPTERS: Final[dict[str, type[PresetAdapter]]] = {
+    "claude": ClaudeAcpAdapter,
+    "codex": CodexAcpAdapter,
+    "opencode": OpencodeAcpAdapter,
+    "qwen": QwenAcpAdapter,
+    "gemini": GeminiAcpAdapter,
+}
+
+
+def locate_agent(preset: AcpPreset) -> Path:
+    """The installed agent's executable.
+
+    Raises:
+        RuntimeNotFoundError: not installed (the message says how to install it, or how to
+            point ``runtimes."acp:NAME".binary`` at one already installed).
+    """
+    try:
+        return runtime_binary(preset.install_id)
+    except RuntimeNotFoundError as exc:
+        hint = install_hint(preset.install_id, config_key=preset.runtime_id)
+        raise RuntimeNotFoundError(
+            f"{preset.install_id} (the {preset.runtime_id} agent) is not installed (looked for "
+            f"{exc.path}); {hint}",
+            path=exc.path,
+            install_hint=hint,
+            adapter=preset.runtime_id,
+        ) from None
+
+
+def preset_adapter(name: str, **settings: Any) -> PresetAdapter:
+    """The adapter for preset ``name`` (``claude``, ``codex``, …) with ``settings``
+    (:class:`PresetConfig`'s fields)."""
+    try:
+        preset = PRESETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown ACP preset {name!r}; known: {', '.join(PRESETS)}") from None
+    return _ADAPTERS[name](PresetConfig(preset=preset, **settings))
