@@ -225,7 +225,8 @@ async def test_native_conformance(transport: Transport, tmp_path: Path) -> None:
                 loaded = await client.ok(
                     "session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
                 )
-                assert loaded.result is None
+                assert loaded.result is not None  # the session's modes (default and plan)
+                assert loaded.result["modes"]["currentModeId"] == "default"
                 users = [
                     u["content"]["text"]
                     for u in loaded.updates
@@ -251,7 +252,8 @@ async def test_native_conformance(transport: Transport, tmp_path: Path) -> None:
                 resumed = await client.ok(
                     "session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
                 )
-                assert resumed.result == {} and resumed.updates == []
+                assert resumed.updates == []  # no replay
+                assert resumed.result["modes"]["currentModeId"] == "default"
                 third = await client.ok(
                     "session/prompt", {"sessionId": sid, "prompt": text("one more")}
                 )
@@ -312,6 +314,7 @@ async def test_scripted_conformance(transport: Transport, tmp_path: Path) -> Non
             resumed = await client.ok(
                 "session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
             )
-            assert resumed.result == {} and resumed.updates == []
+            assert resumed.updates == []  # no replay
+            assert resumed.result["modes"]["currentModeId"] == "default"
             again = await client.ok("session/prompt", {"sessionId": sid, "prompt": text("more")})
             assert again.result["stopReason"] == "end_turn"
