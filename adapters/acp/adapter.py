@@ -433,6 +433,8 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
                 self.record("permissionFailed", error=type(exc).__name__)
                 outcome = pick_option(params, False)
             self.record("permission", sessionKey=run.opts.session_key, **outcome)
+            if not _allowed(params, outcome):
+                run.state.refused += 1
             await trio.lowlevel.checkpoint()
             return outcome
         if method in _FS_METHODS and self.config.allow_fs:
@@ -502,6 +504,15 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
 def _plans(mode: Mapping[str, Any]) -> bool:
     """Whether a session mode is a planning mode (its id or name says so)."""
     return "plan" in f"{as_str(mode.get('id'))} {as_str(mode.get('name'))}".lower()
+
+
+def _allowed(params: Mapping[str, Any], outcome: Mapping[str, Any]) -> bool:
+    """Whether a ``session/request_permission`` answer picked one of the allow options."""
+    chosen = as_str(as_dict(outcome.get("outcome")).get("optionId"))
+    options = [as_dict(o) for o in as_list(params.get("options"))]
+    return any(
+        o.get("optionId") == chosen and as_str(o.get("kind")).startswith("allow") for o in options
+    )
 
 
 def _current_models(session_result: object) -> set[str]:

@@ -88,6 +88,8 @@ class AcpState:
     meta_usage: AcpUsage | None = None
     """Usage the agent reported in message chunks' ``_meta`` (Qwen Code), summed over the
     prompt's model calls: the run's usage when the prompt's answer has none."""
+    refused: int = 0
+    """Permission requests refused in this run (an agent may end its turn on one: Codex)."""
     asked_inputs: dict[str, Any] = attrs.field(factory=dict[str, Any])
     """Inputs the agent showed in permission requests, by call id."""
 
@@ -167,6 +169,9 @@ def normalize_prompt_end(result: object, make: EventFactory, state: AcpState) ->
         case "max_turn_requests":
             out += make.finish("max_turns", summary)
         case "cancelled":
+            if state.refused:  # nobody aborted: the agent ended its turn on a refusal (Codex)
+                detail = "the agent ended its turn after a refused permission"
+                out.append(make.status("running", detail=detail))
             out += make.finish("aborted", summary)
         case "refusal":
             out += make.fail("the agent refused the prompt", code="refusal", summary=summary)

@@ -252,6 +252,20 @@ async def test_permission_answered_from_the_approval_book(
     assert len(waiting) == 1
 
 
+@pytest.mark.parametrize("agent", ["codex"])
+async def test_a_refusal_that_ends_the_agents_turn_says_so(
+    agent: str, server: ModelServer, tmp_path: Path
+) -> None:
+    """codex-acp's only way to refuse is ``abort``: its turn ends (``cancelled``) though nobody
+    aborted the run; the run says why, and the command never ran."""
+    ws = tmp_path / "ws"
+    async with make_adapter(agent, server, tmp_path) as adapter:  # permission: deny
+        events, _ = await run_once(adapter, "[[e2e:book]] go", ws)
+    assert done_of(events).reason == "aborted"
+    assert any(isinstance(e, Status) and "refused permission" in (e.detail or "") for e in events)
+    assert not (ws / "approved.txt").exists()
+
+
 @pytest.mark.parametrize("agent", ["claude", "codex"])
 async def test_resume_in_a_new_process(agent: str, server: ModelServer, tmp_path: Path) -> None:
     """The identity's home keeps the session: a new agent process loads it (``session/load``)

@@ -341,3 +341,31 @@ def test_usage_in_message_chunks_meta_is_the_runs_when_the_answer_has_none() -> 
     cost = events[0]
     assert isinstance(cost, Cost)
     assert (cost.usage.input_tokens, cost.usage.output_tokens) == (30, 12)
+
+
+def test_a_turn_the_agent_ended_on_a_refusal_says_so() -> None:
+    """codex-acp's only reject option is ``abort``: the prompt answers ``cancelled`` though
+    nobody aborted; the run ends aborted with a status saying why."""
+    make = EventFactory(run_id="r")
+    events = normalize_prompt_end({"stopReason": "cancelled"}, make, AcpState(refused=1))
+    assert [e.kind for e in events] == ["status", "done"]
+    status, done = events
+    assert isinstance(status, Status) and status.detail is not None
+    assert "refused permission" in status.detail
+    assert isinstance(done, Done) and done.reason == "aborted"
+    plain = normalize_prompt_end({"stopReason": "cancelled"}, EventFactory(run_id="r"), AcpState())
+    assert [e.kind for e in plain] == ["done"]
+
+
+def test_an_answer_is_an_allow_only_when_it_picks_an_allow_option() -> None:
+    from adapters.acp.adapter import _allowed  # pyright: ignore[reportPrivateUsage]
+
+    params = {
+        "options": [
+            {"optionId": "approved", "kind": "allow_once"},
+            {"optionId": "abort", "kind": "reject_once"},
+        ]
+    }
+    assert _allowed(params, {"outcome": {"outcome": "selected", "optionId": "approved"}})
+    assert not _allowed(params, {"outcome": {"outcome": "selected", "optionId": "abort"}})
+    assert not _allowed(params, {"outcome": {"outcome": "cancelled"}})
