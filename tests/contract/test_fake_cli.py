@@ -256,7 +256,10 @@ async def test_grandchild_is_recorded_and_dies_with_the_group() -> None:
     argv = fake_cli_argv(LINES, fault="grandchild")
     async with open_child(argv, env=child_env(), sigint_grace=GRACE) as child:
         await read_n(child, 1)  # the grandchild is recorded before the first line
-        (grandchild,) = grandchild_pids()
+        with trio.fail_after(10):  # … and found by its tag (a PID namespace hides its pid)
+            while not (found := grandchild_pids()):  # noqa: ASYNC110 (another process writes it)
+                await trio.sleep(0.05)
+        (grandchild,) = found
         assert grandchild != child.pid
         assert os.getpgid(grandchild) == child.pid  # in the child's process group
         await child.terminate()

@@ -6,6 +6,7 @@ on to run — that ends in exactly one ``done`` whatever happens while it waits.
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,11 @@ async def test_a_run_waiting_for_a_slot_is_a_queued_card_with_its_reason(
             first = host.submit("scripted", TaskSpec(task_id="a", title="first"))
             await first.started()
             second = await submit_waiting(host, "b")
+            # the clock stands still while the board is read on a worker thread (an autojump
+            # would run the first run's 100 s meanwhile); it jumps again to let the runs end
+            autojump_clock.autojump_threshold = math.inf
             board = await read_board(log)
+            autojump_clock.autojump_threshold = 0
             waiting = [
                 c for c in board.cards.values() if c.run_key.startswith("runtime:scripted:task:b:")
             ]

@@ -264,7 +264,7 @@ MISTAKES = [
     (("../../../repo/greeter.py:1", "x"), "../../../repo/greeter.py: outside the run's workspace"),
     (("greeter.py:1", " "), "comment: say what to change"),
     (("--send",), "no comments waiting on runtime:scripted:task:"),
-    (("--send", "--list"), "comment: --send and --list do not go together"),
+    (("--send", "--list"), "comment: --send, --list and --withdraw do not go together"),
 ]
 
 
