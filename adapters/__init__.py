@@ -8,7 +8,7 @@ emission contracts), ``_cli`` (the run loop every child-process runtime shares:
 :class:`CliRun` with a runtime's :class:`CliDialect`), ``_process`` (child processes),
 ``_jsonl`` (line framing).
 
-For a child-process adapter of your own (README "Writing an adapter"): :class:`CliRun` runs one
+For a child-process adapter of your own (docs/guide/adapters.md): :class:`CliRun` runs one
 run's child through the shared loop with your :class:`CliDialect`; :class:`ChildSpec` says how to
 start it; :func:`child_env` builds its allow-listed environment (:data:`DEFAULT_ENV_ALLOW`);
 :func:`probe_version` is a ``--version`` health probe. Lower down, :func:`open_child` (a

@@ -76,7 +76,12 @@ from orchestrator.core.errors import (
     RuntimeStartError,
     redact_secrets,
 )
-from orchestrator.core.lifetime import MARK_ENV, current_process_registry, marked_pids
+from orchestrator.core.lifetime import (
+    MARK_ENV,
+    PID_NS_ENV,
+    current_process_registry,
+    marked_pids,
+)
 from orchestrator.core.redact import register_env_secrets
 from orchestrator.core.sandbox import SandboxPolicy, current_sandbox, wrap
 
@@ -735,9 +740,11 @@ async def open_child(
 ) -> AsyncGenerator[ChildProcess]:
     """Spawn ``argv`` in its own process group; terminate and reap the group on leaving.
 
-    ``pid_namespace=False``: never in a PID namespace of its own (a child that is itself a
-    ringleader sharing the state directory — an MCP server such as ``ringleader mcp`` — must
-    record the pids the rest of the state directory's processes see).
+    ``pid_namespace=False``: never in a PID namespace of its own. Every runtime child, the native
+    runtime's ``bash`` commands and MCP stdio servers included, has one: a ringleader running in
+    there (``ringleader mcp`` as an MCP server, ``ringleader run`` in a tool) records owners that
+    others still recognize (:meth:`~orchestrator.core.lifetime.ProcessIdentity.locate`) and is
+    told it is namespaced (``PID_NS_ENV``), so it never takes an owner it cannot see for dead.
 
     Args:
         argv: program and arguments (never a shell). A bare program name is looked up on ``env``'s
@@ -796,6 +803,8 @@ async def open_child(
         if pid_namespace
         else None
     )
+    if prefix:  # a ringleader in there cannot see the processes outside: see PID_NS_ENV
+        env[PID_NS_ENV] = "1"
     try:
         proc = await _spawn(
             [*prefix, *args] if prefix else args, stdin=stdin, env=env, cwd=cwd, on_spawned=record

@@ -1,7 +1,7 @@
 """ringleader's reusable adapter contract suite and test kit.
 
 Adapter authors subclass :class:`AdapterContract` (and, for child-process adapters,
-:class:`ProcessFaultContract`) and provide a harness; see README "Writing an adapter". The
+:class:`ProcessFaultContract`) and provide a harness; see docs/guide/adapters.md. The
 scripted model server the suite drives runtimes against is :mod:`orchestrator.model_server`,
 re-exported as :mod:`orchestrator.model_server`.
 

@@ -66,7 +66,7 @@ from .._jsonrpc import (
 from .._process import ChildProcess, child_env, open_child
 from .._runs import RunEmitter
 from .driver import AcpConfig, fs_request, initialize_params, permission_outcome, pick_option
-from .normalize import AcpState, normalize_prompt_end, normalize_update
+from .normalize import AcpState, normalize_prompt_end, normalize_update, note_permission
 
 __all__ = ["AcpAdapter", "AcpDialect", "AcpRun"]
 
@@ -118,6 +118,8 @@ class AcpDialect(RpcDialect):
             # the prompt's answer: normalized in order, after the updates before it
             frame[_JUDGED] = await self.adapter.judge_end(self.run, frame.get("result"))
             return False
+        if rpc_kind(frame) == "request" and frame.get("method") == "session/request_permission":
+            note_permission(as_dict(frame.get("params")), self.run.state)
         if await super().route(frame):
             return True
         if not self.live:
@@ -432,6 +434,8 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
                 self.record("permissionFailed", error=type(exc).__name__)
                 outcome = pick_option(params, False)
             self.record("permission", sessionKey=run.opts.session_key, **outcome)
+            if not _allowed(params, outcome):
+                run.state.refused += 1
             await trio.lowlevel.checkpoint()
             return outcome
         if method in _FS_METHODS and self.config.allow_fs:
@@ -501,6 +505,15 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
 def _plans(mode: Mapping[str, Any]) -> bool:
     """Whether a session mode is a planning mode (its id or name says so)."""
     return "plan" in f"{as_str(mode.get('id'))} {as_str(mode.get('name'))}".lower()
+
+
+def _allowed(params: Mapping[str, Any], outcome: Mapping[str, Any]) -> bool:
+    """Whether a ``session/request_permission`` answer picked one of the allow options."""
+    chosen = as_str(as_dict(outcome.get("outcome")).get("optionId"))
+    options = [as_dict(o) for o in as_list(params.get("options"))]
+    return any(
+        o.get("optionId") == chosen and as_str(o.get("kind")).startswith("allow") for o in options
+    )
 
 
 def _current_models(session_result: object) -> set[str]:

@@ -125,8 +125,10 @@ def tool_content_text(contents: object) -> str:
 
 
 def usage_of(result: object) -> AcpUsage | None:
-    """The prompt response's ``usage`` (``None`` when absent — Hermes omits it on failure)."""
-    raw = as_dict(as_dict(result).get("usage"))
+    """The prompt response's ``usage`` (``None`` when absent — Hermes omits it on failure).
+    Also reads a message chunk's ``_meta.usage`` (Qwen Code's per-model-call usage)."""
+    data = as_dict(result)
+    raw = as_dict(data.get("usage")) or as_dict(as_dict(data.get("_meta")).get("usage"))
     if not raw:
         return None
     usage: AcpUsage = {}

@@ -6,7 +6,11 @@
   the tool kind;
   input = ``rawInput``, else the title and content the agent showed); ``tool_call_update`` with
   status ``completed``/``failed`` → ``tool-result`` (``is_error`` when failed). An update for a
-  call we never saw opens it first, so every result has its call.
+  call we never saw opens it first, so every result has its call. A call announced while its
+  input is still being prepared (``rawInput: {}``, nothing shown: claude-agent-acp, Qwen Code)
+  waits for the first update that carries its input (or its result) and is reported with it;
+  an input the agent showed only in its permission request (Qwen Code) is taken from there
+  (:func:`note_permission`).
 * ``plan`` and ``current_mode_update`` → ``status{running}`` with a detail.
 * ``usage_update`` is context **occupancy** (``used`` of ``size`` tokens), not spend: it is kept
   as state (and shown in a status detail), never as billed tokens. Its optional ``cost`` is the
@@ -27,7 +31,7 @@ kept, as the run's baseline.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -36,7 +40,26 @@ from orchestrator.core.events import EventFactory, RuntimeEvent, Usage
 from .._jsonrpc import as_dict, as_float, as_int, as_list, as_str
 from .dialect import KNOWN_UPDATES, AcpUsage, content_text, tool_content_text, usage_of
 
-__all__ = ["AcpState", "normalize_prompt_end", "normalize_update"]
+__all__ = ["AcpState", "normalize_prompt_end", "normalize_update", "note_permission"]
+
+_USAGE_KEYS: tuple[
+    Literal[
+        "inputTokens",
+        "outputTokens",
+        "cachedReadTokens",
+        "cachedWriteTokens",
+        "thoughtTokens",
+        "totalTokens",
+    ],
+    ...,
+] = (
+    "inputTokens",
+    "outputTokens",
+    "cachedReadTokens",
+    "cachedWriteTokens",
+    "thoughtTokens",
+    "totalTokens",
+)
 
 _SILENT = frozenset({"available_commands_update", "config_option_update", "session_info_update"})
 
@@ -60,6 +83,15 @@ class AcpState:
     )
     """The session's cumulative USD when the run started (``None``: unknown)."""
     tool_names: dict[str, str] = attrs.field(factory=dict[str, str])
+    preparing: dict[str, dict[str, Any]] = attrs.field(factory=dict[str, dict[str, Any]])
+    """Calls announced without their input yet (reported once an update brings it)."""
+    meta_usage: AcpUsage | None = None
+    """Usage the agent reported in message chunks' ``_meta`` (Qwen Code), summed over the
+    prompt's model calls: the run's usage when the prompt's answer has none."""
+    refused: int = 0
+    """Permission requests refused in this run (an agent may end its turn on one: Codex)."""
+    asked_inputs: dict[str, Any] = attrs.field(factory=dict[str, Any])
+    """Inputs the agent showed in permission requests, by call id."""
 
     @property
     def summary(self) -> str:
@@ -88,6 +120,7 @@ def normalize_update(
         return []
     match kind:
         case "agent_message_chunk":
+            _note_meta_usage(update, state)
             text = content_text(update.get("content"))
             if not text:
                 return []
@@ -114,7 +147,7 @@ def normalize_update(
 def normalize_prompt_end(result: object, make: EventFactory, state: AcpState) -> list[RuntimeEvent]:
     """The terminal group for the prompt's response (a ``cost`` first when it has usage)."""
     out: list[RuntimeEvent] = []
-    usage = usage_of(result)
+    usage = usage_of(result) or state.meta_usage
     if usage is not None or state.run_cost is not None:
         out.append(
             make.cost(_usage(usage), cost_usd=state.run_cost, model=state.model, estimated=False)
@@ -136,6 +169,9 @@ def normalize_prompt_end(result: object, make: EventFactory, state: AcpState) ->
         case "max_turn_requests":
             out += make.finish("max_turns", summary)
         case "cancelled":
+            if state.refused:  # nobody aborted: the agent ended its turn on a refusal (Codex)
+                detail = "the agent ended its turn after a refused permission"
+                out.append(make.status("running", detail=detail))
             out += make.finish("aborted", summary)
         case "refusal":
             out += make.fail("the agent refused the prompt", code="refusal", summary=summary)
@@ -143,6 +179,20 @@ def normalize_prompt_end(result: object, make: EventFactory, state: AcpState) ->
             out.append(make.status("running", detail=f"unknown stop reason {reason!r}"))
             out += make.finish("success", summary)
     return out
+
+
+def _note_meta_usage(update: dict[str, Any], state: AcpState) -> None:
+    if not as_dict(update.get("_meta")).get("usage"):
+        return
+    usage = usage_of(update)
+    if usage is None:
+        return
+    before = state.meta_usage or {}
+    total: AcpUsage = {}
+    for key in _USAGE_KEYS:
+        if key in usage or key in before:
+            total[key] = before.get(key, 0) + usage.get(key, 0)
+    state.meta_usage = total
 
 
 def _usage_update(
@@ -188,9 +238,32 @@ def _tool_input(update: dict[str, Any]) -> Any:
     return shown
 
 
+def note_permission(params: dict[str, Any], state: AcpState) -> None:
+    """Keep the input a ``session/request_permission`` shows for its call (routed as it
+    arrives, before the call's later updates are normalized)."""
+    call = as_dict(params.get("toolCall"))
+    call_id = as_str(call.get("toolCallId"))
+    raw = call.get("rawInput")
+    if call_id and raw:
+        state.asked_inputs[call_id] = raw
+
+
+def _unprepared(update: dict[str, Any]) -> bool:
+    """A call announced before its input: ``rawInput`` given but still empty (``{}``), nothing
+    shown yet. (An agent that sends no ``rawInput`` at all has its call reported at once.)"""
+    return (
+        update.get("rawInput") == {}
+        and not tool_content_text(update.get("content"))
+        and as_str(update.get("status")) not in ("completed", "failed")
+    )
+
+
 def _tool_call(update: dict[str, Any], make: EventFactory, state: AcpState) -> list[RuntimeEvent]:
     call_id = as_str(update.get("toolCallId"))
     if not call_id or call_id in make.open_tool_calls:
+        return []
+    if _unprepared(update):
+        state.preparing[call_id] = dict(update)
         return []
     name = _tool_name(update)
     state.tool_names[call_id] = name
@@ -204,6 +277,18 @@ def _tool_call(update: dict[str, Any], make: EventFactory, state: AcpState) -> l
 def _tool_update(update: dict[str, Any], make: EventFactory, state: AcpState) -> list[RuntimeEvent]:
     call_id = as_str(update.get("toolCallId"))
     status = as_str(update.get("status"))
+    announced = state.preparing.get(call_id)
+    if announced is not None:
+        # the announced name stays ("Terminal", "Shell"); the input comes with this update
+        merged = {**announced, **{k: v for k, v in update.items() if v not in (None, "", [], {})}}
+        merged["title"] = announced.get("title") or merged.get("title")
+        if merged.get("rawInput") == {} and call_id in state.asked_inputs:
+            merged["rawInput"] = state.asked_inputs[call_id]
+        if _unprepared(merged):
+            state.preparing[call_id] = merged
+            return []
+        del state.preparing[call_id]
+        return _tool_call(merged, make, state)
     if not call_id or status not in ("completed", "failed"):
         return []
     out: list[RuntimeEvent] = []

@@ -280,7 +280,7 @@ def gemini_settings() -> dict[str, Any]:
     """Gemini CLI's ``~/.gemini/settings.json``: the API-key auth, no updates or telemetry."""
     return {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
     }
@@ -301,9 +301,12 @@ _QUIET: Final[dict[str, dict[str, str]]] = {
         "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
         "OPENCODE_DISABLE_SHARE": "1",
         "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+        # OpenCode installs @opencode-ai/plugin into each config directory in the background
+        # through its embedded npm: offline, that finds nothing and is skipped (logged)
+        "npm_config_offline": "true",
     },
     "qwen": {},
-    "gemini": {"GEMINI_CLI_DISABLE_AUTO_UPDATE": "1"},
+    "gemini": {},
 }
 """Variables that stop update checks, telemetry and downloads (offline but for the model)."""
 

@@ -276,6 +276,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             context_window_tokens=CONTEXT_WINDOWS.get(model) if model else None,
             runtime_class="wrapped-oneshot",
             native_home=NativeHomeClaim(scope="per-identity", persist=True),
+            prompt_images=app,
             run_mcp_servers=True,
             run_mcp_http=True,
         )
@@ -403,7 +404,13 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             self.remember_origin(thread, str(run.cwd))
             turn: dict[str, Any] = {
                 "threadId": thread,
-                "input": [{"type": "text", "text": run.opts.full_message()}],
+                "input": [
+                    {"type": "text", "text": run.opts.full_message()},
+                    *(
+                        {"type": "image", "url": f"data:{i.mime_type};base64,{i.data}"}
+                        for i in run.opts.images
+                    ),
+                ],
             }
             model = run.next_model or run.model
             if model:

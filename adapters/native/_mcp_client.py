@@ -366,9 +366,6 @@ async def _stdio_transport(
         sigterm_grace=_CLOSE_GRACE_S,
         adapter="native",
         session_key=conn.session_key,
-        # an MCP server may be a ringleader sharing the state directory (``ringleader mcp``):
-        # the pids it records must be the ones the rest of the directory's processes see
-        pid_namespace=False,
     ) as child:
         conn.child = child
         to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)

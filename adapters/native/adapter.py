@@ -260,7 +260,7 @@ class NativeAdapter(AdapterBase):
         output_retries: int = 2,
         mcp_servers: Sequence[McpServer] = (),
     ) -> None:
-        """See the README's native section; the tool options:
+        """See docs/runtimes/native.md; the tool options:
 
         Args:
             workspace: the directory the built-in tools are confined to when a run's

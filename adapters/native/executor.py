@@ -339,6 +339,13 @@ class Executor:
                 "aborted",
             )
         if decision == "ask":
+            book = run.handler if isinstance(run.handler, BookHandler) else None
+            asked_for = None
+            if book is not None:
+                key_input = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+                asked_for = ApprovalRequest(tool.name, key_input, call.id, run.session)
+                if run.interrupted and await book.started(asked_for):
+                    return _interrupted_approved(tool.name)
             verdict = await self._check_permission(tool, value, call, run, asked)
             if isinstance(verdict, ToolResultData):
                 return verdict
@@ -347,6 +354,9 @@ class Executor:
                     value = tool.validate(dict(verdict))
                 except (ValidationError, ToolInputError, TypeError) as exc:
                     return _error(format_validation_error(tool.name, exc), "invalid_input")
+            if book is not None and asked_for is not None:
+                # durable before it runs: a resume after a crash reports it, never re-runs it
+                await book.mark_started(asked_for)
         return await self._run_with_retries(tool, value, call, run)
 
     async def _check_permission(
@@ -362,6 +372,10 @@ class Executor:
             )
         key_input = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         status = "unset" if asked else await store.get_permission(tool.name, key_input)
+        if run.interrupted and status == "granted":
+            # approved before the stop (this input is remembered): it ran without waiting, and
+            # may have been running when the process stopped — never run it again
+            return _interrupted_approved(tool.name)
         if status == "unset":
             reason = asked.reason if asked else None
             request = ApprovalRequest(tool.name, key_input, call.id, run.session, reason)
@@ -380,6 +394,8 @@ class Executor:
             if isinstance(run.handler, BookHandler) and asked is None:
                 standing = await run.handler.standing(request)  # a run or always grant
             if standing is not None:
+                if run.interrupted and standing.approved:  # it ran at once: maybe still running
+                    return _interrupted_approved(tool.name)
                 return _apply(standing)
             if isinstance(run.handler, RecordingHandler):  # decidable before it is announced
                 await run.handler.record(request)
@@ -463,6 +479,16 @@ class _Run:
     handler: ApprovalHandler | None
     hand_over: HandOverFunction | None = None
     interrupted: bool = False
+
+
+def _interrupted_approved(tool: str) -> ToolResultData:
+    """The result of an approved call a stopped process had started (a resumed session)."""
+    return _error(
+        f"The {tool} call was interrupted: it had been approved and had started when the "
+        "process running it stopped, and it was not run again (its effects, if any, may be "
+        "partial). Check the state and run it again if it is still needed.",
+        "aborted",
+    )
 
 
 def _apply(decision: ApprovalDecision) -> ToolResultData | Mapping[str, Any] | None:

@@ -105,9 +105,6 @@ def bash_tool(root: str, options: BashOptions | None = None) -> Tool[BashInput]:
                     sigint_grace=opts.kill_grace_s,
                     sigterm_grace=opts.kill_grace_s,
                     adapter="native",
-                    # the model's own commands see the host's pids ($!, kill, ringleader run
-                    # recording its owner); their group, mark and registry still apply
-                    pid_namespace=False,
                 ) as child:
                     ran.append(child)
                     async for batch in child.batches():

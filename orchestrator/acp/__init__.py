@@ -1,5 +1,6 @@
 """``ringleader acp``: any runtime served as an Agent Client Protocol agent over stdio
-(:mod:`.server`). A surface: it stands on the engine and the core."""
+(:mod:`.server`), or over WebSocket and Streamable HTTP with ``--listen`` (:mod:`.remote`,
+:mod:`.streamable`); docs/acp.md. A surface: it stands on the engine and the core."""
 
 from orchestrator.acp.server import AcpServer as AcpServer
 from orchestrator.acp.server import event_to_update as event_to_update

@@ -1,12 +1,14 @@
-"""ACP over WebSocket: ``ringleader acp --listen HOST:PORT``.
+"""ACP over the network: ``ringleader acp --listen HOST:PORT``.
 
 The transport of the ACP RFD "Streamable HTTP & WebSocket Transport" (agentclientprotocol.com,
-``docs/rfds/streamable-http-websocket-transport.mdx``): one endpoint, ``/acp``; a ``GET`` with
-``Upgrade: websocket`` opens a connection (its ``Acp-Connection-Id`` in the 101 response), and
-every JSON-RPC message is one text frame, both ways (binary frames are ignored). The client sends
-``initialize`` first, as on stdio. Of the RFD's two profiles this serves the WebSocket one only:
-the RFD lets a server do so (clients that speak remote ACP must support both), and its other
-profile requires HTTP/2 with long-lived SSE streams per session.
+``docs/rfds/streamable-http-websocket-transport.mdx``), both of its profiles on one endpoint,
+``/acp``:
+
+* **WebSocket**: a ``GET`` with ``Upgrade: websocket`` opens a connection (its
+  ``Acp-Connection-Id`` in the 101 response), and every JSON-RPC message is one text frame, both
+  ways (binary frames are ignored). The client sends ``initialize`` first, as on stdio.
+* **Streamable HTTP**: ``POST`` / ``GET`` (SSE) / ``DELETE`` with ``Acp-Connection-Id`` and
+  ``Acp-Session-Id`` headers (:mod:`orchestrator.acp.streamable`).
 
 Each connection gets its own :class:`~orchestrator.acp.server.AcpServer` (its own sessions) over
 the same runtime registry and event log, so a session served on one connection can be listed,
@@ -34,16 +36,19 @@ from urllib.parse import urlsplit
 
 import trio
 from starlette.applications import Starlette
-from starlette.routing import WebSocketRoute
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from orchestrator.acp.server import MAX_LINE, AcpServer
+from orchestrator.acp.streamable import HttpConnections
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import FeedAuth, check_bind
 from orchestrator.engine.runner import Runner
 
-__all__ = ["ACP_PATH", "acp_app", "serve_acp_websocket"]
+__all__ = ["ACP_PATH", "acp_app", "serve_acp_remote"]
 
 ACP_PATH: Final = "/acp"
 _ABORT_GRACE_S: Final = 10.0
@@ -60,9 +65,22 @@ def acp_app(
     model: str | None = None,
     approvals: bool = False,
     runner_factory: Callable[..., Runner] = Runner,
-) -> Starlette:
-    """The ASGI app serving ``runtime_id`` as an ACP agent on ``/acp`` (WebSocket)."""
+    nursery: trio.Nursery | None = None,
+) -> tuple[Starlette, HttpConnections | None]:
+    """The ASGI app serving ``runtime_id`` as an ACP agent on ``/acp`` (WebSocket; Streamable
+    HTTP too when given the ``nursery`` its connections run in), and those connections."""
     auth = FeedAuth(token)
+
+    def make_server(write: Callable[[dict[str, Any]], Any]) -> AcpServer:
+        return AcpServer(
+            registry,
+            runtime_id,
+            write,
+            event_log=event_log,
+            model=model,
+            approvals=approvals,
+            runner_factory=runner_factory,
+        )
 
     async def endpoint(websocket: WebSocket) -> None:
         if not _allowed(auth, websocket):
@@ -82,15 +100,7 @@ def acp_app(
             except Exception:  # closed under us (Starlette raises several kinds)
                 gone = True
 
-        server = AcpServer(
-            registry,
-            runtime_id,
-            write,
-            event_log=event_log,
-            model=model,
-            approvals=approvals,
-            runner_factory=runner_factory,
-        )
+        server = make_server(write)
         async with trio.open_nursery() as nursery:
             try:
                 while True:
@@ -110,22 +120,37 @@ def acp_app(
                     await server.idle()
                 nursery.cancel_scope.cancel()
 
-    return Starlette(routes=[WebSocketRoute(ACP_PATH, endpoint)])
+    routes: list[Any] = [WebSocketRoute(ACP_PATH, endpoint)]
+    connections: HttpConnections | None = None
+    if nursery is not None:
+        http = connections = HttpConnections(make_server, nursery)
+
+        async def streamable(request: Request) -> Response:
+            if not _allowed(auth, request):
+                return JSONResponse({"error": "unauthorized"}, status_code=401)
+            if request.method == "POST":
+                return await http.post(request)
+            if request.method == "GET":
+                return await http.get(request)
+            return await http.delete(request)
+
+        routes.append(Route(ACP_PATH, streamable, methods=["GET", "POST", "DELETE"]))
+    return Starlette(routes=routes), connections
 
 
-def _allowed(auth: FeedAuth, websocket: WebSocket) -> bool:
+def _allowed(auth: FeedAuth, connection: HTTPConnection) -> bool:
     """The token (header, or ``?token=``), and no foreign ``Origin``."""
-    origin = websocket.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc != websocket.headers.get("host"):
+    origin = connection.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != connection.headers.get("host"):
         return False
-    header = websocket.headers.get("authorization", "")
+    header = connection.headers.get("authorization", "")
     offered = header[7:] if header[:7].lower() == "bearer " else ""
-    offered = offered or websocket.query_params.get("token", "")
+    offered = offered or connection.query_params.get("token", "")
     return hmac.compare_digest(offered.encode(), auth.token.encode())
 
 
 @asynccontextmanager
-async def serve_acp_websocket(
+async def serve_acp_remote(
     registry: RuntimeRegistry,
     runtime_id: str,
     *,
@@ -136,8 +161,9 @@ async def serve_acp_websocket(
     model: str | None = None,
     approvals: bool = False,
 ) -> AsyncGenerator[str]:
-    """Serve :func:`acp_app` with Hypercorn's trio worker; yields the ``ws://`` URL of ``/acp``
-    (its port is the bound one: ``port`` 0 picks a free one).
+    """Serve :func:`acp_app` (WebSocket and Streamable HTTP) with Hypercorn's trio worker;
+    yields the ``ws://`` URL of ``/acp`` (its port is the bound one: ``port`` 0 picks a free
+    one; the same path over ``http://`` is the Streamable HTTP endpoint).
 
     Raises:
         ConfigError: off loopback without a token, or an empty token.
@@ -146,9 +172,6 @@ async def serve_acp_websocket(
     from hypercorn.config import Config
     from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
 
-    app = acp_app(
-        registry, runtime_id, token=token, event_log=event_log, model=model, approvals=approvals
-    )
     config = Config()
     bare = host.strip("[]")
     config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
@@ -162,10 +185,22 @@ async def serve_acp_websocket(
         await serve(app, config, task_status=task_status)  # pyright: ignore[reportArgumentType]
 
     async with trio.open_nursery() as nursery:
+        app, connections = acp_app(
+            registry,
+            runtime_id,
+            token=token,
+            event_log=event_log,
+            model=model,
+            approvals=approvals,
+            nursery=nursery,
+        )
         binds: list[str] = await nursery.start(run)
         bound = int(binds[0].rsplit(":", 1)[1])
         shown = "127.0.0.1" if bare == "localhost" else (f"[{bare}]" if ":" in bare else bare)
         try:
             yield f"ws://{shown}:{bound}{ACP_PATH}"
         finally:
+            if connections is not None:
+                with trio.CancelScope(shield=True):
+                    await connections.aclose()
             nursery.cancel_scope.cancel()

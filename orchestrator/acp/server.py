@@ -10,8 +10,9 @@ lines. The methods (ACP schema v1, docs/acp.md):
 * ``initialize`` → protocol version 1 and what this runtime can do, truthfully: ``loadSession``;
   ``sessionCapabilities`` ``list``, ``resume``, and ``fork`` only when the runtime can fork a
   session (``Capabilities.session_fork``: native, Claude Code); ``promptCapabilities.image`` when
-  it takes images (``prompt_images``); ``mcpCapabilities.http`` when it connects to HTTP MCP
-  servers (``run_mcp_http``). No authentication methods.
+  it takes images (``prompt_images``: native, Claude Code, Codex in app-server mode);
+  ``mcpCapabilities.http`` when it connects to HTTP MCP servers (``run_mcp_http``); ``close``.
+  No authentication methods.
 * ``session/new {cwd, mcpServers}`` → a session id (``acp-<hex>``); the runtime starts on the
   first prompt, with the client's MCP servers (``StartOpts.mcp_servers``: the native runtime
   through its MCP client, Claude Code through ``--mcp-config``, Codex through ``-c
@@ -27,19 +28,14 @@ lines. The methods (ACP schema v1, docs/acp.md):
   Text, resource links and embedded text resources become the prompt's text; image blocks go to
   the runtime as images (``StartOpts.images``) or are refused (``-32602``) by one that takes none.
   A later prompt continues the runtime's session (the session the previous prompt recorded in
-  the event log) when the runtime can resume one.
+  the event log) when the runtime can resume one. After a session's first prompt a
+  ``session_info_update`` gives its title (the prompt, as ``session/list`` shows it).
 * ``session/cancel {sessionId}`` → the running prompt is aborted (its answer is ``cancelled``).
-* **Session modes** (``modes`` in the ``session/new``, ``session/load`` and ``session/resume``
-  answers): ``default`` (the runtime's configured policy) and ``plan``; ``session/set_mode
-  {sessionId, modeId}`` switches (and says so in a ``current_mode_update``). A prompt in
-  ``plan`` mode runs the runtime in its planning mode (read-only: Claude Code
-  ``--permission-mode plan``, Codex's read-only sandbox, the native read-only policy;
-  ``StartOpts.plan``) and answers with the plan; the client switches back to ``default`` to have
-  it carried out on the same session.
 * ``session/load {sessionId, cwd, mcpServers}`` → a session served earlier (kept in the event
   log's runs): its history is replayed as updates before the answer — each prompt as a
   ``user_message_chunk``, then that run's text, thoughts and tool calls with their results (a
-  fork's replay starts with its origin's history up to the fork) — and later prompts continue it.
+  fork's replay starts with its origin's history up to the fork; the title's
+  ``session_info_update`` is not part of the conversation) — and later prompts continue it.
 * ``session/resume {sessionId, cwd, mcpServers}`` → the same without the replay.
 * ``session/list {cwd?, cursor?}`` → the sessions in the event log, newest first, 50 a page
   (``nextCursor`` while more remain), filtered by working directory.
@@ -60,6 +56,13 @@ lines. The methods (ACP schema v1, docs/acp.md):
 Robustness: a line that is not JSON is answered with ``-32700`` (id null), a message that is not
 a JSON-RPC object with ``-32600``, an unknown method with ``-32601``, bad parameters with
 ``-32602``; none of them ends the connection.
+
+* **Session modes** (``modes`` in the ``session/new``, ``session/load`` and ``session/resume``
+  answers): ``default`` (the runtime's configured policy) and ``plan``; ``session/set_mode
+  {sessionId, modeId}`` switches (and says so in a ``current_mode_update``). A prompt in ``plan``
+  mode runs the runtime in its planning mode (read-only: Claude Code ``--permission-mode plan``,
+  Codex's read-only sandbox, the native read-only policy; ``StartOpts.plan``) and answers with
+  the plan; the client switches back to ``default`` to have it carried out on the same session.
 
 Not offered: client file-system and terminal methods, ``session/delete``.
 """
@@ -84,7 +87,7 @@ import trio
 from orchestrator.core.adapter import Capabilities, PromptImage, RunMcpServer
 from orchestrator.core.approvals import ApprovalBook, approve, reject
 from orchestrator.core.errors import ConfigError, RingleaderError, redact_secrets
-from orchestrator.core.events import ApprovalCall, RuntimeEvent, Status
+from orchestrator.core.events import ApprovalCall, RuntimeEvent, Status, now_ms
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.actor import RunActor
 from orchestrator.engine.eventlog import EventLog, RunRow
@@ -113,6 +116,14 @@ _PERMISSION_OPTIONS: Final = (
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 )
 _REJECTED_BY_CLIENT: Final = "The user rejected this tool call in their editor."
+_MODES: Final = (
+    {"id": "default", "name": "Default", "description": "The runtime's configured policy."},
+    {
+        "id": "plan",
+        "name": "Plan",
+        "description": "Read-only: the runtime plans and answers with the plan.",
+    },
+)
 
 Write = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -205,20 +216,6 @@ class _Answer:
 
 class _InvalidParams(Exception):
     pass
-
-
-_MODES: Final = (
-    {"id": "default", "name": "Default", "description": "The runtime's configured policy."},
-    {
-        "id": "plan",
-        "name": "Plan",
-        "description": "Read-only: the runtime plans and answers with the plan.",
-    },
-)
-
-
-def _modes(session: _Session) -> dict[str, Any]:
-    return {"currentModeId": session.mode, "availableModes": [dict(m) for m in _MODES]}
 
 
 @attrs.define(eq=False)
@@ -315,11 +312,11 @@ class AcpServer:
                     nursery.start_soon(self._prompt, request_id, params)
                 case "session/cancel":
                     self._cancel(params)
+                case "session/set_mode":
+                    await self._result(request_id, await self._set_mode(params))
                 case "session/close":
                     self._close(params)
                     await self._result(request_id, {})
-                case "session/set_mode":
-                    await self._result(request_id, await self._set_mode(params))
                 case _:
                     if request_id is not None:
                         await self._error(request_id, -32601, f"method not found: {method}")
@@ -460,23 +457,10 @@ class AcpServer:
         session.mcp_servers = servers
         if live is not None and live.fork_next:  # a fork with no prompt yet: keep what it forks
             session = attrs.evolve(live, cwd=cwd, mcp_servers=servers)
-        if live is not None:
-            session.mode = live.mode
         if replay:
             await self._replay(session, runs)
         self._sessions[session_id] = session
         return {"modes": _modes(session)}
-
-    async def _set_mode(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
-        mode = params.get("modeId")
-        if mode not in [m["id"] for m in _MODES]:
-            raise _InvalidParams(f"unknown mode {mode!r} (modes: default, plan)")
-        session.mode = str(mode)
-        await self._notify(
-            session, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
-        )
-        return {}
 
     async def _replay(self, session: _Session, runs: Sequence[RunRow]) -> None:
         """The session's history as updates: a fork's origin first (up to the fork)."""
@@ -581,6 +565,17 @@ class AcpServer:
             cost_usd=None,
         )
         return {"sessionId": fork_id}
+
+    async def _set_mode(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        session = self._session(params)
+        mode = params.get("modeId")
+        if mode not in [m["id"] for m in _MODES]:
+            raise _InvalidParams(f"unknown mode {mode!r} (modes: default, plan)")
+        session.mode = str(mode)
+        await self._notify(
+            session, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
+        )
+        return {}
 
     def _close(self, params: Mapping[str, Any]) -> None:
         """Cancel the session's prompt and forget it here (the event log keeps its history:
@@ -747,6 +742,15 @@ class AcpServer:
             await self._error(request_id, -32000, str(outcome), {"code": outcome.event_code})
             return
         await self._after(session, outcome)
+        if session.prompts == 1:  # what session/list will call it, told now
+            await self._notify(
+                session,
+                {
+                    "sessionUpdate": "session_info_update",
+                    "title": text[:200],
+                    "updatedAt": _iso(now_ms()),
+                },
+            )
         await self._answer_prompt(request_id, outcome)
 
     async def _after(self, session: _Session, outcome: TaskOutcome) -> None:
@@ -885,6 +889,10 @@ def _pairs(raw: object) -> dict[str, str]:
             raise _InvalidParams("env and headers must be lists of {name, value}")
         pairs[name] = value
     return pairs
+
+
+def _modes(session: _Session) -> dict[str, Any]:
+    return {"currentModeId": session.mode, "availableModes": [dict(m) for m in _MODES]}
 
 
 def _prompt_content(prompt: object) -> tuple[str, tuple[PromptImage, ...]]:

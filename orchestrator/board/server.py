@@ -16,7 +16,8 @@
   withdraws it) — only when the process hosts runs (:class:`BoardHost`), else 503;
   ``GET /followups?run=KEY`` lists the queued follow-ups of the run's session;
 * review comments (:mod:`orchestrator.engine.reviewloop.comments`): ``GET /runs/KEY/comments``,
-  ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``) and ``POST
+  ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``), ``POST
+  /runs/KEY/comments/withdraw`` (``{"id"}``: drops one not sent yet) and ``POST
   /runs/KEY/comments/send`` (``{}``: steered into the run when this process hosts it live on a
   steerable runtime, else a resumed turn hosted here; 503 when the process hosts no runs).
 
@@ -34,6 +35,7 @@ markup.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import json
 import secrets
@@ -64,6 +66,7 @@ from orchestrator.engine.followups import FollowupBook, joined
 from orchestrator.engine.hosts import LocalHost, TaskRef
 from orchestrator.engine.review.compare import compare_runs
 from orchestrator.engine.review.diff import workspace_diff
+from orchestrator.engine.review.inplace import record_in_place
 from orchestrator.engine.review.land import ApplyOptions, apply_and_record
 from orchestrator.engine.review.records import (
     checkout_of,
@@ -104,12 +107,17 @@ class BoardHost:
     titles: dict[str, str] = attrs.field(factory=dict[str, str])
     """Base run key (``runtime:ID:task:TASK``) → the task's title, for cards of live runs."""
 
-    def submit(self, prompt: str, runtime_id: str, model: str | None) -> TaskRef:
+    def check(self, runtime_id: str) -> None:
         if runtime_id not in self.runtimes:
             raise ConfigError(
                 f"unknown runtime {runtime_id!r}; this board runs: {', '.join(self.runtimes)}"
             )
-        task_id = f"board-{secrets.token_hex(4)}"
+
+    def submit(
+        self, prompt: str, runtime_id: str, model: str | None, task_id: str | None = None
+    ) -> TaskRef:
+        self.check(runtime_id)
+        task_id = task_id or new_board_task_id()
         task = TaskSpec(
             task_id=task_id, title=prompt, model=model or None, **dict(self.task_defaults)
         )
@@ -134,6 +142,10 @@ class BoardHost:
                 return title
         ref = self.find(run_key)
         return ref.task.title if ref is not None else None
+
+
+def new_board_task_id() -> str:
+    return f"board-{secrets.token_hex(4)}"
 
 
 def base_key(runtime_id: str, task_id: str) -> str:
@@ -246,7 +258,20 @@ def board_app(
         model = data.get("model")
         if model is not None and not isinstance(model, str):
             raise ConfigError("'model' must be a string")
-        ref = h.submit(prompt, runtime, model)
+        h.check(runtime)
+        task_id = new_board_task_id()
+        cwd = h.task_defaults.get("cwd")
+        if isinstance(cwd, str):  # a run in a checkout: where it started, for its diff
+            with contextlib.suppress(RingleaderError):
+                await record_in_place(
+                    log,
+                    cwd=cwd,
+                    task_id=task_id,
+                    runtime_id=runtime,
+                    label=runtime,
+                    group_id=task_id,
+                )
+        ref = h.submit(prompt, runtime, model, task_id)
         key = base_key(ref.runtime_id, ref.task.task_id)
         return JSONResponse({"taskId": ref.task.task_id, "runKeyPrefix": key}, 201)
 
@@ -506,6 +531,15 @@ def board_app(
         comment = await book.add(run_key, rel, start, end, text.strip(), lines)
         return JSONResponse(comment.to_json(), 201)
 
+    async def withdraw_comment(key: str, data: dict[str, Any]) -> Response:
+        """``POST /runs/KEY/comments/withdraw`` ``{"id"}``: drop a comment not sent yet."""
+        comment_id = data.get("id")
+        if not isinstance(comment_id, int) or isinstance(comment_id, bool):
+            raise ConfigError("'id' must be a comment's number")
+        run_key, _ = await resolve_commented_run(log, key)
+        await book.withdraw(run_key, comment_id)
+        return JSONResponse({"ok": True, "id": comment_id})
+
     async def send_comments(key: str, data: dict[str, Any]) -> Response:
         """``POST /runs/KEY/comments/send`` ``{}``: a steer into the run when this server hosts
         it live on a steerable runtime, else a resumed turn hosted here."""
@@ -633,6 +667,7 @@ def board_app(
         Route("/followup", action(followup), methods=["POST"]),
         Route("/followups", followups),
         Route("/runs/{key:path}/comments/send", keyed(send_comments), methods=["POST"]),
+        Route("/runs/{key:path}/comments/withdraw", keyed(withdraw_comment), methods=["POST"]),
         Route("/runs/{key:path}/comments", keyed(add_comment), methods=["POST"]),
         Route("/runs/{key:path}/comments", list_comments, methods=["GET"]),
         Route("/runs/{key:path}/diff", run_diff, methods=["GET"]),

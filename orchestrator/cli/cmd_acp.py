@@ -1,5 +1,5 @@
 """``ringleader acp``: serve a runtime as an Agent Client Protocol agent on stdin/stdout, or
-over WebSocket with ``--listen HOST:PORT`` (docs/acp.md)."""
+over the network with ``--listen HOST:PORT`` (WebSocket and Streamable HTTP; docs/acp.md)."""
 
 from __future__ import annotations
 
@@ -94,13 +94,13 @@ async def _listen(
     approvals: bool,
     out: TextIO,
 ) -> int:
-    from orchestrator.acp.remote import serve_acp_websocket
+    from orchestrator.acp.remote import serve_acp_remote
     from orchestrator.cli.serve import access_token
 
     access = token or access_token(log.path.parent)  # loopback is no trust boundary
     host, port = listen
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with serve_acp_websocket(
+        async with serve_acp_remote(
             registry,
             runtime_id,
             host=host,
@@ -117,8 +117,9 @@ async def _listen(
                 out.write(f"{url}\n")
                 auth = "the configured token"
             out.write(
-                f"  ACP over WebSocket ({runtime_id}): every connection sends {auth} "
-                "(Authorization: Bearer …, or ?token=); Ctrl-C stops\n"
+                f"  ACP ({runtime_id}) over WebSocket at this URL, and over Streamable HTTP at "
+                f"{url.replace('ws://', 'http://', 1).split('?')[0]}; every connection sends "
+                f"{auth} (Authorization: Bearer …, or ?token=); Ctrl-C stops\n"
             )
             out.flush()
             async for _ in signals:
@@ -152,10 +153,11 @@ def register(sub: Any) -> None:
     acp = sub_command(
         sub,
         "acp",
-        "serve a runtime as an Agent Client Protocol agent (stdio, or WebSocket with --listen)",
+        "serve a runtime as an Agent Client Protocol agent (stdio, or the network with --listen)",
         "Serve a ringleader runtime as an ACP agent over stdio, for editors that speak ACP (Zed "
         "and others): point the editor's agent command at this. With --listen, serve it over "
-        "WebSocket at ws://HOST:PORT/acp instead (every connection needs the token; off "
+        "the network at HOST:PORT/acp instead, WebSocket or Streamable HTTP (every connection "
+        "needs the token; off "
         "loopback a configured one). Runs are recorded in the event log like any other; "
         "sessions can be listed, loaded, resumed and (native, claude-code) forked.",
         [
@@ -173,8 +175,8 @@ def register(sub: Any) -> None:
         type=listen_address,
         default=None,
         metavar="HOST:PORT",
-        help="serve ACP over WebSocket on HOST:PORT (path /acp; port 0 picks a free one) "
-        "instead of stdio; e.g. --listen 127.0.0.1:8766",
+        help="serve ACP over the network on HOST:PORT instead of stdio: WebSocket and "
+        "Streamable HTTP at /acp (port 0 picks a free one); e.g. --listen 127.0.0.1:8766",
     )
     acp.add_argument(
         "--token-file",

@@ -82,7 +82,7 @@ def register(sub: Any) -> None:
         "run the tasks of a TOML file, N at a time",
         "Run every [[task]] of a TOML batch file (id, prompt, runtime, optional model, cwd and "
         "workspace), --jobs at a time, each in its own workspace and recorded in the event "
-        "log; a comparison table ends the batch. Format: see README 'Batches'.",
+        "log; a comparison table ends the batch. Format: see docs/guide/running.md, 'Batches'.",
         ["ringleader batch tasks.toml", "ringleader batch tasks.toml --jobs 4 --json"],
     )
     batch.add_argument("file", metavar="FILE.toml", help="the batch file; e.g. tasks.toml")

@@ -90,6 +90,24 @@ async def _list(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+async def _withdraw(args: argparse.Namespace, out: TextIO) -> int:
+    from orchestrator.cli.commands import usable_state_dir
+    from orchestrator.engine.eventlog import EventLog
+    from orchestrator.engine.reviewloop.comments import CommentBook, resolve_commented_run
+
+    state = usable_state_dir()
+    async with EventLog.open(state / "events.db") as log:
+        run_key, _ = await resolve_commented_run(log, args.run_key)
+    book = CommentBook.in_state_dir(state)
+    await book.withdraw(run_key, args.withdraw)
+    left = len(await book.comments(run_key, pending=True))
+    if args.json:
+        out.write(json.dumps({"withdrawn": args.withdraw, "run": run_key, "waiting": left}) + "\n")
+    else:
+        out.write(f"comment #{args.withdraw} on {run_key} withdrawn ({left} waiting)\n")
+    return 0
+
+
 async def _send(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.commands import run_side_by_side, usable_state_dir
     from orchestrator.core.registry import discover_runtimes
@@ -171,8 +189,12 @@ async def _send(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _handle(args: argparse.Namespace, out: TextIO) -> int:
-    if args.send and args.list:
-        raise ConfigError("comment: --send and --list do not go together")
+    if sum(bool(x) for x in (args.send, args.list, args.withdraw is not None)) > 1:
+        raise ConfigError("comment: --send, --list and --withdraw do not go together")
+    if args.withdraw is not None:
+        if args.location is not None or args.model_server is not None:
+            raise ConfigError("comment: --withdraw ID takes only the run")
+        return trio.run(_withdraw, args, out)
     script: str | None = args.model_server
     if script and not Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
@@ -204,6 +226,7 @@ def register(sub: Any) -> None:
             "ringleader comment last app.py:12 'this breaks on an empty list'",
             "ringleader comment last src/parse.py:3-7 'use the tokenizer here'",
             "ringleader comment last --list",
+            "ringleader comment last --withdraw 3",
             "ringleader comment last --send",
             "ringleader comment last --send --model-server script.json",
         ],
@@ -226,6 +249,13 @@ def register(sub: Any) -> None:
         "--send",
         action="store_true",
         help="send the waiting comments to the agent as one follow-up turn; e.g. --send",
+    )
+    comment.add_argument(
+        "--withdraw",
+        type=int,
+        default=None,
+        metavar="ID",
+        help="drop a comment not sent yet (its #ID in --list); e.g. --withdraw 3",
     )
     comment.add_argument(
         "--model",

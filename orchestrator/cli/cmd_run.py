@@ -27,6 +27,7 @@ from orchestrator.cli.options import (
     load_cli_config,
     model_server,
     model_server_option,
+    model_server_targets,
     model_servers,
     notify_sinks,
     percent,
@@ -131,7 +132,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
     async with AsyncExitStack() as stack:
         if script is not None:  # one server per runtime, each with that runtime's script
             successors = [to for to, _ in rotation.values() if to is not None]
-            for runtime_id in dict.fromkeys([*runtime_ids, *successors]):
+            for runtime_id in model_server_targets(specs, [*runtime_ids, *successors]):
                 config = await stack.enter_async_context(
                     model_server(spec_named(specs, runtime_id), config, script or None)
                 )

@@ -54,7 +54,7 @@ def schedules(config_file: str | None, *, as_json: bool, out: TextIO, count: int
         return 0
     if not rows:
         out.write(
-            "no schedules: add [[schedule]] entries to ringleader.toml (README 'Schedules')\n"
+            "no schedules: add [[schedule]] entries to ringleader.toml (docs/guide/running.md, 'Schedules')\n"
         )
         return 0
     cells: list[tuple[str, ...]] = [("schedule", "when", "next firings", "last result", "missed")]

@@ -51,8 +51,7 @@ export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=f
 export DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
   OPENCLAW_NO_AUTO_UPDATE=1 \
-  OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_SHARE=1 \
-  GEMINI_CLI_DISABLE_AUTO_UPDATE=1
+  OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_SHARE=1
 
 log() { printf '[install-runtimes] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }

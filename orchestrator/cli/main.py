@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         "  ringleader replay --list\n"
         "\n"
         "environment: RINGLEADER_STATE_DIR (event log, homes, crash reports; default "
-        "$XDG_STATE_HOME/ringleader), NO_COLOR (plain output); see README 'Environment'.",
+        "$XDG_STATE_HOME/ringleader), NO_COLOR (plain output); see docs/guide/configuration.md, 'Environment'.",
         formatter_class=RAW,
     )
     parser.add_argument(

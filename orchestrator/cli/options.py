@@ -47,6 +47,7 @@ __all__ = [
     "load_cli_config",
     "model_server",
     "model_server_option",
+    "model_server_targets",
     "model_servers",
     "notify_sinks",
     "one_line",
@@ -265,17 +266,22 @@ def model_server_option(parser: argparse.ArgumentParser, which: str) -> None:
     )
 
 
-def _talks_to_no_model(specs: Sequence[RuntimeSpec], runtime_id: str) -> bool:
-    """A runtime with no model-server hook that takes no ``base_url`` (the scripted runtime):
-    beside runtimes that do, ``--model-server`` leaves it as it is instead of refusing the whole
-    command (alone, the flag means nothing for it and is refused)."""
-    spec = next((s for s in specs if s.id == runtime_id), None)
-    return (
-        spec is not None
-        and spec.model_server is None
-        and spec.settings is not None
-        and "base_url" not in spec.settings
-    )
+def model_server_targets(specs: Sequence[RuntimeSpec], runtime_ids: Sequence[str]) -> list[str]:
+    """The runtimes of ``runtime_ids`` (once each, in order) that ``--model-server`` points at
+    a server: beside runtimes that take one, a runtime with no model-server hook that takes no
+    ``base_url`` (the scripted runtime) is left as it is; alone, it is returned (and refused)."""
+
+    def talks_to_no_model(runtime_id: str) -> bool:
+        spec = next((s for s in specs if s.id == runtime_id), None)
+        return (
+            spec is not None
+            and spec.model_server is None
+            and spec.settings is not None
+            and "base_url" not in spec.settings
+        )
+
+    named = list(dict.fromkeys(runtime_ids))
+    return [r for r in named if not talks_to_no_model(r)] or named
 
 
 async def model_servers(
@@ -292,10 +298,7 @@ async def model_servers(
         return config
     if script and not await trio.Path(script).is_file():
         raise ConfigError(f"{script}: model server script not found")
-    named = list(dict.fromkeys(runtime_ids))
-    # the scripted runtime beside native in one batch: nothing to point it at
-    pointed = [r for r in named if not _talks_to_no_model(specs, r)] or named
-    for runtime_id in pointed:
+    for runtime_id in model_server_targets(specs, runtime_ids):
         config = await stack.enter_async_context(
             model_server(
                 spec_named(specs, runtime_id),

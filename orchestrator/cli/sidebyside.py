@@ -112,7 +112,7 @@ class JobResult:
 
 def exit_code(results: Sequence[JobResult]) -> int:
     """0 when every run succeeded; 3 when the failures are all runtimes that are not
-    installed (the README's exit code for it); else 1."""
+    installed (the exit code docs/guide/troubleshooting.md gives it); else 1."""
     if all(r.ok for r in results):
         return 0
     failed = [r for r in results if not r.ok]

@@ -216,6 +216,14 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status, created_ms);
+CREATE TABLE IF NOT EXISTS started (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    owner_pid INTEGER,
+    started_ms INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS grants (
     scope TEXT NOT NULL,
     tool TEXT NOT NULL,
@@ -533,6 +541,32 @@ class ApprovalBook:
 
         return await self._db(delete)
 
+    # -- calls that started ------------------------------------------------------------------
+
+    async def mark_started(self, request: ApprovalRequest) -> None:
+        """``request``'s call was approved and is about to run: recorded before it runs, so a
+        resume after the process died never runs it again (:meth:`started`)."""
+        me = os.getpid()
+        values = (request.id, request.session_id, request.call_id, request.tool_name, me)
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR IGNORE INTO started (id, session_id, call_id, tool, owner_pid, "
+                "started_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                (*values, _now_ms()),
+            )
+
+        await self._db(insert)
+
+    async def started(self, approval_id: str) -> bool:
+        """Whether the approved call ``approval_id`` started running (:meth:`mark_started`)."""
+
+        def query(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT 1 FROM started WHERE id = ?", (approval_id,)).fetchone()
+            return row is not None
+
+        return await self._db(query)
+
     async def _set_status(self, approval_id: str, status: str, *, only_pending: bool) -> None:
         where = " AND status = 'pending'" if only_pending else ""
 
@@ -615,6 +649,14 @@ class BookHandler:
         if grant is None:
             return None
         return approve(f"allowed {grant.describe()} ({grant.approval_id or 'a grant'})")
+
+    async def mark_started(self, request: ApprovalRequest) -> None:
+        """The approved call is about to run (see :meth:`ApprovalBook.mark_started`)."""
+        await self.book.mark_started(request)
+
+    async def started(self, request: ApprovalRequest) -> bool:
+        """Whether the call had started running before (a resumed run must not re-run it)."""
+        return await self.book.started(request.id)
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         decision = await self.book.wait(request, self.run)

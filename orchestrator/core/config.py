@@ -169,7 +169,9 @@ class ModelPrice(BaseModel):
 
     model_config = _STRICT
     input: float = Field(ge=0)
+    """USD per million input tokens."""
     output: float = Field(ge=0)
+    """USD per million output tokens."""
     cached_input: float | None = Field(default=None, ge=0)
     """Cache reads; ``None``: the runtime's own rule."""
 
@@ -180,13 +182,17 @@ class McpServerConfig(BaseModel):
 
     model_config = _STRICT
     command: str | None = None
+    """A stdio server's command (or give ``url``)."""
     args: tuple[str, ...] = ()
+    """Its arguments."""
     env: dict[str, str] = Field(default_factory=dict[str, str])
     """Plain variables for a stdio server (no secrets: use ``env_vars``)."""
     env_vars: tuple[str, ...] = ()
     """Names of our environment variables passed through to a stdio server."""
     cwd: str | None = None
+    """A stdio server's working directory (default: the run's)."""
     url: str | None = None
+    """A streamable HTTP server's URL, ``http://`` or ``https://`` (or give ``command``)."""
     headers: dict[str, str] = Field(default_factory=dict[str, str])
     """Plain headers for an HTTP server (no secrets: use ``headers_env``)."""
     headers_env: dict[str, str] = Field(default_factory=dict[str, str])
@@ -194,7 +200,10 @@ class McpServerConfig(BaseModel):
     permission: PermissionPolicyName = "allow"
     """Calls of its tools: ``allow`` (configuring a server is consent), ``ask`` or ``deny``."""
     start_timeout_s: float = Field(default=30.0, gt=0)
+    """Start, handshake and tool listing must finish within this, or the run fails
+    (``error{mcp_start_failed}``)."""
     call_timeout_s: float | None = Field(default=None, gt=0)
+    """Each tool call's limit (a ``timeout`` error result); default: none."""
 
     @field_validator("env_vars")
     @classmethod
@@ -291,7 +300,9 @@ class SkillConfig(BaseModel):
 
     model_config = _STRICT
     handler: str | None = None
+    """A handler skill's ``module:function`` (or give ``dir``)."""
     dir: str | None = None
+    """A content skill's directory (or give ``handler``)."""
     description: str = ""
     """What the model is told (a handler skill exposed to it; a content skill's front matter
     wins)."""
@@ -328,7 +339,9 @@ class AccountConfig(BaseModel):
     api_key_env: str | None = None
     """The NAME of the environment variable holding this account's key (never the key)."""
     base_url: str | None = None
+    """This account's endpoint, over the runtime's."""
     model: str | None = None
+    """This account's model, over the runtime's."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -448,11 +461,18 @@ class BudgetConfig(BaseModel):
 
     model_config = _STRICT
     usd: float | None = Field(default=None, gt=0)
+    """USD per task (every run of it: retries and rotations count); ``--budget-usd`` wins."""
     tokens: int | None = Field(default=None, gt=0)
+    """Tokens per task, input + output; ``--budget-tokens`` wins."""
     wall_s: float | None = Field(default=None, gt=0)
+    """Seconds per run; ``--max-wall`` wins."""
     host_usd: float | None = Field(default=None, gt=0)
+    """USD over every task of one ``run`` or ``batch`` invocation."""
     host_tokens: int | None = Field(default=None, gt=0)
+    """Tokens over every task of one ``run`` or ``batch`` invocation."""
     allow_estimates: bool = False
+    """Check USD budgets with list-price estimates for runtimes that report only tokens
+    (``--allow-estimates``)."""
 
 
 class BreakerConfig(BaseModel):
@@ -460,8 +480,11 @@ class BreakerConfig(BaseModel):
 
     model_config = _STRICT
     failures: int = Field(default=3, ge=1)
+    """Failed tasks in a row (after their retries) that open a runtime's breaker."""
     cooldown_s: float = Field(default=60.0, gt=0)
+    """How long an open breaker fails tasks fast; then one trial task may start."""
     fallback: dict[str, str] = Field(default_factory=dict[str, str])
+    """Runtime → the runtime its tasks go to while its breaker is open."""
 
 
 class WorkspaceConfig(BaseModel):
@@ -472,8 +495,11 @@ class WorkspaceConfig(BaseModel):
 
     model_config = _STRICT
     setup: str | None = None
+    """Run in each new workspace before the agent starts."""
     teardown: str | None = None
+    """Run in each workspace once the task's runs have ended."""
     timeout_s: float = Field(default=300.0, gt=0)
+    """Each script's limit in seconds."""
 
 
 NotifyEvent: TypeAlias = Literal["waiting_approval", "rate_limited", "error", "done"]
@@ -489,7 +515,9 @@ class NotifyConfig(BaseModel):
 
     model_config = _STRICT
     urls: tuple[str, ...] = ()
+    """Apprise URLs to notify; ``${NAME}`` stands for environment variable ``NAME``."""
     events: tuple[NotifyEvent, ...] = ("waiting_approval", "rate_limited", "error", "done")
+    """The changes of a run's state that notify (default: all)."""
     board_url: str = "http://127.0.0.1:8765"
     """Where the board is served: the notification links to the run's page there."""
 
@@ -510,6 +538,7 @@ class SandboxConfig(BaseModel):
 
     model_config = _STRICT
     kind: Literal["none", "bubblewrap"] = "none"
+    """``bubblewrap`` confines every child process a run starts; ``none`` does not."""
     read: tuple[str, ...] = ()
     """More paths a run may read although under the hidden home (``~/.gitconfig``)."""
     write: tuple[str, ...] = ()
@@ -525,6 +554,7 @@ class ScheduleConfig(BaseModel):
 
     model_config = _STRICT
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """Names the schedule (its lines, ``ringleader schedules``, its runs' rows)."""
     cron: str = Field(min_length=1)
     """A five-field cron expression (minute hour day-of-month month day-of-week), e.g.
     ``"0 3 * * 1-5"``."""
@@ -537,13 +567,20 @@ class ScheduleConfig(BaseModel):
     """Let a firing start while the previous one still runs (default: it is skipped, and
     reported)."""
     prompt: str = Field(min_length=1)
+    """The task's prompt."""
     runtime: str = Field(min_length=1)
+    """The runtime it runs on (see ``ringleader runtimes``)."""
     model: str | None = None
+    """Its model (default: the runtime's)."""
     cwd: str = "."
     """Relative to the directory ``ringleader serve`` runs in."""
     workspace: bool = True
+    """Run in a workspace of its own (``false``: in ``cwd`` itself)."""
     account: str | None = None
+    """The runtime's account it runs as (``[runtimes.ID.accounts.NAME]``)."""
     fallback: tuple[str, ...] = ()
+    """Where it goes while its account is held at a limit: accounts, runtimes or both
+    (``codex@team``), tried in order."""
 
     @model_validator(mode="after")
     def _valid(self) -> ScheduleConfig:

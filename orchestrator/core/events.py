@@ -185,7 +185,9 @@ class TextDelta(EventBase):
 
     kind: Literal["text-delta"] = "text-delta"
     text: str
+    """The next piece of text (concatenate a run's deltas of one channel for the whole)."""
     channel: TextChannel = "assistant"
+    """``assistant`` (the answer) or ``reasoning`` (thinking, a sub-agent's words)."""
 
 
 class ToolCall(EventBase):
@@ -193,9 +195,14 @@ class ToolCall(EventBase):
 
     kind: Literal["tool-call"] = "tool-call"
     tool_call_id: str
+    """Pairs the call with its ``tool-result``."""
     name: str
+    """The tool, as the runtime names it (``Bash``, ``exec_command``, ``mcp__files__read``)."""
     input: JsonValue = None
+    """The tool's arguments, as the model gave them."""
     partial: bool = False
+    """The input may be incomplete: a later ``tool-call`` with the same id replaces it (no
+    shipped adapter sends one)."""
 
 
 class ToolResult(EventBase):
@@ -203,9 +210,13 @@ class ToolResult(EventBase):
 
     kind: Literal["tool-result"] = "tool-result"
     tool_call_id: str
+    """The ``tool-call`` this answers."""
     name: str
+    """The tool."""
     output: str
+    """What the tool returned, as text."""
     is_error: bool = False
+    """The call failed, was denied or was closed without running (an abort, a run's end)."""
 
 
 class ApprovalCall(BaseModel):
@@ -216,9 +227,13 @@ class ApprovalCall(BaseModel):
     id: str
     """The approval's id (``ringleader approve ID``)."""
     tool_call_id: str
+    """The ``tool-call`` waiting."""
     name: str
+    """The tool."""
     input: JsonValue = None
+    """Its input, as the model gave it."""
     reason: str | None = None
+    """Why it needs approval, when known."""
 
 
 class QuotaWindow(BaseModel):
@@ -236,6 +251,7 @@ class QuotaWindow(BaseModel):
     resets_at: int | None = None
     """Epoch ms."""
     window_minutes: int | None = None
+    """The window's length in minutes (300: five hours)."""
     state: str | None = None
     """``allowed``, ``allowed_warning`` or ``rejected`` (held until ``resets_at``)."""
 
@@ -248,10 +264,16 @@ class Status(EventBase):
 
     kind: Literal["status"] = "status"
     phase: StatusPhase
+    """Where the run is: ``queued``, ``init``, ``thinking``, ``running``, ``turn-complete``,
+    ``rate_limited`` or ``waiting_approval``."""
     model: str | None = None
+    """The model the run uses, when the runtime says (on ``init`` above all)."""
     detail: str | None = None
+    """A line for a person: why it is queued, a retry, an unknown frame, a setup line, …"""
     resets_at: int | None = None
+    """With ``rate_limited``: when the limit resets (epoch ms)."""
     approval: ApprovalCall | None = None
+    """With ``waiting_approval``: the tool call waiting for a person."""
     quota: tuple[QuotaWindow, ...] | None = Field(
         default=None, exclude_if=lambda value: value is None
     )
@@ -264,9 +286,13 @@ class Cost(EventBase):
 
     kind: Literal["cost"] = "cost"
     cost_usd: float | None = None
+    """USD so far; ``null``: unknown (never 0 for unknown)."""
     usage: Usage
+    """Tokens so far."""
     model: str | None = None
+    """The model the usage is for, when the runtime says."""
     estimated: bool = False
+    """``cost_usd`` is a list-price estimate (shown ``est.``), not what the runtime reported."""
 
 
 class Done(EventBase):
@@ -274,9 +300,14 @@ class Done(EventBase):
 
     kind: Literal["done"] = "done"
     reason: DoneReason
+    """How the run ended: ``success``, ``max_turns`` (its turn cap), ``aborted`` (someone asked
+    it to stop) or ``error`` (an ``error`` event says why)."""
     summary: str = ""
+    """The run's summary (its final answer, as the runtime reported it), or ``""``."""
     usage: Usage | None = None
+    """The run's total usage: what the runtime reported at the end, else the last ``cost``."""
     cost_usd: float | None = None
+    """The run's total USD, the same way; ``null``: unknown."""
 
 
 class ErrorEvent(EventBase):
@@ -284,8 +315,11 @@ class ErrorEvent(EventBase):
 
     kind: Literal["error"] = "error"
     code: str | None = None
+    """A typed code (``rate_limited``, ``budget_exceeded``, ``interrupted``, …) when known."""
     message: str
+    """What went wrong, in one line (secrets redacted)."""
     fatal: bool = True
+    """A fatal error ends the run (``done{error}`` follows); a non-fatal one is a warning."""
 
 
 RuntimeEvent: TypeAlias = Annotated[

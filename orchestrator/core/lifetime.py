@@ -22,6 +22,7 @@ import attrs
 
 __all__ = [
     "MARK_ENV",
+    "PID_NS_ENV",
     "ProcessIdentity",
     "ProcessRegistry",
     "current_process_registry",
@@ -64,31 +65,79 @@ class ProcessIdentity:
         return cls.of(os.getpid())
 
     def alive(self) -> bool:
-        """Whether this very process is still running (a zombie counts as gone)."""
+        """Whether this very process is still running (a zombie counts as gone).
+
+        Namespace-proof: a process recorded from inside a PID namespace (a ringleader run by a
+        runtime's tool, ``ringleader mcp`` as a native MCP server: every runtime child has one,
+        ``adapters/_process.py``) is found by its start time and its innermost pid
+        (:meth:`locate`); and inside a namespace ringleader made (:data:`PID_NS_ENV`) a process
+        that cannot be seen is not taken for dead — it may live outside it."""
+        if self.locate() is not None:
+            return True
+        return bool(os.environ.get(PID_NS_ENV))
+
+    def locate(self) -> int | None:
+        """This process's pid as this process sees it (``None``: not running, or not visible
+        from here): ``pid`` itself when its start time matches, else — ``pid`` was recorded in
+        another PID namespace — the process whose start time is ``start`` and whose innermost
+        pid (``NSpid``) is ``pid``."""
         if self.pid <= 0:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            return False
-        except OSError:
-            return True  # no /proc: trust kill(0)
-        fields = data[data.rfind(b")") + 2 :].split()
-        if fields and fields[0] in (b"Z", b"X"):
-            return False
+            return None
+        direct = _same(self.pid, self.start)
+        if direct is not False:
+            return self.pid if direct else None
         if self.start is None:
-            return True
-        try:
-            return int(fields[19]) == self.start
-        except (IndexError, ValueError):
-            return True
+            return None
+        for name in _proc_pids():
+            if _same(name, self.start) and _innermost_pid(name) == self.pid:
+                return name
+        return None
+
+
+def _same(pid: int, start: int | None) -> bool | None:
+    """``pid`` is the live process that started at ``start``: True, False (gone, a zombie, or
+    another process), or ``None`` (gone: reported as not running, nothing to look for)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # no /proc: trust kill(0)
+    fields = data[data.rfind(b")") + 2 :].split()
+    if fields and fields[0] in (b"Z", b"X"):
+        return None  # a zombie: gone
+    if start is None:
+        return True
+    try:
+        return int(fields[19]) == start
+    except (IndexError, ValueError):
+        return True
+
+
+def _proc_pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def _innermost_pid(pid: int) -> int | None:
+    """``pid``'s number in its own PID namespace (the last ``NSpid`` of its status)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def default_state_dir() -> Path:
@@ -118,6 +167,11 @@ def ensure_private_dir(path: str | os.PathLike[str], *, tighten: bool = False) -
 
 
 # -- child processes: marks, the on-disk registry, reaping ------------------------------------
+
+PID_NS_ENV: Final = "RINGLEADER_PID_NAMESPACE_CHILD"
+"""Set (to ``1``) in the environment of a child ringleader started in a PID namespace of its
+own (``adapters/_process.py``): what runs in there cannot see processes outside it, so it never
+takes an unseen owner for dead (see :meth:`ProcessIdentity.alive`)."""
 
 MARK_ENV: Final = "RINGLEADER_PROC_MARK"
 """Set in every runtime child's environment to a unique mark. Descendants inherit it whatever
@@ -209,10 +263,11 @@ class ProcessRegistry:
             if owner.alive():
                 continue
             child = ProcessIdentity(int(entry.get("pid") or 0), entry.get("start"))
-            if child.alive():
+            here = child.locate()  # the pid as seen here (it may have been recorded in a namespace)
+            if here is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(child.pid, signal.SIGKILL)
-                killed.append(child.pid)
+                    os.kill(here, signal.SIGKILL)
+                killed.append(here)
             # kill until none is left (a dying parent may still fork once)
             for _ in range(10):
                 pids = kill_marked(mark)

@@ -4,6 +4,7 @@ child process, one message per line) or over WebSocket (``--listen``), message b
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -12,14 +13,15 @@ import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import attrs
+import httpx2
 import trio
 from httpx2.websockets._api import aconnect_ws
 
 ROOT = Path(__file__).resolve().parents[2]
-Transport = Literal["stdio", "ws"]
+Transport = Literal["stdio", "ws", "http"]
 Answer = Callable[[dict[str, Any]], Awaitable[Any]]
 """Answers a request of the agent's (``session/request_permission``): the result to send."""
 
@@ -132,6 +134,113 @@ class _Socket:
         return await self.ws.receive_text()
 
 
+class HttpWire:
+    """ACP's Streamable HTTP profile from the client's side: every message is a POST; what the
+    agent says arrives on the connection's SSE stream and on one stream per session, opened
+    before the first message of a session goes out (or when a result names a new session)."""
+
+    def __init__(self, url: str, http: httpx2.AsyncClient, nursery: trio.Nursery) -> None:
+        base, _, query = url.partition("?")
+        self.url = base.replace("ws://", "http://", 1)
+        self.auth = {"Authorization": f"Bearer {query.removeprefix('token=')}"}
+        self.http, self.nursery = http, nursery
+        self.connection: str | None = None
+        self.opened: set[str | None] = set()
+        self.to_client, self.received = trio.open_memory_channel[tuple[int, str]](math.inf)
+        self.held: dict[int, str] = {}
+        self.next_event = 1
+        """The agent's events are numbered over all streams (SSE ids): taken in that order."""
+        self.statuses: list[int] = []
+
+    def headers(self, session_id: str | None = None) -> dict[str, str]:
+        headers = {**self.auth}
+        if self.connection is not None:
+            headers["Acp-Connection-Id"] = self.connection
+        if session_id is not None:
+            headers["Acp-Session-Id"] = session_id
+        return headers
+
+    async def open(self, session_id: str | None) -> None:
+        if session_id not in self.opened:
+            self.opened.add(session_id)
+            await self.nursery.start(self._read, session_id)
+
+    async def _read(
+        self,
+        session_id: str | None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        headers = {**self.headers(session_id), "Accept": "text/event-stream"}
+        async with self.http.stream("GET", self.url, headers=headers) as response:
+            assert response.status_code == 200, response.status_code
+            task_status.started()
+            event_id = 0
+            async for line in response.aiter_lines():
+                if line.startswith("id: "):
+                    event_id = int(line.removeprefix("id: "))
+                elif line.startswith("data: "):
+                    self.to_client.send_nowait((event_id, line.removeprefix("data: ")))
+
+    async def send_text(self, text: str) -> None:
+        session_id: str | None = None
+        with suppress(ValueError):
+            found = _session_of(json.loads(text), "params")
+            session_id = found
+        if session_id is not None:
+            await self.open(session_id)
+        headers = {**self.headers(session_id), "Content-Type": "application/json"}
+        response = await self.http.post(self.url, content=text.encode(), headers=headers)
+        self.statuses.append(response.status_code)
+        if self.connection is None and response.status_code == 200:
+            self.connection = response.headers["acp-connection-id"]
+            await self.open(None)
+            self.to_client.send_nowait((0, response.text))  # answered on the POST itself
+        elif response.status_code == 400 and response.json().get("jsonrpc") == "2.0":
+            self.to_client.send_nowait((0, response.text))  # a parse error: answered on the POST
+        else:
+            assert response.status_code in (202, 501), (response.status_code, response.text)
+
+    async def receive_text(self) -> str:
+        while self.next_event not in self.held:
+            event_id, text = await self.received.receive()
+            if event_id == 0:  # an answer on a POST: no place in the streams' order
+                break
+            self.held[event_id] = text
+        else:
+            text = self.held.pop(self.next_event)
+            self.next_event += 1
+        session_id = _session_of(json.loads(text), "result")
+        if session_id is not None:
+            await self.open(session_id)
+        return text
+
+    async def close(self) -> None:
+        response = await self.http.delete(self.url, headers=self.headers())
+        assert response.status_code == 202, response.status_code
+
+
+def _session_of(message: Any, field: str) -> str | None:
+    """The ``sessionId`` in a message's ``params`` (or ``result``), if any."""
+    if not isinstance(message, dict):
+        return None
+    inner: Any = cast(dict[str, Any], message).get(field)
+    if not isinstance(inner, dict):
+        return None
+    found: Any = cast(dict[str, Any], inner).get("sessionId")
+    return found if isinstance(found, str) else None
+
+
+@asynccontextmanager
+async def connect_http(url: str) -> AsyncGenerator[AcpClient]:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=None)) as http:
+        async with trio.open_nursery() as nursery:
+            wire = HttpWire(url, http, nursery)
+            yield AcpClient(wire)
+            await wire.close()
+            nursery.cancel_scope.cancel()
+
+
 def agent_env(state: Path, **env: str) -> dict[str, str]:
     return {**os.environ, "RINGLEADER_STATE_DIR": str(state), "PYTHONPATH": str(ROOT), **env}
 
@@ -212,10 +321,11 @@ async def agents(
 
         else:
             url, _ = await stack.enter_async_context(listening(runtime, state, **env))
+            connect = connect_ws if transport == "ws" else connect_http
 
             @asynccontextmanager
             async def fresh() -> AsyncGenerator[AcpClient]:
-                async with connect_ws(url) as client:
+                async with connect(url) as client:
                     await client.initialize()
                     yield client
 

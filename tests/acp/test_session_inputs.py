@@ -13,12 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx2
 import pytest
+import trio
 from httpx2.websockets import WebSocketUpgradeError
 
 from adapters.claude_code.driver import ClaudeCodeConfig, claude_args, mcp_config_file, user_message
 from adapters.codex.driver import CodexConfig, exec_argv, mcp_overrides
 from orchestrator.core.adapter import PromptImage, RunMcpServer
+from orchestrator.engine.eventlog import EventLog
 from orchestrator.model_server import serve_model_server
 
 from .client import ROOT, agent_env, connect_ws, listening, stdio_agent
@@ -35,15 +38,23 @@ def native_env(url: str) -> dict[str, str]:
     }
 
 
-async def test_an_image_block_reaches_the_native_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_an_image_block_reaches_the_native_model(provider: str, tmp_path: Path) -> None:
     script = {
-        "model": "claude-sonnet-4-5",
+        "model": "claude-sonnet-4-5" if provider == "anthropic" else "gpt-4.1",
         "conversations": [{"name": "img", "marker": "[[img]]", "turns": [{"text": "A pixel."}]}],
     }
     ws = tmp_path / "ws"
     ws.mkdir()
     async with serve_model_server(script) as model:
-        async with stdio_agent("native", tmp_path / "state", **native_env(model.url)) as client:
+        env = native_env(model.url)
+        if provider == "openai":
+            env = {
+                "RINGLEADER_NATIVE_PROVIDER": "openai",
+                "OPENAI_BASE_URL": model.base_url,
+                "OPENAI_API_KEY": "sk-inputs-0000",
+            }
+        async with stdio_agent("native", tmp_path / "state", **env) as client:
             await client.initialize()
             sid = (await client.ok("session/new", {"cwd": str(ws), "mcpServers": []})).result[
                 "sessionId"
@@ -58,6 +69,11 @@ async def test_an_image_block_reaches_the_native_model(tmp_path: Path) -> None:
             refused = await client.request("session/prompt", {"sessionId": sid, "prompt": bad})
             assert refused.error is not None and refused.error["code"] == -32602
     [request] = model.requests_for("img")
+    if provider == "openai":  # the Responses API: an input_image with a data URL
+        [user] = [item for item in request.body["input"] if item.get("role") == "user"]
+        images = [part for part in user["content"] if part["type"] == "input_image"]
+        assert [part["image_url"] for part in images] == [f"data:image/png;base64,{PIXEL}"]
+        return
     user = request.body["messages"][0]["content"]
     images = [{k: part[k] for k in ("type", "source")} for part in user if part["type"] == "image"]
     assert images == [
@@ -204,6 +220,43 @@ async def test_listen_refuses_connections_without_the_token_or_from_another_orig
         async with connect_ws(url) as client:  # ?token= too (a browser cannot set headers)
             assert (await client.initialize())["protocolVersion"] == 1
 
+        # the Streamable HTTP profile on the same path: the same token, and the RFD's codes
+        endpoint = bare.replace("ws://", "http://", 1)
+        auth = {"Authorization": f"Bearer {token}"}
+        json_type = {"Content-Type": "application/json"}
+        init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+        async with httpx2.AsyncClient() as http:
+            denied = await http.post(endpoint, content=init, headers=json_type)
+            assert denied.status_code == 401
+            evil = {**auth, **json_type, "Origin": "http://evil.example"}
+            assert (await http.post(endpoint, content=init, headers=evil)).status_code == 401
+            not_json = await http.post(endpoint, content=init, headers=auth)
+            assert not_json.status_code == 415
+            first = await http.post(endpoint, content="[]", headers={**auth, **json_type})
+            assert first.status_code == 501
+            no_init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/list"})
+            early = await http.post(endpoint, content=no_init, headers={**auth, **json_type})
+            assert early.status_code == 400
+            opened = await http.post(endpoint, content=init, headers={**auth, **json_type})
+            assert opened.status_code == 200 and opened.json()["result"]["protocolVersion"] == 1
+            connection = opened.headers["acp-connection-id"]
+            unknown = {**auth, **json_type, "Acp-Connection-Id": "nope"}
+            assert (await http.post(endpoint, content=no_init, headers=unknown)).status_code == 404
+            mine = {**auth, "Acp-Connection-Id": connection}
+            assert (await http.get(endpoint, headers=mine)).status_code == 406
+            prompt = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "session/prompt",
+                    "params": {"sessionId": "acp-1", "prompt": []},
+                }
+            )
+            unscoped = await http.post(endpoint, content=prompt, headers={**mine, **json_type})
+            assert unscoped.status_code == 400  # a session-scoped POST without Acp-Session-Id
+            assert (await http.delete(endpoint, headers=mine)).status_code == 202
+            assert (await http.delete(endpoint, headers=mine)).status_code == 404
+
 
 def test_listen_off_loopback_needs_a_configured_token(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "orchestrator.cli", "acp", "--runtime", "scripted"]
@@ -225,3 +278,54 @@ def test_listen_off_loopback_needs_a_configured_token(tmp_path: Path) -> None:
         [*argv, "--listen", "nope"], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert bad.returncode != 0 and "HOST:PORT" in bad.stderr
+
+
+async def test_a_closed_websocket_aborts_its_running_prompt(tmp_path: Path) -> None:
+    """The client goes away mid-prompt: the run is aborted and recorded so, never left running."""
+    slow = {"text": "tick " * 200, "chunk_chars": 5, "chunk_delay_s": 0.2}
+    script = {
+        "model": "claude-sonnet-4-5",
+        "conversations": [{"name": "slow", "marker": "[[slow]]", "turns": [slow]}],
+    }
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    state = tmp_path / "state"
+    async with serve_model_server(script) as model:
+        async with listening("native", state, **native_env(model.url)) as (url, _):
+            async with connect_ws(url) as client:
+                await client.initialize()
+                new = await client.ok("session/new", {"cwd": str(ws), "mcpServers": []})
+                await client.send(
+                    {
+                        "id": 99,
+                        "method": "session/prompt",
+                        "params": {
+                            "sessionId": new.result["sessionId"],
+                            "prompt": [{"type": "text", "text": "[[slow]] count"}],
+                        },
+                    }
+                )
+                with trio.fail_after(60):
+                    while "agent_message_chunk" not in await client.wire.receive_text():
+                        pass
+            # the socket is closed: the server aborts the run; its row says so
+            with trio.fail_after(60):
+                while True:
+                    async with EventLog.open(state / "events.db") as log:
+                        runs = await log.runs()
+                    if runs and runs[-1].status != "running":
+                        break
+                    await trio.sleep(0.2)  # another process finishes the run: poll its log
+    assert runs[-1].status == "aborted"
+
+
+async def test_an_over_long_stdio_line_is_dropped_and_the_agent_goes_on(tmp_path: Path) -> None:
+    async with stdio_agent("scripted", tmp_path / "state") as client:
+        huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"p": "a" * MAX}})
+        await client.wire.send_text(huge)  # 9 MiB, over the 8 MiB cap: dropped, not parsed
+        # initialize is id 1 too: had the huge line been answered (-32601), it would fail here
+        answer = await client.initialize()
+    assert answer["protocolVersion"] == 1
+
+
+MAX = 9 * 1024 * 1024

@@ -305,9 +305,15 @@ def test_lines_selected_on_the_run_page_are_sent_to_the_agent_as_comments(
             page.fill("#comment-text", "drop bye, nobody calls it")
             page.click("#comment-add")
             page.wait_for_selector("#comment-list li:nth-child(2)", timeout=30_000)
+            page.click(number(5))  # a third one, then taken back before sending
+            page.fill("#comment-text", "second thoughts")
+            page.click("#comment-add")
+            page.wait_for_selector("#comment-list li:nth-child(3)", timeout=30_000)
+            page.click("#comment-list li:nth-child(3) button.comment-remove")
+            page.wait_for_selector("#comment-list li:nth-child(3)", state="detached")
             assert page.locator("#comment-list li").all_text_contents() == [
-                "greeter.py:1-2 add type hints",
-                "greeter.py:4 drop bye, nobody calls it",
+                "greeter.py:1-2 add type hints remove",
+                "greeter.py:4 drop bye, nobody calls it remove",
             ]
             commented = page.eval_on_selector_all(
                 f"{diff} .diff-row.commented", "rows => rows.map(r => r.dataset.new)"
@@ -329,7 +335,9 @@ def test_lines_selected_on_the_run_page_are_sent_to_the_agent_as_comments(
             assert [(c["file"], c["start"], c["end"], c["sentVia"]) for c in listed] == [
                 ("greeter.py", 1, 2, "resume"),
                 ("greeter.py", 4, 4, "resume"),
-            ]
+            ]  # the withdrawn one is gone
+            gone = server.post(f"/runs/{key}/comments/withdraw", json={"id": listed[0]["id"]})
+            assert gone.status_code == 409 and "sent already" in gone.json()["error"]
             prefix = listed[0]["followUp"]
             cards = wait_for(
                 lambda: httpx2.get(server.url + "/board", headers=bearer, timeout=60).json()[
@@ -349,6 +357,7 @@ def test_lines_selected_on_the_run_page_are_sent_to_the_agent_as_comments(
             assert "Comment: add type hints" in prompt
             assert "2. greeter.py, line 4:\n    4 | def bye():\n" in prompt
             assert "Comment: drop bye, nobody calls it" in prompt
+            assert "second thoughts" not in prompt
             assert (repo / "greeter.py").read_text() == REVIEWED  # and it acted on them
         finally:
             server.close()

@@ -5,6 +5,7 @@ the checkout left as it was), then applied from the page."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -203,5 +204,67 @@ def test_the_diff_follows_a_running_run_and_keeps_what_the_person_chose(
         assert page.input_value("#comment-text") == "half typed"
         assert page.text_content("#comment-where") == "app.py, line 1"
         assert "2 files" in (page.text_content("#changes-total") or "")
+    finally:
+        server.close()
+
+
+def test_a_diff_of_many_files_is_built_as_it_is_scrolled_to(
+    tmp_path: Path, board_env: dict[str, str], repo: Path, browser: Any
+) -> None:
+    """A change to 120 files: the first files are built at once, the rest only when they come
+    near the screen (a 2,000-file diff stays quick to open), and every one is there when
+    scrolled to."""
+    made = make_runs(repo, tmp_path / "state", ("native",))
+    ws = made["native"]
+    for i in range(120):
+        (ws / f"f{i:03d}.py").write_text(f"value = {i}\n")
+    server = Served(tmp_path, board_env | GIT_ID, None)
+    server.start()
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/run/runtime:native:task:t-native:run-0001#token={server.token}")
+        page.wait_for_selector(
+            'details.diff-file[data-path="f000.py"] .diff-row', timeout=TIMEOUT_MS
+        )
+        assert page.locator("details.diff-file").count() == 120
+        built = page.locator("details.diff-file:has(.diff-row)").count()
+        assert 30 <= built < 120, built
+        last = page.locator('details.diff-file[data-path="f119.py"]')
+        assert last.locator(".diff-row").count() == 0
+        last.scroll_into_view_if_needed()
+        page.wait_for_selector(
+            'details.diff-file[data-path="f119.py"] .diff-row span.hljs-number',
+            timeout=TIMEOUT_MS,
+        )
+    finally:
+        server.close()
+
+
+def test_a_task_started_from_the_board_in_a_checkout_has_a_diff(
+    tmp_path: Path, board_env: dict[str, str], repo: Path
+) -> None:
+    """`ringleader serve` started in a git checkout runs the board's tasks there: each records
+    where it started, so its run page has a diff (what was uncommitted before is not in it)."""
+    (repo / "app.py").write_text("my own uncommitted edit\n")
+    server = Served(repo, board_env | GIT_ID, None)
+    server.start()
+    try:
+        made = server.post("/tasks", json={"prompt": "say hello", "runtime": "scripted"})
+        assert made.status_code == 201, made.text
+        prefix = made.json()["runKeyPrefix"]
+        key = ""
+        for _ in range(600):
+            cards = server.get("/board").json()["cards"]
+            done = [c for c in cards if c["runKey"].startswith(prefix) and c["column"] == "done"]
+            if done:
+                key = done[0]["runKey"]
+                break
+            threading.Event().wait(0.1)
+        assert key, "the board's task did not finish"
+        shown = server.get(f"/runs/{key}/diff")
+        assert shown.status_code == 200, shown.text
+        body = shown.json()
+        assert body["kind"] == "your checkout" and body["workspace"] == str(repo)
+        assert body["files"] == []  # the edit was there before the run
     finally:
         server.close()

@@ -1,7 +1,7 @@
 """The contract plugin works from a separate project that only installs ringleader.
 
-Each project is one of the README's "Writing an adapter" examples, extracted verbatim, so the
-README's adapters and harnesses are proven to pass the whole suite: the in-memory one
+Each project is one of the "Writing an adapter" examples (docs/guide/adapters.md), extracted
+verbatim, so the documented adapters and harnesses are proven to pass the whole suite: the in-memory one
 (:class:`AdapterContract`) and the child-process one (:class:`AdapterContract` and
 :class:`ProcessFaultContract`, against a real fake CLI).
 """
@@ -22,11 +22,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def readme_example(marker: str) -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "guide" / "adapters.md").read_text(encoding="utf-8")
     block = re.search(
         rf"<!-- {marker}:start -->\s*```python\n(.*?)```\s*<!-- {marker}:end -->", text, re.S
     )
-    assert block is not None, f"README lost its {marker} example"
+    assert block is not None, f"docs/guide/adapters.md lost its {marker} example"
     return block.group(1)
 
 

@@ -4,7 +4,8 @@ real pinned agent (``ringleader install acp-agents``) pointed at the scripted mo
 
 Per agent: a text turn; a tool call that asks, is allowed and returns its result; cancel while
 the answer streams (the prompt ends ``cancelled`` or the agent is ended; no process is left); a
-permission request that waits in the approval book and runs once approved there.
+permission request that waits in the approval book and runs once approved there. And one preset
+run from the command line (``ringleader run --runtime acp:codex --model-server``).
 
 Gemini CLI speaks the Gemini API (``streamGenerateContent`` at ``GOOGLE_GEMINI_BASE_URL``), which
 the scripted model server serves too. It sends no output of a shell call over ACP (its
@@ -16,6 +17,8 @@ If an agent is not installed these tests FAIL with the install command.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,15 @@ from contract import check_stream
 from orchestrator.core.adapter import StartOpts, TaskHandle
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.errors import RuntimeNotFoundError
-from orchestrator.core.events import Done, RuntimeEvent, Status, TextDelta, ToolCall, ToolResult
+from orchestrator.core.events import (
+    Cost,
+    Done,
+    RuntimeEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 from orchestrator.model_server import ModelServer, serve_model_server
 
 from .kit import alive, assert_no_drift, text
@@ -40,6 +51,8 @@ NO_LOCAL_SERVER: dict[str, str] = {}
 """Agents that cannot be pointed at the scripted model server, and why (none now)."""
 SILENT_SHELL = {"gemini"}
 """Agents that send no shell output over ACP (the model still gets it)."""
+REPORTS_TOKENS = {"claude", "opencode", "qwen"}
+"""Agents that report the prompt's tokens over ACP (Qwen Code in its chunks' ``_meta``)."""
 KEY = "sk-e2e-acp-agents-0123456789abcdef"
 
 
@@ -78,6 +91,11 @@ def script(agent: str) -> dict[str, Any]:
                 "name": "slow",
                 "marker": "[[e2e:slow]]",
                 "turns": [{"text": "slow " * 400, "chunk_chars": 5, "chunk_delay_s": 0.05}],
+            },
+            {
+                "name": "resume",
+                "marker": "[[e2e:resume]]",
+                "turns": [{"text": "FIRST"}, {"text": "SECOND after resume"}],
             },
             {
                 "name": "book",
@@ -172,6 +190,8 @@ async def test_text_turn(agent: str, server: ModelServer, tmp_path: Path) -> Non
         events, _ = await run_once(adapter, "[[e2e:text]] hello", tmp_path / "ws")
     assert done_of(events).reason == "success"
     assert text(events).endswith(f"FINAL: hello from {agent}")
+    if agent in REPORTS_TOKENS:
+        assert any(isinstance(e, Cost) and e.usage.input_tokens > 0 for e in events)
     assert server.requests_for("text"), "the agent never reached the model server"
     home = tmp_path / "homes" / "acp-e2e"
     assert home.stat().st_mode & 0o777 == 0o700
@@ -189,6 +209,8 @@ async def test_tool_call_and_its_result(agent: str, server: ModelServer, tmp_pat
     assert calls and results, events
     assert results[0].tool_call_id == calls[0].tool_call_id
     assert not results[0].is_error
+    if agent in ("claude", "qwen"):  # announced with rawInput {}, the command came later
+        assert "tool-out-42" in json.dumps(calls[0].input)
     if agent not in SILENT_SHELL:
         assert "tool-out-42" in results[0].output
     assert (ws / "made.txt").exists()
@@ -228,3 +250,69 @@ async def test_permission_answered_from_the_approval_book(
     assert done_of(events).reason == "success"
     waiting = [e for e in events if isinstance(e, Status) and e.phase == "waiting_approval"]
     assert len(waiting) == 1
+
+
+@pytest.mark.parametrize("agent", ["codex"])
+async def test_a_refusal_that_ends_the_agents_turn_says_so(
+    agent: str, server: ModelServer, tmp_path: Path
+) -> None:
+    """codex-acp's only way to refuse is ``abort``: its turn ends (``cancelled``) though nobody
+    aborted the run; the run says why, and the command never ran."""
+    ws = tmp_path / "ws"
+    async with make_adapter(agent, server, tmp_path) as adapter:  # permission: deny
+        events, _ = await run_once(adapter, "[[e2e:book]] go", ws)
+    assert done_of(events).reason == "aborted"
+    assert any(isinstance(e, Status) and "refused permission" in (e.detail or "") for e in events)
+    assert not (ws / "approved.txt").exists()
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+async def test_resume_in_a_new_process(agent: str, server: ModelServer, tmp_path: Path) -> None:
+    """The identity's home keeps the session: a new agent process loads it (``session/load``)
+    and the model sees the whole conversation. (OpenCode and Qwen Code resume too, by hand;
+    Gemini CLI 0.61.0 answers ``session/load`` in a new process with an internal error.)"""
+    ws = tmp_path / "ws"
+    async with make_adapter(agent, server, tmp_path) as adapter:
+        first, _ = await run_once(adapter, "[[e2e:resume]] first", ws)
+        sessions = [e.run_id for e in first]
+    assert done_of(first).reason == "success" and text(first) == "FIRST"
+    async with make_adapter(agent, server, tmp_path) as adapter:
+        second, _ = await run_once(adapter, "and again", ws, resume_session_id=sessions[0])
+    assert text(second) == "SECOND after resume"  # the replayed history is not new output
+    assert {e.run_id for e in second} == {sessions[0]}
+    last = server.requests_for("resume")[-1]
+    assert "FIRST" in json.dumps(last.body)
+
+
+async def test_a_preset_runs_from_the_command_line_with_no_command_typed(tmp_path: Path) -> None:
+    """``ringleader run --runtime acp:codex --model-server``: the installed agent, its home, its
+    endpoint and its built-in tool turn, all from the preset (codex-acp: the quickest to start)."""
+    try:
+        locate_agent(PRESETS["codex"])
+    except RuntimeNotFoundError as exc:
+        pytest.fail(str(exc))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+    } | {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "acp:codex"]
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            [*argv, "--model-server", "--json", "look around"],
+            cwd=ws,
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    lines = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]
+    kinds = [line["kind"] for line in lines]
+    assert "tool-call" in kinds and "tool-result" in kinds
+    assert lines[-1]["kind"] == "done" and lines[-1]["reason"] == "success"
+    assert lines[0]["runKey"].startswith("runtime:acp:codex:task:")
+    home = tmp_path / "state" / "homes" / "acp_codex" / "cli"  # the host's home for the identity
+    assert (home / ".codex" / "config.toml").is_file()

@@ -312,7 +312,8 @@ def ended_once_in_log(state: Path) -> str:
     try:
         ((run_key, status),) = db.execute("SELECT run_key, status FROM runs").fetchall()
         bodies = [b for (b,) in db.execute(
-            "SELECT body FROM events WHERE run_key = ? ORDER BY seq", (run_key,)
+            "SELECT body FROM events WHERE run = (SELECT id FROM run_ids WHERE run_key = ?) "
+            "ORDER BY seq", (run_key,)
         )]  # fmt: skip
     finally:
         db.close()

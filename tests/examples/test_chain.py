@@ -57,3 +57,27 @@ async def test_the_chain_runs_in_order_and_passes_summary_and_diff(tmp_path: Pat
     assert diff.returncode == 0, diff.stderr
     assert "+Hello, newcomer!" in diff.stdout
     assert not (folder / "hello.txt").exists()  # it worked in its own copy, not here
+
+
+async def test_a_failing_plan_skips_the_rest_and_says_why(tmp_path: Path) -> None:
+    folder = example_copy("chain", tmp_path)
+    env = clean_env(tmp_path, RINGLEADER_SCRIPTED_SCRIPT="plan-fails.json")
+    args = ("batch", "tasks.toml", "--model-server", "model-script.json", "--json")
+    result = await trio.to_thread.run_sync(lambda: ringleader(*args, cwd=folder, env=env))
+    assert result.returncode == 1, result.stderr
+    async with EventLog.open(tmp_path / "state" / "events.db") as log:
+        rows = {str(row.outcome["chainTask"]): row for row in await log.runs() if row.outcome}
+    assert {task: row.status for task, row in rows.items()} == {
+        "plan": "error",
+        "impl": "skipped",
+        "review": "skipped",
+    }
+    why = "skipped: its dependency 'plan' ended error: the request is ambiguous"
+    impl, review = rows["impl"].outcome or {}, rows["review"].outcome or {}
+    assert (impl["errorCode"], impl["summary"]) == ("dependency_skipped", why)
+    assert review["summary"] == f"skipped: its dependency 'impl' was skipped ({why})"
+    # the skipped steps never started a run: each is an error and a done in the stream, no more
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    for task in ("impl", "review"):
+        mine = [e["kind"] for e in events if e["runKey"] == rows[task].run_key]
+        assert mine == ["error", "done"]

@@ -60,6 +60,24 @@ def test_a_batch_of_two_native_tasks_runs_them_at_once_against_the_model_server(
     assert second.started_ms < first.ended_ms  # side by side, not one after the other
 
 
+def test_run_points_native_at_the_model_server_and_leaves_scripted_beside_it(
+    tmp_path: Path,
+) -> None:
+    """The scripted runtime talks to no model: beside native, `--model-server` leaves it as it
+    is (alone, the flag is refused for it: tests/e2e/test_cli_model_server.py)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "scripted",
+         "--runtime", "native", "--model-server", "--json", "hi"],
+        cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    rows = runs_of(tmp_path)
+    assert sorted((r.runtime_id, r.status) for r in rows) == [
+        ("native", "success"),
+        ("scripted", "success"),
+    ]
+
+
 @pytest.mark.parametrize("command", ["recover", "approve", "batch", "serve", "acp"])
 def test_every_command_that_starts_runs_takes_model_server(command: str) -> None:
     shown = subprocess.run(

@@ -258,15 +258,37 @@ def test_comments_sent_from_the_command_line_continue_the_runs_diff(
     }
     key = run_in_place(repo, env, tmp_path, script, "both")
     ringleader("comment", key, "src/new.py:1", "say more", cwd=repo, env=env)
+    second = ringleader("comment", key, "src/new.py:1", "never mind", "--json", cwd=repo, env=env)
+    dropped = json.loads(second.stdout)["id"]
+    gone = ringleader("comment", key, "--withdraw", str(dropped), cwd=repo, env=env)
+    assert f"comment #{dropped} on {key} withdrawn (1 waiting)" in gone.stdout
+    again = ringleader("comment", key, "--withdraw", str(dropped), cwd=repo, env=env, check=False)
+    assert again.returncode == 2 and "sent already?" in again.stderr
     sent = ringleader(
         *("comment", key, "--send", "--json", "--model-server", str(tmp_path / "both.json")),
         cwd=repo,
         env=env,
     )
     follow = json.loads(sent.stdout.splitlines()[0])["runKey"]
+    listed = ringleader("comment", key, "--list", "--json", cwd=repo, env=env).stdout
+    assert [json.loads(line)["text"] for line in listed.splitlines()] == ["say more"]
     assert follow != key
     assert (repo / "src" / "app.py").read_text() == "def main():\n"
     shown = json.loads(ringleader("diff", follow, "--json", cwd=repo, env=env).stdout)
     assert {f["path"] for f in shown["files"]} == {"src/app.py", "src/new.py"}
     starts = git("for-each-ref", "--format=%(refname)", "refs/ringleader/starts", cwd=repo)
     assert len(starts.split()) == 1  # the first run's only
+
+
+def test_a_huge_untracked_file_is_left_out_of_the_starting_snapshot(repo: Path) -> None:
+    """A stray data file is not hashed into git objects (and kept alive by the start ref)
+    before every run; a file named with pathspec magic characters is taken literally."""
+    from orchestrator.engine.review.inplace import HUGE_BYTES, record_start
+
+    (repo / "data*.bin").write_bytes(b"\0" * (HUGE_BYTES + 1))
+    (repo / "data1.bin").write_bytes(b"\0" * 10)  # matched by the huge one's name as a glob
+    start = record_start(repo, "t1")
+    assert start is not None
+    names = git("ls-tree", "-r", "--name-only", start.base, cwd=repo).split("\n")
+    assert "data*.bin" not in names
+    assert {"data1.bin", "notes.txt", "src/app.py"} <= set(names)

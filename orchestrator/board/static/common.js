@@ -111,7 +111,7 @@ export function formatElapsed(ms) {
 }
 
 export function runtimeOf(runKey) {
-  const m = /^runtime:([^:]+):/.exec(runKey);
+  const m = /^runtime:(.+?):task:/.exec(runKey) || /^runtime:([^:]+):/.exec(runKey); // an id may hold a colon (acp:claude)
   return m ? m[1] : "";
 }
 

@@ -2,10 +2,11 @@
 // as `ringleader compare --json`): each run's outcome, files and lines, then every file any of
 // them touched — who changed it and whether they agree — and a run's diff on demand.
 import { el, getJSON } from "./common.js";
-import { fileView } from "./diffview.js";
+import { fileView, nearScreen } from "./diffview.js";
 
 const task = decodeURIComponent(location.pathname.slice("/compare/".length));
 const notice = document.getElementById("notice");
+const deferred = nearScreen(() => {}); // a diff of many files: built as it is scrolled to
 
 function runLink(run) {
   if (!run.runKey) return el("span", { text: run.label });
@@ -16,8 +17,9 @@ async function showDiff(run) {
   const box = document.getElementById("compare-diff");
   try {
     const data = await getJSON(`/runs/${encodeURIComponent(run.runKey)}/diff`);
+    deferred.reset();
     box.replaceChildren(el("h2", { text: `${run.label}: ${data.totals.files} file(s), +${data.totals.added} −${data.totals.removed}` }),
-      ...data.files.map(fileView));
+      ...data.files.map((f) => fileView(f, { later: deferred.later })));
     box.dataset.run = run.label;
   } catch (e) {
     notice.textContent = String(e.message);

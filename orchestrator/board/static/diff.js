@@ -4,7 +4,7 @@
 // sent back to the agent (the same as `ringleader comment`); and apply / push / pull request
 // (POST /runs/KEY/apply, the same as `ringleader apply`).
 import { el, getJSON, post } from "./common.js";
-import { fileView, statusLabel } from "./diffview.js";
+import { fileView, nearScreen, statusLabel } from "./diffview.js";
 
 const REFRESH_MS = 3000; // while the run is running
 const runKey = decodeURIComponent(location.pathname.slice("/run/".length));
@@ -25,6 +25,7 @@ let last = "";
 const opened = new Map(); // path → open, as the person left it (kept across live refreshes)
 let selection = null; // {file, start, end, anchor}: the lines the next comment is on
 let pending = []; // the run's comments not sent yet (GET /runs/KEY/comments)
+const deferred = nearScreen(() => mark()); // a diff of many files: built as it is scrolled to
 
 function rowsOf(path) {
   const node = view.querySelector(`details.diff-file[data-path="${CSS.escape(path)}"]`);
@@ -76,10 +77,24 @@ function pick(path, line, event) {
 function showPending() {
   commentList.replaceChildren(...pending.map((c) => el("li", { "data-comment": c.id },
     el("span", { class: "comment-where", text: c.start === c.end ? `${c.file}:${c.start}` : `${c.file}:${c.start}-${c.end}` }),
-    " ", el("span", { class: "comment-text", text: c.text }))));
+    " ", el("span", { class: "comment-text", text: c.text }),
+    " ", el("button", { type: "button", class: "comment-remove", title: "remove this comment", text: "remove", onclick: () => withdraw(c) }))));
   commentsBox.hidden = pending.length === 0;
   sendButton.textContent = `Send ${pending.length} comment${pending.length === 1 ? "" : "s"} to the agent`;
   mark();
+}
+
+async function withdraw(c) {
+  try {
+    await post(`${commentsUrl}/withdraw`, { id: c.id });
+    pending = pending.filter((p) => p.id !== c.id);
+    commentNotice.dataset.error = "no";
+    commentNotice.textContent = `comment removed (${pending.length} waiting)`;
+    showPending();
+  } catch (err) {
+    commentNotice.dataset.error = "yes";
+    commentNotice.textContent = String(err.message);
+  }
 }
 
 async function loadComments() {
@@ -150,8 +165,10 @@ function render(data) {
       } }),
       ` ${statusLabel(f)} ` + (f.binary ? "binary" : f.large ? "large" : `+${f.added} −${f.removed}`))));
   document.getElementById("changes").append(commentBox); // out of the rows about to go
+  deferred.reset();
   view.replaceChildren(...data.files.map((f) => fileView(f, {
     onLine: pick,
+    later: deferred.later,
     open: (path) => opened.get(path),
     toggled: (path, open) => {
       opened.set(path, open);

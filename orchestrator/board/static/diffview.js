@@ -126,7 +126,8 @@ function hunkView(path, hunk, language, onLine) {
 }
 
 // A file's block. `opts.onLine(path, line, event)` makes new-side line numbers clickable (the run
-// page's comments); `opts.open(path)` may say whether the person left it open or closed.
+// page's comments); `opts.open(path)` may say whether the person left it open or closed;
+// `opts.later(node, build)` defers building an open file's rows (see nearScreen).
 export function fileView(f, opts = {}) {
   const lines = f.hunks.reduce((n, h) => n + h.lines.length + 1, 0);
   const long = lines > LONG_DIFF_LINES;
@@ -148,10 +149,47 @@ export function fileView(f, opts = {}) {
     built = true;
     for (const hunk of f.hunks) body.append(...hunkView(f.path, hunk, language, opts.onLine));
   };
-  if (open) build();
+  if (open && opts.later) opts.later(node, build); // built when it comes near the screen
+  else if (open) build();
+  let shown = open; // a details made open fires a toggle too: only a change counts
   node.addEventListener("toggle", () => {
+    if (node.open === shown) return;
+    shown = node.open;
     if (node.open) build();
     if (opts.toggled) opts.toggled(f.path, node.open);
   });
   return node;
+}
+
+// For a diff of many files: the first EAGER_FILES open files are built at once, the others when
+// they come within a few screens of the viewport. `onBuilt` runs after each deferred build.
+export const EAGER_FILES = 30;
+export function nearScreen(onBuilt) {
+  const pending = new Map();
+  const seen = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      const build = pending.get(entry.target);
+      pending.delete(entry.target);
+      seen.unobserve(entry.target);
+      if (build) build();
+      onBuilt();
+    }
+  }, { rootMargin: "2000px 0px" });
+  let count = 0;
+  return {
+    later(node, build) {
+      if (count++ < EAGER_FILES) {
+        build();
+        return;
+      }
+      pending.set(node, build);
+      seen.observe(node);
+    },
+    reset() {
+      seen.disconnect();
+      pending.clear();
+      count = 0;
+    },
+  };
 }

@@ -2,17 +2,18 @@
 started, so ``ringleader diff`` shows what *the run* changed, not what was already uncommitted.
 
 Before the run starts, :func:`record_start` writes the checkout's working tree as it is — tracked
-files with their uncommitted edits, untracked files, ignored ones left out — as a commit whose
-parent is ``HEAD``, built in a **temporary index** (a copy of the checkout's own, so unchanged
-files are not hashed again): the person's index, branches, ``HEAD`` and files are never touched,
-only git objects are written. The commit is kept on a private ref,
-``refs/ringleader/starts/<task>`` (on no branch; ``git gc`` keeps it), and recorded in the event
-log as a workspace row of kind :data:`CHECKOUT_KIND` (its ``origin`` the repository's top level,
-its ``path`` the run's directory, its ``root`` — the row's key — ``TOP#TASK``: one row per run,
-see :func:`~orchestrator.engine.review.records.workspace_dir`) — so the review commands find it like any
-workspace: ``diff`` and the board's diff view read it against that commit, ``compare`` and
-``comment`` work, while ``apply`` refuses (the changes already are in the checkout) and
-``workspaces --prune`` never lists it (it is the person's own folder).
+files with their uncommitted edits, untracked files, ignored ones left out (and untracked files
+above :data:`HUGE_BYTES`) — as a commit whose parent is ``HEAD``, built in a **temporary index**
+(a copy of the checkout's own, so unchanged files are not hashed again): the person's index,
+branches, ``HEAD`` and files are never touched, only git objects are written. The commit is kept
+on a private ref, ``refs/ringleader/starts/<task>`` (on no branch; ``git gc`` keeps it), and
+recorded in the event log as a workspace row of kind :data:`CHECKOUT_KIND` (its ``origin`` the
+repository's top level, its ``path`` the run's directory, its ``root`` — the row's key —
+``TOP#TASK``: one row per run, see :func:`~orchestrator.engine.review.records.workspace_dir`) —
+so the review commands find it like any workspace: ``diff`` and the board's diff view read it
+against that commit, ``compare`` and ``comment`` work, while ``apply`` refuses (the changes
+already are in the checkout) and ``workspaces --prune`` never lists it (it is the person's own
+folder).
 
 A directory that is not in a git repository with a commit gets no row: its run has no diff.
 """
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 START_REF_PREFIX = "refs/ringleader/starts/"
+HUGE_BYTES = 20 * 1024 * 1024
+"""An untracked file above this size is not put into the starting snapshot (its run's diff then
+lists it as added, marked ``large``)."""
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "ringleader",
@@ -65,6 +69,25 @@ def start_ref(task_id: str) -> str:
     return START_REF_PREFIX + safe
 
 
+def _huge_untracked(checkout: Checkout) -> list[str]:
+    """Untracked (not ignored) files above :data:`HUGE_BYTES`: left out of the snapshot, so a
+    stray data file is neither hashed before every run nor kept alive by the start ref."""
+    out = checkout.run(
+        "ls-files", "--others", "--exclude-standard", "-z", what="listing untracked files"
+    ).stdout
+    found: list[str] = []
+    for raw in out.split(b"\0"):
+        if not raw:
+            continue
+        path = raw.decode("utf-8", "surrogateescape")
+        try:
+            if (checkout.root / path).lstat().st_size > HUGE_BYTES:
+                found.append(path)
+        except OSError:
+            continue
+    return found
+
+
 def record_start(cwd: str | Path, task_id: str) -> CheckoutStart | None:
     """The working tree of the checkout holding ``cwd`` as a commit (see the module docstring);
     ``None`` outside a git repository with a commit, or without git. Blocking.
@@ -85,8 +108,17 @@ def record_start(cwd: str | Path, task_id: str) -> CheckoutStart | None:
     root = Path(top.stdout.decode().strip())
     parent = head.stdout.decode().strip()
     checkout = Checkout(root, parent)
+    skipped = _huge_untracked(checkout)
     with temporary_index(checkout) as env:
-        checkout.run("add", "-A", "--", ".", env=env, what="recording where the run started")
+        checkout.run(
+            "add",
+            "-A",
+            "--",
+            ".",
+            *(f":(exclude,literal){path}" for path in skipped),
+            env=env,
+            what="recording where the run started",
+        )
         tree = checkout.run("write-tree", env=env).stdout.decode().strip()
     commit = (
         checkout.run(

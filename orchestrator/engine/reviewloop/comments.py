@@ -190,6 +190,26 @@ class CommentBook:
         """The comments on ``run_key``, oldest first (``pending``: only those not yet sent)."""
         return await trio.to_thread.run_sync(self._list, run_key, pending)
 
+    def _withdraw(self, run_key: str, comment_id: int) -> bool:
+        conn = self._connect()
+        try:
+            cur = conn.execute(
+                "DELETE FROM comments WHERE id = ? AND run_key = ? AND sent_ms IS NULL",
+                (comment_id, run_key),
+            )
+            return cur.rowcount > 0
+        finally:
+            conn.close()
+
+    async def withdraw(self, run_key: str, comment_id: int) -> None:
+        """Drop comment ``comment_id`` of ``run_key`` before it is sent.
+
+        Raises:
+            ConfigError: no such comment waiting on that run (never made, or already sent).
+        """
+        if not await trio.to_thread.run_sync(self._withdraw, run_key, comment_id):
+            raise ConfigError(f"no comment #{comment_id} waiting on {run_key} (sent already?)")
+
     def _mark(self, ids: Sequence[int], via: str, follow_up: str | None) -> None:
         conn = self._connect()
         try:

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.acp import AcpState, normalize_prompt_end, normalize_update
+from adapters.acp.normalize import note_permission
 from contract.invariants import check_stream
 from orchestrator.core.events import (
     Cost,
@@ -246,3 +247,125 @@ def test_any_update_sequence_keeps_the_stream_contract(
         events += normalize_update(update, make, state) or []
     events += normalize_prompt_end({"stopReason": reason}, make, state)
     check_stream(events)
+
+
+def test_a_call_announced_before_its_input_is_reported_with_it() -> None:
+    """claude-agent-acp and Qwen Code announce a call with ``rawInput: {}`` and send the input in
+    a later update: the call is reported once, with its input and its announced name."""
+    make = EventFactory(run_id="r")
+    state = AcpState()
+    start: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "c",
+        "title": "Terminal",
+        "kind": "execute",
+        "status": "pending",
+        "rawInput": {},
+        "content": [],
+    }
+    assert normalize_update(start, make, state) == []
+    silent = {"sessionUpdate": "tool_call_update", "toolCallId": "c"}
+    assert normalize_update(silent, make, state) == []
+    filled = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c",
+        "title": "echo hi",
+        "rawInput": {"command": "echo hi"},
+    }
+    events = normalize_update(filled, make, state) or []
+    assert [e.kind for e in events] == ["tool-call"]
+    call = events[0]
+    assert isinstance(call, ToolCall) and call.name == "Terminal"
+    assert call.input == {"command": "echo hi"}
+    done = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c",
+        "status": "completed",
+        "rawOutput": "hi",
+    }
+    assert [e.kind for e in normalize_update(done, make, state) or []] == ["tool-result"]
+
+
+def test_a_call_whose_input_never_comes_is_reported_with_its_result() -> None:
+    make = EventFactory(run_id="r")
+    state = AcpState()
+    start: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "c",
+        "title": "Shell",
+        "rawInput": {},
+    }
+    assert normalize_update(start, make, state) == []
+    done = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c",
+        "status": "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "refused"}}],
+    }
+    events = normalize_update(done, make, state) or []
+    assert [e.kind for e in events] == ["tool-call", "tool-result"]
+    assert isinstance(events[0], ToolCall) and events[0].name == "Shell"
+
+
+def test_an_input_shown_only_in_the_permission_request_is_the_calls_input() -> None:
+    """Qwen Code announces ``rawInput: {}``, asks permission with the command, then completes."""
+    make = EventFactory(run_id="r")
+    state = AcpState()
+    start: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "c",
+        "title": "Shell",
+        "status": "pending",
+        "rawInput": {},
+    }
+    assert normalize_update(start, make, state) == []
+    note_permission({"toolCall": {"toolCallId": "c", "rawInput": {"command": "ls"}}}, state)
+    done = {"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"}
+    events = normalize_update(done, make, state) or []
+    assert [e.kind for e in events] == ["tool-call", "tool-result"]
+    assert isinstance(events[0], ToolCall) and events[0].input == {"command": "ls"}
+
+
+def test_usage_in_message_chunks_meta_is_the_runs_when_the_answer_has_none() -> None:
+    """Qwen Code reports each model call's usage in an ``agent_message_chunk``'s ``_meta``."""
+    make = EventFactory(run_id="r")
+    state = AcpState()
+    for tokens in (10, 20):
+        chunk: dict[str, Any] = {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": ""},
+            "_meta": {"usage": {"inputTokens": tokens, "outputTokens": 5, "thoughtTokens": 1}},
+        }
+        assert normalize_update(chunk, make, state) == []
+    events = normalize_prompt_end({"stopReason": "end_turn"}, make, state)
+    cost = events[0]
+    assert isinstance(cost, Cost)
+    assert (cost.usage.input_tokens, cost.usage.output_tokens) == (30, 12)
+
+
+def test_a_turn_the_agent_ended_on_a_refusal_says_so() -> None:
+    """codex-acp's only reject option is ``abort``: the prompt answers ``cancelled`` though
+    nobody aborted; the run ends aborted with a status saying why."""
+    make = EventFactory(run_id="r")
+    events = normalize_prompt_end({"stopReason": "cancelled"}, make, AcpState(refused=1))
+    assert [e.kind for e in events] == ["status", "done"]
+    status, done = events
+    assert isinstance(status, Status) and status.detail is not None
+    assert "refused permission" in status.detail
+    assert isinstance(done, Done) and done.reason == "aborted"
+    plain = normalize_prompt_end({"stopReason": "cancelled"}, EventFactory(run_id="r"), AcpState())
+    assert [e.kind for e in plain] == ["done"]
+
+
+def test_an_answer_is_an_allow_only_when_it_picks_an_allow_option() -> None:
+    from adapters.acp.adapter import _allowed  # pyright: ignore[reportPrivateUsage]
+
+    params = {
+        "options": [
+            {"optionId": "approved", "kind": "allow_once"},
+            {"optionId": "abort", "kind": "reject_once"},
+        ]
+    }
+    assert _allowed(params, {"outcome": {"outcome": "selected", "optionId": "approved"}})
+    assert not _allowed(params, {"outcome": {"outcome": "selected", "optionId": "abort"}})
+    assert not _allowed(params, {"outcome": {"outcome": "cancelled"}})

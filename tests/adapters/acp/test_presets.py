@@ -5,6 +5,7 @@ whose runtime id holds a colon. The real agents are driven in tests/e2e/test_acp
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,8 @@ def test_each_agent_gets_its_own_home_and_endpoint(tmp_path: Path) -> None:
         "m",
     )
     assert opencode["OC"] == "k" and opencode["XDG_CONFIG_HOME"].startswith(str(home))
+    # its background install of @opencode-ai/plugin would otherwise reach the npm registry
+    assert opencode["npm_config_offline"] == "true"
     assert (
         "k"
         not in json.loads(opencode["OPENCODE_CONFIG_CONTENT"])["provider"]["ringleader"][
@@ -146,3 +149,25 @@ def test_the_installer_knows_the_acp_agents(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[3] / "orchestrator" / "cli" / "install_runtimes.sh"
     text = script.read_text()
     assert "ACP_AGENTS=(claude-agent-acp codex-acp opencode qwen-code gemini-cli)" in text
+
+
+def test_runtimes_lists_the_presets_with_their_install_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "runtimes"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **os.environ,
+            "RINGLEADER_RUNTIMES_DIR": str(tmp_path / "none"),
+            "COLUMNS": "400",
+            "NO_COLOR": "1",
+        },
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
+    for rid in PRESET_IDS:
+        install_id = PRESETS[rid.removeprefix("acp:")].install_id
+        assert f"ringleader install {install_id}" in lines[rid]
+        assert f'runtimes."{rid}".binary' in lines[rid]

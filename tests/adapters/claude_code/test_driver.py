@@ -124,7 +124,7 @@ async def test_missing_binary_fails_with_the_install_command(tmp_path: Path) -> 
 
     config = ClaudeCodeConfig(binary=str(tmp_path / "nope"), state_root=tmp_path)
     async with ClaudeCodeAdapter(config) as adapter:
-        with pytest.raises(RuntimeNotFoundError, match="install-runtimes claude-code"):
+        with pytest.raises(RuntimeNotFoundError, match="ringleader install claude-code"):
             await adapter.start(TaskHandle(), StartOpts(agent_id="a", session_key="k", message="m"))
         health = await adapter.health()
     assert not health.ok

@@ -70,7 +70,18 @@ if __name__ == "__main__":
     if os.environ.get("MCP_TEST_EXIT_AT_START"):
         print("cannot open the database", file=sys.stderr, flush=True)
         sys.exit(int(os.environ["MCP_TEST_EXIT_AT_START"]))
-    if os.environ.get("MCP_TEST_PID_FILE"):
+    if os.environ.get("MCP_TEST_PID_FILE"):  # "pid start": its identity from any namespace
+        with open("/proc/self/stat", "rb") as stat:
+            start = stat.read().rsplit(b")", 1)[1].split()[19].decode()
         with open(os.environ["MCP_TEST_PID_FILE"], "w") as f:
-            f.write(str(os.getpid()))
+            f.write(f"{os.getpid()} {start}")
+    if os.environ.get("MCP_TEST_SLEEPER"):  # a background process that escapes group and mark
+        import subprocess
+
+        subprocess.Popen(
+            [sys.executable, "-c", "import time\nwhile True: time.sleep(1)",
+             os.environ["MCP_TEST_SLEEPER"]],
+            start_new_session=True, env={}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
     app.run("stdio")

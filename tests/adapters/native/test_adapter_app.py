@@ -170,13 +170,13 @@ async def test_claude_skills_in_the_workspace_are_loaded_as_content_skills(tmp_p
 
 
 async def test_readme_app_layer_example_runs() -> None:
-    """The README's example (a tool with a display slot, a hook, a skill, a sub-agent) works."""
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    """The native runtime page's (docs/runtimes/native.md) example (a tool with a display slot, a hook, a skill, a sub-agent) works."""
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "runtimes" / "native.md").read_text()
     section = readme[readme.index("## The native runtime's app layer") :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None
     namespace: dict[str, Any] = {}
-    exec(compile(match.group(1), "README.md", "exec"), namespace)
+    exec(compile(match.group(1), "docs/runtimes/native.md", "exec"), namespace)
     agent: Glove = namespace["agent"]
     display = namespace["display"]
     agent.set_model(

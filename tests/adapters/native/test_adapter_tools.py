@@ -19,6 +19,7 @@ from contract import check_stream, collect_run
 from orchestrator.core.adapter import StartOpts, TaskHandle
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Done, RuntimeEvent, ToolCall, ToolResult
+from orchestrator.core.lifetime import ProcessIdentity
 from orchestrator.model_server import serve_model_server
 
 from .conftest import EchoInput
@@ -224,19 +225,24 @@ async def test_runs_in_different_directories_each_see_their_own(tmp_path: Path) 
     assert denied.is_error and "permission policy" in denied.output
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
+RECORD_BG = "echo $! $(cut -d' ' -f22 /proc/$!/stat)"
+"""The background job's pid and start time: its identity (the command runs in a PID namespace
+of its own, so ``$!`` is that namespace's pid)."""
+
+
+def _alive(recorded: str) -> bool:
+    pid, start = recorded.split()
+    return ProcessIdentity(int(pid), int(start)).alive()
 
 
 async def test_abort_during_bash_reaps_the_command(tmp_path: Path) -> None:
     model = scripted(
         Reply(
             tool_calls=[
-                ("bash", {"command": "sleep 300 & echo $! > bg.tmp && mv bg.tmp bg.pid; sleep 300"})
+                (
+                    "bash",
+                    {"command": f"sleep 300 & {RECORD_BG} > bg.tmp && mv bg.tmp bg.pid; sleep 300"},
+                )
             ]
         ),
         Reply(text="never"),
@@ -261,8 +267,9 @@ async def test_abort_during_bash_reaps_the_command(tmp_path: Path) -> None:
     check_stream(events)
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "aborted"
-    pid = int((tmp_path / "bg.pid").read_text())
-    assert not _alive(pid), "the command's background job outlived the run"
+    assert not _alive((tmp_path / "bg.pid").read_text()), (
+        "the command's background job outlived the run"
+    )
 
 
 @pytest.mark.parametrize("plan", [True, False])

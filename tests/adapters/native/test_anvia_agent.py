@@ -893,12 +893,14 @@ async def test_tools_receive_the_run_through_their_context() -> None:
 
 
 async def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "runtimes" / "native.md").read_text(
+        encoding="utf-8"
+    )
     section = readme.split("## The native runtime's Anvia agent surface", 1)[1]
     match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match is not None, "the README lost its Anvia agent example"
+    assert match is not None, "docs/runtimes/native.md lost its Anvia agent example"
     namespace: dict[str, Any] = {}
-    exec(compile(match.group(1), "README.md", "exec"), namespace)
+    exec(compile(match.group(1), "docs/runtimes/native.md", "exec"), namespace)
     await namespace["main"]()
     out = capsys.readouterr().out.split()
     assert out[:4] == ["turn_start", "text_delta", "turn_end", "final"]

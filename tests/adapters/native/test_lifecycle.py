@@ -680,18 +680,18 @@ async def test_the_adapter_runs_its_hooks_and_a_stop_ends_in_done_aborted() -> N
 
 
 async def test_readme_hook_and_output_schema_examples_run() -> None:
-    """The README's lifecycle section: the hook skips a force push, the middleware times the
+    """The native runtime page's (docs/runtimes/native.md) lifecycle section: the hook skips a force push, the middleware times the
     call, and the output-schema Glove answers a validated ``Forecast``."""
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "runtimes" / "native.md").read_text()
     section = readme[readme.index("## The native runtime's lifecycle hooks") :]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
     hook_ns: dict[str, Any] = {}
-    exec(compile(blocks[0], "README.md", "exec"), hook_ns)
+    exec(compile(blocks[0], "docs/runtimes/native.md", "exec"), hook_ns)
     schema_ns: dict[str, Any] = {}
-    exec(compile(blocks[1], "README.md", "exec"), schema_ns)
+    exec(compile(blocks[1], "docs/runtimes/native.md", "exec"), schema_ns)
 
     ran: list[str] = []
 

@@ -407,3 +407,49 @@ async def test_a_call_running_at_a_stop_is_not_run_again_on_resume() -> None:
     assert results[0].result.status == "error" and "interrupted" in (
         results[0].result.message or ""
     )
+
+
+async def _resume_an_approved_call(tmp_path: Any, *, started: bool) -> tuple[list[str], str]:
+    """A session whose last reply's ``deploy`` call (it asks for approval) has no result, the
+    call approved in the durable book; ``started``: the book recorded that it began to run."""
+    from orchestrator.core.approvals import ApprovalBook, ApprovalRequest, approve
+
+    ran: list[str] = []
+
+    async def side_effect(inp: EchoInput, ctx: ToolContext) -> str:
+        ran.append(inp.text)
+        return "deployed"
+
+    store = MemoryStore("s")
+    call = ToolCall(tool_name="deploy", input_args={"text": "prod"}, id="c1")
+    await store.append_messages(
+        (
+            Message(sender="user", text="deploy it"),
+            Message(sender="agent", text="", tool_calls=(call,)),
+        )
+    )
+    book = ApprovalBook.in_state_dir(tmp_path)
+    request = ApprovalRequest("deploy", EchoInput(text="prod").model_dump(mode="json"), "c1", "s")
+    await book.record(request)
+    await book.decide(request.id, approve())
+    if started:
+        await book.mark_started(request)
+    model = ScriptedModel([Reply(text="ok")])
+    handler = book.handler()
+    glove = Glove(model=model, system_prompt="sys", store=store, permission_handler=handler)
+    glove.fold("deploy", "Deploy.", EchoInput, side_effect, requires_permission=True)
+    glove = glove.build()
+    with trio.fail_after(20):
+        await glove.process_request("go on")
+    results = [r for m in model.requests[0].messages for r in (m.tool_results or ())]
+    return ran, results[0].result.message or str(results[0].result.data)
+
+
+async def test_an_approved_call_that_had_started_is_not_run_again_on_resume(tmp_path: Any) -> None:
+    """Issue 40: the book marks an approved call started before it runs; a resume after the
+    process stopped tells the model it was interrupted instead of running it again — while a
+    call approved but never started (its process died while it waited) still runs."""
+    ran, told = await _resume_an_approved_call(tmp_path / "a", started=True)
+    assert ran == [] and "interrupted" in told and "approved" in told
+    ran, told = await _resume_an_approved_call(tmp_path / "b", started=False)
+    assert ran == ["prod"] and told == "deployed"

@@ -7,7 +7,6 @@ every wait has a deadline (``collect_run``'s)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -38,6 +37,7 @@ from contract import check_stream, collect_run
 from orchestrator.core.adapter import StartOpts, TaskHandle
 from orchestrator.core.errors import ConfigError, McpStartError
 from orchestrator.core.events import Done, ErrorEvent, RuntimeEvent, Status, ToolCall, ToolResult
+from orchestrator.core.lifetime import ProcessIdentity
 from orchestrator.model_server import ModelServer, serve_model_server
 
 SERVER = Path(__file__).with_name("mcp_server.py")
@@ -46,6 +46,12 @@ CTX = ToolContext(call_id="c1", tool_name="mcp__web__add", idempotency_key="s:c1
 
 def stdio(name: str = "calc", **env: str) -> McpStdioServer:
     return McpStdioServer(name, sys.executable, [str(SERVER)], env=env)
+
+
+def server_of(pid_file: Path) -> ProcessIdentity:
+    """The server's identity from its pid file (its pid is its PID namespace's)."""
+    pid, start = pid_file.read_text().split()
+    return ProcessIdentity(int(pid), int(start))
 
 
 def script(*turns: dict[str, Any]) -> dict[str, Any]:
@@ -129,9 +135,7 @@ async def test_stdio_server_tool_round_trip_through_the_native_loop(tmp_path: Pa
     done = events[-1]
     assert isinstance(done, Done) and done.reason == "success"
     # the server was a child of the run: gone (and reaped) when its stream closed
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert not server_of(pid_file).alive()
 
 
 @asynccontextmanager
@@ -277,8 +281,7 @@ async def test_abort_during_an_mcp_call_ends_the_run_and_the_server(tmp_path: Pa
     assert isinstance(done, Done) and done.reason == "aborted"
     (result,) = [e for e in events if isinstance(e, ToolResult)]
     assert result.is_error
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pid_file.read_text()), 0)
+    assert not server_of(pid_file).alive()
 
 
 async def test_server_that_cannot_start_fails_the_run_clearly(tmp_path: Path) -> None:

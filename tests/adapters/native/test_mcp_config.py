@@ -172,8 +172,8 @@ def test_ringleader_run_reaches_an_mcp_server_from_ringleader_toml(tmp_path: Pat
 
 
 def test_readme_mcp_examples_are_valid(tmp_path: Path) -> None:
-    """The README's MCP section: its TOML loads, its Python builds the adapter it describes."""
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    """The native runtime page's (docs/runtimes/native.md) MCP section: its TOML loads, its Python builds the adapter it describes."""
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "runtimes" / "native.md").read_text()
     section = readme[readme.index("## The native runtime's MCP servers") :]
     toml_block = re.search(r"```toml\n(.*?)```", section, re.S)
     python_block = re.search(r"```python\n(.*?)```", section, re.S)
@@ -183,7 +183,7 @@ def test_readme_mcp_examples_are_valid(tmp_path: Path) -> None:
     assert servers["files"].command == "npx"
     assert servers["search"].headers_env == {"Authorization": "SEARCH_AUTH"}
     namespace: dict[str, Any] = {"token": "Bearer t"}
-    exec(compile(python_block.group(1), "README.md", "exec"), namespace)
+    exec(compile(python_block.group(1), "docs/runtimes/native.md", "exec"), namespace)
     adapter: NativeAdapter = namespace["adapter"]
     names = [s.name for s in adapter._mcp_servers]  # pyright: ignore[reportPrivateUsage]
     assert names == ["files", "search"]

@@ -23,6 +23,7 @@ from adapters.native.subscriber import SubscriberEvent
 from adapters.native.tools import Tool
 from adapters.native.workspace import WorkspaceLimits, glob_regex, workspace_tools
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.lifetime import ProcessIdentity
 
 
 async def _ignore(event: SubscriberEvent) -> None:
@@ -339,12 +340,14 @@ async def test_bash_env_has_no_secrets(
     assert not names & {"ANTHROPIC_API_KEY", "GITHUB_TOKEN", "MY_PASSWORD"}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
+RECORD_BG = "echo $! $(cut -d' ' -f22 /proc/$!/stat)"
+"""The background job's pid and start time: its identity (the command runs in a PID namespace
+of its own, so ``$!`` is that namespace's pid)."""
+
+
+def _alive(recorded: str) -> bool:
+    pid, start = recorded.split()
+    return ProcessIdentity(int(pid), int(start)).alive()
 
 
 async def test_bash_timeout_kills_the_process_group(ws: Path) -> None:
@@ -355,15 +358,14 @@ async def test_bash_timeout_kills_the_process_group(ws: Path) -> None:
     result = await call(
         tools,
         "bash",
-        command="sleep 300 & echo $! > bg.pid; (sleep 300; echo never) & echo started; wait",
+        command=f"sleep 300 & {RECORD_BG} > bg.pid; (sleep 300; echo never) & echo started; wait",
         timeout_s=0.5,
     )
     elapsed = time.monotonic() - began
     msg = err(result, "timeout")
     assert "timed out after 0.5s" in msg and "process group was killed" in msg
     assert result.data == "started\n"
-    pid = int((ws / "bg.pid").read_text())
-    assert not _alive(pid), "a background job survived the timeout"
+    assert not _alive((ws / "bg.pid").read_text()), "a background job survived the timeout"
     assert elapsed < 10
 
 
