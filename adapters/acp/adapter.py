@@ -238,6 +238,7 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
             tool_approval=True,
             models=(model,) if model else (),
             steerable=False,
+            plan_mode=True,  # when the agent offers a planning session mode (else refused)
             runtime_class="wrapped-oneshot",
         )
 

@@ -253,6 +253,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             native_skills="none",
             native_memory="none",
             prompt_images=True,
+            plan_mode=True,
             session_fork=True,
             run_mcp_servers=True,
             run_mcp_http=True,

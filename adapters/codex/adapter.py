@@ -272,6 +272,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
             tool_approval=app,
             models=(model,) if model else (),
             steerable=app,
+            plan_mode=True,
             context_window_tokens=CONTEXT_WINDOWS.get(model) if model else None,
             runtime_class="wrapped-oneshot",
             native_home=NativeHomeClaim(scope="per-identity", persist=True),

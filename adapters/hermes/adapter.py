@@ -147,6 +147,7 @@ class HermesAdapter(AcpAdapter):
                     "native_home": NativeHomeClaim(scope="per-identity", persist=True),
                     "native_skills": "preserve",
                     "native_memory": "preserve",
+                    "plan_mode": False,  # its session modes are approval policies
                 }
             )
         )

@@ -376,6 +376,7 @@ class NativeAdapter(AdapterBase):
             native_channels="none",
             native_scheduler=False,
             prompt_images=True,
+            plan_mode=True,
             session_fork=True,
             run_mcp_servers=True,
             run_mcp_http=True,

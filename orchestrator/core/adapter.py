@@ -103,6 +103,9 @@ class Capabilities(BaseModel):
     """Informational only: the host scheduler always owns when to run."""
     prompt_images: bool | None = None
     """The runtime takes :attr:`StartOpts.images` (None or False: a run given images fails)."""
+    plan_mode: bool | None = None
+    """The runtime takes :attr:`StartOpts.plan` (a read-only planning mode); None or False: a
+    plan-mode task is refused before it starts (``run --plan``)."""
     session_fork: bool | None = None
     """The runtime takes :attr:`StartOpts.fork`: a resumed session continued as a new one."""
     run_mcp_servers: bool | None = None

@@ -1096,6 +1096,13 @@ class Runner:
                 raise
             handle: RunHandle | None = None
             try:
+                if task.plan and not caps.plan_mode:
+                    raise CapabilityError(
+                        f"runtime {adapter.id!r} has no plan mode (Claude Code, Codex, the "
+                        "native runtime and ACP agents with a plan session mode do); run it "
+                        "without --plan",
+                        actor_id=session_key,
+                    )
                 if gov is not None and ledger is not None:
                     gov.check_start(runtime, caps, task.model, ledger)
                 await _check_endpoint(self.registry.endpoint(runtime), runtime)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -377,3 +378,19 @@ async def test_runs_and_sessions_are_recorded_for_resume(tmp_path: Path) -> None
         assert session.codec_blob is not None
         events = await log.read(run.run_key)
         assert events[-1].kind == "done"
+
+
+async def test_a_plan_task_on_a_runtime_without_a_plan_mode_is_refused_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    """``run --plan`` on a runtime that would ignore ``StartOpts.plan`` (the scripted runtime,
+    OpenClaw, Hermes) ends in one logged error naming the reason; the runtime never starts."""
+    scripts = Scripts([{"type": "text", "text": "changed files"}, result()])
+    sink = ListSink()
+    runner = make_runner(registry_with(scripts, caps()), tmp_path, sink)
+    outcome = await runner.run_task("scripted", attrs.evolve(TASK, plan=True))
+    assert outcome.status == "error" and outcome.error_code == "capability_error"
+    assert "has no plan mode" in (outcome.error_message or "")
+    assert scripts.starts == []
+    [events] = sink.events.values()
+    assert isinstance(events[-1], Done) and events[-1].reason == "error"
