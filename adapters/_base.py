@@ -91,7 +91,7 @@ async def write_context_file(root: str | os.PathLike[str], key: str, value: str)
 class AdapterBase:
     """Base class for adapters: nursery, run table, health deadline, event subscription."""
 
-    id: ClassVar[str] = ""
+    id: str = ""
     participant_kind: ParticipantKind = "agent"
     one_shot: ClassVar[bool] = True
 

@@ -16,7 +16,13 @@ from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.registry import Installed, RuntimeRegistry, RuntimeSpec
 
-__all__ = ["builtin_registry", "builtin_runtimes", "locate_pinned", "refuse_unused"]
+__all__ = [
+    "builtin_registry",
+    "builtin_runtimes",
+    "locate_pinned",
+    "pinned_version",
+    "refuse_unused",
+]
 
 
 _NATIVE_ONLY = ("skills_dir", "subagents", "hooks", "skills")
@@ -34,15 +40,20 @@ def refuse_unused(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:
 
 
 def locate_pinned(runtime_id: str, config: RuntimeConfig) -> Installed:
-    from adapters._runtimes import PINNED_VERSIONS, installed_spec, runtime_binary
+    from adapters._runtimes import runtime_binary
 
     if config.binary:
         return Installed(config.binary, None)
-    path = runtime_binary(runtime_id)
-    spec = installed_spec(runtime_id)
+    return Installed(str(runtime_binary(runtime_id)), pinned_version(runtime_id))
+
+
+def pinned_version(install_id: str) -> str | None:
+    """The installed version of a pinned CLI (from its install stamp, else its pin)."""
+    from adapters._runtimes import PINNED_VERSIONS, installed_spec
+
+    spec = installed_spec(install_id)
     # the stamp is "pkg@version", or for openclaw "openclaw@version+node@version"
-    version = spec.split("+", 1)[0].rsplit("@", 1)[-1] if spec else PINNED_VERSIONS.get(runtime_id)
-    return Installed(str(path), version)
+    return spec.split("+", 1)[0].rsplit("@", 1)[-1] if spec else PINNED_VERSIONS.get(install_id)
 
 
 def builtin_runtimes() -> tuple[RuntimeSpec, ...]:
