@@ -48,12 +48,13 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
-from orchestrator.core.errors import ConfigError, RingleaderError, RuntimeNotFoundError
+from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
 from orchestrator.core.events import now_ms
 
+from .._base import make_private_dir, write_private
 from .._cli import ChildSpec
 from .._runtimes import install_hint, runtime_binary, runtime_path_dirs
-from .adapter import AcpAdapter, AcpRun
+from .adapter import AcpAdapter, AcpRun, agent_state_root
 from .driver import AcpConfig, PermissionPolicy
 
 __all__ = [
@@ -68,7 +69,6 @@ __all__ = [
     "preset_env",
 ]
 
-_SAFE_ID: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PROVIDER: Final = "ringleader"
 """The provider Codex's and OpenCode's configurations name for ``base_url``."""
@@ -316,13 +316,6 @@ PRESETS: Final[dict[str, AcpPreset]] = {
 """The presets by name (``acp:NAME``)."""
 
 
-def default_state_root(preset: AcpPreset) -> Path:
-    """``$RINGLEADER_STATE_DIR/acp-NAME`` (default ``~/.local/state/ringleader/acp-NAME``)."""
-    base = os.environ.get("RINGLEADER_STATE_DIR")
-    root = Path(base).expanduser() if base else Path.home() / ".local" / "state" / "ringleader"
-    return root / f"acp-{preset.name}"
-
-
 @attrs.define
 class PresetConfig:
     """One preset's settings (from ``[runtimes."acp:NAME"]``)."""
@@ -368,15 +361,12 @@ def preset_env(config: PresetConfig, home: Path, key: str, model: str | None) ->
 
 def _make_home(home: Path, config: PresetConfig, model: str | None) -> None:
     """Create the private home and the agent's settings file, if it reads one (no secret)."""
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    home.chmod(0o700)
+    make_private_dir(home)
     preset = config.preset
     if preset.config_file and preset.config:
         path = home / preset.config_file
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(preset.config(config.base_url, config.key_variable, model))
+        write_private(path, preset.config(config.base_url, config.key_variable, model))
 
 
 class PresetAdapter(AcpAdapter):
@@ -422,22 +412,12 @@ class PresetAdapter(AcpAdapter):
         return attrs.evolve(super().spec(args, env, **kw), install_hint=self.hint())
 
     async def probe_health(self) -> HealthResult:
-        try:
-            binary = self.binary()
-        except RingleaderError as exc:
-            await trio.lowlevel.checkpoint()
-            return HealthResult(ok=False, message=str(exc))
-        exists = await trio.Path(binary).exists()
-        return HealthResult(ok=exists, message=binary if exists else f"{binary} is missing")
+        return await self.probe_installed()
 
     async def prepare_run(self, run: AcpRun) -> None:
         config = self.preset_config
         preset = self.preset
-        if run.opts.home_dir:
-            home = Path(run.opts.home_dir)
-        else:
-            root = config.state_root or default_state_root(preset)
-            home = root / (_SAFE_ID.sub("_", run.opts.agent_id) or "default")
+        home = self.identity_home(run, config.state_root or agent_state_root(f"acp-{preset.name}"))
         model = run.state.model
         await trio.to_thread.run_sync(_make_home, home, config, model)
         run.home = home
