@@ -10,6 +10,7 @@ breaks the others.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.core.config import RuntimeConfig
@@ -19,6 +20,7 @@ from orchestrator.core.registry import Installed, RuntimeRegistry, RuntimeSpec
 __all__ = [
     "builtin_registry",
     "builtin_runtimes",
+    "key_envs",
     "locate_pinned",
     "pinned_version",
     "refuse_unused",
@@ -37,6 +39,11 @@ def refuse_unused(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:
             raise ConfigError(
                 f"runtimes.{runtime_id}.{field}: not used by the {runtime_id} runtime"
             )
+
+
+def key_envs(default: str) -> Callable[[RuntimeConfig], tuple[str, ...]]:
+    """Where a runtime's key can be: the configured ``api_key_env``, then ``default``."""
+    return lambda config: tuple(v for v in (config.api_key_env, default) if v)
 
 
 def locate_pinned(runtime_id: str, config: RuntimeConfig) -> Installed:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.acp.presets import PRESETS, AcpPreset, locate_agent, preset_adapter
-from adapters.builtin import pinned_version, refuse_unused
+from adapters.builtin import key_envs, pinned_version, refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.registry import Installed, ModelServerHook, RuntimeSpec
@@ -73,7 +73,7 @@ def _preset_spec(preset: AcpPreset) -> RuntimeSpec:
         model_server=ModelServerHook(
             api=preset.api, model=preset.local_model, tool_call=preset.tool_call
         ),
-        key_envs=lambda config: tuple(v for v in (config.api_key_env, preset.key_env) if v),
+        key_envs=key_envs(preset.key_env),
         locate=locate,
         summary=preset.summary,
         settings=frozenset(
