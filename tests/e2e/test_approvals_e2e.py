@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +27,6 @@ import trio
 from adapters.acp import AcpAdapter
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, ask_all
 from adapters.codex import CodexAdapter, CodexConfig, CodexProvider, ask_person
-from adapters.codex.driver import default_state_root
 from adapters.hermes import HermesAdapter, HermesConfig
 from adapters.scripted import RecordedCall
 from contract import check_stream
@@ -113,12 +110,9 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[ModelServer]:
 
 
 @pytest.fixture
-def homes() -> Iterator[Path]:
+def homes(outside_tmp: Path) -> Path:
     """Runtime homes outside the system temp directory (Codex warns about homes there)."""
-    root = default_state_root().parent / f"e2e-approvals-{uuid.uuid4().hex[:8]}"
-    root.mkdir(parents=True)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    return outside_tmp
 
 
 def make_adapter(runtime: Runtime, server: ModelServer, homes: Path) -> RuntimeAdapter:
