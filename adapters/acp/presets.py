@@ -119,9 +119,10 @@ class AcpPreset:
     model_by_session: bool = False
     """The model is applied with ``session/set_model``; otherwise the agent is given it in its
     configuration (its ids are its own: ``ringleader/MODEL``, ``$runtime|openai|MODEL``)."""
-    sandbox_helper: bool = False
-    """Codex's shell sandbox runs the binary as ``codex-linux-sandbox`` inside bubblewrap: the
-    link is made in the home (Codex will not make it in a home under the system temp folder)."""
+    sandbox_helper: str | None = None
+    """The agent's folder in the home where the link ``codex-linux-sandbox`` (to its binary) is
+    made: Codex's shell sandbox runs the binary under that name inside bubblewrap, and Codex
+    will not make the link itself in a home under the system temp directory."""
 
     @property
     def runtime_id(self) -> str:
@@ -249,7 +250,7 @@ PRESETS: Final[dict[str, AcpPreset]] = {
             dirs={"CODEX_HOME": ".codex"},
             config=codex_config_toml,
             config_file=".codex/config.toml",
-            sandbox_helper=True,
+            sandbox_helper=".codex",
         ),
         AcpPreset(
             name="opencode",
@@ -429,13 +430,13 @@ class PresetAdapter(AcpAdapter):
         if dirs:
             path = own["PATH"] = os.pathsep.join([*dirs, path])
         run.env.update(own)
-        if preset.sandbox_helper and self.config.launcher is None:
+        if preset.sandbox_helper is not None and self.config.launcher is None:
             from ..codex.driver import with_sandbox_helper
 
             binary = Path(await trio.to_thread.run_sync(self.binary))
             run.env.update(
                 await trio.to_thread.run_sync(
-                    with_sandbox_helper, {"PATH": path}, home / ".codex", binary
+                    with_sandbox_helper, {"PATH": path}, home / preset.sandbox_helper, binary
                 )
             )
         if self.config.launcher is None:
