@@ -101,7 +101,8 @@ async def test_recover_resumes_an_openclaw_session_with_its_conversation(tmp_pat
             )  # fmt: skip
         err = done.stderr.decode()
         asked = server.requests_for("crash")
-    assert done.returncode == 0, err[-3000:]
+    said = done.stdout.decode()
+    assert done.returncode == 0, (err[-3000:], said[-3000:], [(r.turn, r.outcome) for r in asked])
     assert "recovering" in err
     # the resumed request carried the interrupted conversation (its marker), so it took turn 2
     assert [r.turn for r in asked if not r.side][-1] == 1, [(r.turn, r.outcome) for r in asked]

@@ -59,6 +59,10 @@ class FakeGateway:
     """run id → session key of every ``agent`` request."""
     caps: list[list[str]] = attrs.field(factory=list[list[str]])
     """The ``caps`` of every ``connect``."""
+    sessions: dict[str, dict[str, Any]] = attrs.field(factory=dict[str, dict[str, Any]])
+    """Session key → ``{"status", "messages", "running_reads"}``: what ``sessions.describe``
+    (``status``; ``running`` for the first ``running_reads`` reads, as while OpenClaw's restart
+    recovery continues the session) and ``sessions.get`` (``messages``) answer for it."""
     _conns: list[_Conn] = attrs.field(factory=list[_Conn])
     _seq: int = 0
 
@@ -203,6 +207,21 @@ class FakeGateway:
             )
         elif method in ("sessions.patch", "agents.files.set", "health", "exec.approval.resolve"):
             await self._answer(conn, rid, payload={"ok": True})
+        elif method == "sessions.describe" and self.sessions:
+            session = self.sessions.get(str(params.get("key")))
+            if session is None:
+                await self._answer(conn, rid, payload={"session": None})
+                return
+            status = str(session["status"])
+            if session.get("running_reads", 0) > 0:
+                session["running_reads"] -= 1
+                status = "running"
+            await self._answer(
+                conn, rid, payload={"session": {"key": params["key"], "status": status}}
+            )
+        elif method == "sessions.get" and self.sessions:
+            session = self.sessions.get(str(params.get("key"))) or {}
+            await self._answer(conn, rid, payload={"messages": session.get("messages", [])})
         elif method == "fake.exit":
             os._exit(3)
         elif method == "agent.wait":
