@@ -118,6 +118,10 @@ class GatewaySettings:
     orchestrator left is still there for ``recover`` and resumes with its conversation, as the
     other runtimes' persistent homes do. One gateway at a time holds it (a lock released when
     its process ends, a SIGKILL included); a second process meanwhile gets a private directory."""
+    shared_only: bool = False
+    """Use :attr:`shared_state_dir` or nothing: while another gateway holds it, starting fails
+    (:class:`~orchestrator.core.errors.RuntimeStartError`) instead of falling back to a private
+    directory (``ringleader prune`` deletes sessions stored there)."""
     workspace: Path | None = None
     """The agent's workspace (``agents.defaults.workspace``); default ``<state>/workspace``."""
     port: int | None = None
@@ -366,6 +370,12 @@ class GatewayManager:
                 self.state_dir = Path(settings.state_dir)
             elif settings.shared_state_dir is not None and self._hold(settings.shared_state_dir):
                 self.state_dir = Path(settings.shared_state_dir)
+            elif settings.shared_only:
+                raise RuntimeStartError(
+                    f"another OpenClaw gateway holds {settings.shared_state_dir} (a ringleader "
+                    "run is going there); try again once it ended",
+                    adapter=_ADAPTER,
+                )
             else:
                 self.state_dir = Path(tempfile.mkdtemp(prefix="ringleader-openclaw-"))
                 self._owned_state = True
