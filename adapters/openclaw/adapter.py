@@ -230,6 +230,8 @@ class OpenClawAdapter(AdapterBase):
         self._live: dict[str, _Run] = {}
         self._keys: dict[str, str] = {}
         self._codec = OpenClawCodec(self)
+        self._adopted: set[str] = set()
+        """Run ids of the gateway's own continuations a resumed run already reported."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -403,15 +405,18 @@ class OpenClawAdapter(AdapterBase):
             got = await client.request("sessions.get", {"key": key, "limit": _TAIL_MESSAGES})
         except RuntimeReportedError:
             return None
-        return restart_continuation([as_dict(m) for m in as_list(got.get("messages"))])
+        messages = [as_dict(m) for m in as_list(got.get("messages"))]
+        found = restart_continuation(messages, since_ms=self.manager.started_ms or 0)
+        if found is None or _run_of(found) in self._adopted:
+            return None  # an earlier gateway's continuation, or one a run already reported
+        return found
 
     async def _adopt(
         self, emitter: RunEmitter, state: RunState, key: str, messages: list[dict[str, Any]]
     ) -> RunHandle:
         """End the resumed run with the gateway's own continuation (no model call of ours)."""
-        run_id = next(
-            (as_str(as_dict(m.get("__openclaw")).get("runId")) for m in reversed(messages)), ""
-        )
+        run_id = _run_of(messages)
+        self._adopted.add(run_id)
         self._keys[emitter.handle.session_key] = key
         self.calls.append(RecordedCall("adoptContinuation", {"sessionKey": key, "runId": run_id}))
         emitter.bind_run_id(run_id)
@@ -645,6 +650,11 @@ class OpenClawAdapter(AdapterBase):
             if len(parts) > 2 and parts[0] == "agent" and parts[1]
             else self.config.agent_id
         )
+
+
+def _run_of(messages: list[dict[str, Any]]) -> str:
+    """The OpenClaw run id the last of ``messages`` names (``""`` if none)."""
+    return next((as_str(as_dict(m.get("__openclaw")).get("runId")) for m in reversed(messages)), "")
 
 
 def _label(item: Frame) -> str:

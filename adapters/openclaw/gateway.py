@@ -40,6 +40,7 @@ from orchestrator.core.errors import (
     RuntimeStartError,
     redact_secrets,
 )
+from orchestrator.core.events import now_ms
 from orchestrator.core.lifetime import ensure_private_dir
 
 from .._jsonl import Frame
@@ -273,6 +274,9 @@ class GatewayManager:
         self.log_tail: collections.deque[str] = collections.deque(maxlen=_LOG_TAIL)
         """The gateway's last output lines (secrets redacted)."""
         self.starts = 0
+        self.started_ms: int | None = None
+        """When the managed gateway last started (the attached one: when first connected to),
+        in ms since the epoch."""
         self._nursery: trio.Nursery | None = None
         self._lock = trio.Lock()
         self._scope: trio.CancelScope | None = None
@@ -337,7 +341,10 @@ class GatewayManager:
             if nursery is None:
                 raise RuntimeError("GatewayManager.bind(nursery) before ensure()")
             if not self.attached:
+                self.started_ms = now_ms()
                 await nursery.start(self._serve_process)
+            elif self.started_ms is None:
+                self.started_ms = now_ms()
             assert self.url is not None and self._token is not None
             client = GatewayClient(self.url, self._token, **self._client_options)
             if not self.attached:

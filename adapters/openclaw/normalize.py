@@ -371,10 +371,13 @@ RESTART_RECOVERY_TOOL: Final = "main_session_restart_recovery"
 restart interrupted (OpenClaw 2026.9.6), before it continues that turn by itself."""
 
 
-def restart_continuation(messages: list[dict[str, object]]) -> list[dict[str, object]] | None:
+def restart_continuation(
+    messages: list[dict[str, object]], *, since_ms: int = 0
+) -> list[dict[str, object]] | None:
     """The messages after the last user message of a transcript (``sessions.get``), when that
-    user message is the gateway's restart-recovery prompt and its answer is complete (the last
-    message an assistant's that stopped normally); ``None`` otherwise."""
+    user message is the gateway's restart-recovery prompt, written at ``since_ms`` or later (by
+    this gateway, not an earlier one), and its answer is complete (the last message an
+    assistant's that stopped normally); ``None`` otherwise."""
     if not messages:
         return None
     last = messages[-1]
@@ -384,7 +387,10 @@ def restart_continuation(messages: list[dict[str, object]]) -> list[dict[str, ob
         message = messages[index]
         if as_str(message.get("role")) == "user":
             source = as_str(as_dict(message.get("provenance")).get("sourceTool"))
-            return messages[index + 1 :] if source == RESTART_RECOVERY_TOOL else None
+            written = as_int(message.get("timestamp")) or 0
+            if source != RESTART_RECOVERY_TOOL or written < since_ms:
+                return None
+            return messages[index + 1 :]
     return None
 
 
