@@ -390,8 +390,11 @@ class OpenClawAdapter(AdapterBase):
         (``SESSION_WORK_START_CHANGED``) or ran a second continuation after the first, whose
         answer never reached the run. So a resume first waits (up to
         :attr:`OpenClawConfig.restart_wait`) while the session's status is ``running``, then
-        takes the gateway's continuation as the resumed turn if the transcript ends with it.
-        Gateways without ``sessions.describe`` / ``sessions.get`` resume as before."""
+        takes the gateway's continuation as the resumed turn if the transcript ends with it —
+        one this gateway wrote (since :attr:`GatewayManager.started_ms
+        <adapters.openclaw.gateway.GatewayManager.started_ms>`) and no run reported yet; a
+        later resume of the session sends its own prompt. Gateways without
+        ``sessions.describe`` / ``sessions.get`` resume as before."""
         config = self.config
         deadline = trio.current_time() + config.restart_wait
         try:
@@ -403,8 +406,8 @@ class OpenClawAdapter(AdapterBase):
                     break
                 await trio.sleep(config.restart_poll)
             got = await client.request("sessions.get", {"key": key, "limit": _TAIL_MESSAGES})
-        except RuntimeReportedError:
-            return None
+        except (RuntimeReportedError, trio.TooSlowError):
+            return None  # a gateway without these methods (or too busy to say): resume as before
         messages = [as_dict(m) for m in as_list(got.get("messages"))]
         found = restart_continuation(messages, since_ms=self.manager.started_ms or 0)
         if found is None or _run_of(found) in self._adopted:
