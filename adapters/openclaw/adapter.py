@@ -66,6 +66,7 @@ from orchestrator.core.errors import (
     RingleaderError,
     RuntimeExitedError,
     RuntimeReportedError,
+    RuntimeStartError,
 )
 from orchestrator.core.events import now_ms
 
@@ -319,6 +320,14 @@ class OpenClawAdapter(AdapterBase):
         )
         client = await self.manager.ensure()
         gateway_key = self._gateway_key(opts.session_key, opts.resume_session_id)
+        if opts.resume_session_id and self.manager.without_shared_state:
+            raise RuntimeStartError(
+                f"openclaw cannot resume {gateway_key}: its session is in "
+                f"{self.manager.settings.shared_state_dir}, which another gateway holds (a "
+                "ringleader run with OpenClaw is going); resume it once that run ended",
+                adapter=self.id,
+                session_key=opts.session_key,
+            )
         # a resumed session may have been continued by the gateway itself meanwhile
         continued = await self._continued(gateway_key) if opts.resume_session_id else None
         run_id = uuid.uuid4().hex

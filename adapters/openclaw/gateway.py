@@ -317,6 +317,19 @@ class GatewayManager:
             self.settings = attrs.evolve(self.settings, workspace=Path(workspace))
 
     @property
+    def without_shared_state(self) -> bool:
+        """The managed gateway wanted :attr:`GatewaySettings.shared_state_dir` but another one
+        held it: it runs on a private directory, without the sessions kept there."""
+        settings = self.settings
+        return (
+            not self.attached
+            and settings.state_dir is None
+            and settings.shared_state_dir is not None
+            and self.state_dir is not None
+            and self.state_dir != Path(settings.shared_state_dir)
+        )
+
+    @property
     def running(self) -> bool:
         return self.client is not None and self.client.connected
 
