@@ -48,9 +48,9 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
         async with EventLog.open(db) as log:
             chosen = await log.prune(ended_before_ms=cutoff, keep=keep, dry_run=True)
             if args.dry_run:
-                done, forgot, spared = chosen, {}, {}
+                done, forgot, spared, left = chosen, {}, {}, {}
             else:  # the runtimes' own copies first: a run whose copy stays is not pruned
-                forgot, spared = await _forget(args, chosen.sessions, chosen.kept)
+                forgot, spared, left = await _forget(args, chosen.sessions, chosen.kept)
                 done = await log.prune(ended_before_ms=cutoff, keep=keep, spare=list(spared))
         what = f"{done.runs} run{'s' if done.runs != 1 else ''} ({done.events} events)"
         if args.dry_run:
@@ -65,6 +65,8 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"removed {what}: {_mb(done.bytes_before)} → {_mb(done.bytes_after)}\n")
         for runtime, count in forgot.items():
             out.write(f"removed {count} {runtime} session{'s' if count != 1 else ''} it kept\n")
+        for runtime, why in left.items():
+            out.write(f"left the {runtime} sessions of those runs where they are: {why}\n")
         for runtime, why in spared.items():
             out.write(f"kept the {runtime} runs: their sessions could not be removed: {why}\n")
         return 1 if spared else 0
@@ -76,23 +78,26 @@ async def _forget(
     args: argparse.Namespace,
     removed: Sequence[tuple[str, str]],
     kept: Sequence[tuple[str, str]],
-) -> tuple[dict[str, int], dict[str, str]]:
+) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
     """Remove what runtimes keep themselves of the ``removed`` sessions (``(runtime, codec
-    blob)``) that no ``kept`` one still names: per runtime, how many, or why not."""
+    blob)``) that no ``kept`` one still names: per runtime, how many; why not, for those whose
+    runs are then kept (it may work later); why not, for those left in place (the runtime is
+    not installed: the runs go all the same)."""
     from orchestrator.cli.options import load_cli_config
-    from orchestrator.core.errors import RingleaderError
+    from orchestrator.core.errors import RingleaderError, RuntimeNotFoundError
     from orchestrator.core.registry import discover_runtimes
 
     runtimes = {runtime for runtime, _ in removed}
     if not runtimes:
-        return {}, {}
+        return {}, {}, {}
     specs = discover_runtimes()
     hooks = {s.id: s.forget_sessions for s in specs if s.id in runtimes and s.forget_sessions}
     if not hooks:
-        return {}, {}
+        return {}, {}, {}
     config = load_cli_config(args.config_file, specs)
     forgot: dict[str, int] = {}
     spared: dict[str, str] = {}
+    left: dict[str, str] = {}
     for runtime, hook in hooks.items():
         try:
             count = await hook(
@@ -100,12 +105,14 @@ async def _forget(
                 [blob for r, blob in removed if r == runtime],
                 [blob for r, blob in kept if r == runtime],
             )
+        except RuntimeNotFoundError as exc:
+            left[runtime] = str(exc).splitlines()[0]
         except RingleaderError as exc:
             spared[runtime] = str(exc).splitlines()[0]
         else:
             if count:
                 forgot[runtime] = count
-    return forgot, spared
+    return forgot, spared, left
 
 
 def register(sub: Any) -> None:

@@ -3,7 +3,8 @@ They live in ``<state>/openclaw`` (OpenClaw's own store, written by nobody but a
 prune starts a gateway there — here the fake gateway as a real child process, recording each
 ``sessions.delete`` — and deletes the OpenClaw sessions that no kept run still records; a
 session a kept run continues stays. While a gateway holds the directory (a run is going), the
-OpenClaw runs are kept in the log too, said in one line, so a later prune still finds them."""
+OpenClaw runs are kept in the log too, said in one line, so a later prune still finds them;
+without OpenClaw installed the runs go and the line says their sessions stay."""
 
 from __future__ import annotations
 
@@ -66,9 +67,9 @@ def left(path: Path) -> list[str]:
         conn.close()
 
 
-def prune(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def prune(tmp_path: Path, binary: str | None = None) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "ringleader.toml"
-    config.write_text(f'[runtimes.openclaw]\nbinary = "{stand_in(tmp_path)}"\n')
+    config.write_text(f'[runtimes.openclaw]\nbinary = "{binary or stand_in(tmp_path)}"\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
     env |= {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path)}
     return subprocess.run(
@@ -112,4 +113,18 @@ def test_prune_keeps_the_openclaw_runs_while_a_gateway_holds_their_sessions(
     assert left(state / "events.db") == ["new-2", "old-1", "old-2"]  # a later prune finds them
     again = prune(tmp_path)
     assert again.returncode == 0 and "removed 1 openclaw session" in again.stdout, again
+    assert left(state / "events.db") == ["new-2"]
+
+
+def test_prune_without_openclaw_installed_removes_the_runs_and_says_what_stays(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    (state / "openclaw").mkdir(parents=True, mode=0o700)
+    trio.run(fill, state / "events.db")
+    done = prune(tmp_path, binary=str(tmp_path / "missing" / "openclaw"))
+    assert done.returncode == 0, done
+    assert done.stdout.startswith("removed 3 runs (3 events)"), done.stdout
+    assert "left the openclaw sessions of those runs where they are: runtime binary not " \
+        "found" in done.stdout, done.stdout  # fmt: skip
     assert left(state / "events.db") == ["new-2"]
