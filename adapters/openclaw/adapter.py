@@ -24,6 +24,11 @@ WebSocket connection (:mod:`adapters.openclaw.client`) carries every run.
 * **Connection loss**: the client reconnects; the run waits up to ``reconnect_grace`` and asks
   ``agent.wait`` for the outcome. If the gateway restarted meanwhile, the run is lost and ends in
   ``runtime_exited``.
+* **Resume after a crash**: a gateway starting on a session whose turn its predecessor's death
+  cut off continues that turn by itself (OpenClaw's restart recovery). A resume waits for that
+  and takes the continuation as its turn instead of racing it with a second one
+  (:meth:`OpenClawAdapter._continued`); a resume on a gateway that could not take the shared
+  state directory (its sessions) is refused.
 * ``set_model`` → ``sessions.patch {model}``; ``write_context`` → ``agents.files.set`` for the
   agent files OpenClaw knows (``AGENTS.md``, ``SOUL.md`` …), else a file in the agent's workspace
   (known when the adapter manages the gateway, or given as ``workspace``), confined to it.
