@@ -11,7 +11,7 @@ assertion depends on such a deadline *not* having passed yet holds the clock aro
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 
 import trio.testing
@@ -20,7 +20,7 @@ __all__ = ["held"]
 
 
 @contextmanager
-def held(clock: trio.testing.MockClock) -> Iterator[None]:
+def held(clock: trio.testing.MockClock) -> Generator[None]:
     """Virtual time stands still inside the block (worker threads included); it autojumps again
     as before on the way out. Inside it nothing may wait for virtual time to pass: a
     ``trio.sleep`` there waits forever."""
