@@ -9,11 +9,16 @@ folds a run's events and counts each refused call once (by its ``toolCallId``):
 
 * **needs approval** — nobody was asked: Claude Code's own refusal ("… needs approval. …",
   ``system/permission_denied``), ours when a run has nobody to ask
-  (:data:`~orchestrator.core.asking.NO_ONE_TO_ASK`), the native runtime's fail-closed default;
+  (:data:`~orchestrator.core.asking.NO_ONE_TO_ASK`), the native runtime's fail-closed default,
+  :data:`NEEDS_APPROVAL_MARK`;
 * **denied** — a person or a policy said no: a decision ``approval ID: TOOL denied``, our
   :data:`~orchestrator.core.approvals.DEFAULT_REJECT_MESSAGE`, the native runtime's
   ``Permission denied for tool "…"``, OpenClaw's ``Exec denied``, Codex's declined item
   (its normalizer writes ``[declined]``).
+
+Where the runtime's own text says neither, its normalizer marks the output
+(:data:`DECLINED_MARK`, :data:`NEEDS_APPROVAL_MARK`): Codex's declined items, and an ACP
+agent's calls whose permission request the adapter refused.
 
 A plain failure (``bash: x: Permission denied``, a non-zero exit) is not a refusal. Used by the
 CLI's lanes (the side-by-side summary) — the same fold for every runtime.
@@ -28,11 +33,14 @@ import attrs
 
 from orchestrator.core.events import RuntimeEvent, Status, ToolResult
 
-__all__ = ["DECLINED_MARK", "Refusals"]
+__all__ = ["DECLINED_MARK", "NEEDS_APPROVAL_MARK", "Refusals"]
 
 DECLINED_MARK: Final = "[declined]"
 """What a normalizer writes first in the output of a call its runtime declined without a text
-of its own (Codex's ``status: declined``)."""
+of its own (Codex's ``status: declined``; an ACP agent's call whose permission was denied)."""
+NEEDS_APPROVAL_MARK: Final = "[needs approval]"
+"""Likewise for a call refused because nobody could be asked (an ACP agent's call whose
+permission request had nobody to answer it)."""
 
 _NEEDS_APPROVAL: Final = re.compile(r"\bneeds (?:a person's )?approval\b", re.IGNORECASE)
 _DENIED: Final = re.compile(

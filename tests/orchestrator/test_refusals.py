@@ -14,6 +14,7 @@ import trio
 from rich.console import Console
 
 from adapters import ScriptedAdapter
+from adapters.acp import AcpState, normalize_update
 from adapters.codex import AppState, normalize_app
 from orchestrator.cli.live import PlainView
 from orchestrator.cli.sidebyside import Job, run_jobs
@@ -21,7 +22,7 @@ from orchestrator.core import RuntimeRegistry
 from orchestrator.core.approvals import DEFAULT_REJECT_MESSAGE
 from orchestrator.core.asking import NO_ONE_TO_ASK
 from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent
-from orchestrator.core.refusals import Refusals
+from orchestrator.core.refusals import DECLINED_MARK, NEEDS_APPROVAL_MARK, Refusals
 from orchestrator.engine import TaskSpec
 
 # Claude Code 2.1.330's own refusal (tests/fixtures/claude_code/2.1.330/denied.jsonl)
@@ -165,3 +166,21 @@ async def test_the_live_view_and_the_side_by_side_summary_say_why_nothing_change
         "person decides each one (`ringleader approvals`, `ringleader approve`, the board)"
     ], lines
     assert not any(line.startswith("plain: ") for line in lines)
+
+
+def test_an_acp_agents_refused_call_says_why_it_never_ran() -> None:
+    make = EventFactory(run_id="r")
+    state = AcpState()
+    # the adapter refused these permission requests: nobody to ask, and a policy's "deny"
+    state.refused_calls.update({"a1": NEEDS_APPROVAL_MARK, "a2": DECLINED_MARK})
+    events: list[RuntimeEvent] = []
+    for call_id, status in (("a1", "failed"), ("a2", "failed"), ("a3", "failed")):
+        start = {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": "touch x"}
+        start["kind"] = "execute"
+        end = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}
+        for update in (start, end):
+            out = normalize_update(update, make, state)
+            assert out is not None
+            events += out
+    fold = refused(events)
+    assert (fold.needs_approval, fold.denied) == ({"a1"}, {"a2"})  # a3 failed on its own
