@@ -64,7 +64,7 @@ import attrs
 
 from orchestrator.core.drift import note_missing_fields
 from orchestrator.core.events import EventFactory, QuotaWindow, RuntimeEvent, Usage, usage_of
-from orchestrator.core.refusals import DECLINED_MARK
+from orchestrator.core.refusals import DECLINED_MARK, NEEDS_APPROVAL_MARK
 
 from .._jsonrpc import as_float
 from .dialect import (
@@ -198,10 +198,11 @@ def _tool_output(output: str, exit_code: int | None) -> str:
     return f"{output}{sep}[exit code: {exit_code}]"
 
 
-def _declined(output: str) -> str:
-    """A declined command's output, marked as refused (it never ran; see
-    :mod:`orchestrator.core.refusals`)."""
-    return f"{DECLINED_MARK}\n{output}" if output else DECLINED_MARK
+def _declined(output: str, nobody_asked: bool = False) -> str:
+    """A declined call's output, marked as refused (it never ran; see
+    :mod:`orchestrator.core.refusals`): declined, or nobody could be asked about it."""
+    mark = NEEDS_APPROVAL_MARK if nobody_asked else DECLINED_MARK
+    return f"{mark}\n{output}" if output else mark
 
 
 def _todo_detail(items: object) -> str:
@@ -517,6 +518,10 @@ class AppState:
     finished: bool = False
     drift_noted: set[str] = attrs.field(factory=_strs)
     """Frames already reported for missing expected fields (drift)."""
+    needs_approval: set[str] = attrs.field(factory=_strs)
+    """Items declined because nobody could be asked about them: their result's output starts
+    with :data:`~orchestrator.core.refusals.NEEDS_APPROVAL_MARK` (else, declined, with
+    :data:`~orchestrator.core.refusals.DECLINED_MARK`)."""
 
 
 _APP_TOOL_ITEMS: Final = frozenset(
@@ -547,7 +552,7 @@ def _app_call(item: AppItem, make: EventFactory) -> RuntimeEvent:
     return make.tool_call(item_id, as_str(raw.get("tool"), "tool"), cast(Any, raw.get("arguments")))
 
 
-def _app_result(item: AppItem, make: EventFactory) -> RuntimeEvent:
+def _app_result(item: AppItem, make: EventFactory, state: AppState) -> RuntimeEvent:
     item_id = as_str(item.get("id"))
     kind = item.get("type")
     status = as_str(item.get("status"))
@@ -556,7 +561,7 @@ def _app_result(item: AppItem, make: EventFactory) -> RuntimeEvent:
         code = as_int(item.get("exitCode"))
         output = _tool_output(as_str(item.get("aggregatedOutput")), code)
         if status == "declined":
-            output = _declined(output)
+            output = _declined(output, item_id in state.needs_approval)
         return make.tool_result(
             item_id, output, is_error=failed or (code is not None and code != 0)
         )
@@ -570,7 +575,9 @@ def _app_result(item: AppItem, make: EventFactory) -> RuntimeEvent:
             lines.append(f"{kind_name} {as_str(change.get('path'))}")
         listed = "\n".join(lines)
         return make.tool_result(
-            item_id, _declined(listed) if status == "declined" else listed, is_error=failed
+            item_id,
+            _declined(listed, item_id in state.needs_approval) if status == "declined" else listed,
+            is_error=failed,
         )
     if kind == "mcpToolCall":
         error = item.get("error")
@@ -601,7 +608,7 @@ def _app_item(
         out: list[RuntimeEvent] = []
         if item_id not in make.open_tool_calls:
             out.append(_app_call(item, make))
-        out.append(_app_result(item, make))
+        out.append(_app_result(item, make, state))
         return out
     if kind == "agentMessage":
         if phase != "completed" or item_id in state.streamed_items:

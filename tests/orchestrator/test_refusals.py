@@ -98,7 +98,7 @@ def test_an_allowed_call_and_plain_failures_are_not_refusals() -> None:
     assert fold.count == 0 and fold.summary() is None and fold.hint() is None
 
 
-def test_a_call_codex_declined_is_denied() -> None:
+def test_a_call_codex_declined_is_denied_or_needs_approval() -> None:
     make = EventFactory(run_id="r")
     state = AppState()
     item: dict[str, Any] = {
@@ -121,8 +121,12 @@ def test_a_call_codex_declined_is_denied() -> None:
     failed = {**item, "id": "c3", "status": "failed", "exitCode": 1, "aggregatedOutput": "no"}
     worse = normalize_app("item/completed", {"item": failed}, make, state)
     assert worse is not None
-    fold = refused([*out, *more, *worse])
-    assert fold.denied == {"c1", "c2"} and not fold.needs_approval  # c3 failed: it ran
+    state.needs_approval.add("c4")  # the adapter declined it: nobody could be asked
+    unasked = normalize_app("item/completed", {"item": {**item, "id": "c4"}}, make, state)
+    assert unasked is not None
+    fold = refused([*out, *more, *worse, *unasked])
+    assert fold.denied == {"c1", "c2"}  # c3 failed: it ran
+    assert fold.needs_approval == {"c4"}
 
 
 async def test_the_live_view_and_the_side_by_side_summary_say_why_nothing_changed(
