@@ -8,12 +8,14 @@ process of that run is alive, and the run is ``interrupted`` with a resumable se
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import trio
@@ -80,7 +82,19 @@ ORCHESTRATOR = textwrap.dedent(
 )
 
 
-def _orchestrator(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
+@contextlib.contextmanager
+def _orchestrator(tmp_path: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
+    """The orchestrator process; killed on the way out if a failed check left it running (its
+    run waits forever on the fake runtime, so leaving would otherwise wait for it forever)."""
+    with _start(tmp_path, mode) as proc:
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def _start(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -101,7 +115,20 @@ def _orchestrator(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
 
 def _host_pids(tmp_path: Path) -> tuple[int, int]:
     """The fake runtime's and its tool's pids as this process sees them (in a PID namespace of
-    their own, the pids they write are the namespace's): found by their command lines."""
+    their own, the pids they write are the namespace's): found by their command lines. Looked
+    for again for a few seconds: a scan of /proc while other tests start and end processes
+    missed the tool once (under xdist, at a load of 5)."""
+    deadline = time.monotonic() + 10
+    while True:
+        child, tool = _scan(tmp_path)
+        if (child and tool) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert child and tool, "the fake runtime or its tool is not running"
+    return child, tool
+
+
+def _scan(tmp_path: Path) -> tuple[int, int]:
     tool_mark = f"tool-{tmp_path / 'pids'}".encode()
     child = tool = 0
     for entry in Path("/proc").iterdir():
@@ -115,7 +142,6 @@ def _host_pids(tmp_path: Path) -> tuple[int, int]:
             tool = int(entry.name)
         elif argv[1:3] == [b"-c", FAKE_RUNTIME.encode()] and str(tmp_path).encode() in argv[3]:
             child = int(entry.name)
-    assert child and tool, "the fake runtime or its tool is not running"
     return child, tool
 
 
