@@ -48,6 +48,7 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
+from orchestrator.core.config import is_trusted
 from orchestrator.core.errors import ConfigError, RingleaderError, RuntimeNotFoundError
 from orchestrator.core.events import now_ms
 
@@ -472,9 +473,18 @@ class PresetAdapter(AcpAdapter):
 
 
 class ClaudeAcpAdapter(PresetAdapter):
-    """``acp:claude``: claude-agent-acp."""
+    """``acp:claude``: claude-agent-acp. In a directory not trusted (``ringleader trust``) the
+    project's Claude Code settings (``.claude/settings*.json``: hooks run commands) and its
+    ``.mcp.json`` are not loaded (the SDK's ``settingSources`` and ``strictMcpConfig``, through
+    claude-agent-acp's ``_meta.claudeCode.options``): nothing asks about workspace trust here."""
 
     id = "acp:claude"
+
+    def session_meta(self, run: AcpRun) -> dict[str, Any] | None:
+        if is_trusted(run.cwd):
+            return None
+        options = {"settingSources": ["user"], "strictMcpConfig": True}
+        return {"claudeCode": {"options": options}}
 
 
 class CodexAcpAdapter(PresetAdapter):

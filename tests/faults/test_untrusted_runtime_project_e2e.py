@@ -2,7 +2,8 @@
 real CLIs (``-m e2e``). Claude Code 2.1.330: ``ringleader run --runtime claude-code`` in a
 repository whose ``.claude/settings.json`` holds hooks and whose ``.mcp.json`` names a server —
 both commands — runs neither (``claude -p`` skips Claude Code's own workspace trust dialog, so
-ringleader keeps the project's settings out: ``--setting-sources user --strict-mcp-config``).
+ringleader keeps the project's settings out: ``--setting-sources user --strict-mcp-config``; for
+claude-agent-acp, ``acp:claude``, the SDK's ``settingSources`` and ``strictMcpConfig``).
 Codex 0.169: a repository's ``.codex/config.toml`` MCP server does not start (Codex trusts the
 directory it runs in by itself; ringleader marks it untrusted with ``-c projects=…``). Once
 ``ringleader trust`` names the directory, each CLI reads its files as usual."""
@@ -42,10 +43,12 @@ def installed(runtime: str) -> None:
         pytest.fail(f"{runtime} is not installed: {install_hint(runtime)} ({exc})")
 
 
+@pytest.mark.parametrize("runtime", ["claude-code", "acp:claude"])
 def test_a_cloned_repositorys_claude_hooks_and_mcp_servers_run_only_once_trusted(
-    tmp_path: Path,
+    runtime: str, tmp_path: Path
 ) -> None:
-    installed("claude-code")
+    if runtime == "claude-code":
+        installed(runtime)
     repo = tmp_path / "clone"
     (repo / ".claude").mkdir(parents=True)
     ran = tmp_path / "ran"
@@ -65,7 +68,7 @@ def test_a_cloned_repositorys_claude_hooks_and_mcp_servers_run_only_once_trusted
         "RINGLEADER_STATE_DIR": str(tmp_path / "state"),
         "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
     }
-    args = ("run", "--runtime", "claude-code", "--model-server", str(script), "--json", "hi")
+    args = ("run", "--runtime", runtime, "--model-server", str(script), "--json", "hi")
     untrusted = ringleader(*args, cwd=repo, env=env)
     assert untrusted.returncode == 0, untrusted.stderr
     assert sorted(p.name for p in ran.iterdir()) == [], "the repository's commands ran"
