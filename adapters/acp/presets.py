@@ -456,6 +456,10 @@ class PresetAdapter(AcpAdapter):
         if dirs:
             path = own["PATH"] = os.pathsep.join([*dirs, path])
         run.env.update(own)
+        if preset.name == "opencode" and not is_trusted(run.cwd):
+            # a repository's opencode.json / .opencode (MCP servers, plugins: commands and code
+            # of its choosing) only once the user trusted the directory (`ringleader trust`)
+            run.env["OPENCODE_DISABLE_PROJECT_CONFIG"] = "true"
         if preset.name == "codex" and self.config.launcher is None:
             # Codex's shell sandbox runs the binary as ``codex-linux-sandbox`` inside bubblewrap;
             # it will not make that link itself in a home under the system temp directory

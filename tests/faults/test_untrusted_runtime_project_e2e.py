@@ -5,8 +5,10 @@ both commands — runs neither (``claude -p`` skips Claude Code's own workspace 
 ringleader keeps the project's settings out: ``--setting-sources user --strict-mcp-config``; for
 claude-agent-acp, ``acp:claude``, the SDK's ``settingSources`` and ``strictMcpConfig``).
 Codex 0.169: a repository's ``.codex/config.toml`` MCP server does not start (Codex trusts the
-directory it runs in by itself; ringleader marks it untrusted with ``-c projects=…``). Once
-``ringleader trust`` names the directory, each CLI reads its files as usual."""
+directory it runs in by itself; ringleader marks it untrusted with ``-c projects=…``). OpenCode
+(``acp:opencode``): the repository's ``opencode.json`` MCP server does not start
+(``OPENCODE_DISABLE_PROJECT_CONFIG``). Once ``ringleader trust`` names the directory, each CLI
+reads its files as usual."""
 
 from __future__ import annotations
 
@@ -105,6 +107,32 @@ def test_a_cloned_repositorys_codex_config_runs_nothing_until_trusted(tmp_path: 
     assert sorted(p.name for p in ran.iterdir()) == [], "the repository's MCP server started"
     trusted = ringleader("trust", str(repo), cwd=tmp_path, env=env)
     assert trusted.returncode == 0, trusted.stderr
+    again = ringleader(*args, cwd=repo, env=env)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in ran.iterdir()) == ["mcp"]  # its own config, trusted
+
+
+def test_a_cloned_repositorys_opencode_config_runs_nothing_until_trusted(tmp_path: Path) -> None:
+    """``acp:opencode``: the repository's ``opencode.json`` MCP server starts only once trusted
+    (``OPENCODE_DISABLE_PROJECT_CONFIG`` otherwise)."""
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    server = {"type": "local", "command": ["sh", "-c", f"touch {ran}/mcp; sleep 5"]}
+    (repo / "opencode.json").write_text(json.dumps({"mcp": {"pwn": {**server, "enabled": True}}}))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"conversations": [{"name": "c", "turns": [{"text": "hi"}] * 4}]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    env |= {
+        "RINGLEADER_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+    }
+    args = ("run", "--runtime", "acp:opencode", "--model-server", str(script), "--json", "hi")
+    untrusted = ringleader(*args, cwd=repo, env=env)
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert sorted(p.name for p in ran.iterdir()) == [], "the repository's MCP server started"
+    assert ringleader("trust", str(repo), cwd=tmp_path, env=env).returncode == 0
     again = ringleader(*args, cwd=repo, env=env)
     assert again.returncode == 0, again.stderr
     assert sorted(p.name for p in ran.iterdir()) == ["mcp"]  # its own config, trusted
