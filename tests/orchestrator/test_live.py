@@ -172,7 +172,9 @@ async def test_what_a_run_says_cannot_drive_the_terminal() -> None:
         if isinstance(view, RichView):
             view.console.print(view.renderable())
         shown = view.console.export_text() if isinstance(view, RichView) else ""
-        shown += view.console.file.getvalue()  # pyright: ignore[reportAttributeAccessIssue]
+        written = view.console.file
+        assert isinstance(written, io.StringIO)
+        shown += written.getvalue()
         for raw in ("\x1b]", "\x07", "\x1b[31mred", "\r", "\x9b"):
             assert raw not in shown, (type(view).__name__, raw)
         assert "\\x1b]0;pwned" in shown and "hello" in shown
