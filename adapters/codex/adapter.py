@@ -314,14 +314,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         )
         if isinstance(dialect, AppDialect):
             dialect.spawn = self.spawn  # approvals may wait for a person: off the reader
-            run.asker = ToolAsker.for_run(
-                emitter,
-                approvals_db=opts.approvals_db,
-                runtime_id=self.id,
-                agent_id=opts.agent_id,
-                session_key=opts.session_key,
-                cwd=str(cwd),
-            )
+            run.asker = self.asker(emitter, opts, str(cwd))
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         mcp, mcp_env = mcp_overrides(opts.mcp_servers)
@@ -465,6 +458,11 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         instead) is steered into the turn (``turn/steer``) before the decline, so the model
         reads it with the declined call."""
         asker = run.asker
+        if asker is None or asker.handler is None:  # nobody to ask: its result says so
+            dialect = run.cli.dialect
+            item_id = as_str(params.get("itemId"))
+            if isinstance(dialect, AppDialect) and item_id:
+                dialect.state.needs_approval.add(item_id)
         if asker is None:
             return "decline"
         tool = _APPROVAL_TOOLS.get(method, method)

@@ -40,8 +40,10 @@ from orchestrator.core.errors import (
     RuntimeStartError,
     redact_secrets,
 )
+from orchestrator.core.events import now_ms
 from orchestrator.core.lifetime import ensure_private_dir
 
+from .._base import write_private
 from .._jsonl import Frame
 from .._process import ChildProcess, child_env, open_child
 from .._runtimes import install_hint, runtime_binary, runtime_path_dirs
@@ -118,6 +120,10 @@ class GatewaySettings:
     orchestrator left is still there for ``recover`` and resumes with its conversation, as the
     other runtimes' persistent homes do. One gateway at a time holds it (a lock released when
     its process ends, a SIGKILL included); a second process meanwhile gets a private directory."""
+    shared_only: bool = False
+    """Use :attr:`shared_state_dir` or nothing: while another gateway holds it, starting fails
+    (:class:`~orchestrator.core.errors.RuntimeStartError`) instead of falling back to a private
+    directory (``ringleader prune`` deletes sessions stored there)."""
     workspace: Path | None = None
     """The agent's workspace (``agents.defaults.workspace``); default ``<state>/workspace``."""
     port: int | None = None
@@ -269,6 +275,9 @@ class GatewayManager:
         self.log_tail: collections.deque[str] = collections.deque(maxlen=_LOG_TAIL)
         """The gateway's last output lines (secrets redacted)."""
         self.starts = 0
+        self.started_ms: int | None = None
+        """When the managed gateway last started (the attached one: when first connected to),
+        in ms since the epoch."""
         self._nursery: trio.Nursery | None = None
         self._lock = trio.Lock()
         self._scope: trio.CancelScope | None = None
@@ -309,6 +318,19 @@ class GatewayManager:
             self.settings = attrs.evolve(self.settings, workspace=Path(workspace))
 
     @property
+    def without_shared_state(self) -> bool:
+        """The managed gateway wanted :attr:`GatewaySettings.shared_state_dir` but another one
+        held it: it runs on a private directory, without the sessions kept there."""
+        settings = self.settings
+        return (
+            not self.attached
+            and settings.state_dir is None
+            and settings.shared_state_dir is not None
+            and self.state_dir is not None
+            and self.state_dir != Path(settings.shared_state_dir)
+        )
+
+    @property
     def running(self) -> bool:
         return self.client is not None and self.client.connected
 
@@ -333,7 +355,10 @@ class GatewayManager:
             if nursery is None:
                 raise RuntimeError("GatewayManager.bind(nursery) before ensure()")
             if not self.attached:
+                self.started_ms = now_ms()
                 await nursery.start(self._serve_process)
+            elif self.started_ms is None:
+                self.started_ms = now_ms()
             assert self.url is not None and self._token is not None
             client = GatewayClient(self.url, self._token, **self._client_options)
             if not self.attached:
@@ -366,6 +391,12 @@ class GatewayManager:
                 self.state_dir = Path(settings.state_dir)
             elif settings.shared_state_dir is not None and self._hold(settings.shared_state_dir):
                 self.state_dir = Path(settings.shared_state_dir)
+            elif settings.shared_only:
+                raise RuntimeStartError(
+                    f"another OpenClaw gateway holds {settings.shared_state_dir} (a ringleader "
+                    "run is going there); try again once it ended",
+                    adapter=_ADAPTER,
+                )
             else:
                 self.state_dir = Path(tempfile.mkdtemp(prefix="ringleader-openclaw-"))
                 self._owned_state = True
@@ -407,7 +438,7 @@ class GatewayManager:
         port = settings.port or _free_port()
         token = settings.token or self._token or secrets.token_urlsafe(24)
         config = gateway_config(settings, port=port, token=token, workspace=self.workspace)
-        await trio.to_thread.run_sync(_write_private, config_path, json.dumps(config, indent=2))
+        await trio.to_thread.run_sync(write_private, config_path, json.dumps(config, indent=2))
         binary = settings.binary or str(runtime_binary("openclaw"))
         env = gateway_env(settings, state_dir=state, config_path=config_path, tmp_dir=tmp)
         # the token goes through the config file (0600), never argv
@@ -511,9 +542,3 @@ def _log_line(line: Frame) -> str:
     if isinstance(line, bytes):
         return redact_secrets(line.decode("utf-8", "replace"))
     return redact_secrets(str(line))
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
