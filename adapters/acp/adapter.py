@@ -214,6 +214,10 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         """Set up what the run needs before the agent starts (homes, config files, env)."""
         await trio.lowlevel.checkpoint()
 
+    def session_meta(self, run: AcpRun) -> dict[str, Any] | None:
+        """``_meta`` for ``session/new`` / ``session/load`` (agent-specific; ``None``: none)."""
+        return None
+
     async def check_loaded(self, run: AcpRun, result: object) -> None:
         """Raise if a ``session/load`` answer did not load the session (agent-specific)."""
         await trio.lowlevel.checkpoint()
@@ -383,6 +387,9 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         init = as_dict(await self._request(run, rpc, "initialize", initialize_params(self.config)))
         caps = as_dict(init.get("agentCapabilities"))
         base: dict[str, Any] = {"cwd": str(run.cwd), "mcpServers": list(self.config.mcp_servers)}
+        meta = self.session_meta(run)
+        if meta is not None:
+            base["_meta"] = meta
         if run.resume:
             if caps.get("loadSession"):
                 method = "session/load"

@@ -48,6 +48,7 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
+from orchestrator.core.config import is_trusted
 from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
 from orchestrator.core.events import now_ms
 
@@ -409,6 +410,16 @@ class PresetAdapter(AcpAdapter):
     def model_by_session(self) -> bool:
         return self.preset.model_by_session
 
+    def session_meta(self, run: AcpRun) -> dict[str, Any] | None:
+        """``acp:claude`` in a directory not trusted (``ringleader trust``): the project's Claude
+        Code settings (``.claude/settings*.json``: hooks run commands) and its ``.mcp.json`` are
+        not loaded (the SDK's ``settingSources`` and ``strictMcpConfig``, through
+        claude-agent-acp's ``_meta.claudeCode.options``): nothing asks about workspace trust."""
+        if self.preset.name != "claude" or is_trusted(run.cwd):
+            return None
+        options = {"settingSources": ["user"], "strictMcpConfig": True}
+        return {"claudeCode": {"options": options}}
+
     def spec(self, args: Sequence[str], env: Mapping[str, str], **kw: Any) -> ChildSpec:
         return attrs.evolve(super().spec(args, env, **kw), install_hint=self.hint())
 
@@ -430,6 +441,10 @@ class PresetAdapter(AcpAdapter):
         if dirs:
             path = own["PATH"] = os.pathsep.join([*dirs, path])
         run.env.update(own)
+        if preset.name == "opencode" and not is_trusted(run.cwd):
+            # a repository's opencode.json / .opencode (MCP servers, plugins: commands and code
+            # of its choosing) only once the user trusted the directory (`ringleader trust`)
+            run.env["OPENCODE_DISABLE_PROJECT_CONFIG"] = "true"
         if preset.sandbox_helper is not None and self.config.launcher is None:
             from ..codex.driver import with_sandbox_helper
 

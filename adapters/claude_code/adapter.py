@@ -28,6 +28,10 @@ Every run gets an allow-listed environment, no non-essential traffic, a retry ca
 :attr:`ClaudeCodeConfig.state_root`, deleted when the adapter closes) with ``HOME`` inside it.
 Its working directory is ``StartOpts.cwd``; a resumed session runs in the directory it started
 in (Claude Code files its transcripts by working directory), whatever the host's own directory.
+A working directory that is not trusted (``ringleader trust DIR``) keeps its project settings
+out: ``--setting-sources user --strict-mcp-config``, so a cloned repository's
+``.claude/settings.json`` hooks and ``.mcp.json`` servers never run (``-p`` skips Claude Code's
+own workspace trust dialog).
 
 :meth:`ClaudeCodeAdapter.child_for` exposes a run's child process (tests check that none outlives
 its run). Side effects the adapter issues are recorded in :attr:`ClaudeCodeAdapter.calls`.
@@ -53,6 +57,7 @@ from orchestrator.core.adapter import (
     TaskHandle,
 )
 from orchestrator.core.asking import ToolAsker
+from orchestrator.core.config import is_trusted
 from orchestrator.core.errors import (
     ProtocolError,
     RingleaderError,
@@ -321,6 +326,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             fork=run.opts.fork,
             mcp_config=mcp_config_file(run.home, run.opts.mcp_servers),
             stream_input=bool(images),
+            project_settings=is_trusted(run.cwd),
         )
         return self.spec(
             args,
@@ -398,6 +404,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             plan=live.plan,
             fork=live.fork,
             mcp_config=live.mcp_config,
+            project_settings=is_trusted(live.cwd),
         )
         env = run_env(config, home=live.home, extra=live.env)
         spec = self.spec(args, env, cwd=live.cwd, stdin=True)

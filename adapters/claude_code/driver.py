@@ -206,6 +206,7 @@ def claude_args(
     fork: bool = False,
     mcp_config: str | None = None,
     stream_input: bool = False,
+    project_settings: bool = True,
 ) -> list[str]:
     """Claude Code's arguments (the binary is added by the launcher).
 
@@ -213,9 +214,14 @@ def claude_args(
     (``--permission-mode plan``, whatever the configured mode). ``fork``: the resumed session
     goes on as a new one (``--fork-session``). ``mcp_config``: a ``--mcp-config`` file of the
     run's own MCP servers. ``stream_input``: a one-shot run whose prompt is one stream-json
-    user message on stdin (a prompt with images).
+    user message on stdin (a prompt with images). ``project_settings``: the working directory
+    is trusted (``ringleader trust``); otherwise its ``.claude/settings*.json`` (hooks run
+    commands) and ``.mcp.json`` (servers are commands) are not loaded — ``-p`` skips Claude
+    Code's own workspace trust dialog.
     """
     args = ["-p", "--output-format", "stream-json", "--verbose"]
+    if not project_settings:  # only the run's private home's settings, and our MCP servers
+        args += ["--setting-sources", "user", "--strict-mcp-config"]
     if config.partial_messages:
         args.append("--include-partial-messages")
     if config.mode == "long-lived":

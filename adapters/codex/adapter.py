@@ -88,6 +88,7 @@ from .driver import (
     provider_for,
     run_env,
     thread_total_usage,
+    untrusted_project,
     with_sandbox_helper,
 )
 from .normalize import AppState, ExecState, exec_frame_label, normalize_app, normalize_exec
@@ -317,6 +318,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         mcp, mcp_env = mcp_overrides(opts.mcp_servers)
+        mcp += untrusted_project(cwd)  # a repository's own .codex/config.toml: once trusted
         env = run_env(config, provider, codex_home=home, extra={**mcp_env, **opts.env})
         if config.launcher is None:  # its shell sandbox finds its helper even under /tmp
             env = with_sandbox_helper(env, home, Path(self.binary()))

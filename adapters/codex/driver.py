@@ -31,6 +31,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 import attrs
 
 from orchestrator.core.adapter import RunMcpServer
+from orchestrator.core.config import is_trusted
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Usage
 
@@ -241,6 +242,22 @@ def mcp_overrides(servers: Sequence[RunMcpServer]) -> tuple[list[str], dict[str,
             names = ", ".join(_toml(name) for name in server.env)
             args += ["-c", f"{key}.env_vars=[{names}]"]
     return args, env
+
+
+def untrusted_project(cwd: Path) -> list[str]:
+    """``-c projects=…`` marking the run's directory (and the repository it is in) untrusted
+    for Codex, unless the user trusted it (``ringleader trust``): Codex otherwise trusts the
+    directory it runs in by itself and loads the repository's ``.codex/config.toml`` (its MCP
+    servers are commands of the repository's choosing). ``[]`` for a trusted directory."""
+    if is_trusted(cwd):
+        return []
+    here = cwd.resolve()
+    dirs = [here]
+    repo = next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+    if repo is not None and repo != here:
+        dirs.append(repo)  # Codex keys a project by its repository's root
+    table = ", ".join(f'{_toml(str(d))} = {{ trust_level = "untrusted" }}' for d in dirs)
+    return ["-c", f"projects={{ {table} }}"]
 
 
 def exec_argv(

@@ -262,7 +262,7 @@ class AcpServer:
             return
         try:
             message: Any = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: valid JSON nested too deeply
             await self.send({"id": None, "error": {"code": -32700, "message": "parse error"}})
             return
         if not isinstance(message, dict):  # a batch, or a bare value

@@ -119,12 +119,19 @@ class HttpConnections:
     async def post(self, request: Request) -> Response:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return _problem(415, "POST /acp takes application/json")
-        body = await request.body()
-        if len(body) > MAX_LINE:
-            return _problem(413, "message too large")
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_LINE:
+            return _problem(413, "message too large")  # said up front: not a byte is read
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():  # the limit holds while reading, not after
+            size += len(chunk)
+            if size > MAX_LINE:
+                return _problem(413, "message too large")
+            chunks.append(chunk)
         try:
-            message: Any = json.loads(body)
-        except ValueError:
+            message: Any = json.loads(b"".join(chunks))
+        except (ValueError, RecursionError):  # RecursionError: valid JSON nested too deeply
             return JSONResponse(
                 {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}},
                 status_code=400,

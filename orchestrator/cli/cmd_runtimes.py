@@ -25,7 +25,7 @@ from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
 from orchestrator.core.events import now_ms
 from orchestrator.core.integration import resolve_runtime_integration
-from orchestrator.core.lifetime import default_state_dir
+from orchestrator.core.lifetime import existing_state_dir
 from orchestrator.core.quota import QuotaBook, summarize
 from orchestrator.core.registry import (
     RuntimeSpec,
@@ -100,7 +100,7 @@ async def _runtimes(config_file: str | None, out: TextIO) -> int:
     cells: list[tuple[str, ...]] = [
         ("runtime", "health", "installed", "auth", "capabilities", "plan", "quota")
     ]
-    readings = QuotaBook.in_state_dir(default_state_dir()).readings()
+    readings = QuotaBook.in_state_dir(existing_state_dir()).readings()
     now = now_ms()
     for row in rows:
         assert row is not None

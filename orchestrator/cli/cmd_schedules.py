@@ -14,7 +14,7 @@ from orchestrator.cli.options import (
     sub_command,
     table,
 )
-from orchestrator.core.lifetime import default_state_dir
+from orchestrator.core.lifetime import existing_state_dir
 from orchestrator.core.registry import discover_runtimes
 
 __all__ = ["register", "schedules"]
@@ -25,7 +25,7 @@ def schedules(config_file: str | None, *, as_json: bool, out: TextIO, count: int
     from orchestrator.engine.schedule import ScheduleBook, describe_cron, next_firings, wall_clock
 
     loaded = load_cli_config(config_file, discover_runtimes())
-    book = ScheduleBook.in_state_dir(default_state_dir())
+    book = ScheduleBook.in_state_dir(existing_state_dir())
     now = wall_clock()
     rows: list[dict[str, Any]] = []
     for schedule in loaded.config.schedule:

@@ -16,7 +16,7 @@ from orchestrator.cli.options import (
     table,
 )
 from orchestrator.core.events import now_ms
-from orchestrator.core.lifetime import default_state_dir
+from orchestrator.core.lifetime import existing_state_dir
 from orchestrator.core.quota import DEFAULT_ACCOUNT, QuotaBook, usage_report
 from orchestrator.core.registry import discover_runtimes
 
@@ -39,7 +39,7 @@ def usage(config_file: str | None, *, as_json: bool, out: TextIO) -> int:
         names = list(runtime.accounts)
         accounts.setdefault(runtime_id, [DEFAULT_ACCOUNT]).extend(names)
     now = now_ms()
-    readings = QuotaBook.in_state_dir(default_state_dir()).readings()
+    readings = QuotaBook.in_state_dir(existing_state_dir()).readings()
     report = usage_report(readings, accounts, now_ms=now)
     if as_json:
         for row in report:

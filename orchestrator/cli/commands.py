@@ -40,6 +40,7 @@ from orchestrator.cli.sidebyside import (
 )
 from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.lifetime import check_state_dir
 from orchestrator.core.redact import redact_text
 from orchestrator.core.registry import RuntimeRegistry, RuntimeSpec
 from orchestrator.engine.accounts import check_targets, targets
@@ -90,31 +91,19 @@ def usable_state_dir(path: Path | None = None) -> Path:
             raise NotADirectoryError(errno.ENOTDIR, "not a directory")
         with tempfile.TemporaryFile(dir=state):
             pass
-        info = state.stat()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(
             f"the state directory {state} is unusable ({reason}); "
             "set RINGLEADER_STATE_DIR to a writable directory"
         ) from None
-    # as ssh refuses loose key files: another user could plant procs/*.json (processes the
-    # next run kills) or read the log
-    if info.st_uid != os.geteuid():
-        raise ConfigError(
-            f"the state directory {state} belongs to another user (uid {info.st_uid}); "
-            "set RINGLEADER_STATE_DIR to a directory of your own"
-        )
-    if info.st_mode & 0o022:
-        raise ConfigError(
-            f"the state directory {state} is writable by other users "
-            f"(mode {info.st_mode & 0o777:o}); make it private: chmod 700 {state}"
-        )
+    check_state_dir(state)  # as ssh refuses loose key files
     return state
 
 
 def crash_report(exc: BaseException) -> str:
-    """Write ``exc``'s traceback to a file in the state directory (or the temp directory if the
-    state directory is unusable); the one line to print."""
+    """Write ``exc``'s traceback to a private file (0600) in the state directory (nowhere else:
+    no shared temp directory); the one line to print."""
     text = "".join(traceback.format_exception(exc))
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     where: Path | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 from collections import deque
 from collections.abc import AsyncGenerator, Sequence
@@ -73,8 +74,19 @@ def format_cost(cost_usd: float | None, *, seen: bool, estimated: bool) -> str:
     return f"${cost_usd:.4f}{' est.' if estimated else ''}"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+r"""Control characters but tab and newline: an escape sequence in what a run says (a colour, a
+window title, a clipboard write, ``\r`` over a line) would drive the user's terminal."""
+
+
+def visible(text: str) -> str:
+    r"""``text`` with each control character (but tab and newline) written as ``\xNN``: what a
+    model, a tool or a runtime sends is shown, never obeyed by the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _short(text: str, limit: int) -> str:
-    text = text.replace("\n", "⏎")
+    text = visible(text).replace("\n", "⏎")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -174,6 +186,7 @@ class Lane:
     def _add_text(self, channel: str, text: str, out: list[str]) -> None:
         if not text.strip():
             return
+        text = visible(text)
         self.lines.append(_Line(channel, text))
         out.append(f"(thinking) {text}" if channel == "reasoning" else text)
 
@@ -200,39 +213,39 @@ class Lane:
                 self.phase = "thinking" if event.channel == "reasoning" else "writing"
             case "tool-call":
                 self._turn()
+                name = visible(event.name)
                 line = self._calls.get(event.tool_call_id)
                 if line is None:
-                    line = _Line("tool", event.name, detail=_json_input(event.input))
+                    line = _Line("tool", name, detail=visible(_json_input(event.input)))
                     self._calls[event.tool_call_id] = line
                     self.lines.append(line)
                     self.tool_calls += 1
                 else:
-                    line.detail = _json_input(event.input)
+                    line.detail = visible(_json_input(event.input))
                 if not event.partial:
-                    out.append(f"→ {event.name} {_short(line.detail, 200)}")
-                self.phase = f"tool {event.name}"
+                    out.append(f"→ {name} {_short(line.detail, 200)}")
+                self.phase = f"tool {name}"
             case "tool-result":
                 self._in_turn = False
+                name = visible(event.name)
                 line = self._calls.get(event.tool_call_id)
                 if line is None:  # a result without its call: show it anyway
-                    line = _Line("tool", event.name, detail="")
+                    line = _Line("tool", name, detail="")
                     self.lines.append(line)
                 line.ok = not event.is_error
                 if event.is_error:
                     self.tool_errors += 1
                     line.detail = f"{line.detail} {_short(event.output, 80)}".strip()
-                out.append(
-                    f"{'✗' if event.is_error else '✓'} {event.name}: {_short(event.output, 120)}"
-                )
+                out.append(f"{'✗' if event.is_error else '✓'} {name}: {_short(event.output, 120)}")
             case "status":
-                self.phase = event.phase
+                self.phase = visible(event.phase)
                 if event.phase == "turn-complete":
                     self._in_turn = False
                 if event.model:
-                    self.model = event.model
-                model = f" model={event.model}" if event.model else ""
-                detail = f" ({event.detail})" if event.detail else ""
-                out.append(f"· {event.phase}{model}{detail}")
+                    self.model = visible(event.model)
+                model = f" model={self.model}" if event.model else ""
+                detail = f" ({_short(event.detail, 500)})" if event.detail else ""
+                out.append(f"· {self.phase}{model}{detail}")
             case "cost":
                 self.usage = self._usage_before + event.usage
                 if event.cost_usd is not None:
@@ -245,10 +258,11 @@ class Lane:
                     f" cost={format_cost(event.cost_usd, seen=event.cost_usd is not None, estimated=event.estimated)}"
                 )
             case "error":
-                code = f" [{event.code}]" if event.code else ""
-                self.error = f"{event.message}{code}"
-                self.lines.append(_Line("error", _short(event.message, 200)))
-                out.append(f"! error{code}: {event.message}")
+                code = f" [{visible(event.code)}]" if event.code else ""
+                message = visible(event.message)
+                self.error = f"{message}{code}"
+                self.lines.append(_Line("error", _short(message, 200)))
+                out.append(f"! error{code}: {message}")
             case "done":
                 self.outcome = event.reason
                 self.phase = f"done: {event.reason}"

@@ -20,7 +20,7 @@ import trio
 
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from orchestrator.core.config import AccountConfig, WorkspaceConfig
-from orchestrator.core.errors import RingleaderError
+from orchestrator.core.errors import RingleaderError, single_exception
 from orchestrator.core.events import now_ms
 from orchestrator.core.quota import QuotaBook
 from orchestrator.core.registry import RuntimeRegistry
@@ -361,7 +361,8 @@ async def _run_all(
                             watching.cancel_scope.cancel()
                 except Exception as exc:
                     errors[index] = exc
-                    lane.error = " ".join(str(exc).split())
+                    # the watching nursery wraps what the run raised: say the error, not the group
+                    lane.error = " ".join(str(single_exception(exc) or exc).split())
                 lane.finish("error", trio.current_time())
             if outcome is None:
                 result = StepResult("error", reason=lane.error or "it raised")

@@ -75,8 +75,11 @@ trust DIR``: a ``[[trusted]]`` entry in the user config file; a trusted director
 subdirectories are trusted too) it may only set what can neither redirect a key nor run code:
 its ``binary``, ``base_url``, ``api_key_env``, ``extra_args``, ``mcp_servers``, ``hooks``,
 ``skills`` and ``subagents`` (native Python code by ``module:function``), a ``permission =
-"allow"``, ``[workspace]`` ``setup``/``teardown`` and ``[sandbox]`` ``read``/``write`` are ignored, one line each in :attr:`LoadedConfig.ignored` saying
-which key and why (the CLI prints them). The user config, ``--config FILE`` and the environment
+"allow"``, ``[workspace]`` ``setup``/``teardown``, ``[notify]`` ``urls`` (a server of its
+choosing, and ``${NAME}`` fills in any of your variables), ``[sandbox]`` ``read``/``write`` and
+a ``kind = "none"`` that would turn your sandbox off, its ``accounts`` and ``[[schedule]]`` are
+ignored, one line each in :attr:`LoadedConfig.ignored` saying which key and why (the CLI prints
+them). The user config, ``--config FILE`` and the environment
 are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
 
 A key itself is never accepted in a file (a field named like one, or a value shaped like one):
@@ -939,7 +942,23 @@ def _read_file(
             kept[field] = value
         runtimes[runtime_id] = kept
     tables = {name: dict(data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)}
+    notify = tables.get("notify")
+    if ignored is not None and notify is not None and "urls" in notify:
+        # a URL of the repository's choosing, with ${NAME} filled from your environment
+        del notify["urls"]
+        ignored.append(
+            f"{path}: ignored notify.urls: this directory is not trusted and it would send your "
+            f"runs' news, and any environment variable's value named in a URL, to a server of "
+            f"the repository's choosing (trust it with `ringleader trust {path.parent}`)"
+        )
     sandbox = tables.get("sandbox")
+    if ignored is not None and sandbox is not None and sandbox.get("kind") == "none":
+        del sandbox["kind"]  # turning the sandbox on is anyone's to ask; off is the user's
+        ignored.append(
+            f"{path}: ignored sandbox.kind: this directory is not trusted and it would turn "
+            f"off the sandbox your configuration asks for (trust it with "
+            f"`ringleader trust {path.parent}`)"
+        )
     if ignored is not None and sandbox is not None:
         for field in ("read", "write"):  # more paths open to the agents: the user's to say
             if field in sandbox:

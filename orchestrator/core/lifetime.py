@@ -9,6 +9,7 @@ back to the pid alone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -25,9 +26,11 @@ __all__ = [
     "PID_NS_ENV",
     "ProcessIdentity",
     "ProcessRegistry",
+    "check_state_dir",
     "current_process_registry",
     "default_state_dir",
     "ensure_private_dir",
+    "existing_state_dir",
     "kill_marked",
     "marked_pids",
     "process_start_time",
@@ -150,16 +153,49 @@ def default_state_dir() -> Path:
     return base / "ringleader"
 
 
+def check_state_dir(path: str | os.PathLike[str]) -> None:
+    """Refuse a state directory another user owns or can write (as ssh refuses a loose key
+    file): another user could plant what ringleader reads there (``procs/*.json`` names
+    processes to kill) or read the log. A :class:`~orchestrator.core.errors.ConfigError` line
+    saying what to do."""
+    from orchestrator.core.errors import ConfigError
+
+    state = Path(path)
+    info = state.stat()
+    if info.st_uid != os.geteuid():
+        raise ConfigError(
+            f"the state directory {state} belongs to another user (uid {info.st_uid}); "
+            "set RINGLEADER_STATE_DIR to a directory of your own"
+        )
+    if info.st_mode & 0o022:
+        raise ConfigError(
+            f"the state directory {state} is writable by other users "
+            f"(mode {info.st_mode & 0o777:o}); make it private: chmod 700 {state}"
+        )
+
+
+def existing_state_dir() -> Path:
+    """:func:`default_state_dir`, checked (:func:`check_state_dir`) if it exists: for commands
+    that only read what is there."""
+    state = default_state_dir()
+    if state.is_dir():
+        check_state_dir(state)
+    return state
+
+
 def ensure_private_dir(path: str | os.PathLike[str], *, tighten: bool = False) -> Path:
     """Create ``path`` (and missing parents) with mode 0700.
 
     With ``tighten``, an existing directory that we own is narrowed to 0700 too (never a shared
-    sticky directory such as ``/tmp``): use it for ringleader's own state directory.
+    sticky directory such as ``/tmp``), and one another user owns is refused
+    (:func:`check_state_dir`): use it for ringleader's own state directory.
     """
     target = Path(path)
     target.mkdir(mode=0o700, parents=True, exist_ok=True)
     if tighten:
         st = target.stat()
+        if st.st_uid != os.geteuid():
+            check_state_dir(target)
         mode = stat.S_IMODE(st.st_mode)
         if st.st_uid == os.getuid() and mode & 0o077 and not mode & stat.S_ISVTX:
             os.chmod(target, mode & 0o700)
@@ -247,24 +283,34 @@ class ProcessRegistry:
             (self.directory / f"{mark}.json").unlink()
 
     def reap(self) -> list[int]:
-        """Kill the trees of children whose owner process is dead; returns the pids killed."""
+        """Kill the trees of children whose owner process is dead; returns the pids killed.
+
+        An entry names processes to kill, so only ours count: the directory must be ours and
+        writable by nobody else, each entry a regular file of ours; and only a process that
+        carries the entry's mark is killed — a planted entry naming any other process of yours
+        (its pid and start time) kills nothing."""
         killed: list[int] = []
         try:
+            info = self.directory.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+                return killed
+            if info.st_mode & 0o022:
+                return killed
             entries = sorted(self.directory.glob("*.json"))
         except OSError:
             return killed
         for path in entries:
             try:
-                entry: dict[str, Any] = json.loads(path.read_text())
+                entry: dict[str, Any] = json.loads(_own_file_text(path))
                 owner = ProcessIdentity(int(entry["ownerPid"]), entry.get("ownerStart"))
                 mark = str(entry["mark"])
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 continue
             if owner.alive():
                 continue
             child = ProcessIdentity(int(entry.get("pid") or 0), entry.get("start"))
             here = child.locate()  # the pid as seen here (it may have been recorded in a namespace)
-            if here is not None:
+            if here is not None and here in marked_pids(mark):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(here, signal.SIGKILL)
                 killed.append(here)
@@ -277,6 +323,16 @@ class ProcessRegistry:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         return killed
+
+
+def _own_file_text(path: Path) -> str:
+    """``path``'s text if it is a regular file of ours (not a link); else :class:`OSError`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            raise PermissionError(errno.EPERM, "not a file of ours", str(path))
+        return f.read(1 << 20).decode()
 
 
 current_process_registry: ContextVar[ProcessRegistry | None] = ContextVar(

@@ -184,7 +184,7 @@ class HttpWire:
 
     async def send_text(self, text: str) -> None:
         session_id: str | None = None
-        with suppress(ValueError):
+        with suppress(ValueError, RecursionError):
             found = _session_of(json.loads(text), "params")
             session_id = found
         if session_id is not None:

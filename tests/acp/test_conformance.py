@@ -70,6 +70,8 @@ async def robustness(client: AcpClient, cwd: Path) -> None:
     """Every kind of bad input gets its JSON-RPC error, and the connection goes on."""
     garbage = await client.raw("this is not json {")
     assert garbage.error is not None and garbage.error["code"] == -32700
+    deep = await client.raw("[" * 100_000 + "]" * 100_000)  # valid JSON, nested too deeply
+    assert deep.error is not None and deep.error["code"] == -32700
     if isinstance(client.wire, HttpWire):  # Streamable HTTP answers a batch 501 (the RFD)
         await client.wire.send_text("[1, 2]")
         assert client.wire.statuses[-1] == 501

@@ -11,7 +11,9 @@ import os
 import stat
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
@@ -256,6 +258,30 @@ async def test_listen_refuses_connections_without_the_token_or_from_another_orig
             assert unscoped.status_code == 400  # a session-scoped POST without Acp-Session-Id
             assert (await http.delete(endpoint, headers=mine)).status_code == 202
             assert (await http.delete(endpoint, headers=mine)).status_code == 404
+
+        # a body over the limit is refused while it is read: a declared length over it at once
+        # (not a byte read), a streamed one at the first chunk past it — never buffered whole
+        where = urlsplit(endpoint)
+
+        async def raw_post(head: str, body: bytes) -> bytes:
+            stream = await trio.open_tcp_stream(where.hostname or "127.0.0.1", where.port or 80)
+            async with stream:
+                with suppress(trio.BrokenResourceError):  # it may answer, and close, first
+                    await stream.send_all(
+                        f"POST {where.path} HTTP/1.1\r\nHost: {where.netloc}\r\n"
+                        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+                        f"{head}\r\n".encode()
+                        + body
+                    )
+                with trio.fail_after(20):  # the body is never finished
+                    return await stream.receive_some(4096)
+
+        huge = await raw_post("Content-Length: 419430400\r\n", b'{"jsonrpc": "2.0", "x": "')
+        assert huge.startswith(b"HTTP/1.1 413"), huge
+        chunks = [b"x" * 1_048_576] * 8 + [b"just past it"]  # no more is sent than that
+        streamed = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
+        endless = await raw_post("Transfer-Encoding: chunked\r\n", streamed)
+        assert endless.startswith(b"HTTP/1.1 413"), endless
 
 
 def test_listen_off_loopback_needs_a_configured_token(tmp_path: Path) -> None:

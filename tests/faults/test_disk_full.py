@@ -64,6 +64,13 @@ def test_a_run_that_cannot_write_its_log_says_so_in_one_line(tmp_path: Path) -> 
     events = [json.loads(line) for line in replayed.stdout.splitlines()]
     assert events[0]["kind"] == "status" and events[1]["text"] == "started\n"
     assert [e["kind"] for e in events[-2:]] == ["error", "done"]  # ended as interrupted
+    # the table under the lanes says why the run failed in the same words, not trio's
+    # "Exceptions from Trio nursery (1 sub-exception)"
+    env["RINGLEADER_STATE_DIR"] = str(tmp_path / "state2")
+    shown = cli("run", "--runtime", "scripted", "fill the disk", env=env, limit=400_000)
+    assert shown.returncode == 2, shown.stderr
+    [said] = [line for line in shown.stdout.splitlines() if line.startswith("scripted: ")]
+    assert "could not be written" in said and "sub-exception" not in shown.stdout, said
 
 
 async def test_a_full_database_fails_one_write_cleanly_and_the_log_goes_on(tmp_path: Path) -> None:

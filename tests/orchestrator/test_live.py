@@ -146,3 +146,35 @@ def test_colour_only_for_terminals_without_no_color() -> None:
     assert not wants_color(Tty(), {"TERM": "xterm", "NO_COLOR": "1"})
     assert not wants_color(Tty(), {"TERM": "dumb"})
     assert not wants_color(io.StringIO(), {"TERM": "xterm"})
+
+
+async def test_what_a_run_says_cannot_drive_the_terminal() -> None:
+    """A model's text, a tool's name, input and output, a status and an error are shown with
+    their control characters made visible: no escape sequence (a colour, a window title, a
+    clipboard write) reaches the terminal from what a provider or a tool sends."""
+    make = EventFactory(run_id="r", clock=lambda: 1)
+    evil = "\x1b]0;pwned\x07\x1b[31mred\x1b[0m\r\x9bX"
+    events = [
+        make.status("init", model=f"m{evil}", detail=evil),
+        make.text_delta(f"hello {evil}\n"),
+        make.tool_call("t1", f"bash{evil}", {"command": evil}),
+        make.tool_result("t1", f"out {evil}", is_error=True),
+        make.error(f"failed {evil}", code="x"),
+        *make.finish("error"),
+    ]
+    for view in (
+        PlainView(console=Console(file=io.StringIO(), no_color=True, width=400)),
+        RichView(console=console(400)),
+    ):
+        view.add_lane("native", "native", lane_key("native", "a"))
+        await view.deliver(lane_key("native", "a"), events)
+        assert view.console is not None
+        if isinstance(view, RichView):
+            view.console.print(view.renderable())
+        shown = view.console.export_text() if isinstance(view, RichView) else ""
+        written = view.console.file
+        assert isinstance(written, io.StringIO)
+        shown += written.getvalue()
+        for raw in ("\x1b]", "\x07", "\x1b[31mred", "\r", "\x9b"):
+            assert raw not in shown, (type(view).__name__, raw)
+        assert "\\x1b]0;pwned" in shown and "hello" in shown

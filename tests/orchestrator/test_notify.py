@@ -152,7 +152,9 @@ def _run_cli(tmp_path: Path, url: str) -> subprocess.CompletedProcess[str]:
         {"type": "result", "ok": True, "summary": "hello"},
     ]
     script.write_text(json.dumps(frames))
-    (tmp_path / "ringleader.toml").write_text(f'[notify]\nurls = ["{url}"]\n')
+    user = tmp_path / "xdg" / "ringleader" / "config.toml"  # the user's own: a project's
+    user.parent.mkdir(parents=True, exist_ok=True)  # notify URLs need `ringleader trust`
+    user.write_text(f'[notify]\nurls = ["{url}"]\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
     env |= {
         "RINGLEADER_STATE_DIR": str(tmp_path / "state"),

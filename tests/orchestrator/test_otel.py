@@ -114,3 +114,7 @@ def test_cli_trace_file_writes_the_spans(tmp_path: Path, monkeypatch: Any) -> No
     [run] = [s for s in spans if s["name"] == "invoke_agent scripted"]
     assert run["attributes"]["gen_ai.usage.output_tokens"] > 0
     assert "say hi" not in trace.read_text()  # the prompt is not recorded
+    assert trace.stat().st_mode & 0o777 == 0o600  # private like the log: spans carry run details
+    trace.chmod(0o644)  # a file that was there already is made private too
+    assert main(["run", "--runtime", "scripted", "--trace-file", str(trace), "say hi"]) == 0
+    assert trace.stat().st_mode & 0o777 == 0o600

@@ -170,3 +170,13 @@ def test_a_fork_resumes_at_a_message_as_a_new_session() -> None:
     ]  # fmt: skip
     plain = claude_args(ClaudeCodeConfig(), prompt="p", model=None, resume="s-1")
     assert "--fork-session" not in plain
+
+
+def test_an_untrusted_directory_keeps_its_project_settings_out() -> None:
+    """``claude -p`` skips Claude Code's workspace trust dialog: in a directory not trusted
+    (``ringleader trust``) the project's settings (hooks) and ``.mcp.json`` are not loaded."""
+    kept = claude_args(ClaudeCodeConfig(), prompt="p", model=None, project_settings=False)
+    assert kept[kept.index("--setting-sources") + 1] == "user" and "--strict-mcp-config" in kept
+    assert kept.index("--strict-mcp-config") < kept.index("--")
+    trusted = claude_args(ClaudeCodeConfig(), prompt="p", model=None)
+    assert "--setting-sources" not in trusted and "--strict-mcp-config" not in trusted

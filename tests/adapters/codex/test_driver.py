@@ -169,3 +169,28 @@ async def test_json_rpc_client() -> None:
         client.close()
     with pytest.raises(trio.ClosedResourceError):
         await client.request("x")
+
+
+def test_an_untrusted_directory_and_its_repository_are_untrusted_for_codex(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex trusts the directory it runs in by itself (and loads the repository's
+    ``.codex/config.toml``): unless ``ringleader trust`` named it, the run says it is not."""
+    from adapters.codex.driver import untrusted_project
+    from orchestrator.core.config import trust_directory
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "sub").mkdir()
+    [flag, value] = untrusted_project(repo / "sub")
+    assert flag == "-c" and value.startswith("projects={")
+    import tomllib
+
+    table = tomllib.loads(value)["projects"]
+    assert table == {
+        str((repo / "sub").resolve()): {"trust_level": "untrusted"},
+        str(repo.resolve()): {"trust_level": "untrusted"},
+    }
+    trust_directory(repo)
+    assert untrusted_project(repo / "sub") == []
