@@ -22,6 +22,7 @@ MODULES = (
     "bench.p_side_start",
     "bench.p_overhead",
     "bench.p_board",
+    "bench.p_board_open",
 )
 
 
