@@ -50,8 +50,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from orchestrator.board.projection import Board, Card, card_from_cache, card_to_cache
-from orchestrator.board.projection import apply as apply_event
+from orchestrator.board.cards import load_cards
+from orchestrator.board.projection import Board
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
 from orchestrator.core.errors import (
     CapabilityError,
@@ -168,55 +168,20 @@ async def read_board(log: EventLog, page: int = 5000, board: Board | None = None
     """:mod:`orchestrator.board.projection`'s projection of the log (every run, queued ones
     too). With ``board``: brought up to date from its cursor — only the events appended since
     are read and applied (the board's own projection is incremental). A new board starts from
-    the cards the log keeps (:func:`_load_cards`), so it reads only the events no card covers."""
+    the cards the log keeps (:func:`~orchestrator.board.cards.load_cards`), so it reads only the
+    events no card covers."""
     board = board if board is not None else Board()
     fresh = board.cursor == 0 and not board.cards
     for row in await log.runs():
         if row.run_key not in board.cards:
             board.add_run(row.run_key)
     if fresh:
-        await _load_cards(log, board, page)
+        await load_cards(log, board, page)
     while True:
         batch = await log.read_since(board.cursor, limit=page)
         if not batch:
             return board
         board.apply_all(batch)
-
-
-async def _load_cards(log: EventLog, board: Board, page: int) -> None:
-    """Bring a new ``board`` to the log's last event run by run: each run's card kept in the
-    log (``run_cards``) when it is still valid, then only the run's events after it folded —
-    none for a run that ended before the last open (issue 37: a board of 1,000 runs and a
-    100,000-event run took 6.9 s to first paint, every event of every run folded at each open).
-    The cards folded here are kept for the next open."""
-    upto = await log.last_gid()
-    kept: list[tuple[str, int, str]] = []
-    for entry in await log.run_cards():
-        card: Card | None = None
-        start = 0
-        if entry.card is not None and entry.card_gid is not None and entry.card_gid <= upto:
-            card = card_from_cache(entry.card)
-            if card is not None and card.run_key == entry.run_key:
-                start = entry.card_gid
-            else:
-                card = None
-        card = card if card is not None else board.cards.get(entry.run_key, Card(entry.run_key))
-        last = start
-        while last < min(entry.last_gid, upto):
-            batch = await log.read_since(last, limit=page, run_key=entry.run_key)
-            for item in batch:
-                if item.gid > upto:
-                    break
-                card = apply_event(card, item.event)
-                last = item.gid
-            if len(batch) < page or (batch and batch[-1].gid > upto):
-                break
-        board.cards[entry.run_key] = card
-        if last > start:
-            kept.append((entry.run_key, last, card_to_cache(card)))
-    board.cursor = max(board.cursor, upto)
-    if kept:
-        await log.save_run_cards(kept)
 
 
 def board_app(

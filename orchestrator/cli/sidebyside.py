@@ -17,6 +17,7 @@ from typing import TypeAlias
 import attrs
 import trio
 
+from orchestrator.board.cards import CardKeeper
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import RingleaderError
@@ -441,9 +442,10 @@ async def run_jobs(
         starts = [
             await _record_start(log, job, group) if job.workspace is None else None for job in jobs
         ]
+        keeper = CardKeeper()  # the board's cards of these runs, kept in the log at the end
         runner = Runner(
             registry,
-            sink=RecordingSink(log, extra=[view, *sinks]),
+            sink=RecordingSink(log, extra=[view, *sinks, keeper]),
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,
@@ -493,6 +495,10 @@ async def run_jobs(
                     ready,
                 )
                 aside.cancel_scope.cancel()  # the runs ended: the watcher (and any warm-up) too
+        # the next board that opens reads none of these runs' events (a card that missed an
+        # event is not kept: the board folds that run itself)
+        with contextlib.suppress(Exception):
+            await keeper.keep(log)
     for job, lane, before, start in zip(jobs, lanes, in_place, starts, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)

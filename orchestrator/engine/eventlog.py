@@ -307,6 +307,8 @@ class RunCard:
     run_key: str
     last_gid: int
     """The gid of the run's last event (when read)."""
+    last_seq: int
+    """Its ``seq`` (a run's events are numbered from 1 without gaps: how many it has)."""
     card_gid: int | None = None
     """The card covers the run's events up to this gid (``None``: no card kept)."""
     card: str | None = None
@@ -1321,14 +1323,14 @@ class EventLog:
 
         def query() -> list[RunCard]:
             cur = conn.execute(
-                "SELECT r.run_key, (SELECT gid FROM events WHERE run = r.id "
-                "ORDER BY seq DESC LIMIT 1), c.gid, c.card FROM run_ids AS r "
+                "SELECT r.run_key, e.gid, e.seq, c.gid, c.card FROM run_ids AS r "
+                "JOIN events AS e ON e.gid = (SELECT gid FROM events WHERE run = r.id "
+                "ORDER BY seq DESC LIMIT 1) "
                 "LEFT JOIN run_cards AS c ON c.run = r.id ORDER BY r.id"
             )
             return [
-                RunCard(str(key), int(last), None if at is None else int(at), card)
-                for key, last, at, card in cur.fetchall()
-                if last is not None
+                RunCard(str(key), int(last), int(seq), None if at is None else int(at), card)
+                for key, last, seq, at, card in cur.fetchall()
             ]
 
         return await self._call(query)

@@ -306,3 +306,54 @@ def test_a_card_kept_in_the_log_is_the_same_card() -> None:
     other_column = card_to_cache(card).replace('"column":"interrupted"', '"column":"x"')
     for bad in ("", "[]", '{"v": 99}', '{"v": 1}', "{not json", other_column):
         assert card_from_cache(bad) is None
+
+
+async def test_the_card_keeper_keeps_only_cards_that_saw_every_event(tmp_path: Path) -> None:
+    """``ringleader run``'s sink beside the log: it folds each run's card as the events are
+    delivered and keeps it in the log at the end, covering the run's last event — unless it
+    missed an event the log holds (that run is left to the board)."""
+    from orchestrator.board.cards import CardKeeper
+    from orchestrator.engine.feed import RecordingSink
+
+    make_a, make_b = EventFactory(run_id="ra"), EventFactory(run_id="rb")
+    a = [make_a.text_delta("one\n"), *make_a.finish("success")]
+    b = [make_b.text_delta("two\n"), *make_b.finish("success")]
+    async with EventLog.open(tmp_path / "events.db") as log:
+        keeper = CardKeeper()
+        sink = RecordingSink(log, extra=[keeper])
+        await sink.deliver("a", a)
+        await sink.deliver("b", b[:1])
+        await log.append("b", b[1:])  # an event the keeper never saw
+        assert await keeper.keep(log) == 1
+        kept = {c.run_key: c for c in await log.run_cards()}
+        assert kept["a"].card_gid == kept["a"].last_gid and kept["b"].card is None
+        assert card_from_cache(kept["a"].card or "") == project("a", a)
+        counting = CountingLog(log)
+        board = await read_board(counting)  # pyright: ignore[reportArgumentType]
+        assert [key for key, n in counting.read if n] == ["b"]
+        assert board.cards == {"a": project("a", a), "b": project("b", b)}
+
+
+def test_ringleader_run_keeps_its_runs_cards(tmp_path: Path, monkeypatch: Any) -> None:
+    """After ``ringleader run``, the board that opens reads none of the run's events."""
+    import io
+
+    from orchestrator.cli.main import main
+
+    monkeypatch.setenv("RINGLEADER_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    assert main(["run", "--runtime", "scripted", "--json", "say hi"]) == 0
+
+    async def reopen() -> tuple[list[tuple[str | None, int]], Board, list[RuntimeEvent]]:
+        async with EventLog.open(tmp_path / "state" / "events.db") as log:
+            counting = CountingLog(log)
+            board = await read_board(counting)  # pyright: ignore[reportArgumentType]
+            [key] = board.cards
+            return counting.read, board, await log.read(key)
+
+    read, board, events = trio.run(reopen)
+    [(key, card)] = board.cards.items()
+    assert [n for _, n in read] == [0] and card == project(key, events)
+    assert card.column == "done" and card.events == len(events) > 2
