@@ -51,7 +51,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from orchestrator.board.cards import load_cards
-from orchestrator.board.projection import Board
+from orchestrator.board.projection import Board, card_to_cache
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
 from orchestrator.core.errors import (
     CapabilityError,
@@ -169,7 +169,8 @@ async def read_board(log: EventLog, page: int = 5000, board: Board | None = None
     too). With ``board``: brought up to date from its cursor — only the events appended since
     are read and applied (the board's own projection is incremental). A new board starts from
     the cards the log keeps (:func:`~orchestrator.board.cards.load_cards`), so it reads only the
-    events no card covers."""
+    events no card covers. The cards of the runs that ended since are kept in the log too (a
+    board served while runs end: the next one reads none of their events)."""
     board = board if board is not None else Board()
     fresh = board.cursor == 0 and not board.cards
     for row in await log.runs():
@@ -177,11 +178,19 @@ async def read_board(log: EventLog, page: int = 5000, board: Board | None = None
             board.add_run(row.run_key)
     if fresh:
         await load_cards(log, board, page)
+    ended: set[str] = set()
     while True:
         batch = await log.read_since(board.cursor, limit=page)
         if not batch:
-            return board
+            break
+        going = {item.run_key for item in batch if not board.add_run(item.run_key).terminal}
         board.apply_all(batch)
+        ended |= {key for key in going if board.cards[key].terminal}
+    if ended:  # each covers its run's events up to the cursor
+        await log.save_run_cards(
+            [(key, board.cursor, card_to_cache(board.cards[key])) for key in sorted(ended)]
+        )
+    return board
 
 
 def board_app(

@@ -357,3 +357,21 @@ def test_ringleader_run_keeps_its_runs_cards(tmp_path: Path, monkeypatch: Any) -
     [(key, card)] = board.cards.items()
     assert [n for _, n in read] == [0] and card == project(key, events)
     assert card.column == "done" and card.events == len(events) > 2
+
+
+async def test_a_served_board_keeps_the_cards_of_the_runs_that_end(tmp_path: Path) -> None:
+    """A board kept up to date while runs end (``serve``, ``run --board``) keeps their cards:
+    the next board reads none of their events."""
+    make = EventFactory(run_id="r")
+    async with EventLog.open(tmp_path / "events.db") as log:
+        await log.start_run("a", runtime_id="scripted", session_key="s")
+        first = [make.text_delta("working\n")]
+        await log.append("a", first)
+        board = await read_board(log)
+        rest = [make.text_delta("more\n"), *make.finish("success")]
+        await log.append("a", rest)
+        await read_board(log, board=board)
+        counting = CountingLog(log)
+        again = await read_board(counting)  # pyright: ignore[reportArgumentType]
+        assert [n for _, n in counting.read] == [0]
+        assert again.cards == board.cards == {"a": project("a", first + rest)}
