@@ -16,6 +16,7 @@ MODULES = (
     "bench.p_ray_head",
     "bench.p_prefix",
     "bench.p_cli_start",
+    "bench.p_run_start",
     "bench.p_review_diff",
     "bench.p_workspaces",
     "bench.p_log",
