@@ -19,7 +19,7 @@ from orchestrator.board.projection import Board, Card, apply, card_from_cache, c
 from orchestrator.core.events import RuntimeEvent
 from orchestrator.engine.eventlog import EventLog
 
-__all__ = ["CardKeeper", "load_cards"]
+__all__ = ["CardKeeper", "card_of", "load_cards"]
 
 
 async def load_cards(log: EventLog, board: Board, page: int = 5000) -> None:
@@ -54,6 +54,32 @@ async def load_cards(log: EventLog, board: Board, page: int = 5000) -> None:
     board.cursor = max(board.cursor, upto)
     if kept:
         await log.save_run_cards(kept)
+
+
+async def card_of(log: EventLog, run_key: str, upto: int, page: int = 5000) -> Card:
+    """``run_key``'s card over its events up to gid ``upto``: the card the log keeps when it
+    covers no more than that, then the run's events after it folded (and that card kept)."""
+    card, start = Card(run_key), 0
+    for entry in await log.run_cards():
+        if entry.run_key != run_key:
+            continue
+        if entry.card is not None and entry.card_gid is not None and entry.card_gid <= upto:
+            kept = card_from_cache(entry.card)
+            if kept is not None and kept.run_key == run_key:
+                card, start = kept, entry.card_gid
+        break
+    last = start
+    while last < upto:
+        batch = await log.read_since(last, limit=page, run_key=run_key)
+        for item in batch:
+            if item.gid > upto:
+                break
+            card, last = apply(card, item.event), item.gid
+        if len(batch) < page or (batch and batch[-1].gid > upto):
+            break
+    if last > start:
+        await log.save_run_cards([(run_key, last, card_to_cache(card))])
+    return card
 
 
 @attrs.define

@@ -50,8 +50,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from orchestrator.board.cards import load_cards
-from orchestrator.board.projection import Board, card_to_cache
+from orchestrator.board.cards import card_of, load_cards
+from orchestrator.board.projection import Board, Card, card_to_cache
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
 from orchestrator.core.errors import (
     CapabilityError,
@@ -156,6 +156,11 @@ def base_key(runtime_id: str, task_id: str) -> str:
 
 def _static_dir() -> str:
     return str(importlib.resources.files("orchestrator.board") / "static")
+
+
+RUN_TAIL = 2000
+"""The events a run page starts with (its last ones; the earlier ones on request)."""
+RUN_TAIL_MAX = 10_000
 
 
 def _page(name: str, hosting: bool) -> str:
@@ -474,6 +479,35 @@ def board_app(
         meta = {"run": run_json(mine), "title": title, "related": related}
         return JSONResponse(meta | _chain_fields(mine.outcome))
 
+    async def run_tail(request: Request) -> Response:
+        """``GET /run-tail?run=KEY&limit=N``: the run page's start — the run's last ``N`` events
+        (default :data:`RUN_TAIL`), its card over every event up to the last of them, how many
+        came before, and the cursor to follow the run's feed from (issue 37: the page of a
+        100,000-event run replayed every event, 30 s)."""
+        if not auth.reads(request):
+            return refused()
+        key = request.query_params.get("run", "")
+        try:
+            limit = min(max(int(request.query_params.get("limit", RUN_TAIL)), 1), RUN_TAIL_MAX)
+        except ValueError:
+            return JSONResponse({"error": "limit must be a whole number"}, 400)
+        tail = await log.read_tail(key, limit)
+        if not tail:
+            if not any(r.run_key == key for r in await log.runs()):
+                return JSONResponse({"error": "no such run"}, 404)
+            card, cursor = Card(key), 0
+        else:
+            cursor = tail[-1].gid
+            card = await card_of(log, key, cursor)
+        body = (
+            '{"card":'
+            + json.dumps(card.to_json())
+            + f',"earlier":{tail[0].seq - 1 if tail else 0},"cursor":{cursor},"events":['
+            + ",".join(f'{{"gid":{i.gid},"event":{i.body}}}' for i in tail)
+            + "]}"
+        )
+        return Response(body, media_type="application/json")
+
     async def usage(request: Request) -> Response:
         """The quota meters (``orchestrator/core/quota.py``): per runtime and account, the
         windows last reported; the hosted runtimes without any are listed as unknown."""
@@ -673,6 +707,7 @@ def board_app(
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),
+        Route("/run-tail", run_tail),
         Route("/usage", usage),
         Route("/tasks", action(tasks), methods=["POST"]),
         Route("/abort", action(abort), methods=["POST"]),

@@ -1315,6 +1315,26 @@ class EventLog:
             for g, k, kind, s, b in await self._call(query)
         ]
 
+    async def read_tail(self, run_key: str, limit: int) -> list[LoggedEvent]:
+        """A run's last ``limit`` events, in order (a page of a long run: one index range read,
+        not the run's every event)."""
+        conn = self._reader
+
+        def query() -> list[tuple[int, str, int, str]]:
+            run = _lookup_run(conn, run_key)
+            if run is None:
+                return []
+            cur = conn.execute(
+                "SELECT gid, kind, seq, body FROM events WHERE run = ? ORDER BY seq DESC LIMIT ?",
+                (run, limit),
+            )
+            return [(int(r[0]), str(r[1]), int(r[2]), str(r[3])) for r in cur][::-1]
+
+        return [
+            LoggedEvent(g, run_key, body=b, kind=kind, seq=s)
+            for g, kind, s, b in await self._call(query)
+        ]
+
     async def run_cards(self) -> list[RunCard]:
         """Every run that has events, in the order its first event was logged, with its last
         event's gid and the card kept of it (:meth:`save_run_cards`), if any: one index seek per

@@ -21,7 +21,7 @@ from orchestrator.board.projection import (
     project,
 )
 from orchestrator.board.server import read_board
-from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent, Usage
+from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent, Usage, event_to_json
 from orchestrator.engine.eventlog import EventLog, LoggedEvent
 
 ENDINGS = ("success", "max_turns", "aborted", "error", "interrupted", "start-failed")
@@ -375,3 +375,40 @@ async def test_a_served_board_keeps_the_cards_of_the_runs_that_end(tmp_path: Pat
         again = await read_board(counting)  # pyright: ignore[reportArgumentType]
         assert [n for _, n in counting.read] == [0]
         assert again.cards == board.cards == {"a": project("a", first + rest)}
+
+
+async def test_the_run_page_starts_from_the_runs_last_events(tmp_path: Path) -> None:
+    """``GET /run-tail``: the run's last N events, its card over all of them (what the page
+    shows without replaying the run), how many came before, and the cursor to follow from."""
+    import json
+
+    import httpx2
+
+    from orchestrator.board.server import board_app
+    from orchestrator.engine.feed import Feed
+
+    make = EventFactory(run_id="r")
+    events = [make.text_delta(f"line {i}\n") for i in range(30)] + make.finish("success")
+    async with EventLog.open(tmp_path / "events.db") as log:
+        await log.start_run("a", runtime_id="scripted", session_key="s")
+        await log.start_run("quiet", runtime_id="scripted", session_key="s2")
+        await log.append("a", events)
+        transport = httpx2.ASGITransport(app=board_app(Feed(), log, token="tok"))
+        async with httpx2.AsyncClient(
+            transport=transport,
+            base_url="http://127.0.0.1",
+            headers={"authorization": "Bearer tok"},
+        ) as client:
+            got = (await client.get("/run-tail", params={"run": "a", "limit": 5})).json()
+            none = (await client.get("/run-tail", params={"run": "quiet"})).json()
+            missing = await client.get("/run-tail", params={"run": "nope"})
+            bad = await client.get("/run-tail", params={"run": "a", "limit": "x"})
+        last = await log.last_gid()
+    assert got["card"] == project("a", events).to_json()
+    assert got["earlier"] == len(events) - 5 and got["cursor"] == last
+    assert [e["event"] for e in got["events"]] == [
+        json.loads(event_to_json(e)) for e in events[-5:]
+    ]
+    assert [e["gid"] for e in got["events"]] == list(range(last - 4, last + 1))
+    assert none == {"card": Card("quiet").to_json(), "earlier": 0, "cursor": 0, "events": []}
+    assert missing.status_code == 404 and bad.status_code == 400
