@@ -25,7 +25,9 @@ from orchestrator.core.adapter import (
     ParticipantKind,
     RunHandle,
     SessionCodec,
+    StartOpts,
 )
+from orchestrator.core.asking import EventSink, ToolAsker
 from orchestrator.core.errors import ConfigError, exception_leaves, redact_secrets
 from orchestrator.core.events import now_ms
 from orchestrator.core.queue import EventQueue, QueueEventStream
@@ -38,11 +40,26 @@ __all__ = [
     "JsonSessionCodec",
     "closed_stream",
     "confined_path",
+    "make_private_dir",
     "validate_context_key",
     "write_context_file",
+    "write_private",
 ]
 
 _log = logging.getLogger(__name__)
+
+
+def make_private_dir(path: Path) -> None:
+    """``path`` (and missing parents) made, mode 0700 (narrowed if it was there)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+
+
+def write_private(path: Path, text: str) -> None:
+    """``path`` written with ``text``, mode 0600 when made (a home's configuration)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def closed_stream() -> QueueEventStream:
@@ -91,7 +108,7 @@ async def write_context_file(root: str | os.PathLike[str], key: str, value: str)
 class AdapterBase:
     """Base class for adapters: nursery, run table, health deadline, event subscription."""
 
-    id: ClassVar[str] = ""
+    id: str = ""
     participant_kind: ParticipantKind = "agent"
     one_shot: ClassVar[bool] = True
 
@@ -101,6 +118,18 @@ class AdapterBase:
         self._stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
+
+    def asker(self, sink: EventSink, opts: StartOpts, cwd: str) -> ToolAsker:
+        """How a run started with ``opts`` in ``cwd`` asks a person about its tool calls (in
+        its approval book; with none, every ask is denied)."""
+        return ToolAsker.for_run(
+            sink,
+            approvals_db=opts.approvals_db,
+            runtime_id=self.id,
+            agent_id=opts.agent_id,
+            session_key=opts.session_key,
+            cwd=cwd,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 

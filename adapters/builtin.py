@@ -11,13 +11,21 @@ breaks the others.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.registry import Installed, RuntimeRegistry, RuntimeSpec
 
-__all__ = ["builtin_registry", "builtin_runtimes", "locate_pinned", "refuse_unused"]
+__all__ = [
+    "builtin_registry",
+    "builtin_runtimes",
+    "key_envs",
+    "locate_pinned",
+    "pinned_version",
+    "refuse_unused",
+]
 
 
 _NATIVE_ONLY = ("skills_dir", "subagents", "hooks", "skills")
@@ -34,16 +42,26 @@ def refuse_unused(runtime_id: str, config: RuntimeConfig, *fields: str) -> None:
             )
 
 
+def key_envs(default: str) -> Callable[[RuntimeConfig], tuple[str, ...]]:
+    """Where a runtime's key can be: the configured ``api_key_env``, then ``default``."""
+    return lambda config: tuple(v for v in (config.api_key_env, default) if v)
+
+
 def locate_pinned(runtime_id: str, config: RuntimeConfig) -> Installed:
-    from adapters._runtimes import PINNED_VERSIONS, installed_spec, runtime_binary
+    from adapters._runtimes import runtime_binary
 
     if config.binary:
         return Installed(config.binary, None)
-    path = runtime_binary(runtime_id)
-    spec = installed_spec(runtime_id)
+    return Installed(str(runtime_binary(runtime_id)), pinned_version(runtime_id))
+
+
+def pinned_version(install_id: str) -> str | None:
+    """The installed version of a pinned CLI (from its install stamp, else its pin)."""
+    from adapters._runtimes import PINNED_VERSIONS, installed_spec
+
+    spec = installed_spec(install_id)
     # the stamp is "pkg@version", or for openclaw "openclaw@version+node@version"
-    version = spec.split("+", 1)[0].rsplit("@", 1)[-1] if spec else PINNED_VERSIONS.get(runtime_id)
-    return Installed(str(path), version)
+    return spec.split("+", 1)[0].rsplit("@", 1)[-1] if spec else PINNED_VERSIONS.get(install_id)
 
 
 def builtin_runtimes() -> tuple[RuntimeSpec, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.builtin import locate_pinned, refuse_unused
+from adapters.builtin import key_envs, locate_pinned, refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
@@ -65,10 +65,6 @@ def _claude_code(config: RuntimeConfig) -> RuntimeAdapter:
     )
 
 
-def _claude_keys(config: RuntimeConfig) -> tuple[str, ...]:
-    return tuple(v for v in (config.api_key_env, "ANTHROPIC_API_KEY") if v)
-
-
 CLAUDE_CODE = RuntimeSpec(
     id="claude-code",
     factory=_claude_code,
@@ -77,7 +73,7 @@ CLAUDE_CODE = RuntimeSpec(
         model="claude-sonnet-4-6",
         tool_call={"name": "Bash", "input": {"command": "ls", "description": "List the files"}},
     ),
-    key_envs=_claude_keys,
+    key_envs=key_envs("ANTHROPIC_API_KEY"),
     locate=lambda config: locate_pinned("claude-code", config),
     summary="Claude Code (claude -p, stream-json)",
     settings=frozenset(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.builtin import locate_pinned, refuse_unused
+from adapters.builtin import key_envs, locate_pinned, refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
@@ -74,10 +74,6 @@ def _accept(method: str, params: Mapping[str, Any]) -> Any:
     return "accept"
 
 
-def _codex_keys(config: RuntimeConfig) -> tuple[str, ...]:
-    return tuple(v for v in (config.api_key_env, "OPENAI_API_KEY") if v)
-
-
 CODEX = RuntimeSpec(
     id="codex",
     factory=_codex,
@@ -86,7 +82,7 @@ CODEX = RuntimeSpec(
         model="gpt-5.5",
         tool_call={"name": "exec_command", "input": {"cmd": "ls"}},
     ),
-    key_envs=_codex_keys,
+    key_envs=key_envs("OPENAI_API_KEY"),
     locate=lambda config: locate_pinned("codex", config),
     summary="OpenAI Codex CLI (codex app-server; codex exec --json with mode = 'exec')",
     settings=frozenset(

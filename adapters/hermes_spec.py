@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.builtin import locate_pinned, refuse_unused
+from adapters.builtin import key_envs, locate_pinned, refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
 from orchestrator.core.errors import ConfigError
@@ -48,7 +48,7 @@ HERMES = RuntimeSpec(
         model="fake-model",
         tool_call={"name": "terminal", "input": {"command": "ls"}},
     ),
-    key_envs=lambda config: tuple(v for v in (config.api_key_env, "OPENAI_API_KEY") if v),
+    key_envs=key_envs("OPENAI_API_KEY"),
     locate=lambda config: locate_pinned("hermes", config),
     summary="Hermes Agent over the Agent Client Protocol (hermes acp)",
     settings=frozenset({"binary", "model", "provider", "base_url", "api_key_env", "permission"}),

@@ -4,6 +4,10 @@ A test that forgets ``RINGLEADER_STATE_DIR`` (or strips every ``RINGLEADER_*`` v
 child's environment) would otherwise fall back to ``$XDG_STATE_HOME/ringleader`` or
 ``~/.local/state/ringleader`` — the developer's real event log, approvals and tokens. The whole
 session gets a state home of its own instead; tests that want their own directory still set one.
+
+Output widths do not depend on where the tests run either: pytest-xdist's workers (``scripts/test``
+runs the suite on several) are given ``COLUMNS=80``/``LINES=24``, a developer's shell may export
+others; the CLI's tables are plain and wide when ``COLUMNS`` is unset, as in CI.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 
 @pytest.fixture(autouse=True, scope="session")

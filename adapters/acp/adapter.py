@@ -30,6 +30,8 @@ that reports failures as ordinary text).
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -68,11 +70,20 @@ from .._runs import RunEmitter
 from .driver import AcpConfig, fs_request, initialize_params, permission_outcome, pick_option
 from .normalize import AcpState, normalize_prompt_end, normalize_update, note_permission
 
-__all__ = ["AcpAdapter", "AcpDialect", "AcpRun"]
+__all__ = ["AcpAdapter", "AcpDialect", "AcpRun", "agent_state_root"]
 
 _FS_METHODS: Final = frozenset({"fs/read_text_file", "fs/write_text_file"})
 _REPLAY: Final = "ringleader/replay"
 _JUDGED: Final = "ringleader/judged"
+_SAFE_ID: Final = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def agent_state_root(name: str) -> Path:
+    """``$RINGLEADER_STATE_DIR/NAME`` (default ``~/.local/state/ringleader/NAME``): where an
+    agent's per-identity homes go when its configuration names no ``state_root``."""
+    base = os.environ.get("RINGLEADER_STATE_DIR")
+    root = Path(base).expanduser() if base else Path.home() / ".local" / "state" / "ringleader"
+    return root / name
 
 
 @attrs.define(eq=False)
@@ -222,6 +233,23 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         was given it in its configuration by :meth:`prepare_run`)."""
         return True
 
+    def identity_home(self, run: AcpRun, root: Path) -> Path:
+        """The run's home: the host's for its identity, else ``root/<agent id>``."""
+        if run.opts.home_dir:
+            return Path(run.opts.home_dir)
+        return root / (_SAFE_ID.sub("_", run.opts.agent_id) or "default")
+
+    async def probe_installed(self) -> HealthResult:
+        """Health without starting the agent: its executable is there (an agent whose start is
+        slow or has side effects uses it as its :meth:`probe_health`)."""
+        try:
+            binary = self.binary()
+        except RingleaderError as exc:
+            await trio.lowlevel.checkpoint()
+            return HealthResult(ok=False, message=str(exc))
+        exists = await trio.Path(binary).exists()
+        return HealthResult(ok=exists, message=binary if exists else f"{binary} is missing")
+
     async def finish_run(self, run: AcpRun) -> None:
         """Clean up after the run's ``done`` (e.g. delete an owned home)."""
         await trio.lowlevel.checkpoint()
@@ -306,14 +334,7 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
         dialect = AcpDialect(self, run)
         dialect.spawn = self.spawn  # a permission may wait for a person: off the reader
         run.cli = CliRun(emitter, dialect, cleanup=cleanup)
-        run.asker = ToolAsker.for_run(
-            emitter,
-            approvals_db=opts.approvals_db,
-            runtime_id=self.id,
-            agent_id=opts.agent_id,
-            session_key=opts.session_key,
-            cwd=str(cwd),
-        )
+        run.asker = self.asker(emitter, opts, str(cwd))
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         await run.cli.launch(self.nursery, spec, adapter=self.id, conversation=self._converse)

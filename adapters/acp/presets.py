@@ -48,13 +48,13 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
-from orchestrator.core.errors import ConfigError, RingleaderError, RuntimeNotFoundError
+from orchestrator.core.errors import ConfigError, RuntimeNotFoundError
 from orchestrator.core.events import now_ms
 
+from .._base import make_private_dir, write_private
 from .._cli import ChildSpec
 from .._runtimes import install_hint, runtime_binary, runtime_path_dirs
-from ..codex.driver import with_sandbox_helper
-from .adapter import AcpAdapter, AcpRun
+from .adapter import AcpAdapter, AcpRun, agent_state_root
 from .driver import AcpConfig, PermissionPolicy
 
 __all__ = [
@@ -66,42 +66,153 @@ __all__ = [
     "locate_agent",
     "opencode_config",
     "preset_adapter",
-    "qwen_settings",
+    "preset_env",
 ]
 
-_SAFE_ID: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CODEX_PROVIDER: Final = "ringleader"
-_OPENCODE_PROVIDER: Final = "ringleader"
+_PROVIDER: Final = "ringleader"
+"""The provider Codex's and OpenCode's configurations name for ``base_url``."""
 
 Api = Literal["anthropic", "responses", "chat", "gemini"]
+ConfigWriter = Callable[[str | None, str, str | None], str]
+"""``(base_url, key variable, model)`` → an agent's configuration text (never the key)."""
 
 
 @attrs.frozen
 class AcpPreset:
-    """One third-party ACP agent: how it is installed, started and pointed at a model."""
+    """One third-party ACP agent: how it is installed, started, given its home and pointed at a
+    model. What differs between the agents is data here, not code."""
 
     name: str
     """``claude`` → runtime id ``acp:claude``."""
     install_id: str
     """What ``ringleader install`` calls it (its folder under ``.runtimes/``)."""
-    title: str
+    summary: str
+    """Its line in ``ringleader runtimes``."""
     args: tuple[str, ...]
     """Arguments after the binary that start ACP on stdio."""
     api: Api
     """The API the agent speaks to its model endpoint."""
     key_env: str
-    """The variable the key is read from by default (``api_key_env`` overrides)."""
-    default_model: str | None
-    """The model a run asks for when none is configured (``None``: the agent's own)."""
+    """The variable the key is read from by default (``api_key_env`` overrides), and the one the
+    agent is given it in unless ``key_by_name``."""
     local_model: str
     """The model ``run --model-server`` uses."""
     tool_call: Mapping[str, Any]
     """The tool call ``run --model-server``'s built-in script makes (the agent's shell)."""
+    key_by_name: bool = False
+    """The agent's configuration names the key's variable: it gets the key under the configured
+    name (``api_key_env``), not under ``key_env``."""
+    base_url_env: str | None = None
+    """The variable the agent reads its endpoint from (``None``: its configuration has it)."""
+    model_env: str | None = None
+    """The variable the agent reads its model from."""
+    dirs: Mapping[str, str] = attrs.field(factory=dict[str, str])
+    """The agent's own state variables → their folders in the home."""
+    quiet: Mapping[str, str] = attrs.field(factory=dict[str, str])
+    """Variables that stop update checks, telemetry and downloads (offline but for the model)."""
+    config: ConfigWriter | None = None
+    """The agent's configuration, written to ``config_file`` in the home or handed over in the
+    variable ``config_env``."""
+    config_file: str | None = None
+    config_env: str | None = None
+    model_by_session: bool = False
+    """The model is applied with ``session/set_model``; otherwise the agent is given it in its
+    configuration (its ids are its own: ``ringleader/MODEL``, ``$runtime|openai|MODEL``)."""
+    sandbox_helper: str | None = None
+    """The agent's folder in the home where the link ``codex-linux-sandbox`` (to its binary) is
+    made: Codex's shell sandbox runs the binary under that name inside bubblewrap, and Codex
+    will not make the link itself in a home under the system temp directory."""
 
     @property
     def runtime_id(self) -> str:
         return f"acp:{self.name}"
+
+
+# -- what each agent is given -----------------------------------------------------------------
+
+
+def codex_config_toml(base_url: str | None, key_env: str, model: str | None) -> str:
+    """codex-acp's ``$CODEX_HOME/config.toml``: a custom Responses-API provider at ``base_url``
+    (the key through ``env_key``, never written), every non-trusted command asked about, the
+    workspace writable."""
+    lines: list[str] = []
+    if model:
+        lines.append(f"model = {json.dumps(model)}")
+    if base_url:
+        lines.append(f"model_provider = {json.dumps(_PROVIDER)}")
+    lines += ['approval_policy = "untrusted"', 'sandbox_mode = "workspace-write"']
+    # the agent's commands never see the key, and no shell snapshot (which records the
+    # environment) is written into the home
+    lines += [
+        "",
+        "[shell_environment_policy]",
+        f"exclude = [{json.dumps(key_env)}]",
+        "",
+        "[features]",
+        "shell_snapshot = false",
+    ]
+    if base_url:
+        lines += [
+            "",
+            f"[model_providers.{_PROVIDER}]",
+            f"name = {json.dumps(_PROVIDER)}",
+            f"base_url = {json.dumps(base_url)}",
+            'wire_api = "responses"',
+            f"env_key = {json.dumps(key_env)}",
+            "request_max_retries = 1",
+            "stream_max_retries = 1",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def opencode_config(base_url: str | None, key_env: str, model: str | None) -> dict[str, Any]:
+    """OpenCode's configuration (``OPENCODE_CONFIG_CONTENT``): with a ``base_url``, one
+    OpenAI-compatible provider there whose key is ``{env:NAME}``; commands and edits ask."""
+    config: dict[str, Any] = {
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"bash": "ask", "edit": "ask", "webfetch": "ask"},
+    }
+    if base_url:
+        name = model or "default"
+        config["provider"] = {
+            _PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "ringleader",
+                "options": {"baseURL": base_url, "apiKey": f"{{env:{key_env}}}"},
+                "models": {name: {"name": name, "tool_call": True}},
+            }
+        }
+        config["model"] = config["small_model"] = f"{_PROVIDER}/{name}"
+    elif model:
+        config["model"] = model
+    return config
+
+
+def _settings_json(settings: Mapping[str, Any]) -> ConfigWriter:
+    """A fixed ``settings.json`` (the endpoint, key and model come in variables)."""
+    text = json.dumps(settings, indent=2)
+    return lambda base_url, key_env, model: text
+
+
+_QWEN_SETTINGS: Final = {
+    # the OpenAI-compatible auth (``OPENAI_*`` variables), approvals asked (``default`` mode), no
+    # updates, statistics, telemetry or background memory agents
+    "security": {"auth": {"selectedType": "openai"}},
+    "general": {"enableAutoUpdate": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
+    "tools": {"approvalMode": "default"},
+}
+_GEMINI_SETTINGS: Final = {
+    # the API-key auth, no updates or telemetry
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+}
 
 
 PRESETS: Final[dict[str, AcpPreset]] = {
@@ -110,68 +221,100 @@ PRESETS: Final[dict[str, AcpPreset]] = {
         AcpPreset(
             name="claude",
             install_id="claude-agent-acp",
-            title="Claude Code through Zed's claude-agent-acp",
+            summary="Claude Code through Zed's claude-agent-acp (ACP)",
             args=(),
             api="anthropic",
             key_env="ANTHROPIC_API_KEY",
-            default_model=None,
             local_model="claude-sonnet-4-6",
             tool_call={"name": "Bash", "input": {"command": "ls", "description": "List files"}},
+            base_url_env="ANTHROPIC_BASE_URL",
+            dirs={"CLAUDE_CONFIG_DIR": ".claude"},
+            quiet={
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+            },
+            model_by_session=True,
         ),
         AcpPreset(
             name="codex",
             install_id="codex-acp",
-            title="Codex through Zed's codex-acp",
+            summary="Codex through Zed's codex-acp (ACP)",
             args=(),
             api="responses",
             key_env="OPENAI_API_KEY",
-            default_model=None,
             local_model="gpt-5.5",
             tool_call={"name": "exec_command", "input": {"cmd": "ls"}},
+            key_by_name=True,
+            dirs={"CODEX_HOME": ".codex"},
+            config=codex_config_toml,
+            config_file=".codex/config.toml",
+            sandbox_helper=".codex",
         ),
         AcpPreset(
             name="opencode",
             install_id="opencode",
-            title="OpenCode (opencode acp)",
+            summary="OpenCode over ACP (opencode acp)",
             args=("acp",),
             api="chat",
             key_env="OPENAI_API_KEY",
-            default_model=None,
             local_model="fake-model",
             tool_call={"name": "bash", "input": {"command": "ls", "description": "List files"}},
+            key_by_name=True,
+            dirs={
+                "XDG_CONFIG_HOME": ".config",
+                "XDG_DATA_HOME": ".local/share",
+                "XDG_STATE_HOME": ".local/state",
+                "XDG_CACHE_HOME": ".cache",
+            },
+            quiet={
+                "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_SHARE": "1",
+                "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+                # OpenCode installs @opencode-ai/plugin into each config directory in the
+                # background through its embedded npm: offline, that finds nothing and is skipped
+                "npm_config_offline": "true",
+            },
+            config=lambda base_url, key_env, model: json.dumps(
+                opencode_config(base_url, key_env, model)
+            ),
+            config_env="OPENCODE_CONFIG_CONTENT",
         ),
         AcpPreset(
             name="qwen",
             install_id="qwen-code",
-            title="Qwen Code (qwen --acp)",
+            summary="Qwen Code over ACP (qwen --acp)",
             args=("--acp",),
             api="chat",
             key_env="OPENAI_API_KEY",
-            default_model=None,
             local_model="fake-model",
             tool_call={"name": "run_shell_command", "input": {"command": "ls"}},
+            base_url_env="OPENAI_BASE_URL",
+            model_env="OPENAI_MODEL",
+            config=_settings_json(_QWEN_SETTINGS),
+            config_file=".qwen/settings.json",
         ),
         AcpPreset(
             name="gemini",
             install_id="gemini-cli",
-            title="Gemini CLI (gemini --acp)",
+            summary="Gemini CLI over ACP (gemini --acp)",
             args=("--acp",),
             api="gemini",
             key_env="GEMINI_API_KEY",
-            default_model=None,
             local_model="gemini-2.5-flash",
             tool_call={"name": "run_shell_command", "input": {"command": "ls"}},
+            base_url_env="GOOGLE_GEMINI_BASE_URL",
+            model_env="GEMINI_MODEL",
+            config=_settings_json(_GEMINI_SETTINGS),
+            config_file=".gemini/settings.json",
         ),
     )
 }
 """The presets by name (``acp:NAME``)."""
-
-
-def default_state_root(preset: AcpPreset) -> Path:
-    """``$RINGLEADER_STATE_DIR/acp-NAME`` (default ``~/.local/state/ringleader/acp-NAME``)."""
-    base = os.environ.get("RINGLEADER_STATE_DIR")
-    root = Path(base).expanduser() if base else Path.home() / ".local" / "state" / "ringleader"
-    return root / f"acp-{preset.name}"
 
 
 @attrs.define
@@ -201,192 +344,44 @@ class PresetConfig:
         return self.key_env or self.preset.key_env
 
 
-# -- what each agent is given -----------------------------------------------------------------
-
-
-def codex_config_toml(base_url: str | None, key_env: str, model: str | None) -> str:
-    """codex-acp's ``$CODEX_HOME/config.toml``: a custom Responses-API provider at ``base_url``
-    (the key through ``env_key``, never written), every non-trusted command asked about, the
-    workspace writable."""
-    lines: list[str] = []
-    if model:
-        lines.append(f"model = {json.dumps(model)}")
-    if base_url:
-        lines.append(f"model_provider = {json.dumps(_CODEX_PROVIDER)}")
-    lines += ['approval_policy = "untrusted"', 'sandbox_mode = "workspace-write"']
-    # the agent's commands never see the key, and no shell snapshot (which records the
-    # environment) is written into the home
-    lines += [
-        "",
-        "[shell_environment_policy]",
-        f"exclude = [{json.dumps(key_env)}]",
-        "",
-        "[features]",
-        "shell_snapshot = false",
-    ]
-    if base_url:
-        lines += [
-            "",
-            f"[model_providers.{_CODEX_PROVIDER}]",
-            f"name = {json.dumps(_CODEX_PROVIDER)}",
-            f"base_url = {json.dumps(base_url)}",
-            'wire_api = "responses"',
-            f"env_key = {json.dumps(key_env)}",
-            "request_max_retries = 1",
-            "stream_max_retries = 1",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def opencode_config(base_url: str | None, key_env: str, model: str | None) -> dict[str, Any]:
-    """OpenCode's configuration (``OPENCODE_CONFIG_CONTENT``): with a ``base_url``, one
-    OpenAI-compatible provider there whose key is ``{env:NAME}``; commands and edits ask."""
-    config: dict[str, Any] = {
-        "autoupdate": False,
-        "share": "disabled",
-        "permission": {"bash": "ask", "edit": "ask", "webfetch": "ask"},
-    }
-    if base_url:
-        name = model or "default"
-        config["provider"] = {
-            _OPENCODE_PROVIDER: {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "ringleader",
-                "options": {"baseURL": base_url, "apiKey": f"{{env:{key_env}}}"},
-                "models": {name: {"name": name, "tool_call": True}},
-            }
-        }
-        config["model"] = config["small_model"] = f"{_OPENCODE_PROVIDER}/{name}"
-    elif model:
-        config["model"] = model
-    return config
-
-
-def qwen_settings() -> dict[str, Any]:
-    """Qwen Code's ``~/.qwen/settings.json``: the OpenAI-compatible auth (``OPENAI_*``
-    variables), approvals asked (``default`` mode), no updates, statistics, telemetry or
-    background memory agents."""
-    return {
-        "security": {"auth": {"selectedType": "openai"}},
-        "general": {"enableAutoUpdate": False},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
-        "tools": {"approvalMode": "default"},
-    }
-
-
-def gemini_settings() -> dict[str, Any]:
-    """Gemini CLI's ``~/.gemini/settings.json``: the API-key auth, no updates or telemetry."""
-    return {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-    }
-
-
-_QUIET: Final[dict[str, dict[str, str]]] = {
-    "claude": {
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-    },
-    "codex": {},
-    "opencode": {
-        "OPENCODE_DISABLE_AUTOUPDATE": "1",
-        "OPENCODE_DISABLE_MODELS_FETCH": "1",
-        "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-        "OPENCODE_DISABLE_SHARE": "1",
-        "OPENCODE_DISABLE_CLAUDE_CODE": "1",
-        # OpenCode installs @opencode-ai/plugin into each config directory in the background
-        # through its embedded npm: offline, that finds nothing and is skipped (logged)
-        "npm_config_offline": "true",
-    },
-    "qwen": {},
-    "gemini": {},
-}
-"""Variables that stop update checks, telemetry and downloads (offline but for the model)."""
-
-
 def preset_env(config: PresetConfig, home: Path, key: str, model: str | None) -> dict[str, str]:
     """The agent's own variables for a run in ``home`` with ``model`` (its key included, under
     the name the agent reads)."""
     preset = config.preset
-    env: dict[str, str] = {"HOME": str(home), **_QUIET[preset.name]}
-    xdg = {
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-    }
-    match preset.name:
-        case "claude":
-            env |= {"CLAUDE_CONFIG_DIR": str(home / ".claude"), "ANTHROPIC_API_KEY": key}
-            if config.base_url:
-                env["ANTHROPIC_BASE_URL"] = config.base_url
-        case "codex":
-            env |= {"CODEX_HOME": str(home / ".codex"), config.key_variable: key}
-        case "opencode":
-            conf = opencode_config(config.base_url, config.key_variable, model)
-            env |= xdg | {"OPENCODE_CONFIG_CONTENT": json.dumps(conf), config.key_variable: key}
-        case "qwen":
-            env["OPENAI_API_KEY"] = key
-            if config.base_url:
-                env["OPENAI_BASE_URL"] = config.base_url
-            if model:
-                env["OPENAI_MODEL"] = model
-        case "gemini":
-            env["GEMINI_API_KEY"] = key
-            if config.base_url:
-                env["GOOGLE_GEMINI_BASE_URL"] = config.base_url
-            if model:
-                env["GEMINI_MODEL"] = model
-        case _:
-            pass
+    env = {"HOME": str(home), **preset.quiet}
+    env |= {name: str(home / folder) for name, folder in preset.dirs.items()}
+    env[config.key_variable if preset.key_by_name else preset.key_env] = key
+    if preset.base_url_env and config.base_url:
+        env[preset.base_url_env] = config.base_url
+    if preset.model_env and model:
+        env[preset.model_env] = model
+    if preset.config_env and preset.config:
+        env[preset.config_env] = preset.config(config.base_url, config.key_variable, model)
     return env
 
 
 def _make_home(home: Path, config: PresetConfig, model: str | None) -> None:
     """Create the private home and the agent's settings file, if it reads one (no secret)."""
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    home.chmod(0o700)
-    files: dict[str, str] = {}
-    match config.preset.name:
-        case "qwen":
-            files[".qwen/settings.json"] = json.dumps(qwen_settings(), indent=2)
-        case "gemini":
-            files[".gemini/settings.json"] = json.dumps(gemini_settings(), indent=2)
-        case "codex":
-            toml = codex_config_toml(config.base_url, config.key_variable, model)
-            files[".codex/config.toml"] = toml
-        case _:
-            pass
-    for relative, content in files.items():
-        path = home / relative
+    make_private_dir(home)
+    preset = config.preset
+    if preset.config_file and preset.config:
+        path = home / preset.config_file
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
+        write_private(path, preset.config(config.base_url, config.key_variable, model))
 
 
 class PresetAdapter(AcpAdapter):
-    """A third-party ACP agent behind the trait (see the module docstring); one subclass per
-    preset carries its runtime id."""
+    """A third-party ACP agent behind the trait (see the module docstring); its runtime id is
+    its preset's."""
 
     def __init__(self, config: PresetConfig, *, clock: Callable[[], int] = now_ms) -> None:
-        if config.preset.runtime_id != self.id:
-            raise ConfigError(
-                f"{type(self).__name__} runs {self.id}, not {config.preset.runtime_id}"
-            )
+        self.id = config.preset.runtime_id
         self.preset_config = config
         self.preset = config.preset
         super().__init__(
             AcpConfig(
                 binary=config.binary,
-                model=config.model or config.preset.default_model,
+                model=config.model,
                 permission=config.permission,
                 env=dict(config.env),
                 handshake_timeout=config.handshake_timeout,
@@ -396,15 +391,8 @@ class PresetAdapter(AcpAdapter):
         )
 
     def capabilities(self) -> Capabilities:
-        return (
-            super()
-            .capabilities()
-            .model_copy(
-                update={
-                    "native_home": NativeHomeClaim(scope="per-identity", persist=True),
-                }
-            )
-        )
+        claim = NativeHomeClaim(scope="per-identity", persist=True)
+        return super().capabilities().model_copy(update={"native_home": claim})
 
     def hint(self) -> str:
         return install_hint(self.preset.install_id, config_key=self.id)
@@ -419,31 +407,18 @@ class PresetAdapter(AcpAdapter):
         return [self.binary(), *self.preset.args, *config.extra_args, *args]
 
     def model_by_session(self) -> bool:
-        """Claude Code takes the model by ``session/set_model``; the others are given it in
-        their configuration (their ids are their own: ``ringleader/MODEL``,
-        ``$runtime|openai|MODEL``)."""
-        return self.preset.name == "claude"
+        return self.preset.model_by_session
 
     def spec(self, args: Sequence[str], env: Mapping[str, str], **kw: Any) -> ChildSpec:
         return attrs.evolve(super().spec(args, env, **kw), install_hint=self.hint())
 
     async def probe_health(self) -> HealthResult:
-        try:
-            binary = self.binary()
-        except RingleaderError as exc:
-            await trio.lowlevel.checkpoint()
-            return HealthResult(ok=False, message=str(exc))
-        exists = await trio.Path(binary).exists()
-        return HealthResult(ok=exists, message=binary if exists else f"{binary} is missing")
+        return await self.probe_installed()
 
     async def prepare_run(self, run: AcpRun) -> None:
         config = self.preset_config
         preset = self.preset
-        if run.opts.home_dir:
-            home = Path(run.opts.home_dir)
-        else:
-            root = config.state_root or default_state_root(preset)
-            home = root / (_SAFE_ID.sub("_", run.opts.agent_id) or "default")
+        home = self.identity_home(run, config.state_root or agent_state_root(f"acp-{preset.name}"))
         model = run.state.model
         await trio.to_thread.run_sync(_make_home, home, config, model)
         run.home = home
@@ -455,59 +430,17 @@ class PresetAdapter(AcpAdapter):
         if dirs:
             path = own["PATH"] = os.pathsep.join([*dirs, path])
         run.env.update(own)
-        if preset.name == "codex" and self.config.launcher is None:
-            # Codex's shell sandbox runs the binary as ``codex-linux-sandbox`` inside bubblewrap;
-            # it will not make that link itself in a home under the system temp directory
+        if preset.sandbox_helper is not None and self.config.launcher is None:
+            from ..codex.driver import with_sandbox_helper
+
             binary = Path(await trio.to_thread.run_sync(self.binary))
             run.env.update(
                 await trio.to_thread.run_sync(
-                    with_sandbox_helper, {"PATH": path}, home / ".codex", binary
+                    with_sandbox_helper, {"PATH": path}, home / preset.sandbox_helper, binary
                 )
             )
         if self.config.launcher is None:
             await trio.to_thread.run_sync(self.binary)  # missing: one clear line with the hint
-
-    def failure_code(self, text: str) -> str:
-        return "runtime_reported"
-
-
-class ClaudeAcpAdapter(PresetAdapter):
-    """``acp:claude``: claude-agent-acp."""
-
-    id = "acp:claude"
-
-
-class CodexAcpAdapter(PresetAdapter):
-    """``acp:codex``: codex-acp."""
-
-    id = "acp:codex"
-
-
-class OpencodeAcpAdapter(PresetAdapter):
-    """``acp:opencode``: ``opencode acp``."""
-
-    id = "acp:opencode"
-
-
-class QwenAcpAdapter(PresetAdapter):
-    """``acp:qwen``: ``qwen --acp``."""
-
-    id = "acp:qwen"
-
-
-class GeminiAcpAdapter(PresetAdapter):
-    """``acp:gemini``: ``gemini --acp``."""
-
-    id = "acp:gemini"
-
-
-_ADAPTERS: Final[dict[str, type[PresetAdapter]]] = {
-    "claude": ClaudeAcpAdapter,
-    "codex": CodexAcpAdapter,
-    "opencode": OpencodeAcpAdapter,
-    "qwen": QwenAcpAdapter,
-    "gemini": GeminiAcpAdapter,
-}
 
 
 def locate_agent(preset: AcpPreset) -> Path:
@@ -537,4 +470,4 @@ def preset_adapter(name: str, **settings: Any) -> PresetAdapter:
         preset = PRESETS[name]
     except KeyError:
         raise ConfigError(f"unknown ACP preset {name!r}; known: {', '.join(PRESETS)}") from None
-    return _ADAPTERS[name](PresetConfig(preset=preset, **settings))
+    return PresetAdapter(PresetConfig(preset=preset, **settings))

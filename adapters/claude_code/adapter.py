@@ -283,14 +283,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
             self._owned.add(home)
         state = ClaudeState(model=model)
         cli = CliRun(self.new_run(opts.session_key), ClaudeDialect(state, resume))
-        asker = ToolAsker.for_run(
-            cli.emitter,
-            approvals_db=opts.approvals_db,
-            runtime_id=self.id,
-            agent_id=opts.agent_id,
-            session_key=opts.session_key,
-            cwd=str(cwd),
-        )
+        asker = self.asker(cli.emitter, opts, str(cwd))
         run = _Run(cli, opts, cwd, model, home, resume, state, asker)
 
         def seen(session_id: str) -> None:  # a session files its transcripts by directory

@@ -313,14 +313,7 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         )
         if isinstance(dialect, AppDialect):
             dialect.spawn = self.spawn  # approvals may wait for a person: off the reader
-            run.asker = ToolAsker.for_run(
-                emitter,
-                approvals_db=opts.approvals_db,
-                runtime_id=self.id,
-                agent_id=opts.agent_id,
-                session_key=opts.session_key,
-                cwd=str(cwd),
-            )
+            run.asker = self.asker(emitter, opts, str(cwd))
         self._live[opts.session_key] = run
         self.record("start", sessionKey=opts.session_key, model=model, resume=resume)
         mcp, mcp_env = mcp_overrides(opts.mcp_servers)

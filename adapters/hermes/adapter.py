@@ -31,25 +31,23 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
-from orchestrator.core.errors import ConfigError, RingleaderError, RuntimeReportedError
+from orchestrator.core.errors import ConfigError, RuntimeReportedError
 from orchestrator.core.events import now_ms
 
+from .._base import make_private_dir, write_private
 from .._jsonrpc import as_dict, as_str
-from .._runtimes import runtime_binary
 from ..acp import AcpAdapter, AcpConfig, AcpRun, PermissionPolicy
+from ..acp.adapter import agent_state_root
 from ..acp.dialect import usage_of
 
 __all__ = ["HermesAdapter", "HermesConfig", "default_state_root", "hermes_config_yaml"]
 
-_SAFE_ID: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _MIN_CONTEXT: Final = 65_536
 
 
 def default_state_root() -> Path:
     """``$RINGLEADER_STATE_DIR/hermes`` (default ``~/.local/state/ringleader/hermes``)."""
-    base = os.environ.get("RINGLEADER_STATE_DIR")
-    root = Path(base).expanduser() if base else Path.home() / ".local" / "state" / "ringleader"
-    return root / "hermes"
+    return agent_state_root("hermes")
 
 
 @attrs.define
@@ -158,13 +156,7 @@ class HermesAdapter(AcpAdapter):
         return [self.binary(), "acp", *args]
 
     async def probe_health(self) -> HealthResult:
-        try:
-            binary = self.hermes.binary or str(runtime_binary("hermes"))
-        except RingleaderError as exc:
-            await trio.lowlevel.checkpoint()
-            return HealthResult(ok=False, message=str(exc))
-        exists = await trio.Path(binary).exists()
-        return HealthResult(ok=exists, message=binary if exists else f"{binary} is missing")
+        return await self.probe_installed()
 
     async def prepare_run(self, run: AcpRun) -> None:
         config = self.hermes
@@ -173,18 +165,14 @@ class HermesAdapter(AcpAdapter):
                 "hermes needs a model endpoint: set runtimes.hermes.base_url (ringleader.toml) "
                 "or run with --model-server"
             )
-        if run.opts.home_dir:
-            home = Path(run.opts.home_dir)
-        else:
-            root = config.state_root or default_state_root()
-            home = root / (_SAFE_ID.sub("_", run.opts.agent_id) or "default")
-        await trio.to_thread.run_sync(_make_private_dir, home)
+        home = self.identity_home(run, config.state_root or default_state_root())
+        await trio.to_thread.run_sync(make_private_dir, home)
         run.home = home
         await trio.Path(run.cwd).mkdir(parents=True, exist_ok=True)
         text = hermes_config_yaml(
             attrs.evolve(config, model=run.state.model or config.model), run.cwd
         )
-        await trio.to_thread.run_sync(_write_private, home / "config.yaml", text)
+        await trio.to_thread.run_sync(write_private, home / "config.yaml", text)
         key = run.opts.env.get(config.key_env) or os.environ.get(config.key_env) or "unset"
         run.env.update(
             {
@@ -252,14 +240,3 @@ def _assistant_answered(home: Path | None, session_id: str) -> bool | None:
         if role == "user":
             return False
     return None
-
-
-def _make_private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.chmod(0o700)
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)

@@ -309,14 +309,7 @@ class OpenClawAdapter(AdapterBase):
         run = _Run(emitter=emitter, state=state, gateway_key=gateway_key, run_id=run_id, sub=sub)
         if config.approve is not None:
             workspace = self.config.workspace if self.manager.attached else self.manager.workspace
-            run.asker = ToolAsker.for_run(
-                emitter,
-                approvals_db=opts.approvals_db,
-                runtime_id=self.id,
-                agent_id=opts.agent_id,
-                session_key=opts.session_key,
-                cwd=opts.cwd or str(workspace or ""),
-            )
+            run.asker = self.asker(emitter, opts, opts.cwd or str(workspace or ""))
         self._live[opts.session_key] = run
         self._keys[opts.session_key] = gateway_key
         params: dict[str, Any] = {

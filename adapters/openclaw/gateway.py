@@ -42,6 +42,7 @@ from orchestrator.core.errors import (
 )
 from orchestrator.core.lifetime import ensure_private_dir
 
+from .._base import write_private
 from .._jsonl import Frame
 from .._process import ChildProcess, child_env, open_child
 from .._runtimes import install_hint, runtime_binary, runtime_path_dirs
@@ -407,7 +408,7 @@ class GatewayManager:
         port = settings.port or _free_port()
         token = settings.token or self._token or secrets.token_urlsafe(24)
         config = gateway_config(settings, port=port, token=token, workspace=self.workspace)
-        await trio.to_thread.run_sync(_write_private, config_path, json.dumps(config, indent=2))
+        await trio.to_thread.run_sync(write_private, config_path, json.dumps(config, indent=2))
         binary = settings.binary or str(runtime_binary("openclaw"))
         env = gateway_env(settings, state_dir=state, config_path=config_path, tmp_dir=tmp)
         # the token goes through the config file (0600), never argv
@@ -511,9 +512,3 @@ def _log_line(line: Frame) -> str:
     if isinstance(line, bytes):
         return redact_secrets(line.decode("utf-8", "replace"))
     return redact_secrets(str(line))
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)

@@ -9,19 +9,15 @@ import datetime as _dt
 import json
 import sys
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
 from orchestrator.cli.options import (
-    Interrupt,
     config_option,
     json_option,
     load_cli_config,
-    model_server,
-    print_retry,
     registry_for,
     spec_named,
     sub_command,
@@ -90,7 +86,7 @@ def _prompt_index(runs: Sequence[RunRow], run_key: str) -> int:
 
 
 async def _rewind(args: argparse.Namespace, out: TextIO) -> int:
-    from orchestrator.cli.commands import run_side_by_side, usable_state_dir
+    from orchestrator.cli.commands import resumed_turn, usable_state_dir
     from orchestrator.core.adapter import TurnResumable
     from orchestrator.core.registry import discover_runtimes
     from orchestrator.engine.eventlog import EventLog
@@ -154,34 +150,10 @@ async def _rewind(args: argparse.Namespace, out: TextIO) -> int:
         f"continuing the conversation from turn {c.turn} as a new {runtime_id} session (a fork; "
         "the original session is kept)\n"
     )
-    interrupt = Interrupt()
-    async with AsyncExitStack() as stack:
-        script: str | None = args.model_server
-        if script is not None:
-            config = await stack.enter_async_context(
-                model_server(spec_named(specs, runtime_id), config, script or None)
-            )
-        registry = registry_for(specs, config)
-        results = await interrupt.run(
-            lambda: run_side_by_side(
-                registry,
-                [runtime_id],
-                prompt,
-                model=None,
-                as_json=bool(args.json),
-                out=out,
-                cwd=task.cwd,
-                resume=task.resume,
-                agent_id=task.agent_id,
-                on_host=interrupt.attach,
-                on_retry=print_retry,
-                task_fields={
-                    "resume_turn": c.turn,
-                    "resume_prompt_index": _prompt_index(runs, run_key),
-                },
-            )
-        )
-    if interrupt.requested:
+    resumed = (runtime_id, task)
+    fields = {"resume_turn": c.turn, "resume_prompt_index": _prompt_index(runs, run_key)}
+    results = await resumed_turn(args, out, specs, config, resumed, prompt, model=None, **fields)
+    if results is None:
         return 130
     return 0 if all(r.ok for r in results) else 1
 

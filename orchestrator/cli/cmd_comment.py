@@ -8,20 +8,15 @@ import argparse
 import datetime as _dt
 import json
 import sys
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
 import trio
 
 from orchestrator.cli.options import (
-    Interrupt,
     config_option,
     json_option,
     load_cli_config,
-    model_server,
-    print_retry,
-    registry_for,
     spec_named,
     sub_command,
 )
@@ -109,7 +104,7 @@ async def _withdraw(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _send(args: argparse.Namespace, out: TextIO) -> int:
-    from orchestrator.cli.commands import run_side_by_side, usable_state_dir
+    from orchestrator.cli.commands import resumed_turn, usable_state_dir
     from orchestrator.core.registry import discover_runtimes
     from orchestrator.engine.eventlog import EventLog
     from orchestrator.engine.reviewloop.comments import (
@@ -142,36 +137,15 @@ async def _send(args: argparse.Namespace, out: TextIO) -> int:
     specs = discover_runtimes()
     spec_named(specs, runtime_id)
     config = load_cli_config(args.config_file, specs)
-    script: str | None = args.model_server
     print(
         f"ringleader: sending {len(pending)} comment{'s' if len(pending) != 1 else ''} to "
         f"{runtime_id} (a resumed turn of {run_key})",
         file=sys.stderr,
         flush=True,
     )
-    interrupt = Interrupt()
-    async with AsyncExitStack() as stack:
-        if script is not None:
-            config = await stack.enter_async_context(
-                model_server(spec_named(specs, runtime_id), config, script or None)
-            )
-        registry = registry_for(specs, config)
-        results = await interrupt.run(
-            lambda: run_side_by_side(
-                registry,
-                [runtime_id],
-                prompt,
-                model=args.model,
-                as_json=bool(args.json),
-                out=out,
-                cwd=task.cwd,
-                resume=task.resume,
-                agent_id=task.agent_id,
-                on_host=interrupt.attach,
-                on_retry=print_retry,
-            )
-        )
-    if interrupt.requested:
+    resumed = (runtime_id, task)
+    results = await resumed_turn(args, out, specs, config, resumed, prompt, model=args.model)
+    if results is None:
         return 130
     outcome = results[0].outcome if results else None
     if outcome is None or outcome.status != "success":

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,6 +22,13 @@ from rich.text import Text
 
 from orchestrator.cli.batch import load_batch
 from orchestrator.cli.live import PlainView, format_cost, make_view
+from orchestrator.cli.options import (
+    Interrupt,
+    LoadedConfig,
+    model_servers,
+    print_retry,
+    registry_for,
+)
 from orchestrator.cli.sidebyside import (
     BoardStarter,
     Job,
@@ -33,7 +41,7 @@ from orchestrator.cli.sidebyside import (
 from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.redact import redact_text
-from orchestrator.core.registry import RuntimeRegistry
+from orchestrator.core.registry import RuntimeRegistry, RuntimeSpec
 from orchestrator.engine.accounts import check_targets, targets
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, RunRow
@@ -207,6 +215,44 @@ async def run_side_by_side(
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error
     return results
+
+
+async def resumed_turn(
+    args: Any,
+    out: TextIO,
+    specs: Sequence[RuntimeSpec],
+    config: LoadedConfig,
+    resumed: tuple[str, TaskSpec],
+    prompt: str,
+    *,
+    model: str | None,
+    **fields: Any,
+) -> list[JobResult] | None:
+    """One turn of the resumed ``(runtime, task)`` with ``prompt`` (``args.model_server``:
+    against the scripted model server), with the task's extra ``fields``; Ctrl-C aborts it
+    cleanly. Its results, or ``None`` when it was interrupted."""
+    runtime_id, task = resumed
+    interrupt = Interrupt()
+    async with AsyncExitStack() as stack:
+        config = await model_servers(stack, specs, config, [runtime_id], args.model_server)
+        registry = registry_for(specs, config)
+        results = await interrupt.run(
+            lambda: run_side_by_side(
+                registry,
+                [runtime_id],
+                prompt,
+                model=model,
+                as_json=bool(args.json),
+                out=out,
+                cwd=task.cwd,
+                resume=task.resume,
+                agent_id=task.agent_id,
+                on_host=interrupt.attach,
+                on_retry=print_retry,
+                task_fields=fields,
+            )
+        )
+    return None if interrupt.requested else results
 
 
 def _notice(view: Any) -> Callable[[str], None]:

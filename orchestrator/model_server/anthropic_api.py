@@ -28,15 +28,7 @@ __all__ = [
 
 def parse(body: dict[str, Any]) -> ParsedRequest:
     texts = user_texts(body.get("messages"))
-    max_tokens = body.get("max_tokens")
-    return ParsedRequest(
-        api="anthropic",
-        user_texts=tuple(texts),
-        has_tools=bool(body.get("tools")),
-        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
-        stream=bool(body.get("stream")),
-        model=str(body.get("model") or ""),
-    )
+    return ParsedRequest.of("anthropic", body, texts, body.get("max_tokens"))
 
 
 def validate(raw: Any) -> str | None:

@@ -16,14 +16,7 @@ __all__ = ["completion_json", "parse", "stream_error", "stream_frames", "validat
 def parse(body: dict[str, Any]) -> ParsedRequest:
     texts = user_texts(body.get("messages"))
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-    return ParsedRequest(
-        api="chat",
-        user_texts=tuple(texts),
-        has_tools=bool(body.get("tools")),
-        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
-        stream=bool(body.get("stream")),
-        model=str(body.get("model") or ""),
-    )
+    return ParsedRequest.of("chat", body, texts, max_tokens)
 
 
 def validate(raw: Any) -> str | None:

@@ -26,15 +26,7 @@ def parse(body: dict[str, Any]) -> ParsedRequest:
     if isinstance(items, str):
         texts.append(items)
     texts.extend(user_texts(items, ("input_text", "text")))
-    max_tokens = body.get("max_output_tokens")
-    return ParsedRequest(
-        api="responses",
-        user_texts=tuple(texts),
-        has_tools=bool(body.get("tools")),
-        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
-        stream=bool(body.get("stream")),
-        model=str(body.get("model") or ""),
-    )
+    return ParsedRequest.of("responses", body, texts, body.get("max_output_tokens"))
 
 
 def validate(raw: Any) -> str | None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,6 +85,21 @@ class ParsedRequest:
     max_tokens: int | None
     stream: bool
     model: str
+
+    @classmethod
+    def of(
+        cls, api: str, body: Mapping[str, Any], texts: Iterable[str], max_tokens: object
+    ) -> ParsedRequest:
+        """A request whose body names its ``tools``, ``stream`` and ``model`` (the OpenAI and
+        Anthropic APIs)."""
+        return cls(
+            api=api,
+            user_texts=tuple(texts),
+            has_tools=bool(body.get("tools")),
+            max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+            stream=bool(body.get("stream")),
+            model=str(body.get("model") or ""),
+        )
 
 
 @attrs.define

@@ -1,16 +1,20 @@
 """What the real-runtime e2e tests share: finding the installed CLI, the scripted conversations
-every runtime is run through, running one turn to its ``done`` with the stream checks, and small
-readers of an event list. The fixtures (``server`` from the test module's ``script()``,
+every runtime is run through, running one turn to its ``done`` with the stream checks, small
+readers of an event list, and ``ringleader`` run as a process of its own (its environment, one
+command, a run left going in the background, a run killed while it waits in the book). The fixtures (``server`` from the test module's ``script()``,
 ``workspace``) are in ``conftest.py``."""
 
 from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import pytest
 import trio
@@ -19,9 +23,17 @@ from adapters._process import ChildProcess
 from adapters._runtimes import install_hint, runtime_binary
 from contract import check_stream, collect_run
 from orchestrator.core.adapter import RunHandle, RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.approvals import ApprovalBook, ApprovalEntry
 from orchestrator.core.drift import missing_fields, unknown_frame_type
 from orchestrator.core.errors import RuntimeNotFoundError
-from orchestrator.core.events import Done, RuntimeEvent, Status, TextDelta, event_to_json
+from orchestrator.core.events import (
+    ApprovalCall,
+    Done,
+    RuntimeEvent,
+    Status,
+    TextDelta,
+    event_to_json,
+)
 from orchestrator.core.queue import QueueEventStream
 
 
@@ -75,18 +87,20 @@ def text(events: list[RuntimeEvent], channel: str = "assistant") -> str:
 
 
 async def start(
-    adapter: ChildRuntime,
+    adapter: RuntimeAdapter,
     message: str,
     cwd: Path | None,
     *,
     key: str | None = None,
+    agent_id: str | None = None,
     **opts: Any,
 ) -> RunHandle:
-    """Start one run (a fresh session key unless ``key``)."""
+    """Start one run (a fresh session key unless ``key``; the agent is the runtime unless
+    ``agent_id``)."""
     return await adapter.start(
         TaskHandle(),
         StartOpts(
-            agent_id=adapter.id,
+            agent_id=agent_id or adapter.id,
             session_key=key or f"e2e:{uuid.uuid4().hex[:8]}",
             message=message,
             cwd=str(cwd) if cwd else None,
@@ -162,3 +176,105 @@ def processes_with(marker: str) -> list[int]:
         if marker.encode() in cmdline and state not in ("Z", "X"):
             found.append(int(pid))
     return found
+
+
+async def drive(
+    adapter: RuntimeAdapter,
+    run: RunHandle,
+    *,
+    deadline_s: float,
+    abort_on_text: bool = False,
+    on_approval: Callable[[ApprovalCall], Awaitable[None]] | None = None,
+) -> list[RuntimeEvent]:
+    """``run``'s events to its ``done``: aborted at its first text (``abort_on_text``), each
+    call it waits on in the book handed to ``on_approval`` as it comes."""
+    events: list[RuntimeEvent] = []
+    with trio.fail_after(deadline_s):
+        async with adapter.events(run) as stream:
+            async for event in stream:
+                events.append(event)
+                if abort_on_text and isinstance(event, TextDelta):
+                    abort_on_text = False
+                    await adapter.abort(run)
+                if on_approval and isinstance(event, Status) and event.approval is not None:
+                    await on_approval(event.approval)
+    return events
+
+
+RINGLEADER: Final = (sys.executable, "-m", "orchestrator.cli")
+"""``ringleader`` as a process of its own."""
+
+
+def cli_env(state: Path, **extra: str) -> dict[str, str]:
+    """The environment of a ``ringleader`` process on ``state``: this one without the test
+    run's own ``RINGLEADER_*`` settings (but for where the runtimes are), and ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
+    }
+    return env | {"RINGLEADER_STATE_DIR": str(state), **extra}
+
+
+def ringleader(
+    *args: str, cwd: Path, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``ringleader ARGS`` to its end (its output as text)."""
+    return subprocess.run(
+        [*RINGLEADER, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@asynccontextmanager
+async def background(
+    argv: Sequence[str], *, cwd: Path, env: dict[str, str]
+) -> AsyncGenerator[subprocess.Popen[str]]:
+    """``argv`` started (its output piped, as text) and killed on the way out if still going."""
+    proc = await trio.to_thread.run_sync(
+        lambda: subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+async def killed_while_waiting(
+    argv: Sequence[str], *, cwd: Path, env: dict[str, str], state: Path, deadline_s: float
+) -> ApprovalEntry:
+    """Start ``argv`` (a ``ringleader run --approvals wait``), wait until its call waits in the
+    book on ``state``, then SIGKILL it: nothing of the orchestrator runs any more. The entry."""
+    proc = await trio.lowlevel.open_process(list(argv), cwd=cwd, env=env)
+    book = ApprovalBook.in_state_dir(state)
+    try:
+        with trio.fail_after(deadline_s):
+            while True:  # the orchestrator's entry, in another process
+                if (state / "approvals.db").exists() and await book.pending():
+                    break
+                await trio.sleep(0.2)
+        [entry] = await book.pending()
+        assert entry.owner is not None and entry.owner.pid == proc.pid
+        proc.kill()
+        await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return entry

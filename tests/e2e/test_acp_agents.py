@@ -17,8 +17,6 @@ If an agent is not installed these tests FAIL with the install command.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,21 +26,19 @@ import trio
 
 from adapters.acp.presets import PRESETS, PresetAdapter, locate_agent, preset_adapter
 from contract import check_stream
-from orchestrator.core.adapter import StartOpts, TaskHandle
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.errors import RuntimeNotFoundError
 from orchestrator.core.events import (
+    ApprovalCall,
     Cost,
-    Done,
     RuntimeEvent,
     Status,
-    TextDelta,
     ToolCall,
     ToolResult,
 )
 from orchestrator.model_server import ModelServer, serve_model_server
 
-from .kit import alive, assert_no_drift, text
+from .kit import RINGLEADER, alive, assert_no_drift, cli_env, done, drive, start, text
 
 pytestmark = pytest.mark.e2e
 
@@ -146,31 +142,25 @@ async def run_once(
 ) -> tuple[list[RuntimeEvent], list[str]]:
     """One run to its ``done`` (aborted at its first text, or its permission requests approved
     in ``book``): its events and the approval ids it waited on."""
-    run = await adapter.start(
-        TaskHandle(),
-        StartOpts(
-            agent_id="acp-e2e",
-            session_key=f"e2e:{adapter.id}:{cwd.name}",
-            message=message,
-            cwd=str(cwd),
-            env={"E2E_ACP_KEY": KEY},
-            **opts,
-        ),
-    )
+    key = f"e2e:{adapter.id}:{cwd.name}"
+    env = {"E2E_ACP_KEY": KEY}
+    run = await start(adapter, message, cwd, key=key, agent_id="acp-e2e", env=env, **opts)
     child = adapter.child_for(run)
     assert child is not None
-    events: list[RuntimeEvent] = []
     approved: list[str] = []
-    with trio.fail_after(120):
-        async with adapter.events(run) as stream:
-            async for event in stream:
-                events.append(event)
-                if abort_on_text and isinstance(event, TextDelta):
-                    abort_on_text = False
-                    await adapter.abort(run)
-                if book is not None and isinstance(event, Status) and event.approval is not None:
-                    approved.append(event.approval.id)
-                    await book.decide(event.approval.id, True)
+
+    async def approve(approval: ApprovalCall) -> None:
+        assert book is not None
+        approved.append(approval.id)
+        await book.decide(approval.id, True)
+
+    events = await drive(
+        adapter,
+        run,
+        deadline_s=120,
+        abort_on_text=abort_on_text,
+        on_approval=approve if book else None,
+    )
     check_stream(events)
     assert_no_drift(adapter.id, events)
     assert all(KEY not in e.model_dump_json() for e in events)
@@ -178,17 +168,11 @@ async def run_once(
     return events, approved
 
 
-def done_of(events: list[RuntimeEvent]) -> Done:
-    last = events[-1]
-    assert isinstance(last, Done)
-    return last
-
-
 @pytest.mark.parametrize("agent", AGENTS)
 async def test_text_turn(agent: str, server: ModelServer, tmp_path: Path) -> None:
     async with make_adapter(agent, server, tmp_path) as adapter:
         events, _ = await run_once(adapter, "[[e2e:text]] hello", tmp_path / "ws")
-    assert done_of(events).reason == "success"
+    assert done(events).reason == "success"
     assert text(events).endswith(f"FINAL: hello from {agent}")
     if agent in REPORTS_TOKENS:
         assert any(isinstance(e, Cost) and e.usage.input_tokens > 0 for e in events)
@@ -214,8 +198,8 @@ async def test_tool_call_and_its_result(agent: str, server: ModelServer, tmp_pat
     if agent not in SILENT_SHELL:
         assert "tool-out-42" in results[0].output
     assert (ws / "made.txt").exists()
-    done = done_of(events)
-    assert done.reason == "success" and done.summary.strip().endswith("TOOL_RESULT_SEEN")
+    end = done(events)
+    assert end.reason == "success" and end.summary.strip().endswith("TOOL_RESULT_SEEN")
     asked = server.requests_for("tool")
     assert len(asked) >= 2 and "tool-out-42" in json.dumps(asked[-1].body)  # the model got it
 
@@ -224,7 +208,7 @@ async def test_tool_call_and_its_result(agent: str, server: ModelServer, tmp_pat
 async def test_cancel_while_streaming(agent: str, server: ModelServer, tmp_path: Path) -> None:
     async with make_adapter(agent, server, tmp_path) as adapter:
         events, _ = await run_once(adapter, "[[e2e:slow]] go", tmp_path / "ws", abort_on_text=True)
-    assert done_of(events).reason == "aborted"
+    assert done(events).reason == "aborted"
     assert len(text(events)) < len("slow " * 400)
 
 
@@ -247,7 +231,7 @@ async def test_permission_answered_from_the_approval_book(
     entry = await book.get(approved[0])
     assert entry is not None and entry.status == "approved" and entry.runtime_id == f"acp:{agent}"
     assert (ws / "approved.txt").exists()
-    assert done_of(events).reason == "success"
+    assert done(events).reason == "success"
     waiting = [e for e in events if isinstance(e, Status) and e.phase == "waiting_approval"]
     assert len(waiting) == 1
 
@@ -261,7 +245,7 @@ async def test_a_refusal_that_ends_the_agents_turn_says_so(
     ws = tmp_path / "ws"
     async with make_adapter(agent, server, tmp_path) as adapter:  # permission: deny
         events, _ = await run_once(adapter, "[[e2e:book]] go", ws)
-    assert done_of(events).reason == "aborted"
+    assert done(events).reason == "aborted"
     assert any(isinstance(e, Status) and "refused permission" in (e.detail or "") for e in events)
     assert not (ws / "approved.txt").exists()
 
@@ -275,7 +259,7 @@ async def test_resume_in_a_new_process(agent: str, server: ModelServer, tmp_path
     async with make_adapter(agent, server, tmp_path) as adapter:
         first, _ = await run_once(adapter, "[[e2e:resume]] first", ws)
         sessions = [e.run_id for e in first]
-    assert done_of(first).reason == "success" and text(first) == "FIRST"
+    assert done(first).reason == "success" and text(first) == "FIRST"
     async with make_adapter(agent, server, tmp_path) as adapter:
         second, _ = await run_once(adapter, "and again", ws, resume_session_id=sessions[0])
     assert text(second) == "SECOND after resume"  # the replayed history is not new output
@@ -291,16 +275,12 @@ async def test_a_preset_runs_from_the_command_line_with_no_command_typed(tmp_pat
         locate_agent(PRESETS["codex"])
     except RuntimeNotFoundError as exc:
         pytest.fail(str(exc))
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-    } | {"RINGLEADER_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env = cli_env(tmp_path / "state", XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     ws = tmp_path / "ws"
     ws.mkdir()
-    argv = [sys.executable, "-m", "orchestrator.cli", "run", "--runtime", "acp:codex"]
+    argv = [*RINGLEADER, "run", "--runtime", "acp:codex"]
     with trio.fail_after(120):
-        done = await trio.run_process(
+        result = await trio.run_process(
             [*argv, "--model-server", "--json", "look around"],
             cwd=ws,
             env=env,
@@ -308,8 +288,8 @@ async def test_a_preset_runs_from_the_command_line_with_no_command_typed(tmp_pat
             capture_stderr=True,
             check=False,
         )
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    lines = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    lines = [json.loads(line) for line in result.stdout.decode().splitlines() if line.strip()]
     kinds = [line["kind"] for line in lines]
     assert "tool-call" in kinds and "tool-result" in kinds
     assert lines[-1]["kind"] == "done" and lines[-1]["reason"] == "success"

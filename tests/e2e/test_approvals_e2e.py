@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,16 +27,15 @@ import trio
 from adapters.acp import AcpAdapter
 from adapters.claude_code import ClaudeCodeAdapter, ClaudeCodeConfig, ask_all
 from adapters.codex import CodexAdapter, CodexConfig, CodexProvider, ask_person
-from adapters.codex.driver import default_state_root
 from adapters.hermes import HermesAdapter, HermesConfig
 from adapters.scripted import RecordedCall
 from contract import check_stream
-from orchestrator.core.adapter import RuntimeAdapter, StartOpts, TaskHandle
+from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.approvals import ApprovalBook, approve
 from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status, event_from_json
 from orchestrator.model_server import ModelServer, serve_model_server
 
-from .kit import installed
+from .kit import RINGLEADER, cli_env, done, drive, installed, killed_while_waiting, start
 
 pytestmark = pytest.mark.e2e
 
@@ -114,12 +110,9 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[ModelServer]:
 
 
 @pytest.fixture
-def homes() -> Iterator[Path]:
+def homes(outside_tmp: Path) -> Path:
     """Runtime homes outside the system temp directory (Codex warns about homes there)."""
-    root = default_state_root().parent / f"e2e-approvals-{uuid.uuid4().hex[:8]}"
-    root.mkdir(parents=True)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    return outside_tmp
 
 
 def make_adapter(runtime: Runtime, server: ModelServer, homes: Path) -> RuntimeAdapter:
@@ -165,15 +158,15 @@ def make_adapter(runtime: Runtime, server: ModelServer, homes: Path) -> RuntimeA
 async def ringleader(state: Path, *args: str) -> str:
     """``ringleader ARGS`` as another process on ``state``; its output (it must succeed)."""
     env = {**os.environ, "RINGLEADER_STATE_DIR": str(state)}
-    done = await trio.run_process(
-        [sys.executable, "-m", "orchestrator.cli", *args],
+    result = await trio.run_process(
+        [*RINGLEADER, *args],
         env=env,
         capture_stdout=True,
         capture_stderr=True,
         check=False,
     )
-    assert done.returncode == 0, done.stderr.decode()
-    return done.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout.decode()
 
 
 async def run_deciding(
@@ -191,30 +184,25 @@ async def run_deciding(
     """One run that waits in the book; the n-th ask is decided by ``ringleader approve ID
     *verdicts[n]`` from another process. (events, the calls that waited)."""
     asked: list[ApprovalCall] = []
-    events: list[RuntimeEvent] = []
     env = {"OPENAI_API_KEY": KEYS[runtime]} if runtime == "hermes" else {}
+
+    async def decide(approval: ApprovalCall) -> None:
+        verdict = verdicts[len(asked)]
+        asked.append(approval)
+        nursery.start_soon(ringleader, state, "approve", approval.id, *verdict)
+        await trio.lowlevel.checkpoint()
+
     async with make_adapter(runtime, server, homes) as adapter:
-        run = await adapter.start(
-            TaskHandle(),
-            StartOpts(
-                agent_id=agent_id or f"{runtime}-approvals",
-                session_key=f"e2e:{uuid.uuid4().hex[:8]}",
-                message=f"{marker} go",
-                cwd=str(workspace),
-                approvals_db=str(state / "approvals.db"),
-                env=env,
-            ),
+        run = await start(
+            adapter,
+            f"{marker} go",
+            workspace,
+            agent_id=agent_id or f"{runtime}-approvals",
+            approvals_db=str(state / "approvals.db"),
+            env=env,
         )
-        with trio.fail_after(150):
-            async with adapter.events(run) as stream, trio.open_nursery() as nursery:
-                async for event in stream:
-                    events.append(event)
-                    if isinstance(event, Status) and event.approval is not None:
-                        verdict = verdicts[len(asked)]
-                        asked.append(event.approval)
-                        nursery.start_soon(
-                            ringleader, state, "approve", event.approval.id, *verdict
-                        )
+        async with trio.open_nursery() as nursery:
+            events = await drive(adapter, run, deadline_s=150, on_approval=decide)
         if calls is not None and isinstance(adapter, AcpAdapter):
             calls.extend(adapter.calls)
     check_stream(events)
@@ -223,10 +211,14 @@ async def run_deciding(
     return events, asked
 
 
-def done_of(events: list[RuntimeEvent]) -> Done:
-    last = events[-1]
-    assert isinstance(last, Done)
-    return last
+def durable(model: str, touch: dict[str, Any]) -> dict[str, Any]:
+    """The script of a run killed while it waits: ``touch`` asked about twice (before the kill,
+    and again when the run is resumed), then the answer."""
+    turns = [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}]
+    return {
+        "model": model,
+        "conversations": [{"name": "durable", "marker": "[[e2e:durable]]", "turns": turns}],
+    }
 
 
 def prepare(runtime: Runtime, workspace: Path) -> None:
@@ -254,7 +246,7 @@ async def test_a_call_waits_in_the_book_and_runs_when_allowed_from_another_proce
         runtime, server, homes, workspace, state, "[[e2e:allow]]", [["--allow"]]
     )
     assert len(asked) == 1
-    assert done_of(events).reason == "success"
+    assert done(events).reason == "success"
     assert changed(runtime, workspace, 1)
     entry = await ApprovalBook.in_state_dir(state).get(asked[0].id)
     assert entry is not None and entry.status == "approved" and entry.runtime_id == runtime
@@ -279,7 +271,7 @@ async def test_a_call_denied_with_a_message_does_not_run_and_the_model_is_told(
         [["--deny", "--message", DENIAL]],
     )
     assert len(asked) == 1
-    assert done_of(events).reason == "success"
+    assert done(events).reason == "success"
     assert not changed(runtime, workspace, 1)
     later = [r for r in server.requests if r.conversation == "deny" and not r.side][1:]
     assert later, "the model was not asked again after the denial"
@@ -300,7 +292,7 @@ async def test_allowing_for_the_rest_of_the_run_skips_the_second_ask(
         runtime, server, homes, workspace, state, "[[e2e:for-run]]", [["--allow", "--for-run"]]
     )
     assert len(asked) == 1  # the second call of the tool was answered by the grant
-    assert done_of(events).reason == "success"
+    assert done(events).reason == "success"
     assert changed(runtime, workspace, 1) and changed(runtime, workspace, 2)
     grants = await ApprovalBook.in_state_dir(state).grants()
     assert [(g.scope, g.tool, g.runtime_id) for g in grants] == [("run", asked[0].name, runtime)]
@@ -323,7 +315,7 @@ async def test_allow_always_answers_the_next_ask_in_that_directory_without_a_per
         runtime, server, homes, workspace, state, "[[e2e:always]]", [["--allow", "--always"]],
         calls=first_calls,
     )  # fmt: skip
-    assert len(asked) == 1 and done_of(events).reason == "success"
+    assert len(asked) == 1 and done(events).reason == "success"
     assert changed(runtime, workspace, 1)
     [first] = [c.params for c in first_calls if c.method == "permission"]
     assert "always" in json.dumps(first)  # the agent's own allow_always option was picked
@@ -341,7 +333,7 @@ async def test_allow_always_answers_the_next_ask_in_that_directory_without_a_per
     assert asked_again == []  # nobody was asked: no waiting_approval at all
     assert not [e for e in again if isinstance(e, Status) and e.phase == "waiting_approval"]
     assert [c for c in again_calls if c.method == "permission"]  # yet Hermes did ask
-    assert done_of(again).reason == "success"
+    assert done(again).reason == "success"
     assert changed(runtime, workspace, 2)
 
 
@@ -356,65 +348,33 @@ async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_
     workspace.mkdir()
     state = tmp_path / "state"
     touch = {"name": "Bash", "input": {"command": "touch recovered.txt", "description": "x"}}
-    durable = {
-        "model": MODELS["claude-code"],
-        "conversations": [
-            {
-                "name": "durable",
-                "marker": "[[e2e:durable]]",
-                "turns": [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}],
-            }
-        ],
-    }
-    async with serve_model_server(durable) as server:
+    async with serve_model_server(durable(MODELS["claude-code"], touch)) as server:
         config = tmp_path / "ringleader.toml"
         config.write_text(
             f'[runtimes.claude-code]\nbase_url = "{server.url}"\napi_key_env = "E2E_CLAUDE_KEY"\n'
         )
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-        } | {
-            "RINGLEADER_STATE_DIR": str(state),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-            "E2E_CLAUDE_KEY": KEYS["claude-code"],
-        }
-        base = [sys.executable, "-m", "orchestrator.cli"]
-        argv = [*base, "run", "--config", str(config), "--approvals", "wait"]
+        env = cli_env(
+            state, XDG_CONFIG_HOME=str(tmp_path / "xdg"), E2E_CLAUDE_KEY=KEYS["claude-code"]
+        )
+        argv = [*RINGLEADER, "run", "--config", str(config), "--approvals", "wait"]
         argv += ["--runtime", "claude-code", "--json", "[[e2e:durable]] go"]
-        proc = await trio.lowlevel.open_process(argv, cwd=workspace, env=env)
-        book = ApprovalBook.in_state_dir(state)
-        try:
-            with trio.fail_after(90):
-                while True:  # the orchestrator's entry, in another process
-                    if (state / "approvals.db").exists() and await book.pending():
-                        break
-                    await trio.sleep(0.2)
-            [entry] = await book.pending()
-            assert entry.owner is not None and entry.owner.pid == proc.pid
-            proc.kill()  # SIGKILL: nothing of the orchestrator runs any more
-            await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+        entry = await killed_while_waiting(argv, cwd=workspace, env=env, state=state, deadline_s=90)
         assert not (workspace / "recovered.txt").exists()
-        decide = [*base, "approve", entry.id, "--allow", "--config", str(config), "--json"]
+        decide = [*RINGLEADER, "approve", entry.id, "--allow", "--config", str(config), "--json"]
         with trio.fail_after(150):
-            done = await trio.run_process(
+            result = await trio.run_process(
                 decide, cwd=workspace, env=env, capture_stdout=True, capture_stderr=True,
                 check=False,
             )  # fmt: skip
-        err = done.stderr.decode()
-        assert done.returncode == 0, err[-2000:]
+        err = result.stderr.decode()
+        assert result.returncode == 0, err[-2000:]
         assert "resuming" in err
     assert (workspace / "recovered.txt").exists()
-    lines = done.stdout.decode().splitlines()
+    lines = result.stdout.decode().splitlines()
     events = [event_from_json(line) for line in lines if line.startswith("{")]
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
     assert [e for e in events if isinstance(e, Status) and e.approval is not None]  # asked again
-    assert await book.pending() == []
+    assert await ApprovalBook.in_state_dir(state).pending() == []
 
 
 async def test_a_codex_call_waiting_when_its_orchestrator_is_killed_is_answered_by_recover(
@@ -430,64 +390,33 @@ async def test_a_codex_call_waiting_when_its_orchestrator_is_killed_is_answered_
     workspace.mkdir()
     state = tmp_path / "state"
     touch = {"name": "exec_command", "input": {"cmd": "touch recovered.txt"}}
-    durable = {
-        "model": MODELS["codex"],
-        "conversations": [
-            {
-                "name": "durable",
-                "marker": "[[e2e:durable]]",
-                "turns": [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}],
-            }
-        ],
-    }
-    async with serve_model_server(durable) as server:
+    async with serve_model_server(durable(MODELS["codex"], touch)) as server:
         config = tmp_path / "ringleader.toml"
         config.write_text(
             f'[runtimes.codex]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_CODEX_KEY"\n'
             f'model = "{MODELS["codex"]}"\n'
         )
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-        } | {
-            "RINGLEADER_STATE_DIR": str(state),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-            "E2E_CODEX_KEY": KEYS["codex"],
-        }
-        base = [sys.executable, "-m", "orchestrator.cli"]
-        argv = [*base, "run", "--config", str(config), "--approvals", "wait"]
+        env = cli_env(state, XDG_CONFIG_HOME=str(tmp_path / "xdg"), E2E_CODEX_KEY=KEYS["codex"])
+        argv = [*RINGLEADER, "run", "--config", str(config), "--approvals", "wait"]
         argv += ["--runtime", "codex", "--json", "[[e2e:durable]] go"]
-        proc = await trio.lowlevel.open_process(argv, cwd=workspace, env=env)
-        book = ApprovalBook.in_state_dir(state)
-        try:
-            with trio.fail_after(120):
-                while True:  # the orchestrator's entry, in another process
-                    if (state / "approvals.db").exists() and await book.pending():
-                        break
-                    await trio.sleep(0.2)
-            [entry] = await book.pending()
-            assert entry.owner is not None and entry.owner.pid == proc.pid
-            assert entry.runtime_id == "codex" and entry.tool == "command"
-            proc.kill()  # SIGKILL: nothing of the orchestrator runs any more
-            await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+        entry = await killed_while_waiting(
+            argv, cwd=workspace, env=env, state=state, deadline_s=120
+        )
+        assert entry.runtime_id == "codex" and entry.tool == "command"
         assert not (workspace / "recovered.txt").exists()
+        book = ApprovalBook.in_state_dir(state)
         await book.decide(entry.id, approve())  # decided while nobody waits on it
-        recover = [*base, "recover", "--config", str(config), "--json"]
+        recover = [*RINGLEADER, "recover", "--config", str(config), "--json"]
         with trio.fail_after(180):
-            done = await trio.run_process(
+            result = await trio.run_process(
                 recover, cwd=workspace, env=env, capture_stdout=True, capture_stderr=True,
                 check=False,
             )  # fmt: skip
-        err = done.stderr.decode()
-        assert done.returncode == 0, err[-2000:]
+        err = result.stderr.decode()
+        assert result.returncode == 0, err[-2000:]
         assert "recovering" in err
     assert (workspace / "recovered.txt").exists()
-    lines = done.stdout.decode().splitlines()
+    lines = result.stdout.decode().splitlines()
     events = [event_from_json(line) for line in lines if line.startswith("{")]
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
     asks = [e.approval for e in events if isinstance(e, Status) and e.approval is not None]

@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from adapters._runtimes import install_hint, runtime_binary
-from orchestrator.core.errors import RuntimeNotFoundError
 from orchestrator.core.events import (
     Done,
     ErrorEvent,
@@ -36,6 +34,8 @@ from orchestrator.core.events import (
 )
 from orchestrator.engine.eventlog import EventLog, RunRow
 
+from . import kit
+
 pytestmark = pytest.mark.e2e
 
 TOOL = {"native": "list_files", "claude-code": "Bash", "codex": "exec_command"}
@@ -43,39 +43,18 @@ ANSWER = "Done: this answer comes from ringleader's built-in scripted model serv
 
 
 def installed(runtime: str) -> None:
-    if runtime == "native":
-        return
-    try:
-        runtime_binary(runtime)
-    except RuntimeNotFoundError as exc:
-        pytest.fail(f"{runtime} is not installed: {install_hint(runtime)} ({exc})")
+    if runtime != "native":
+        kit.installed(runtime)
 
 
 def cli_env(tmp_path: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-    }
-    return env | {
-        "RINGLEADER_STATE_DIR": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-    }
+    return kit.cli_env(tmp_path / "state", XDG_CONFIG_HOME=str(tmp_path / "xdg"))
 
 
 def ringleader(
     *args: str, cwd: Path, env: dict[str, str], timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    return kit.ringleader(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 def events_of(stdout: str) -> list[RuntimeEvent]:

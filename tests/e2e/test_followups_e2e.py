@@ -12,23 +12,17 @@ If Hermes is not installed this test FAILS with the install command.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 import trio
 
-from adapters.codex.driver import default_state_root
 from orchestrator.core.events import Done, TextDelta, event_from_json
 from orchestrator.model_server import serve_model_server
 
-from .kit import installed
+from .kit import RINGLEADER, background, cli_env, installed, ringleader
 
 pytestmark = pytest.mark.e2e
 
@@ -48,19 +42,6 @@ def script() -> dict[str, object]:
             }
         ],
     }
-
-
-def ringleader(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def running_run(state: Path, deadline: float) -> str:
@@ -94,29 +75,10 @@ async def test_messages_said_to_a_busy_non_steerable_run_are_its_next_turn(
         config.write_text(
             f'[runtimes.hermes]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_HERMES_KEY"\n'
         )
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-        } | {
-            "RINGLEADER_STATE_DIR": str(state),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-            "E2E_HERMES_KEY": KEY,
-        }
-        argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config)]
+        env = cli_env(state, XDG_CONFIG_HOME=str(tmp_path / "xdg"), E2E_HERMES_KEY=KEY)
+        argv = [*RINGLEADER, "run", "--config", str(config)]
         argv += ["--runtime", "hermes", "--json", "start streaming"]
-        proc = await trio.to_thread.run_sync(
-            lambda: subprocess.Popen(
-                argv,
-                cwd=workspace,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-        try:
+        async with background(argv, cwd=workspace, env=env) as proc:
             run_key = await trio.to_thread.run_sync(running_run, state, time.monotonic() + 60)
             said: list[str] = []
             for text in ("FIRST-FOLLOWUP", "WITHDRAWN-FOLLOWUP", "SECOND-FOLLOWUP"):
@@ -131,10 +93,6 @@ async def test_messages_said_to_a_busy_non_steerable_run_are_its_next_turn(
             withdrawn = ringleader("say", "--withdraw", said[1], cwd=workspace, env=env)
             assert withdrawn.returncode == 0, withdrawn.stderr
             out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         assert proc.returncode == 0, err
     events = [event_from_json(line) for line in out.splitlines() if line.strip()]
     dones = [e for e in events if isinstance(e, Done)]
@@ -173,58 +131,35 @@ def codex_script() -> dict[str, object]:
     }
 
 
-async def test_a_message_said_to_a_live_codex_turn_is_steered_into_it() -> None:
+async def test_a_message_said_to_a_live_codex_turn_is_steered_into_it(outside_tmp: Path) -> None:
     """Codex (app-server) is steerable: the process running it steers the message into the
     running turn (``turn/steer``): the model's next request carries it, and no extra turn runs."""
     installed("codex")
-    root = default_state_root().parent / f"e2e-steer-{uuid.uuid4().hex[:8]}"  # not under /tmp
-    workspace = root / "ws"
+    workspace = outside_tmp / "ws"
     workspace.mkdir(parents=True)
-    state = root / "state"
-    try:
-        async with serve_model_server(codex_script()) as server:
-            config = root / "ringleader.toml"
-            config.write_text(
-                f'[runtimes.codex]\nbase_url = "{server.url}/v1"\n'
-                'api_key_env = "E2E_CODEX_KEY"\nmodel = "gpt-5.5"\n'
+    state = outside_tmp / "state"
+    async with serve_model_server(codex_script()) as server:
+        config = outside_tmp / "ringleader.toml"
+        config.write_text(
+            f'[runtimes.codex]\nbase_url = "{server.url}/v1"\n'
+            'api_key_env = "E2E_CODEX_KEY"\nmodel = "gpt-5.5"\n'
+        )
+        env = cli_env(state, E2E_CODEX_KEY=KEY)
+        argv = [*RINGLEADER, "run", "--config", str(config)]
+        argv += ["--runtime", "codex", "--json", "start ticking"]
+        async with background(argv, cwd=workspace, env=env) as proc:
+            run_key = await trio.to_thread.run_sync(running_run, state, time.monotonic() + 60)
+            said = await trio.to_thread.run_sync(
+                lambda: ringleader("say", run_key, "STEER-TEXT-9", cwd=workspace, env=env)
             )
-            env = {
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-            } | {"RINGLEADER_STATE_DIR": str(state), "E2E_CODEX_KEY": KEY}
-            argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config)]
-            argv += ["--runtime", "codex", "--json", "start ticking"]
-            proc = await trio.to_thread.run_sync(
-                lambda: subprocess.Popen(
-                    argv,
-                    cwd=workspace,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-            )
-            try:
-                run_key = await trio.to_thread.run_sync(running_run, state, time.monotonic() + 60)
-                said = await trio.to_thread.run_sync(
-                    lambda: ringleader("say", run_key, "STEER-TEXT-9", cwd=workspace, env=env)
-                )
-                assert said.returncode == 0 and "queued" in said.stdout, said.stderr
-                out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-            assert proc.returncode == 0, err[-2000:]
-        events = [event_from_json(line) for line in out.splitlines() if line.strip()]
-        assert [d.reason for d in events if isinstance(d, Done)] == ["success"]  # no extra turn
-        turns = [r for r in server.requests if r.conversation == "steer" and not r.side]
-        assert len(turns) == 2
-        assert "STEER-TEXT-9" not in json.dumps(turns[0].body)
-        assert "STEER-TEXT-9" in json.dumps(turns[1].body)
-        listed = ringleader("say", "--list", "--json", cwd=workspace, env=env)
-        assert listed.stdout == ""  # delivered
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+            assert said.returncode == 0 and "queued" in said.stdout, said.stderr
+            out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
+        assert proc.returncode == 0, err[-2000:]
+    events = [event_from_json(line) for line in out.splitlines() if line.strip()]
+    assert [d.reason for d in events if isinstance(d, Done)] == ["success"]  # no extra turn
+    turns = [r for r in server.requests if r.conversation == "steer" and not r.side]
+    assert len(turns) == 2
+    assert "STEER-TEXT-9" not in json.dumps(turns[0].body)
+    assert "STEER-TEXT-9" in json.dumps(turns[1].body)
+    listed = ringleader("say", "--list", "--json", cwd=workspace, env=env)
+    assert listed.stdout == ""  # delivered

@@ -11,21 +11,16 @@ If Hermes is not installed these tests FAIL with the install command.
 
 from __future__ import annotations
 
-import errno
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
-from adapters._runtimes import install_hint, runtime_binary
 from adapters.hermes import HermesAdapter, HermesConfig
 from contract import check_stream
-from orchestrator.core.adapter import RunHandle, StartOpts, TaskHandle
-from orchestrator.core.errors import RuntimeNotFoundError
+from orchestrator.core.adapter import RunHandle
 from orchestrator.core.events import (
     Cost,
     Done,
@@ -36,6 +31,8 @@ from orchestrator.core.events import (
     ToolResult,
 )
 from orchestrator.model_server import ModelServer, serve_model_server
+
+from .kit import alive, drive, installed, start
 
 pytestmark = pytest.mark.e2e
 
@@ -84,10 +81,7 @@ def script() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def hermes_binary() -> Path:
-    try:
-        return runtime_binary("hermes")
-    except RuntimeNotFoundError as exc:
-        pytest.fail(f"Hermes is not installed: {install_hint('hermes')} ({exc})")
+    return installed("hermes")
 
 
 @pytest.fixture
@@ -102,14 +96,6 @@ def make_adapter(server: ModelServer, root: Path, **kw: Any) -> HermesAdapter:
     )
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return exc.errno != errno.ESRCH
-    return True
-
-
 async def run_once(
     adapter: HermesAdapter,
     message: str,
@@ -118,27 +104,11 @@ async def run_once(
     abort_on_text: bool = False,
     **opts: Any,
 ) -> tuple[list[RuntimeEvent], RunHandle]:
-    run = await adapter.start(
-        TaskHandle(),
-        StartOpts(
-            agent_id="hermes-e2e",
-            session_key=f"e2e:{uuid.uuid4().hex[:8]}",
-            message=message,
-            cwd=str(cwd),
-            env={"OPENAI_API_KEY": KEY},
-            **opts,
-        ),
-    )
+    env = {"OPENAI_API_KEY": KEY}
+    run = await start(adapter, message, cwd, agent_id="hermes-e2e", env=env, **opts)
     child = adapter.child_for(run)
     assert child is not None
-    events: list[RuntimeEvent] = []
-    with trio.fail_after(90):
-        async with adapter.events(run) as stream:
-            async for event in stream:
-                events.append(event)
-                if abort_on_text and isinstance(event, TextDelta):
-                    abort_on_text = False
-                    await adapter.abort(run)
+    events = await drive(adapter, run, deadline_s=90, abort_on_text=abort_on_text)
     check_stream(events)
     assert not alive(child.pid), "hermes outlived its run"
     return events, run

@@ -15,25 +15,18 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import shutil
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 import trio
 
-from adapters.codex.driver import default_state_root
 from orchestrator.core.approvals import ApprovalBook
 from orchestrator.core.events import Done, event_from_json
 from orchestrator.model_server import serve_model_server
 
-from .kit import installed
+from .kit import RINGLEADER, background, cli_env, installed, ringleader
 
 pytestmark = pytest.mark.e2e
 
@@ -79,29 +72,6 @@ def config_text(runtime: Runtime, base_url: str) -> str:
     )
 
 
-def ringleader(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-@pytest.fixture
-def outside_tmp() -> Iterator[Path]:
-    """A directory outside the system temp directory: Codex's sandbox helper refuses homes (and
-    Codex warns about workspaces) there."""
-    root = default_state_root().parent / f"e2e-plan-{uuid.uuid4().hex[:8]}"
-    root.mkdir(parents=True)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.mark.parametrize("runtime", ["claude-code", "codex"])
 async def test_a_plan_is_reviewed_rejected_with_a_message_then_approved_and_carried_out(
     runtime: Runtime, tmp_path: Path, outside_tmp: Path
@@ -114,31 +84,16 @@ async def test_a_plan_is_reviewed_rejected_with_a_message_then_approved_and_carr
     async with serve_model_server(script(runtime)) as server:
         config = tmp_path / "ringleader.toml"
         config.write_text(config_text(runtime, server.url))
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-        } | {
-            "RINGLEADER_STATE_DIR": str(state),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-            "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-            "E2E_PLAN_KEY": KEY,
-        }
-        argv = [sys.executable, "-m", "orchestrator.cli", "run", "--config", str(config)]
-        argv += ["--runtime", runtime, "--plan", "--json", "[[e2e:plan]] make planned.txt"]
-        proc = await trio.to_thread.run_sync(
-            lambda: subprocess.Popen(
-                argv,
-                cwd=workspace,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+        env = cli_env(
+            state,
+            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+            XDG_STATE_HOME=str(tmp_path / "xdg-state"),
+            E2E_PLAN_KEY=KEY,
         )
+        argv = [*RINGLEADER, "run", "--config", str(config)]
+        argv += ["--runtime", runtime, "--plan", "--json", "[[e2e:plan]] make planned.txt"]
         plans: list[str] = []
-        try:
+        async with background(argv, cwd=workspace, env=env) as proc:
             deadline = time.monotonic() + 150
             while len(plans) < 2 and time.monotonic() < deadline and proc.poll() is None:
                 pending = (
@@ -160,10 +115,6 @@ async def test_a_plan_is_reviewed_rejected_with_a_message_then_approved_and_carr
                 done = await trio.to_thread.run_sync(decide)
                 assert done.returncode == 0, done.stderr
             out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=150))
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         assert proc.returncode == 0, err[-2000:]
     assert plans == ["PLAN v1: create planned.txt", "PLAN v2: create planned.txt, then say hello"]
     assert sorted(p.name for p in workspace.iterdir()) == ["planned.txt"]  # carried out, once

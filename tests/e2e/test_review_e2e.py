@@ -21,7 +21,7 @@ from adapters.builtin import builtin_runtimes
 from orchestrator.core.registry import ModelServerHook
 from orchestrator.model_server import serve_model_server
 
-from .kit import installed
+from .kit import cli_env, installed
 
 pytestmark = pytest.mark.e2e
 
@@ -67,22 +67,16 @@ def script(runtime: str, model: str) -> dict[str, Any]:
 
 
 def env_for(state: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-    }
-    env |= {
-        "RINGLEADER_STATE_DIR": str(state),
-        "XDG_CONFIG_HOME": str(state / "xdg"),
-        "NO_COLOR": "1",
-        KEY_ENV: "placeholder-key-for-the-scripted-server",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    return env
+    return cli_env(
+        state,
+        XDG_CONFIG_HOME=str(state / "xdg"),
+        NO_COLOR="1",
+        **{KEY_ENV: "placeholder-key-for-the-scripted-server"},
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
 
 
 def ringleader(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProcess[str]:

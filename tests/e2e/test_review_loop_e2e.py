@@ -21,7 +21,8 @@ import trio
 
 from orchestrator.engine import create_workspace
 
-from .kit import installed
+from .kit import cli_env, installed
+from .kit import ringleader as kit_ringleader
 
 pytestmark = pytest.mark.e2e
 
@@ -41,23 +42,8 @@ def git(*args: str, cwd: Path) -> None:
 
 
 def ringleader(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-    }
-    env |= {"RINGLEADER_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg")}
-    env["NO_COLOR"] = "1"
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    env = cli_env(state, XDG_CONFIG_HOME=str(state / "xdg"), NO_COLOR="1")
+    return kit_ringleader(*args, cwd=cwd, env=env, timeout=300)
 
 
 def script_for(target: Path) -> dict[str, Any]:

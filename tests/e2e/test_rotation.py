@@ -26,7 +26,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -42,6 +41,7 @@ from orchestrator.engine.eventlog import RunRow, SessionRow
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.model_server import ModelServer, prefix_reuse_report, serve_model_server
 
+from . import kit
 from .kit import installed
 
 pytestmark = pytest.mark.e2e
@@ -302,28 +302,10 @@ def test_the_cli_shows_the_rotation_and_replay_shows_the_chain(tmp_path: Path) -
     script_file.write_text(json.dumps(data))
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-    }
-    env |= {
-        "RINGLEADER_STATE_DIR": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-        "NO_COLOR": "1",
-    }
+    env = kit.cli_env(tmp_path / "state", XDG_CONFIG_HOME=str(tmp_path / "xdg"), NO_COLOR="1")
 
     def ringleader(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "orchestrator.cli", *args],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        return kit.ringleader(*args, cwd=workspace, env=env, timeout=240)
 
     result = ringleader(
         "run", "--runtime", "claude-code", "--rotate-to", "codex", "--watermark", "80",

@@ -6,16 +6,14 @@ installed by ``scripts/install-runtimes``; if one is missing these tests FAIL wi
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from adapters._runtimes import install_hint, runtime_binary
-from orchestrator.core.errors import RuntimeNotFoundError
 from orchestrator.core.events import event_from_json
+
+from . import kit
 
 pytestmark = pytest.mark.e2e
 
@@ -26,30 +24,13 @@ TOOL = {"native": "list_files", "claude-code": "Bash", "codex": "exec_command"}
 @pytest.fixture(autouse=True)
 def clis_installed() -> None:
     for runtime in ("claude-code", "codex"):
-        try:
-            runtime_binary(runtime)
-        except RuntimeNotFoundError as exc:
-            pytest.fail(f"{runtime} is not installed: {install_hint(runtime)} ({exc})")
+        kit.installed(runtime)
 
 
 def ringleader(*args: str, cwd: Path, state: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-    }
-    env |= {"RINGLEADER_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg")}
+    env = kit.cli_env(state, XDG_CONFIG_HOME=str(state / "xdg"))
     env.pop("NO_COLOR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    return kit.ringleader(*args, cwd=cwd, env=env, timeout=300)
 
 
 def table_rows(stdout: str) -> dict[str, list[str]]:

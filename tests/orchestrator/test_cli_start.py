@@ -86,10 +86,10 @@ ADAPTER_MODULES = (
     "adapters.codex",
     "adapters.openclaw",
     "adapters.hermes",
-    "adapters.acp",
 )
 """The runtimes' packages (``adapters`` itself, with the shared child-process driver, is
-imported by every spec)."""
+imported by every spec; so is ``adapters.acp``: the ACP presets' specs are made from their
+table, ``adapters/acp/presets.py``, which lives in the ACP package — about 60 ms)."""
 
 
 def test_discovery_imports_no_adapter(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ ids = [spec.id for spec in discover_runtimes()]
 print(json.dumps({{"ids": ids, "loaded": [m for m in {ADAPTER_MODULES!r} if m in sys.modules]}}))
 """,
     )
-    assert {"native", "claude-code", "codex", "openclaw", "hermes", "acp"} <= set(
+    assert {"native", "claude-code", "codex", "openclaw", "hermes", "acp", "acp:claude"} <= set(
         result["ids"]  # pyright: ignore[reportArgumentType]
     )
     assert result["loaded"] == []

@@ -9,12 +9,23 @@ import pytest
 import trio
 
 from adapters import ScriptedAdapter
-from orchestrator.core import ConfigError, RuntimeRegistry
+from orchestrator.core import ConfigError, RuntimeEvent, RuntimeRegistry
 from orchestrator.engine import Runner, TaskSpec
 from orchestrator.engine.hosts import LocalHost
 
 
-def runner(tmp_path: Path) -> Runner:
+class TextSeen:
+    """A sink that tells when a run has emitted a text delta (the slow task's "slow…")."""
+
+    def __init__(self) -> None:
+        self.text = trio.Event()
+
+    async def deliver(self, run_key: str, events: list[RuntimeEvent]) -> None:
+        if any(event.kind == "text-delta" and "slow" in run_key for event in events):
+            self.text.set()
+
+
+def runner(tmp_path: Path, sink: TextSeen | None = None) -> Runner:
     registry = RuntimeRegistry()
     registry.register_factory(
         "fast",
@@ -32,18 +43,23 @@ def runner(tmp_path: Path) -> Runner:
             ]
         ),
     )
-    return Runner(registry, state_dir=tmp_path, today=lambda: dt.date(2026, 1, 1))
+    return Runner(
+        registry, sink=sink or TextSeen(), state_dir=tmp_path, today=lambda: dt.date(2026, 1, 1)
+    )
 
 
 async def test_tasks_run_side_by_side_and_abort_independently(
     tmp_path: Path,
 ) -> None:
-    async with LocalHost(runner(tmp_path)) as host:
+    seen = TextSeen()
+    async with LocalHost(runner(tmp_path, seen)) as host:
         slow = host.submit("slow", TaskSpec(task_id="s", title="slow"))
         fast = host.submit("fast", TaskSpec(task_id="f", title="fast"))
         assert (await fast.outcome()).status == "success"
         assert not slow.finished
-        await trio.testing.wait_all_tasks_blocked()
+        # not wait_all_tasks_blocked(): the start does work in threads, so "all blocked" can
+        # come before the slow run has said anything (seen under load)
+        await seen.text.wait()
         slow.abort()
         outcome = await slow.outcome()
     assert outcome.status == "aborted"
