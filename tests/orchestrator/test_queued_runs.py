@@ -62,10 +62,12 @@ async def test_a_run_waiting_for_a_slot_is_a_queued_card_with_its_reason(
         async with LocalHost(runner) as host:
             first = host.submit("scripted", TaskSpec(task_id="a", title="first"))
             await first.started()
-            second = await submit_waiting(host, "b")
-            # the clock stands still while the board is read on a worker thread (an autojump
-            # would run the first run's 100 s meanwhile); it jumps again to let the runs end
+            # the clock stands still from here until the board is read (the log's reads and
+            # writes wait on its database thread: an autojump meanwhile would run the first
+            # run's 100 s, and the second would be running by the time the board is read); it
+            # jumps again to let the runs end
             autojump_clock.autojump_threshold = math.inf
+            second = await submit_waiting(host, "b")
             board = await read_board(log)
             autojump_clock.autojump_threshold = 0
             waiting = [
