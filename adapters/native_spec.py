@@ -92,7 +92,7 @@ def _preload(config: RuntimeConfig, model: str | None) -> None:
 
     _, provider, _ = _provider(config, model, os.environ)
     model_class(provider)
-    del NativeAdapter
+    del NativeAdapter  # imported for the import: the adapter's modules load in this thread
 
 
 def _output_schema(config: RuntimeConfig) -> OutputSchema | None:
