@@ -31,7 +31,7 @@ UNIT = "ms"
 def _fill(db: Path, runs: int, deltas: int) -> int:
     import trio
 
-    from orchestrator.core.events import EventFactory, Usage
+    from orchestrator.core.events import EventFactory, RuntimeEvent, Usage
     from orchestrator.engine.eventlog import EventLog
 
     async def main() -> int:
@@ -41,7 +41,7 @@ def _fill(db: Path, runs: int, deltas: int) -> int:
                 key = f"runtime:claude-code:task:{r:08x}:run-{r:08x}"
                 await log.start_run(key, runtime_id="claude-code", session_key=key)
                 make = EventFactory(run_id=f"run-{r}", session_id=key)
-                events = [make.status("init", model="m")]
+                events: list[RuntimeEvent] = [make.status("init", model="m")]
                 for i in range(deltas):
                     events.append(make.text_delta(f"tok{i % 97} " + ("\n" if i % 40 == 39 else "")))
                     if i % (deltas // 5) == 0:
