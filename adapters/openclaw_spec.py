@@ -4,6 +4,8 @@ The adapter is imported when a run is built, never when the spec is listed."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from adapters.builtin import locate_pinned, refuse_unused
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.config import RuntimeConfig
@@ -92,6 +94,20 @@ def _openclaw(config: RuntimeConfig) -> RuntimeAdapter:
     return OpenClawAdapter(OpenClawConfig(gateway=settings, approve=ask_person if ask else None))
 
 
+async def _forget(config: RuntimeConfig, removed: Sequence[str], kept: Sequence[str]) -> int:
+    """``ringleader prune``: delete from ``<state dir>/openclaw`` the OpenClaw sessions of the
+    pruned runs that no kept run records (an attached gateway's sessions are its owner's)."""
+    from adapters.openclaw import GatewaySettings
+    from adapters.openclaw.forget import delete_sessions, gateway_keys
+
+    shared = default_state_dir() / "openclaw"
+    if (config.base_url or "").startswith(("ws://", "wss://")) or not shared.is_dir():
+        return 0
+    keys = sorted(gateway_keys(removed) - gateway_keys(kept))
+    settings = GatewaySettings(binary=config.binary, shared_state_dir=shared)
+    return await delete_sessions(settings, keys)
+
+
 OPENCLAW = RuntimeSpec(
     id="openclaw",
     factory=_openclaw,
@@ -105,4 +121,5 @@ OPENCLAW = RuntimeSpec(
     settings=frozenset(
         {"binary", "model", "provider", "base_url", "api_key_env", "permission", "prices"}
     ),
+    forget_sessions=_forget,
 )

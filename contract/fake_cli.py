@@ -402,9 +402,16 @@ def _sleep_forever() -> NoReturn:
 
 
 def _spawn_grandchild(pidfile: str | None) -> None:
-    """Fork a grandchild that sleeps forever in our process group (like a tool we started)."""
+    """Fork a grandchild that sleeps forever in our process group (like a tool we started).
+
+    Its record is written only once the grandchild has exec'd, so it can be found by its
+    command line as soon as the record exists (and so before this fake CLI's first line): the
+    pipe's write end is close-on-exec, and its end of file here is that exec (or the child
+    giving up on it)."""
+    execed, exec_done = os.pipe()  # non-inheritable: the exec closes the child's copy
     pid = os.fork()
     if pid == 0:  # the grandchild
+        os.close(execed)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDWR)
@@ -414,8 +421,14 @@ def _spawn_grandchild(pidfile: str | None) -> None:
             # it (in a PID namespace of its own the child driver may start runtimes in, the pid
             # known here is the namespace's)
             code = "import time\nwhile True: time.sleep(3600)"
-            os.execv(sys.executable, [sys.executable, "-c", code, _GRANDCHILD_TAG, pidfile])
+            with suppress(OSError):
+                os.execv(sys.executable, [sys.executable, "-c", code, _GRANDCHILD_TAG, pidfile])
+        os.close(exec_done)
         _sleep_forever()
+    os.close(exec_done)
+    while os.read(execed, 1):  # end of file: the grandchild has exec'd
+        pass
+    os.close(execed)
     if pidfile:
         tmp = f"{pidfile}.tmp"
         Path(tmp).write_text("")  # the pid is found by grandchild_pids() (see above)

@@ -52,6 +52,7 @@ from orchestrator.core.errors import (
     redact_secrets,
 )
 from orchestrator.core.events import EventFactory, RuntimeEvent, now_ms
+from orchestrator.core.refusals import DECLINED_MARK, NEEDS_APPROVAL_MARK
 
 from .._cli import CliAdapterBase, CliRun, RpcDialect
 from .._jsonrpc import (
@@ -457,6 +458,14 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
             self.record("permission", sessionKey=run.opts.session_key, **outcome)
             if not _allowed(params, outcome):
                 run.state.refused += 1
+                call_id = as_str(as_dict(params.get("toolCall")).get("toolCallId"))
+                if call_id:  # its failed result says why it never ran
+                    asker = run.asker
+                    nobody = self.config.permission == "ask" and (
+                        asker is None or asker.handler is None
+                    )
+                    mark = NEEDS_APPROVAL_MARK if nobody else DECLINED_MARK
+                    run.state.refused_calls[call_id] = mark
             await trio.lowlevel.checkpoint()
             return outcome
         if method in _FS_METHODS and self.config.allow_fs:

@@ -90,6 +90,10 @@ class AcpState:
     prompt's model calls: the run's usage when the prompt's answer has none."""
     refused: int = 0
     """Permission requests refused in this run (an agent may end its turn on one: Codex)."""
+    refused_calls: dict[str, str] = attrs.field(factory=dict[str, str])
+    """The calls whose permission was refused, by call id: the mark their failed result's
+    output starts with (:data:`~orchestrator.core.refusals.NEEDS_APPROVAL_MARK` when nobody
+    could be asked, else :data:`~orchestrator.core.refusals.DECLINED_MARK`)."""
     asked_inputs: dict[str, Any] = attrs.field(factory=dict[str, Any])
     """Inputs the agent showed in permission requests, by call id."""
 
@@ -270,7 +274,7 @@ def _tool_call(update: dict[str, Any], make: EventFactory, state: AcpState) -> l
     out: list[RuntimeEvent] = [make.tool_call(call_id, name, _tool_input(update))]
     status = as_str(update.get("status"))
     if status in ("completed", "failed"):
-        out.append(_result(update, make, call_id, status))
+        out.append(_result(update, make, call_id, status, state))
     return out
 
 
@@ -298,15 +302,20 @@ def _tool_update(update: dict[str, Any], make: EventFactory, state: AcpState) ->
         name = _tool_name(update)
         state.tool_names[call_id] = name
         out.append(make.tool_call(call_id, name, _tool_input(update)))
-    out.append(_result(update, make, call_id, status))
+    out.append(_result(update, make, call_id, status, state))
     return out
 
 
-def _result(update: dict[str, Any], make: EventFactory, call_id: str, status: str) -> RuntimeEvent:
+def _result(
+    update: dict[str, Any], make: EventFactory, call_id: str, status: str, state: AcpState
+) -> RuntimeEvent:
     output = tool_content_text(update.get("content"))
     if not output:
         raw = update.get("rawOutput")
         output = raw if isinstance(raw, str) else ("" if raw is None else json.dumps(raw))
+    mark = state.refused_calls.get(call_id) if status == "failed" else None
+    if mark is not None:  # it never ran: say why (orchestrator.core.refusals reads it)
+        output = f"{mark}\n{output}" if output else mark
     return make.tool_result(call_id, output, is_error=status == "failed")
 
 

@@ -456,6 +456,11 @@ class CodexAdapter(CliAdapterBase[CodexConfig, "_Run"]):
         instead) is steered into the turn (``turn/steer``) before the decline, so the model
         reads it with the declined call."""
         asker = run.asker
+        if asker is None or asker.handler is None:  # nobody to ask: its result says so
+            dialect = run.cli.dialect
+            item_id = as_str(params.get("itemId"))
+            if isinstance(dialect, AppDialect) and item_id:
+                dialect.state.needs_approval.add(item_id)
         if asker is None:
             return "decline"
         tool = _APPROVAL_TOOLS.get(method, method)

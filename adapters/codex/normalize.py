@@ -15,6 +15,7 @@ item ``reasoning``              completed: ``text-delta{channel: reasoning}``
 item ``command_execution``      started: ``tool-call{exec_command, {command}}``; completed:
                                 ``tool-result`` whose output is the aggregated output followed by
                                 ``[exit code: N]``; ``is_error`` when failed/declined or N ≠ 0
+                                (a declined call's output starts ``[declined]``)
 item ``file_change``            ``tool-call{apply_patch, {changes}}`` / ``tool-result`` listing
                                 ``<kind> <path>`` per change
 item ``mcp_tool_call``          ``tool-call{mcp__<server>__<tool>, arguments}`` (just ``<tool>``
@@ -63,6 +64,7 @@ import attrs
 
 from orchestrator.core.drift import note_missing_fields
 from orchestrator.core.events import EventFactory, QuotaWindow, RuntimeEvent, Usage, usage_of
+from orchestrator.core.refusals import DECLINED_MARK, NEEDS_APPROVAL_MARK
 
 from .._jsonrpc import as_float
 from .dialect import (
@@ -196,6 +198,13 @@ def _tool_output(output: str, exit_code: int | None) -> str:
     return f"{output}{sep}[exit code: {exit_code}]"
 
 
+def _declined(output: str, nobody_asked: bool = False) -> str:
+    """A declined call's output, marked as refused (it never ran; see
+    :mod:`orchestrator.core.refusals`): declined, or nobody could be asked about it."""
+    mark = NEEDS_APPROVAL_MARK if nobody_asked else DECLINED_MARK
+    return f"{mark}\n{output}" if output else mark
+
+
 def _todo_detail(items: object) -> str:
     parts: list[str] = []
     if isinstance(items, list):
@@ -302,9 +311,10 @@ def _exec_result(item: ExecItem, kind: str, item_id: str, make: EventFactory) ->
         if type(code) is not int:  # what ``as_int`` accepts: an int, not a bool
             code = None
         output = item.get("aggregated_output")
+        text = _tool_output(output if type(output) is str else "", code)
         return make.tool_result(
             item_id,
-            _tool_output(output if type(output) is str else "", code),
+            _declined(text) if status == "declined" else text,
             is_error=failed or (code is not None and code != 0),
         )
     if kind == "file_change":
@@ -313,7 +323,10 @@ def _exec_result(item: ExecItem, kind: str, item_id: str, make: EventFactory) ->
             f"{as_str(as_dict(c).get('kind'), 'update')} {as_str(as_dict(c).get('path'))}"
             for c in (cast(list[object], changes) if isinstance(changes, list) else [])
         ]
-        return make.tool_result(item_id, "\n".join(lines), is_error=failed)
+        listed = "\n".join(lines)
+        return make.tool_result(
+            item_id, _declined(listed) if status == "declined" else listed, is_error=failed
+        )
     if kind == "mcp_tool_call":
         error = item.get("error")
         if error:
@@ -505,6 +518,10 @@ class AppState:
     finished: bool = False
     drift_noted: set[str] = attrs.field(factory=_strs)
     """Frames already reported for missing expected fields (drift)."""
+    needs_approval: set[str] = attrs.field(factory=_strs)
+    """Items declined because nobody could be asked about them: their result's output starts
+    with :data:`~orchestrator.core.refusals.NEEDS_APPROVAL_MARK` (else, declined, with
+    :data:`~orchestrator.core.refusals.DECLINED_MARK`)."""
 
 
 _APP_TOOL_ITEMS: Final = frozenset(
@@ -535,7 +552,7 @@ def _app_call(item: AppItem, make: EventFactory) -> RuntimeEvent:
     return make.tool_call(item_id, as_str(raw.get("tool"), "tool"), cast(Any, raw.get("arguments")))
 
 
-def _app_result(item: AppItem, make: EventFactory) -> RuntimeEvent:
+def _app_result(item: AppItem, make: EventFactory, state: AppState) -> RuntimeEvent:
     item_id = as_str(item.get("id"))
     kind = item.get("type")
     status = as_str(item.get("status"))
@@ -543,6 +560,8 @@ def _app_result(item: AppItem, make: EventFactory) -> RuntimeEvent:
     if kind == "commandExecution":
         code = as_int(item.get("exitCode"))
         output = _tool_output(as_str(item.get("aggregatedOutput")), code)
+        if status == "declined":
+            output = _declined(output, item_id in state.needs_approval)
         return make.tool_result(
             item_id, output, is_error=failed or (code is not None and code != 0)
         )
@@ -554,7 +573,12 @@ def _app_result(item: AppItem, make: EventFactory) -> RuntimeEvent:
             change_kind = change.get("kind")
             kind_name = as_str(as_dict(change_kind).get("type")) or as_str(change_kind) or "update"
             lines.append(f"{kind_name} {as_str(change.get('path'))}")
-        return make.tool_result(item_id, "\n".join(lines), is_error=failed)
+        listed = "\n".join(lines)
+        return make.tool_result(
+            item_id,
+            _declined(listed, item_id in state.needs_approval) if status == "declined" else listed,
+            is_error=failed,
+        )
     if kind == "mcpToolCall":
         error = item.get("error")
         if error:
@@ -584,7 +608,7 @@ def _app_item(
         out: list[RuntimeEvent] = []
         if item_id not in make.open_tool_calls:
             out.append(_app_call(item, make))
-        out.append(_app_result(item, make))
+        out.append(_app_result(item, make, state))
         return out
     if kind == "agentMessage":
         if phase != "completed" or item_id in state.streamed_items:

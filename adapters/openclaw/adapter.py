@@ -24,6 +24,11 @@ WebSocket connection (:mod:`adapters.openclaw.client`) carries every run.
 * **Connection loss**: the client reconnects; the run waits up to ``reconnect_grace`` and asks
   ``agent.wait`` for the outcome. If the gateway restarted meanwhile, the run is lost and ends in
   ``runtime_exited``.
+* **Resume after a crash**: a gateway starting on a session whose turn its predecessor's death
+  cut off continues that turn by itself (OpenClaw's restart recovery). A resume waits for that
+  and takes the continuation as its turn instead of racing it with a second one
+  (:meth:`OpenClawAdapter._continued`); a resume on a gateway that could not take the shared
+  state directory (its sessions) is refused.
 * ``set_model`` → ``sessions.patch {model}``; ``write_context`` → ``agents.files.set`` for the
   agent files OpenClaw knows (``AGENTS.md``, ``SOUL.md`` …), else a file in the agent's workspace
   (known when the adapter manages the gateway, or given as ``workspace``), confined to it.
@@ -66,6 +71,7 @@ from orchestrator.core.errors import (
     RingleaderError,
     RuntimeExitedError,
     RuntimeReportedError,
+    RuntimeStartError,
 )
 from orchestrator.core.events import now_ms
 
@@ -75,9 +81,24 @@ from .._runs import RunEmitter
 from .._runtimes import runtime_binary
 from ..scripted import RecordedCall
 from .client import Disconnected, Reconnected, RouteItem, Subscription
-from .dialect import AgentFrame, EventFrame, Frame, ResFrame, UnknownFrame, as_dict, as_str
+from .dialect import (
+    AgentFrame,
+    EventFrame,
+    Frame,
+    ResFrame,
+    UnknownFrame,
+    as_dict,
+    as_list,
+    as_str,
+)
 from .gateway import PROVIDER_ID, GatewayManager, GatewaySettings, ModelProvider
-from .normalize import RunState, finish_from_lifecycle, normalize
+from .normalize import (
+    RunState,
+    continuation_events,
+    finish_from_lifecycle,
+    normalize,
+    restart_continuation,
+)
 
 __all__ = [
     "AGENT_FILES",
@@ -107,6 +128,7 @@ AGENT_FILES: Final = frozenset(
 """The agent files OpenClaw's ``agents.files.set`` accepts (its workspace bootstrap files)."""
 
 _MAX_CALLS: Final = 1000
+_TAIL_MESSAGES: Final = 50
 _KEY_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:-]+")
 
 
@@ -131,6 +153,11 @@ class OpenClawConfig:
     reconnect_grace: float = 60.0
     request_timeout: float = 60.0
     client_options: dict[str, Any] = attrs.field(factory=dict[str, Any])
+    restart_wait: float = 600.0
+    """Resuming a session whose turn is still running (OpenClaw's own restart recovery
+    continuing it): how long to wait for that turn before sending the resume anyway."""
+    restart_poll: float = 1.0
+    """How often the session's status is read meanwhile."""
     approve: ExecPolicy | None = None
     """Answer the gateway's exec approvals with this policy (:func:`ask_person`: a person, from
     the approval book); ``None``: the adapter is no approval client (a gateway that asks then
@@ -209,6 +236,8 @@ class OpenClawAdapter(AdapterBase):
         self._live: dict[str, _Run] = {}
         self._keys: dict[str, str] = {}
         self._codec = OpenClawCodec(self)
+        self._adopted: set[str] = set()
+        """Run ids of the gateway's own continuations a resumed run already reported."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -296,6 +325,16 @@ class OpenClawAdapter(AdapterBase):
         )
         client = await self.manager.ensure()
         gateway_key = self._gateway_key(opts.session_key, opts.resume_session_id)
+        if opts.resume_session_id and self.manager.without_shared_state:
+            raise RuntimeStartError(
+                f"openclaw cannot resume {gateway_key}: its session is in "
+                f"{self.manager.settings.shared_state_dir}, which another gateway holds (a "
+                "ringleader run with OpenClaw is going); resume it once that run ended",
+                adapter=self.id,
+                session_key=opts.session_key,
+            )
+        # a resumed session may have been continued by the gateway itself meanwhile
+        continued = await self._continued(gateway_key) if opts.resume_session_id else None
         run_id = uuid.uuid4().hex
         provider = self.manager.provider
         emitter = self.new_run(opts.session_key)
@@ -305,6 +344,8 @@ class OpenClawAdapter(AdapterBase):
             prices_configured=bool(provider and provider.prices),
             retry_limit=config.retry_limit,
         )
+        if continued is not None:
+            return await self._adopt(emitter, state, gateway_key, continued)
         sub = client.subscribe(run_id=run_id, session_key=gateway_key)
         run = _Run(emitter=emitter, state=state, gateway_key=gateway_key, run_id=run_id, sub=sub)
         if config.approve is not None:
@@ -343,6 +384,54 @@ class OpenClawAdapter(AdapterBase):
             raise
         self.spawn(self._drive, run)
         run.go.set()
+        return emitter.handle
+
+    async def _continued(self, key: str) -> list[dict[str, Any]] | None:
+        """The messages of the turn OpenClaw's *restart recovery* added to session ``key``, if
+        that is how the session ends; ``None`` otherwise.
+
+        A gateway that starts on a state directory whose session was mid-turn when its previous
+        gateway died (a SIGKILLed ``ringleader run``) continues that turn by itself, about half a
+        second after it is ready: it adds a system prompt ("Your previous turn was interrupted by
+        a gateway restart …") and runs the model. A resume sent meanwhile raced it: it was refused
+        (``SESSION_WORK_START_CHANGED``) or ran a second continuation after the first, whose
+        answer never reached the run. So a resume first waits (up to
+        :attr:`OpenClawConfig.restart_wait`) while the session's status is ``running``, then
+        takes the gateway's continuation as the resumed turn if the transcript ends with it —
+        one this gateway wrote (since :attr:`GatewayManager.started_ms
+        <adapters.openclaw.gateway.GatewayManager.started_ms>`) and no run reported yet; a
+        later resume of the session sends its own prompt. Gateways without
+        ``sessions.describe`` / ``sessions.get`` resume as before."""
+        config = self.config
+        deadline = trio.current_time() + config.restart_wait
+        try:
+            while True:
+                client = await self.manager.ensure()
+                described = await client.request("sessions.describe", {"key": key})
+                status = as_str(as_dict(described.get("session")).get("status"))
+                if status != "running" or trio.current_time() >= deadline:
+                    break
+                await trio.sleep(config.restart_poll)
+            got = await client.request("sessions.get", {"key": key, "limit": _TAIL_MESSAGES})
+        except (RuntimeReportedError, trio.TooSlowError):
+            return None  # a gateway without these methods (or too busy to say): resume as before
+        messages = [as_dict(m) for m in as_list(got.get("messages"))]
+        found = restart_continuation(messages, since_ms=self.manager.started_ms or 0)
+        if found is None or _run_of(found) in self._adopted:
+            return None  # an earlier gateway's continuation, or one a run already reported
+        return found
+
+    async def _adopt(
+        self, emitter: RunEmitter, state: RunState, key: str, messages: list[dict[str, Any]]
+    ) -> RunHandle:
+        """End the resumed run with the gateway's own continuation (no model call of ours)."""
+        run_id = _run_of(messages)
+        self._adopted.add(run_id)
+        self._keys[emitter.handle.session_key] = key
+        self.calls.append(RecordedCall("adoptContinuation", {"sessionKey": key, "runId": run_id}))
+        emitter.bind_run_id(run_id)
+        emitter.ensure_run_id()
+        await emitter.publish(continuation_events(messages, state, emitter.factory))
         return emitter.handle
 
     async def _drive(self, run: _Run) -> None:
@@ -571,6 +660,11 @@ class OpenClawAdapter(AdapterBase):
             if len(parts) > 2 and parts[0] == "agent" and parts[1]
             else self.config.agent_id
         )
+
+
+def _run_of(messages: list[dict[str, Any]]) -> str:
+    """The OpenClaw run id the last of ``messages`` names (``""`` if none)."""
+    return next((as_str(as_dict(m.get("__openclaw")).get("runId")) for m in reversed(messages)), "")
 
 
 def _label(item: Frame) -> str:

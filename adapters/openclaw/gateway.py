@@ -40,6 +40,7 @@ from orchestrator.core.errors import (
     RuntimeStartError,
     redact_secrets,
 )
+from orchestrator.core.events import now_ms
 from orchestrator.core.lifetime import ensure_private_dir
 
 from .._base import write_private
@@ -119,6 +120,10 @@ class GatewaySettings:
     orchestrator left is still there for ``recover`` and resumes with its conversation, as the
     other runtimes' persistent homes do. One gateway at a time holds it (a lock released when
     its process ends, a SIGKILL included); a second process meanwhile gets a private directory."""
+    shared_only: bool = False
+    """Use :attr:`shared_state_dir` or nothing: while another gateway holds it, starting fails
+    (:class:`~orchestrator.core.errors.RuntimeStartError`) instead of falling back to a private
+    directory (``ringleader prune`` deletes sessions stored there)."""
     workspace: Path | None = None
     """The agent's workspace (``agents.defaults.workspace``); default ``<state>/workspace``."""
     port: int | None = None
@@ -270,6 +275,9 @@ class GatewayManager:
         self.log_tail: collections.deque[str] = collections.deque(maxlen=_LOG_TAIL)
         """The gateway's last output lines (secrets redacted)."""
         self.starts = 0
+        self.started_ms: int | None = None
+        """When the managed gateway last started (the attached one: when first connected to),
+        in ms since the epoch."""
         self._nursery: trio.Nursery | None = None
         self._lock = trio.Lock()
         self._scope: trio.CancelScope | None = None
@@ -310,6 +318,19 @@ class GatewayManager:
             self.settings = attrs.evolve(self.settings, workspace=Path(workspace))
 
     @property
+    def without_shared_state(self) -> bool:
+        """The managed gateway wanted :attr:`GatewaySettings.shared_state_dir` but another one
+        held it: it runs on a private directory, without the sessions kept there."""
+        settings = self.settings
+        return (
+            not self.attached
+            and settings.state_dir is None
+            and settings.shared_state_dir is not None
+            and self.state_dir is not None
+            and self.state_dir != Path(settings.shared_state_dir)
+        )
+
+    @property
     def running(self) -> bool:
         return self.client is not None and self.client.connected
 
@@ -334,7 +355,10 @@ class GatewayManager:
             if nursery is None:
                 raise RuntimeError("GatewayManager.bind(nursery) before ensure()")
             if not self.attached:
+                self.started_ms = now_ms()
                 await nursery.start(self._serve_process)
+            elif self.started_ms is None:
+                self.started_ms = now_ms()
             assert self.url is not None and self._token is not None
             client = GatewayClient(self.url, self._token, **self._client_options)
             if not self.attached:
@@ -367,6 +391,12 @@ class GatewayManager:
                 self.state_dir = Path(settings.state_dir)
             elif settings.shared_state_dir is not None and self._hold(settings.shared_state_dir):
                 self.state_dir = Path(settings.shared_state_dir)
+            elif settings.shared_only:
+                raise RuntimeStartError(
+                    f"another OpenClaw gateway holds {settings.shared_state_dir} (a ringleader "
+                    "run is going there); try again once it ended",
+                    adapter=_ADAPTER,
+                )
             else:
                 self.state_dir = Path(tempfile.mkdtemp(prefix="ringleader-openclaw-"))
                 self._owned_state = True

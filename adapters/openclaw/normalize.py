@@ -48,11 +48,14 @@ from .dialect import (
 
 __all__ = [
     "IGNORED_STREAMS",
+    "RESTART_RECOVERY_TOOL",
     "Outcome",
     "RunState",
+    "continuation_events",
     "error_code_for",
     "finish_from_lifecycle",
     "normalize",
+    "restart_continuation",
 ]
 
 IGNORED_STREAMS: Final = frozenset({"item", "command_output", "thinking_status", "compaction"})
@@ -361,6 +364,66 @@ def _fail(state: RunState, make: EventFactory) -> list[RuntimeEvent]:
         state.fail_message or state.last_error or "openclaw run failed",
         code=state.fail_code or state.last_error_code or "runtime_reported",
     )
+
+
+RESTART_RECOVERY_TOOL: Final = "main_session_restart_recovery"
+"""The ``provenance.sourceTool`` of the prompt a gateway adds to a session whose turn its
+restart interrupted (OpenClaw 2026.9.6), before it continues that turn by itself."""
+
+
+def restart_continuation(
+    messages: list[dict[str, object]], *, since_ms: int = 0
+) -> list[dict[str, object]] | None:
+    """The messages after the last user message of a transcript (``sessions.get``), when that
+    user message is the gateway's restart-recovery prompt, written at ``since_ms`` or later (by
+    this gateway, not an earlier one), and its answer is complete (the last message an
+    assistant's that stopped normally); ``None`` otherwise."""
+    if not messages:
+        return None
+    last = messages[-1]
+    if as_str(last.get("role")) != "assistant" or as_str(last.get("stopReason")) != "stop":
+        return None
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if as_str(message.get("role")) == "user":
+            source = as_str(as_dict(message.get("provenance")).get("sourceTool"))
+            written = as_int(message.get("timestamp")) or 0
+            if source != RESTART_RECOVERY_TOOL or written < since_ms:
+                return None
+            return messages[index + 1 :]
+    return None
+
+
+def continuation_events(
+    messages: list[dict[str, object]], state: RunState, make: EventFactory
+) -> list[RuntimeEvent]:
+    """A whole run from the gateway's own continuation of a turn (see
+    :func:`restart_continuation`): its assistant text and the usage it recorded, then
+    ``done{success}``. Its tool calls ran in the gateway; they are not replayed as events."""
+    out: list[RuntimeEvent] = [make.status("init", model=state.model)]
+    texts: list[str] = []
+    inp = out_tokens = 0
+    cache_read: int | None = None
+    cost = 0.0
+    for message in messages:
+        if as_str(message.get("role")) != "assistant":
+            continue
+        text = text_of_content(message.get("content"))
+        if text:
+            texts.append(text)
+            out.append(make.text_delta(text))
+        usage = as_dict(message.get("usage"))
+        read = as_int(usage.get("cacheRead"))
+        inp += (as_int(usage.get("input")) or 0) + (read or 0)
+        out_tokens += as_int(usage.get("output")) or 0
+        if read is not None:
+            cache_read = (cache_read or 0) + read
+        total = as_dict(usage.get("cost")).get("total")
+        cost += float(total) if isinstance(total, int | float) else 0.0
+    usd = cost if state.prices_configured else None
+    tokens = Usage(input_tokens=inp, output_tokens=out_tokens, cached_input_tokens=cache_read)
+    out.append(make.cost(tokens, cost_usd=usd, model=state.model, estimated=usd is not None))
+    return out + make.finish("success", texts[-1] if texts else "")
 
 
 def finish_from_lifecycle(state: RunState, make: EventFactory) -> list[RuntimeEvent]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import re
 import time
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import trio
 
-from orchestrator.cli.options import sub_command
+from orchestrator.cli.options import config_option, sub_command
 
 __all__ = ["age_seconds", "register"]
 
@@ -41,14 +42,16 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"no event log yet ({db}): nothing to prune\n")
         return 0
     cutoff = int((time.time() - args.older_than) * 1000)
+    keep = _FAILED if args.keep_failed else ()
 
     async def prune() -> int:
         async with EventLog.open(db) as log:
-            done = await log.prune(
-                ended_before_ms=cutoff,
-                keep=_FAILED if args.keep_failed else (),
-                dry_run=args.dry_run,
-            )
+            chosen = await log.prune(ended_before_ms=cutoff, keep=keep, dry_run=True)
+            if args.dry_run:
+                done, forgot, spared, left = chosen, {}, {}, {}
+            else:  # the runtimes' own copies first: a run whose copy stays is not pruned
+                forgot, spared, left = await _forget(args, chosen.sessions, chosen.kept)
+                done = await log.prune(ended_before_ms=cutoff, keep=keep, spare=list(spared))
         what = f"{done.runs} run{'s' if done.runs != 1 else ''} ({done.events} events)"
         if args.dry_run:
             out.write(
@@ -60,9 +63,56 @@ def _handle(args: argparse.Namespace, out: TextIO) -> int:
             )
         else:
             out.write(f"removed {what}: {_mb(done.bytes_before)} → {_mb(done.bytes_after)}\n")
-        return 0
+        for runtime, count in forgot.items():
+            out.write(f"removed {count} {runtime} session{'s' if count != 1 else ''} it kept\n")
+        for runtime, why in left.items():
+            out.write(f"left the {runtime} sessions of those runs where they are: {why}\n")
+        for runtime, why in spared.items():
+            out.write(f"kept the {runtime} runs: their sessions could not be removed: {why}\n")
+        return 1 if spared else 0
 
     return trio.run(prune)
+
+
+async def _forget(
+    args: argparse.Namespace,
+    removed: Sequence[tuple[str, str]],
+    kept: Sequence[tuple[str, str]],
+) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
+    """Remove what runtimes keep themselves of the ``removed`` sessions (``(runtime, codec
+    blob)``) that no ``kept`` one still names: per runtime, how many; why not, for those whose
+    runs are then kept (it may work later); why not, for those left in place (the runtime is
+    not installed: the runs go all the same)."""
+    from orchestrator.cli.options import load_cli_config
+    from orchestrator.core.errors import RingleaderError, RuntimeNotFoundError
+    from orchestrator.core.registry import discover_runtimes
+
+    runtimes = {runtime for runtime, _ in removed}
+    if not runtimes:
+        return {}, {}, {}
+    specs = discover_runtimes()
+    hooks = {s.id: s.forget_sessions for s in specs if s.id in runtimes and s.forget_sessions}
+    if not hooks:
+        return {}, {}, {}
+    config = load_cli_config(args.config_file, specs)
+    forgot: dict[str, int] = {}
+    spared: dict[str, str] = {}
+    left: dict[str, str] = {}
+    for runtime, hook in hooks.items():
+        try:
+            count = await hook(
+                config.runtime(runtime),
+                [blob for r, blob in removed if r == runtime],
+                [blob for r, blob in kept if r == runtime],
+            )
+        except RuntimeNotFoundError as exc:
+            left[runtime] = str(exc).splitlines()[0]
+        except RingleaderError as exc:
+            spared[runtime] = str(exc).splitlines()[0]
+        else:
+            if count:
+                forgot[runtime] = count
+    return forgot, spared, left
 
 
 def register(sub: Any) -> None:
@@ -72,7 +122,9 @@ def register(sub: Any) -> None:
         "prune",
         "remove old runs from the event log and reclaim the space",
         "Remove every run that ended longer ago than --older-than (never a run still going), with "
-        "its events and its recorded session, then compact the log file (VACUUM). Workspaces are "
+        "its events and its recorded session, then compact the log file (VACUUM). What a runtime "
+        "keeps of those sessions itself goes too (OpenClaw's transcripts in <state>/openclaw, "
+        "unless a kept run continues them; this starts an OpenClaw gateway once). Workspaces are "
         "not touched (see the workspaces command).",
         ["ringleader prune", "ringleader prune --older-than 7d --keep-failed --dry-run"],
     )
@@ -91,4 +143,5 @@ def register(sub: Any) -> None:
     prune.add_argument(
         "--dry-run", action="store_true", help="only say what would go; e.g. --dry-run"
     )
+    config_option(prune)
     prune.set_defaults(handler=_handle)

@@ -45,7 +45,12 @@ async def _workspaces(args: argparse.Namespace, out: TextIO) -> int:
     from orchestrator.cli.commands import usable_state_dir
     from orchestrator.core.events import now_ms
     from orchestrator.engine.eventlog import EventLog
-    from orchestrator.engine.review.housekeeping import kept_workspaces, remove_workspace
+    from orchestrator.engine.review.housekeeping import (
+        forget_start,
+        kept_workspaces,
+        remove_workspace,
+        stale_starts,
+    )
     from orchestrator.engine.review.records import task_prefix
 
     now = now_ms()
@@ -66,6 +71,12 @@ async def _workspaces(args: argparse.Namespace, out: TextIO) -> int:
                     "applied" if ws.row.applied is not None else "gone" if not ws.exists else "old"
                 )
                 removed.append({**ws.to_json(now), "reason": why})
+            starts = await trio.to_thread.run_sync(stale_starts, rows, runs, now, older)
+            for start in starts:  # a run in the person's own checkout: only its start is ours
+                await trio.to_thread.run_sync(forget_start, start)
+                await log.mark_workspace(start.row.root, removed_ms=now_ms())
+                why = "its start, old" if start.exists else "its start, checkout gone"
+                removed.append({**start.to_json(now), "reason": why})
             gone = {r["workspace"] for r in removed}
             kept = [ws for ws in kept if ws.row.root not in gone]
     if args.json:
@@ -118,7 +129,10 @@ def register(sub: Any) -> None:
         "Every workspace ringleader kept (git worktree or temporary copy): its task and run, "
         "the run's status, size, age and whether it was applied. --prune removes the applied "
         "ones (worktree and its ringleader/… branch, or copy and snapshot) and, with "
-        "--older-than, the old ones; never one whose run is live.",
+        "--older-than, the old ones; never one whose run is live. A run in your own checkout "
+        "has no workspace, only its recorded start (a private ref, refs/ringleader/starts/…, "
+        "that its diff is read against): --prune forgets the starts whose checkout is gone "
+        "and, with --older-than, the old ones; your files, index and branches stay as they are.",
         [
             "ringleader workspaces",
             "ringleader workspaces --prune",

@@ -35,6 +35,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.core.events import RuntimeEvent, Usage, event_to_json
+from orchestrator.core.refusals import Refusals
 from orchestrator.engine.rotation import RotationRecord
 
 __all__ = [
@@ -126,6 +127,9 @@ class Lane:
     lines_changed: str = "-"
     """Lines added/removed in the run's workspace (``+12 -3``)."""
     rotations: int = 0
+    refusals: Refusals = attrs.field(factory=Refusals)
+    """The run's tool calls that were refused (needs approval) or denied: why a run that ended
+    ``success`` may have changed nothing (the summary says so)."""
     _usage_before: Usage = attrs.field(factory=Usage)
     """Usage of the runs before the last rotation (a run reports only its own)."""
     _cost_before: float | None = None
@@ -183,6 +187,7 @@ class Lane:
         if self.first_event is None:
             self.first_event = now
         self.last_event = now
+        self.refusals.apply(event)
         if event.kind != "text-delta" or event.channel != self._partial_channel:
             self._flush(out)
         match event.kind:
@@ -252,7 +257,9 @@ class Lane:
                     self.usage = self._usage_before + event.usage
                 if event.cost_usd is not None:
                     self.cost_usd, self.cost_seen = self._plus_before(event.cost_usd), True
-                out.append(f"■ done: {event.reason}{self.rotation_suffix()}")
+                refused = self.refusals.summary()
+                also = f" · {refused}" if refused else ""
+                out.append(f"■ done: {event.reason}{self.rotation_suffix()}{also}")
         return out
 
     def _plus_before(self, cost_usd: float) -> float:

@@ -521,6 +521,8 @@ async def run_jobs(
                 console.print(
                     f"{result.job.label}: {result.lane.error}", markup=False, highlight=False
                 )
+            elif (refused := result.lane.refusals.hint()) is not None:  # why nothing changed
+                console.print(f"{result.job.label}: {refused}", markup=False, highlight=False)
         if any(job.workspace is not None for job in jobs):
             kinds = sorted({job.workspace.kind for job in jobs if job.workspace is not None})
             console.print(

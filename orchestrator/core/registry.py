@@ -15,7 +15,7 @@ entry point's name is a runtime id and its object a :class:`RuntimeSpec` (or a b
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -31,6 +31,7 @@ from orchestrator.core.sandbox import SandboxPolicy
 __all__ = [
     "ENTRY_POINT_GROUP",
     "AdapterFactory",
+    "ForgetSessions",
     "InboxHook",
     "InboxItemRow",
     "Installed",
@@ -50,6 +51,12 @@ AdapterFactory = Callable[[], RuntimeAdapter]
 RuntimeFactory: TypeAlias = Callable[[RuntimeConfig], RuntimeAdapter]
 """Builds a fresh adapter from the runtime's resolved configuration (binary, model, provider,
 base URL, key variable name, permission policy, extra args, prices)."""
+
+
+ForgetSessions: TypeAlias = Callable[[RuntimeConfig, Sequence[str], Sequence[str]], Awaitable[int]]
+"""``forget(config, removed, kept)``: remove what the runtime stores itself of the sessions
+``ringleader prune`` removed (their codec blobs ``removed``), except those a kept run still
+records (``kept``); the number removed. Raises a ringleader error saying why it could not."""
 
 
 @attrs.frozen
@@ -132,6 +139,10 @@ class RuntimeSpec:
     """Imports what a run of the runtime on this model (``None``: its configured one) imports
     when it starts — the native runtime: its provider's model SDK, seconds of CPU on a busy
     machine. The CLI calls it in a worker thread before the runs start; ``None``: nothing."""
+    forget_sessions: ForgetSessions | None = None
+    """Set when the runtime keeps its sessions' transcripts itself, outside ringleader's event
+    log (OpenClaw: ``<state dir>/openclaw``): ``ringleader prune`` removes those of the runs it
+    removes."""
 
     def create(self, config: RuntimeConfig) -> RuntimeAdapter:
         return self.factory(config)

@@ -322,6 +322,13 @@ class PruneReport:
     events: int
     bytes_before: int
     bytes_after: int
+    sessions: tuple[tuple[str, str], ...] = ()
+    """``(runtime id, codec blob)`` of the sessions the removed runs recorded: what a runtime
+    keeps of them itself (OpenClaw's transcripts) can go too
+    (:attr:`~orchestrator.core.registry.RuntimeSpec.forget_sessions`)."""
+    kept: tuple[tuple[str, str], ...] = ()
+    """``(runtime id, codec blob)`` of the sessions still recorded for those runtimes (a session
+    a kept run continues stays)."""
 
 
 def _file_bytes(conn: sqlite3.Connection) -> int:
@@ -1006,20 +1013,33 @@ class EventLog:
     # -- upkeep ----------------------------------------------------------------------------------
 
     async def prune(
-        self, *, ended_before_ms: int, keep: Sequence[str] = (), dry_run: bool = False
+        self,
+        *,
+        ended_before_ms: int,
+        keep: Sequence[str] = (),
+        spare: Sequence[str] = (),
+        dry_run: bool = False,
     ) -> PruneReport:
         """Remove the runs that ended before ``ended_before_ms`` (never a run still going, nor
-        one whose status is in ``keep``), with their events and sessions, then give the space
-        back to the file system (``VACUUM``). ``dry_run``: only count."""
+        one whose status is in ``keep``, nor one of a runtime in ``spare``), with their events
+        and sessions, then give the space back to the file system (``VACUUM``). ``dry_run``:
+        only count."""
         conn = self._conn
-        statuses = tuple(keep)
-        marks = ",".join("?" * len(statuses))
+        statuses, spared = tuple(keep), tuple(spare)
         chosen = (
             "SELECT run_key FROM runs WHERE ended_ms IS NOT NULL AND ended_ms < ? "
-            "AND status != 'running'" + (f" AND status NOT IN ({marks})" if statuses else "")
+            "AND status != 'running'"
+            + (f" AND status NOT IN ({','.join('?' * len(statuses))})" if statuses else "")
+            + (f" AND runtime_id NOT IN ({','.join('?' * len(spared))})" if spared else "")
         )
-        params = (ended_before_ms, *statuses)
+        params = (ended_before_ms, *statuses, *spared)
         ids = f"SELECT id FROM run_ids WHERE run_key IN ({chosen})"
+
+        blobs = "SELECT runtime_id, codec_blob FROM sessions WHERE codec_blob IS NOT NULL"
+
+        def sessions(where: str, args: Sequence[object]) -> tuple[tuple[str, str], ...]:
+            rows = conn.execute(f"{blobs} AND {where} ORDER BY rowid", args).fetchall()
+            return tuple((str(r[0]), str(r[1])) for r in rows)
 
         def work() -> PruneReport:
             before = _file_bytes(conn)
@@ -1027,8 +1047,14 @@ class EventLog:
             events = conn.execute(
                 f"SELECT count(*) FROM events WHERE run IN ({ids})", params
             ).fetchone()[0]
+            pruned = sessions(f"run_key IN ({chosen})", params)
+            runtimes = sorted({runtime for runtime, _ in pruned})
+            kept = sessions(
+                f"runtime_id IN ({','.join('?' * len(runtimes))}) AND run_key NOT IN ({chosen})",
+                (*runtimes, *params),
+            )
             if dry_run or not runs:
-                return PruneReport(int(runs), int(events), before, before)
+                return PruneReport(int(runs), int(events), before, before, pruned, kept)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute(f"DELETE FROM events WHERE run IN ({ids})", params)
@@ -1042,7 +1068,7 @@ class EventLog:
             conn.execute("COMMIT")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.execute("VACUUM")
-            return PruneReport(int(runs), int(events), before, _file_bytes(conn))
+            return PruneReport(int(runs), int(events), before, _file_bytes(conn), pruned, kept)
 
         await self.flush()
         report = await self._db.call(work)

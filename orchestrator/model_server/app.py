@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -133,6 +134,19 @@ class _ClosingStream(StreamingResponse):
                 await self._generator.aclose()
 
 
+HOLD_MAX_S = 600.0
+"""The longest a turn's ``hold_file`` holds its stream (a test that never releases it ends)."""
+
+
+async def held(release: Path) -> None:
+    """Wait until ``release`` exists (a scripted turn's ``hold_file``), at most ``HOLD_MAX_S``."""
+    with trio.move_on_after(HOLD_MAX_S):
+        while True:  # a file another process creates: polled (no event to wait on)
+            if await trio.to_thread.run_sync(release.exists):
+                return
+            await trio.sleep(0.05)
+
+
 def _api_of(path: str) -> str:
     if path.startswith("/v1/messages"):
         return "anthropic"
@@ -184,6 +198,8 @@ def build_app(state: ServerState) -> Starlette:
                     raise StreamCut("scripted stream cut")
                 if index and turn.chunk_delay_s:
                     await trio.sleep(turn.chunk_delay_s)
+                if turn.hold_file is not None and index == turn.hold_after:
+                    await held(Path(turn.hold_file))
                 yield frame
             ended = True
             state.finish(entry, "completed")

@@ -142,6 +142,11 @@ class Turn(BaseModel):
     chunk_delay_s: float = Field(default=0.0, ge=0)
     delay_s: float = Field(default=0.0, ge=0)
     """Pause before the response starts (streamed or not)."""
+    hold_file: str | None = None
+    """A streamed answer stops after ``hold_after`` frames until this file exists (polled every
+    50 ms, at most ``HOLD_MAX_S``): a test keeps a run busy exactly as long as it needs, then
+    creates the file, instead of racing a timer."""
+    hold_after: int = Field(default=4, ge=0)
     fault: Fault | None = None
 
     def chunks(self, text: str) -> list[str]:

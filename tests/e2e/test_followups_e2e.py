@@ -29,14 +29,16 @@ pytestmark = pytest.mark.e2e
 KEY = "sk-e2e-followups-hermes-000000"
 
 
-def script() -> dict[str, object]:
+def script(release: Path) -> dict[str, object]:
+    """The first turn streams until ``release`` exists (the test creates it once it has said
+    and withdrawn its messages: no race with a timer on a loaded machine)."""
     return {
         "model": "fake-model",
         "conversations": [
             {
                 "name": "busy",
                 "turns": [
-                    {"text": "slow " * 160, "chunk_chars": 5, "chunk_delay_s": 0.05},
+                    {"text": "slow " * 160, "chunk_chars": 5, "hold_file": str(release)},
                     {"text": "FOLLOWUP_SEEN"},
                 ],
             }
@@ -70,7 +72,8 @@ async def test_messages_said_to_a_busy_non_steerable_run_are_its_next_turn(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     state = tmp_path / "state"
-    async with serve_model_server(script()) as server:
+    release = tmp_path / "release"
+    async with serve_model_server(script(release)) as server:
         config = tmp_path / "ringleader.toml"
         config.write_text(
             f'[runtimes.hermes]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_HERMES_KEY"\n'
@@ -92,6 +95,7 @@ async def test_messages_said_to_a_busy_non_steerable_run_are_its_next_turn(
             assert [json.loads(line)["id"] for line in listed.stdout.splitlines()] == said
             withdrawn = ringleader("say", "--withdraw", said[1], cwd=workspace, env=env)
             assert withdrawn.returncode == 0, withdrawn.stderr
+            release.touch()
             out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
         assert proc.returncode == 0, err
     events = [event_from_json(line) for line in out.splitlines() if line.strip()]

@@ -214,7 +214,12 @@ def test_ctrl_c_while_the_command_imports_prints_no_traceback(tmp_path: Path) ->
         )
         time.sleep(at_s)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # the interrupt was lost: say what it printed
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"SIGINT at {at_s}s did not end the command within 60 s:\n{err}")
         if "Traceback" in err and ours not in err:
             before_ours.append(at_s)  # the interpreter's own start (see the docstring)
             continue

@@ -6,11 +6,9 @@ on to run — that ends in exactly one ``done`` whatever happens while it waits.
 from __future__ import annotations
 
 import io
-import math
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
 from rich.console import Console
 
@@ -24,6 +22,7 @@ from orchestrator.engine import Runner, TaskSpec
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.hosts.local import LocalHost, TaskRef
+from tests.clock import held
 
 REASON = "at most 1 scripted run at once (max_runs)"
 
@@ -43,12 +42,27 @@ def limited() -> RuntimeRegistry:
     return registry
 
 
-async def submit_waiting(host: LocalHost, task_id: str) -> TaskRef:
-    """Submit a task over the limit; returns once it is told it waits."""
+async def submit_waiting(host: LocalHost, task_id: str, clock: trio.testing.MockClock) -> TaskRef:
+    """Submit a task over the limit; returns once it is told it waits.
+
+    The clock is held meanwhile: the task makes its state directory on a worker thread before it
+    asks for a slot, and an autojump then would run the first run's 100 s — its slot would be
+    free, and the task would never wait. Should it start without waiting all the same, this
+    fails at once rather than waiting for ever."""
     told = trio.Event()
-    ref = host.submit("scripted", TaskSpec(task_id=task_id, title=task_id))
-    ref.on_wait = lambda _reason: told.set()
-    await told.wait()
+    with held(clock):
+        ref = host.submit("scripted", TaskSpec(task_id=task_id, title=task_id))
+        ref.on_wait = lambda _reason: told.set()
+        async with trio.open_nursery() as nursery:
+
+            async def unless_it_starts() -> None:
+                await ref.started()
+                told.set()
+
+            nursery.start_soon(unless_it_starts)
+            await told.wait()
+            nursery.cancel_scope.cancel()
+    assert ref.waiting == REASON, "the task started without waiting for a slot"
     return ref
 
 
@@ -62,14 +76,11 @@ async def test_a_run_waiting_for_a_slot_is_a_queued_card_with_its_reason(
         async with LocalHost(runner) as host:
             first = host.submit("scripted", TaskSpec(task_id="a", title="first"))
             await first.started()
-            # the clock stands still from here until the board is read (the log's reads and
-            # writes wait on its database thread: an autojump meanwhile would run the first
-            # run's 100 s, and the second would be running by the time the board is read); it
-            # jumps again to let the runs end
-            autojump_clock.autojump_threshold = math.inf
-            second = await submit_waiting(host, "b")
-            board = await read_board(log)
-            autojump_clock.autojump_threshold = 0
+            second = await submit_waiting(host, "b", autojump_clock)
+            # the clock stands still while the board is read on a worker thread (an autojump
+            # would run the first run's 100 s meanwhile); it jumps again to let the runs end
+            with held(autojump_clock):
+                board = await read_board(log)
             waiting = [
                 c for c in board.cards.values() if c.run_key.startswith("runtime:scripted:task:b:")
             ]
@@ -106,7 +117,7 @@ async def test_a_queued_run_aborted_while_it_waits_ends_aborted_at_once(
         async with LocalHost(runner) as host:
             first = host.submit("scripted", TaskSpec(task_id="a", title="first"))
             await first.started()
-            second = await submit_waiting(host, "b")
+            second = await submit_waiting(host, "b", autojump_clock)
             before = trio.current_time()
             second.abort()
             outcome = await second.outcome()
@@ -131,7 +142,7 @@ async def test_a_queued_run_cancelled_with_its_host_is_not_left_queued(
             async with LocalHost(runner) as host:
                 first = host.submit("scripted", TaskSpec(task_id="a", title="first"))
                 await first.started()
-                await submit_waiting(host, "b")
+                await submit_waiting(host, "b", autojump_clock)
                 scope.cancel()  # Ctrl-C, a server shutting down
                 await trio.sleep_forever()
         board = await read_board(log)
@@ -141,10 +152,6 @@ async def test_a_queued_run_cancelled_with_its_host_is_not_left_queued(
         assert cards and all(c.terminal for c in cards), cards
 
 
-@pytest.mark.skip(
-    reason="known defect: hung once in the final full run (faulthandler at 300 s) after the run "
-    "was queued; not investigated this session — skipped so CI cannot hang on it"
-)
 async def test_the_live_view_shows_a_waiting_run_as_queued_with_its_reason(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -156,7 +163,7 @@ async def test_the_live_view_shows_a_waiting_run_as_queued_with_its_reason(
     async with LocalHost(runner) as host:
         first = host.submit("scripted", TaskSpec(task_id="a", title="first"))
         await first.started()
-        second = await submit_waiting(host, "b")
+        second = await submit_waiting(host, "b", autojump_clock)
         await trio.sleep(0.01)
         assert lane_b.phase == f"queued: {REASON}"
         assert lane_b.first_event is None  # waiting is not the run's first output

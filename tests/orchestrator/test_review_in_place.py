@@ -161,11 +161,11 @@ def test_a_run_in_your_own_checkout_has_a_diff_of_what_it_changed(
     assert "worked in your own checkout" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     assert (repo / "src" / "app.py").read_text() == CHANGED_APP
-    # housekeeping never lists (so never prunes) the person's checkout
+    # housekeeping never lists the person's checkout as a workspace
     listed = ringleader("workspaces", "--json", cwd=repo, env=env).stdout
     assert str(repo) not in listed
-    ringleader("workspaces", "--prune", "--older-than", "0s", cwd=repo, env=env)
-    assert (repo / "src" / "new.py").exists() and (repo / "notes.txt").exists()
+    ringleader("workspaces", "--prune", cwd=repo, env=env)  # nothing old asked for: kept
+    assert len(git("for-each-ref", "refs/ringleader/starts", cwd=repo).splitlines()) == 1
 
     # a second run in the same checkout gets its own starting point; the first keeps its own
     second = run_in_place(repo, env, tmp_path, writes(("src/other.py", "x = 1\n")), "second")
@@ -173,6 +173,14 @@ def test_a_run_in_your_own_checkout_has_a_diff_of_what_it_changed(
     assert [f["path"] for f in mine["files"]] == ["src/other.py"]
     first = json.loads(ringleader("diff", key, "--json", cwd=repo, env=env).stdout)
     assert "src/app.py" in {f["path"] for f in first["files"]}
+
+    # pruning old ones forgets the recorded starts (their refs), never the person's files
+    pruned = ringleader("workspaces", "--prune", "--older-than", "0s", "--json", cwd=repo, env=env)
+    forgotten = [json.loads(line) for line in pruned.stdout.splitlines()]
+    assert [(f["removed"], f["reason"]) for f in forgotten] == [(True, "its start, old")] * 2
+    assert git("for-each-ref", "refs/ringleader/starts", cwd=repo) == ""
+    assert (repo / "src" / "new.py").exists() and (repo / "notes.txt").exists()
+    assert person_state(repo) == before
 
 
 def test_a_run_outside_git_says_it_has_no_diff(env: dict[str, str], tmp_path: Path) -> None:

@@ -1,6 +1,9 @@
 """Kept workspaces: each with its run, size, age and whether it was applied; pruning the applied
 and the old ones (the worktree, its ``ringleader/…`` branch and its runs' checkpoint refs, or the
-copy and its snapshot), never one whose run is live."""
+copy and its snapshot), never one whose run is live. A run in the person's own checkout has no
+workspace to remove, only its recorded start (a private ref, :mod:`.inplace`): pruning forgets
+the starts whose checkout is gone or that are older than asked (:func:`stale_starts`,
+:func:`forget_start`), leaving the person's files, index and branches as they are."""
 
 from __future__ import annotations
 
@@ -15,10 +18,11 @@ import attrs
 from orchestrator.core.errors import ReviewError
 from orchestrator.engine.eventlog import RunRow, WorkspaceRow
 from orchestrator.engine.review.git import git
+from orchestrator.engine.review.inplace import start_ref
 from orchestrator.engine.review.records import CHECKOUT_KIND, runs_of
 from orchestrator.engine.reviewloop.checkpoints import checkpoint_ref_prefix
 
-__all__ = ["KeptWorkspace", "kept_workspaces", "remove_workspace"]
+__all__ = ["KeptWorkspace", "forget_start", "kept_workspaces", "remove_workspace", "stale_starts"]
 
 
 def _size(root: Path) -> int:
@@ -130,3 +134,27 @@ def remove_workspace(ws: KeptWorkspace) -> None:
         shutil.rmtree(root, ignore_errors=True)
         if row.git_dir:
             shutil.rmtree(row.git_dir, ignore_errors=True)
+
+
+def stale_starts(
+    rows: Sequence[WorkspaceRow], runs: Sequence[RunRow], now_ms: int, older_s: float | None
+) -> list[KeptWorkspace]:
+    """The recorded starts of runs in the person's own checkout that pruning forgets: not live,
+    and their checkout gone or (with ``older_s``) older than that. Blocking."""
+    stale: list[KeptWorkspace] = []
+    for row in rows:
+        if row.removed_ms is not None or row.kind != CHECKOUT_KIND:
+            continue
+        start = KeptWorkspace(row, tuple(runs_of(row, runs)), 0, Path(row.origin).is_dir())
+        old = older_s is not None and start.age_s(now_ms) > older_s
+        if not start.live and (old or not start.exists):
+            stale.append(start)
+    return stale
+
+
+def forget_start(start: KeptWorkspace) -> None:
+    """Delete the private ref that kept a run's starting point in the person's checkout (its
+    diff can no longer be shown; nothing else there changes). Blocking."""
+    origin = Path(start.row.origin)
+    if origin.is_dir():
+        git(["update-ref", "-d", start_ref(start.row.task_id)], cwd=origin, check=False)

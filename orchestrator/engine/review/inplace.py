@@ -12,8 +12,9 @@ repository's top level, its ``path`` the run's directory, its ``root`` — the r
 ``TOP#TASK``: one row per run, see :func:`~orchestrator.engine.review.records.workspace_dir`) —
 so the review commands find it like any workspace: ``diff`` and the board's diff view read it
 against that commit, ``compare`` and ``comment`` work, while ``apply`` refuses (the changes
-already are in the checkout) and ``workspaces --prune`` never lists it (it is the person's own
-folder).
+already are in the checkout) and ``workspaces`` never lists it (it is the person's own folder);
+``workspaces --prune`` forgets the start (deletes the ref) once its checkout is gone or, with
+``--older-than``, once it is older than that.
 
 A directory that is not in a git repository with a commit gets no row: its run has no diff.
 """

@@ -6,7 +6,7 @@ wrong token is refused like the real gateway), answers ``agent`` with ``accepted
 answer comes when the test says so), answers ``chat.abort`` like OpenClaw 2026.9.6 (lifecycle
 ``end{aborted}`` at once; the late ``error{aborted}`` and ``status:"timeout"`` answer are the
 harness's ``aborted()`` frames) and acknowledges ``sessions.abort``, ``sessions.patch``,
-``agents.files.set`` and ``health``. Every request it received is kept in :attr:`requests`.
+``agents.files.set`` and ``health``, and ``sessions.delete`` (also to :attr:`deleted_log`). Every request it received is kept in :attr:`requests`.
 Tests push gateway frames to every connection with :meth:`FakeGateway.push`, and can drop the
 connections (:meth:`FakeGateway.drop`) to exercise reconnects.
 """
@@ -59,6 +59,13 @@ class FakeGateway:
     """run id → session key of every ``agent`` request."""
     caps: list[list[str]] = attrs.field(factory=list[list[str]])
     """The ``caps`` of every ``connect``."""
+    sessions: dict[str, dict[str, Any]] = attrs.field(factory=dict[str, dict[str, Any]])
+    """Session key → ``{"status", "messages", "running_reads"}``: what ``sessions.describe``
+    (``status``; ``running`` for the first ``running_reads`` reads, as while OpenClaw's restart
+    recovery continues the session) and ``sessions.get`` (``messages``) answer for it."""
+    deleted_log: Path | None = None
+    """Each session ``sessions.delete`` deletes is also appended here (one key a line), so a
+    test sees what a fake gateway running as a child process deleted."""
     _conns: list[_Conn] = attrs.field(factory=list[_Conn])
     _seq: int = 0
 
@@ -203,6 +210,28 @@ class FakeGateway:
             )
         elif method in ("sessions.patch", "agents.files.set", "health", "exec.approval.resolve"):
             await self._answer(conn, rid, payload={"ok": True})
+        elif method == "sessions.describe" and self.sessions:
+            session = self.sessions.get(str(params.get("key")))
+            if session is None:
+                await self._answer(conn, rid, payload={"session": None})
+                return
+            status = str(session["status"])
+            if session.get("running_reads", 0) > 0:
+                session["running_reads"] -= 1
+                status = "running"
+            await self._answer(
+                conn, rid, payload={"session": {"key": params["key"], "status": status}}
+            )
+        elif method == "sessions.get" and self.sessions:
+            session = self.sessions.get(str(params.get("key"))) or {}
+            await self._answer(conn, rid, payload={"messages": session.get("messages", [])})
+        elif method == "sessions.delete":
+            key = str(params.get("key"))
+            self.sessions.pop(key, None)
+            if self.deleted_log is not None:
+                with self.deleted_log.open("a", encoding="utf-8") as sink:
+                    sink.write(key + "\n")
+            await self._answer(conn, rid, payload={"ok": True, "key": key, "deleted": True})
         elif method == "fake.exit":
             os._exit(3)
         elif method == "agent.wait":
@@ -229,6 +258,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     assert args.command == ["gateway", "run"], args.command
     config = json.loads(Path(os.environ["OPENCLAW_CONFIG_PATH"]).read_text(encoding="utf-8"))
-    fake = FakeGateway(token=config["gateway"]["auth"]["token"], port=args.port)
+    fake = FakeGateway(
+        token=config["gateway"]["auth"]["token"],
+        port=args.port,
+        deleted_log=Path(os.environ["OPENCLAW_STATE_DIR"]) / "deleted.txt",
+    )
     print(f"fake gateway on {fake.url} state={os.environ['OPENCLAW_STATE_DIR']}", flush=True)
     trio.run(fake.serve)
