@@ -1,8 +1,9 @@
 """What ringleader's own runtimes share: the check that refuses settings a runtime has no use
 for, where a pinned CLI is installed, and the registry of all of them.
 
-Each runtime's spec lives beside its adapter (``adapters/<runtime>/spec.py``, the scripted one in
-``adapters/scripted_spec.py``); ``pyproject.toml`` registers each in the ``ringleader.runtimes``
+Each runtime's spec lives beside its adapter's package (``adapters/<runtime>_spec.py``, not
+inside it: importing a module of the package would import the package, and with it the adapter;
+the scripted one is ``adapters/scripted_spec.py``); ``pyproject.toml`` registers each in the ``ringleader.runtimes``
 entry-point group (the group third-party runtimes use), so the CLI finds ours exactly as it finds
 theirs. Each factory imports its adapter lazily: a runtime whose module or binary is missing never
 breaks the others.
@@ -65,12 +66,12 @@ def pinned_version(install_id: str) -> str | None:
 
 def builtin_runtimes() -> tuple[RuntimeSpec, ...]:
     """ringleader's own runtimes, in the order ``ringleader runtimes`` lists them."""
-    from adapters.acp.spec import ACP, ACP_CLAUDE, ACP_CODEX, ACP_GEMINI, ACP_OPENCODE, ACP_QWEN
-    from adapters.claude_code.spec import CLAUDE_CODE
-    from adapters.codex.spec import CODEX
-    from adapters.hermes.spec import HERMES
-    from adapters.native.spec import NATIVE
-    from adapters.openclaw.spec import OPENCLAW
+    from adapters.acp_spec import ACP, ACP_CLAUDE, ACP_CODEX, ACP_GEMINI, ACP_OPENCODE, ACP_QWEN
+    from adapters.claude_code_spec import CLAUDE_CODE
+    from adapters.codex_spec import CODEX
+    from adapters.hermes_spec import HERMES
+    from adapters.native_spec import NATIVE
+    from adapters.openclaw_spec import OPENCLAW
     from adapters.scripted_spec import SCRIPTED
 
     return (

@@ -8,6 +8,10 @@ log, served by ``serve_feed``, as ``run --board`` serves it) on 127.0.0.1. It pr
 appends R events a second for S seconds, spread over the N runs (text deltas, one append per
 event as an adapter publishes; the schedule catches up when a tick runs late), ends every run
 (``done``), prints ``sent <events> <seconds>`` and waits for stdin to close.
+
+``--keep-cards``: the finished run's card is kept in the log as ``ringleader run`` keeps the
+cards of the runs it ran (:class:`~orchestrator.board.cards.CardKeeper`), so the board opens on
+the log such a run leaves; without it, the log has no card kept (a board folds every event).
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=5000)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--big", type=int, default=0)
+    parser.add_argument("--keep-cards", action="store_true")
     args = parser.parse_args()
 
+    from orchestrator.board.cards import CardKeeper
     from orchestrator.board.server import board_app
     from orchestrator.core.events import EventFactory, RuntimeEvent
     from orchestrator.engine.eventlog import EventLog
@@ -57,14 +63,19 @@ def main() -> int:
                 await log.start_run(big_key, runtime_id="scripted", session_key=big_key[:-13])
                 make = EventFactory(run_id="big", session_id=big_key[:-13])
                 batch: list[RuntimeEvent] = [make.status("init", model="scripted-model")]
+                keeper = CardKeeper()
                 for j in range(args.big - 2):
                     batch.append(make.text_delta(words[j % len(words)]))
                     if len(batch) >= 5000:
                         await log.append(big_key, batch)
+                        await keeper.deliver(big_key, batch)
                         batch = []
                 batch += make.finish("success", "done")
                 await log.append(big_key, batch[: len(batch)])
+                await keeper.deliver(big_key, batch)
                 await log.finish_run(big_key, status="success", outcome={"title": "a long run"})
+                if args.keep_cards:
+                    await keeper.keep(log)
             feed = Feed()
             feed.attach(log)
             token = new_token()

@@ -11,7 +11,8 @@ wall-clock epoch ms on this machine) before the page's own handler runs.
 Measured, in the same run:
 
 * **first paint**: from ``goto`` to every one of the 1,000 cards in the DOM (and the browser's
-  first contentful paint);
+  first contentful paint); the finished run's card is kept in the log as ``ringleader run``
+  keeps it (``--keep-cards``): a log with no card kept is row 15c's reference;
 * **frames** while idle (the reference: the same page, nothing streaming) and while the server
   streams 5,000 events/s for the window: frame interval p50 / p99 / max, long tasks (count, the
   longest), event lag p50 / p99, the JS heap and DOM node count after;
@@ -161,7 +162,7 @@ def board_scale(cfg: Config) -> list[Row]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.board_feed", "--runs", str(runs), "--rate", str(rate),
-         "--seconds", str(seconds), "--big", str(big)],
+         "--seconds", str(seconds), "--big", str(big), "--keep-cards"],
         cwd=REPO,
         env=env,
         stdin=subprocess.PIPE,

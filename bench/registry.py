@@ -16,12 +16,14 @@ MODULES = (
     "bench.p_ray_head",
     "bench.p_prefix",
     "bench.p_cli_start",
+    "bench.p_run_start",
     "bench.p_review_diff",
     "bench.p_workspaces",
     "bench.p_log",
     "bench.p_side_start",
     "bench.p_overhead",
     "bench.p_board",
+    "bench.p_board_open",
 )
 
 

@@ -18,9 +18,10 @@ fixes the column: anything after it is counted but changes nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 import attrs
 
@@ -44,6 +45,8 @@ __all__ = [
     "BoardColumn",
     "Card",
     "apply",
+    "card_from_cache",
+    "card_to_cache",
     "column_of",
     "project",
 ]
@@ -231,6 +234,39 @@ def project(run_key: str, events: Iterable[RuntimeEvent]) -> Card:
     for event in events:
         card = apply(card, event)
     return card
+
+
+CACHE_VERSION = 1
+"""The layout of :func:`card_to_cache`'s JSON; a card kept in another layout is folded again."""
+
+_CACHED_FIELDS = tuple(field.name for field in attrs.fields(Card))
+
+
+def card_to_cache(card: Card) -> str:
+    """``card`` as the JSON the event log keeps (``run_cards``): every field, so
+    :func:`card_from_cache` gives back an equal card."""
+    body: dict[str, Any] = {"v": CACHE_VERSION}
+    for name in _CACHED_FIELDS:
+        value = getattr(card, name)
+        body[name] = list(cast(tuple[str, ...], value)) if isinstance(value, tuple) else value
+    return json.dumps(body, separators=(",", ":"))
+
+
+def card_from_cache(raw: str) -> Card | None:
+    """The card :func:`card_to_cache` made, or ``None`` when ``raw`` is not one (another
+    layout, a damaged row): the run's events are then folded again."""
+    try:
+        body: Any = json.loads(raw)
+        if not isinstance(body, dict) or cast(dict[str, Any], body).get("v") != CACHE_VERSION:
+            return None
+        fields = cast(dict[str, Any], body)
+        values = {name: fields[name] for name in _CACHED_FIELDS}
+        if values["column"] not in get_args(BoardColumn) or not isinstance(values["run_key"], str):
+            return None
+        values["open_tool_calls"] = tuple(values["open_tool_calls"])
+        return Card(**values)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def column_of(card: Card, pending_approvals: Iterable[str] = ()) -> BoardColumn:

@@ -50,7 +50,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from orchestrator.board.projection import Board
+from orchestrator.board.cards import card_of, load_cards
+from orchestrator.board.projection import Board, Card, card_to_cache
 from orchestrator.core.approvals import ApprovalBook, ApprovalDecision
 from orchestrator.core.errors import (
     CapabilityError,
@@ -157,6 +158,11 @@ def _static_dir() -> str:
     return str(importlib.resources.files("orchestrator.board") / "static")
 
 
+RUN_TAIL = 2000
+"""The events a run page starts with (its last ones; the earlier ones on request)."""
+RUN_TAIL_MAX = 10_000
+
+
 def _page(name: str, hosting: bool) -> str:
     text = (importlib.resources.files("orchestrator.board") / "static" / name).read_text("utf-8")
     meta = f'<meta name="ringleader-hosting" content="{"yes" if hosting else "no"}">'
@@ -166,16 +172,30 @@ def _page(name: str, hosting: bool) -> str:
 async def read_board(log: EventLog, page: int = 5000, board: Board | None = None) -> Board:
     """:mod:`orchestrator.board.projection`'s projection of the log (every run, queued ones
     too). With ``board``: brought up to date from its cursor — only the events appended since
-    are read and applied (the board's own projection is incremental)."""
+    are read and applied (the board's own projection is incremental). A new board starts from
+    the cards the log keeps (:func:`~orchestrator.board.cards.load_cards`), so it reads only the
+    events no card covers. The cards of the runs that ended since are kept in the log too (a
+    board served while runs end: the next one reads none of their events)."""
     board = board if board is not None else Board()
+    fresh = board.cursor == 0 and not board.cards
     for row in await log.runs():
         if row.run_key not in board.cards:
             board.add_run(row.run_key)
+    if fresh:
+        await load_cards(log, board, page)
+    ended: set[str] = set()
     while True:
         batch = await log.read_since(board.cursor, limit=page)
         if not batch:
-            return board
+            break
+        going = {item.run_key for item in batch if not board.add_run(item.run_key).terminal}
         board.apply_all(batch)
+        ended |= {key for key in going if board.cards[key].terminal}
+    if ended:  # each covers its run's events up to the cursor
+        await log.save_run_cards(
+            [(key, board.cursor, card_to_cache(board.cards[key])) for key in sorted(ended)]
+        )
+    return board
 
 
 def board_app(
@@ -459,6 +479,35 @@ def board_app(
         meta = {"run": run_json(mine), "title": title, "related": related}
         return JSONResponse(meta | _chain_fields(mine.outcome))
 
+    async def run_tail(request: Request) -> Response:
+        """``GET /run-tail?run=KEY&limit=N``: the run page's start — the run's last ``N`` events
+        (default :data:`RUN_TAIL`), its card over every event up to the last of them, how many
+        came before, and the cursor to follow the run's feed from (issue 37: the page of a
+        100,000-event run replayed every event, 30 s)."""
+        if not auth.reads(request):
+            return refused()
+        key = request.query_params.get("run", "")
+        try:
+            limit = min(max(int(request.query_params.get("limit", RUN_TAIL)), 1), RUN_TAIL_MAX)
+        except ValueError:
+            return JSONResponse({"error": "limit must be a whole number"}, 400)
+        tail = await log.read_tail(key, limit)
+        if not tail:
+            if not any(r.run_key == key for r in await log.runs()):
+                return JSONResponse({"error": "no such run"}, 404)
+            card, cursor = Card(key), 0
+        else:
+            cursor = tail[-1].gid
+            card = await card_of(log, key, cursor)
+        body = (
+            '{"card":'
+            + json.dumps(card.to_json())
+            + f',"earlier":{tail[0].seq - 1 if tail else 0},"cursor":{cursor},"events":['
+            + ",".join(f'{{"gid":{i.gid},"event":{i.body}}}' for i in tail)
+            + "]}"
+        )
+        return Response(body, media_type="application/json")
+
     async def usage(request: Request) -> Response:
         """The quota meters (``orchestrator/core/quota.py``): per runtime and account, the
         windows last reported; the hosted runtimes without any are listed as unknown."""
@@ -658,6 +707,7 @@ def board_app(
         Route("/board", board),
         Route("/approvals", approvals),
         Route("/run-meta", run_meta),
+        Route("/run-tail", run_tail),
         Route("/usage", usage),
         Route("/tasks", action(tasks), methods=["POST"]),
         Route("/abort", action(abort), methods=["POST"]),

@@ -46,6 +46,7 @@ from orchestrator.core.registry import (
 )
 
 if TYPE_CHECKING:
+    from orchestrator.cli.sidebyside import BoardStarter
     from orchestrator.engine.eventlog import RunRecorder
     from orchestrator.engine.runner import TaskSpec
 
@@ -93,7 +94,6 @@ def _with_acp_command(
 async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, out: TextIO) -> int:
     from orchestrator.cli.approvals import ApprovalBook
     from orchestrator.cli.commands import run_side_by_side, usable_state_dir
-    from orchestrator.cli.serve import board_for_run
     from orchestrator.cli.sidebyside import exit_code
     from orchestrator.engine.accounts import account_table
     from orchestrator.engine.eventlog import EventLog
@@ -138,6 +138,16 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 )
         registry = registry_for(specs, config)
         sinks = [*trace_sinks(args, stack), *await notify_sinks(config, stack, title=prompt)]
+        board: BoardStarter | None = None
+        if args.board:  # the board's server is imported only when it is served
+            from orchestrator.cli.serve import board_for_run
+
+            board = partial(
+                board_for_run,
+                approvals=ApprovalBook.in_state_dir(usable_state_dir())
+                if args.approvals == "wait"
+                else None,
+            )
         results = await interrupt.run(
             lambda: run_side_by_side(
                 registry,
@@ -151,14 +161,7 @@ async def _cmd_run(args: argparse.Namespace, prompt: str, script: str | None, ou
                 agent_id=agent_id,
                 on_host=interrupt.attach,
                 on_retry=print_retry,
-                board=partial(
-                    board_for_run,
-                    approvals=ApprovalBook.in_state_dir(usable_state_dir())
-                    if args.approvals == "wait"
-                    else None,
-                )
-                if args.board
-                else None,
+                board=board,
                 approvals=args.approvals == "wait",
                 plan=bool(args.plan),
                 rotation=rotation,

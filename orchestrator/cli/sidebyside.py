@@ -5,7 +5,6 @@ several ``--runtime``, ``batch``, ``demo``): the library never imports this modu
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import TypeAlias
 import attrs
 import trio
 
+from orchestrator.board.cards import CardKeeper
 from orchestrator.cli.live import JsonView, Lane, PlainView, RichView, comparison_table, lane_key
 from orchestrator.core.config import AccountConfig, WorkspaceConfig
 from orchestrator.core.errors import RingleaderError, single_exception
@@ -214,35 +214,39 @@ async def teardown_workspaces(
             notice(f"[{label}] ! {result.describe('teardown', settings.timeout_s)}")
 
 
-_NATIVE_SDKS = ("anthropic", "openai")
-
-
-async def _warm_up(registry: RuntimeRegistry, ready: Mapping[str, trio.Event]) -> None:
+async def _warm_up(
+    registry: RuntimeRegistry,
+    ready: Mapping[str, trio.Event],
+    models: Mapping[str, Sequence[str | None]],
+) -> None:
     """Build (and close) one adapter of each runtime of ``ready``, side by side, setting its
     event when done (or when this is cancelled): a runtime's runs wait for their own runtime's
     warm-up only, so importing the native runtime's model SDKs (seconds on a busy machine) in a
-    worker thread never holds back a CLI's start (issue 37: the side-by-side start). A runtime
-    that cannot be built fails in its run."""
+    worker thread never holds back a CLI's start (issue 37: the side-by-side start). ``models``:
+    each runtime's runs' models (what its warm-up imports depends on them: the native
+    runtime's provider). A runtime that cannot be built fails in its run."""
     try:
         async with trio.open_nursery() as nursery:
             for runtime_id, event in sorted(ready.items()):
-                nursery.start_soon(_warm_one, registry, runtime_id, event)
+                wanted = models.get(runtime_id, (None,))
+                nursery.start_soon(_warm_one, registry, runtime_id, event, wanted)
     finally:
         for event in ready.values():
             event.set()
 
 
-async def _warm_one(registry: RuntimeRegistry, runtime_id: str, ready: trio.Event) -> None:
+async def _warm_one(
+    registry: RuntimeRegistry, runtime_id: str, ready: trio.Event, models: Sequence[str | None]
+) -> None:
     try:
-        if runtime_id == "native":
-            # the native loop imports its model SDK when a run starts, on the trio thread:
-            # seconds on a busy machine, during which no sibling run is drained. Import them
-            # here, in a worker thread, before its runs start.
-            for module in _NATIVE_SDKS:
-                with contextlib.suppress(ImportError):
-                    await trio.to_thread.run_sync(
-                        importlib.import_module, module, abandon_on_cancel=True
-                    )
+        # a runtime's imports at a run's start (the native loop's model SDK: seconds on a busy
+        # machine, during which no sibling run is drained) happen here, in a worker thread,
+        # before its runs start: only what its runs' models use (an Anthropic model: no openai)
+        for model in dict.fromkeys(models):
+            with contextlib.suppress(Exception):
+                await trio.to_thread.run_sync(
+                    registry.preload, runtime_id, model, abandon_on_cancel=True
+                )
         try:
             adapter = registry.create(runtime_id)
         except Exception:
@@ -439,9 +443,10 @@ async def run_jobs(
         starts = [
             await _record_start(log, job, group) if job.workspace is None else None for job in jobs
         ]
+        keeper = CardKeeper()  # the board's cards of these runs, kept in the log at the end
         runner = Runner(
             registry,
-            sink=RecordingSink(log, extra=[view, *sinks]),
+            sink=RecordingSink(log, extra=[view, *sinks, keeper]),
             state_dir=state_dir,
             event_log=log,
             on_retry=on_retry,
@@ -461,11 +466,14 @@ async def run_jobs(
                 # (a board opened inside it and closed outside it misnests their scopes)
                 await boards.enter_async_context(board(log, host, _notice(view)))
             ready = {job.runtime_id: trio.Event() for job in jobs}
+            models: dict[str, list[str | None]] = {}
+            for job in jobs:
+                models.setdefault(job.runtime_id, []).append(job.task.model)
             warming = trio.CancelScope()  # a Ctrl-C (host.abort_all) ends the warm-up
 
             async def warm_up() -> None:
                 with warming:
-                    await _warm_up(registry, ready)
+                    await _warm_up(registry, ready, models)
 
             async def stop_on_abort() -> None:
                 await host.aborting.wait()
@@ -488,6 +496,10 @@ async def run_jobs(
                     ready,
                 )
                 aside.cancel_scope.cancel()  # the runs ended: the watcher (and any warm-up) too
+        # the next board that opens reads none of these runs' events (a card that missed an
+        # event is not kept: the board folds that run itself)
+        with contextlib.suppress(Exception):
+            await keeper.keep(log)
     for job, lane, before, start in zip(jobs, lanes, in_place, starts, strict=True):
         if job.workspace is not None:
             await _count_changes(job.workspace, lane)

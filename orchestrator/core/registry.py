@@ -135,6 +135,10 @@ class RuntimeSpec:
     settings: frozenset[str] | None = None
     """The ``[runtimes.ID]`` settings the runtime uses beyond those every run has
     (:data:`RUN_SETTINGS`); ``None``: all of them. A setting it cannot use is refused."""
+    preload: Callable[[RuntimeConfig, str | None], None] | None = None
+    """Imports what a run of the runtime on this model (``None``: its configured one) imports
+    when it starts — the native runtime: its provider's model SDK, seconds of CPU on a busy
+    machine. The CLI calls it in a worker thread before the runs start; ``None``: nothing."""
     forget_sessions: ForgetSessions | None = None
     """Set when the runtime keeps its sessions' transcripts itself, outside ringleader's event
     log (OpenClaw: ``<state dir>/openclaw``): ``ringleader prune`` removes those of the runs it
@@ -203,6 +207,7 @@ class RuntimeRegistry:
         self._locators: dict[str, Callable[[], Installed]] = {}
         self._endpoints: dict[str, str] = {}
         self._limits: dict[str, int] = {}
+        self._preloads: dict[str, Callable[[str | None], None]] = {}
         self.sandbox: SandboxPolicy | None = None
         """Every run's children go through bubblewrap under this policy (``None``: unconfined);
         the runner adds each run's workspace and home to it."""
@@ -222,6 +227,9 @@ class RuntimeRegistry:
             locate = spec.locate
             if locate is not None:
                 registry._locators[spec.id] = partial(locate, config)
+            preload = spec.preload
+            if preload is not None:
+                registry._preloads[spec.id] = partial(preload, config)
             if config.base_url:
                 registry._endpoints[spec.id] = config.base_url
             if config.max_runs is not None:
@@ -241,6 +249,14 @@ class RuntimeRegistry:
             raise ValueError("max_runs must be at least 1")
         else:
             self._limits[runtime_id] = max_runs
+
+    def preload(self, runtime_id: str, model: str | None = None) -> None:
+        """Import what a run of ``runtime_id`` on ``model`` imports when it starts (its spec's
+        :attr:`RuntimeSpec.preload`; nothing for a runtime without one). Blocking: call it from
+        a worker thread in async code."""
+        preload = self._preloads.get(runtime_id)
+        if preload is not None:
+            preload(model)
 
     def version(self, runtime_id: str) -> str | None:
         """The installed version of ``runtime_id``'s executable, when its spec can locate it
@@ -274,6 +290,7 @@ class RuntimeRegistry:
         self._factories.pop(runtime_id, None)
         self._order.pop(runtime_id, None)
         self._endpoints.pop(runtime_id, None)
+        self._preloads.pop(runtime_id, None)
 
     def endpoint(self, runtime_id: str) -> str | None:
         """The model endpoint ``runtime_id`` is configured with (its ``base_url``), if any: a

@@ -44,7 +44,9 @@ each run key is stored as on its events: a few bytes a row instead of the key tw
 version 1, ``PRAGMA user_version``; a log of schema 0 is migrated when opened), ``runs`` (runtime,
 session key, status, times, final outcome JSON, and the owner process as pid + start time) and
 ``sessions`` (one row per run: its session key, runtime, native session id, codec blob and the
-*origin working directory* a resume must run from).
+*origin working directory* a resume must run from) and ``run_cards`` (a reader's projection of a
+run's events up to a gid — the board's card — kept so that opening the board reads each run's
+events once, not at every open: :meth:`EventLog.run_cards`, :meth:`EventLog.save_run_cards`).
 
 Nothing recorded is overwritten: every attempt has its own run key (:meth:`EventLog.start_run`
 refuses a used one), and a run's session row is only ever refined by that run. Opening the log
@@ -96,6 +98,7 @@ __all__ = [
     "EventLog",
     "LoggedEvent",
     "PruneReport",
+    "RunCard",
     "RunListing",
     "RunRecorder",
     "RunRow",
@@ -177,6 +180,18 @@ CREATE TABLE IF NOT EXISTS workspaces (
     removed_ms INTEGER
 );
 """
+_SCHEMA_CARDS = """
+CREATE TABLE IF NOT EXISTS run_cards (
+    run INTEGER PRIMARY KEY,
+    gid INTEGER NOT NULL,
+    card TEXT NOT NULL
+);
+"""
+"""One projection per run (its ``run_ids.id``): ``card`` is the JSON a reader made of the run's
+events up to ``gid`` (the log never reads it). Added to a log of any version when it is opened;
+a version that does not know the table ignores it — a card it leaves behind is recognized as
+stale by its ``gid`` (the run has later events), and its run id is never given again."""
+
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_ms);
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
@@ -283,6 +298,20 @@ class RunRow:
     started_ms: int
     ended_ms: int | None
     outcome: dict[str, Any] | None
+
+
+@attrs.frozen
+class RunCard:
+    """A run that has events, with the projection kept of them (:meth:`EventLog.run_cards`)."""
+
+    run_key: str
+    last_gid: int
+    """The gid of the run's last event (when read)."""
+    last_seq: int
+    """Its ``seq`` (a run's events are numbered from 1 without gaps: how many it has)."""
+    card_gid: int | None = None
+    """The card covers the run's events up to this gid (``None``: no card kept)."""
+    card: str | None = None
 
 
 @attrs.frozen
@@ -864,6 +893,7 @@ class EventLog:
                 _migrate(conn)
                 conn.executescript(_SCHEMA_SESSIONS)
                 conn.executescript(_SCHEMA_WORKSPACES)
+                conn.executescript(_SCHEMA_CARDS)
                 conn.executescript(_INDEXES)
                 try:
                     interrupted = _mark_interrupted(conn, clock())
@@ -1028,6 +1058,7 @@ class EventLog:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute(f"DELETE FROM events WHERE run IN ({ids})", params)
+                conn.execute(f"DELETE FROM run_cards WHERE run IN ({ids})", params)
                 conn.execute(f"DELETE FROM run_ids WHERE id IN ({ids})", params)
                 conn.execute(f"DELETE FROM sessions WHERE run_key IN ({chosen})", params)
                 conn.execute(f"DELETE FROM runs WHERE run_key IN ({chosen})", params)
@@ -1309,6 +1340,59 @@ class EventLog:
             LoggedEvent(g, k, body=b, kind=kind, seq=s)
             for g, k, kind, s, b in await self._call(query)
         ]
+
+    async def read_tail(self, run_key: str, limit: int) -> list[LoggedEvent]:
+        """A run's last ``limit`` events, in order (a page of a long run: one index range read,
+        not the run's every event)."""
+        conn = self._reader
+
+        def query() -> list[tuple[int, str, int, str]]:
+            run = _lookup_run(conn, run_key)
+            if run is None:
+                return []
+            cur = conn.execute(
+                "SELECT gid, kind, seq, body FROM events WHERE run = ? ORDER BY seq DESC LIMIT ?",
+                (run, limit),
+            )
+            return [(int(r[0]), str(r[1]), int(r[2]), str(r[3])) for r in cur][::-1]
+
+        return [
+            LoggedEvent(g, run_key, body=b, kind=kind, seq=s)
+            for g, kind, s, b in await self._call(query)
+        ]
+
+    async def run_cards(self) -> list[RunCard]:
+        """Every run that has events, in the order its first event was logged, with its last
+        event's gid and the card kept of it (:meth:`save_run_cards`), if any: one index seek per
+        run, no event read."""
+        conn = self._reader
+
+        def query() -> list[RunCard]:
+            cur = conn.execute(
+                "SELECT r.run_key, e.gid, e.seq, c.gid, c.card FROM run_ids AS r "
+                "JOIN events AS e ON e.gid = (SELECT gid FROM events WHERE run = r.id "
+                "ORDER BY seq DESC LIMIT 1) "
+                "LEFT JOIN run_cards AS c ON c.run = r.id ORDER BY r.id"
+            )
+            return [
+                RunCard(str(key), int(last), int(seq), None if at is None else int(at), card)
+                for key, last, seq, at, card in cur.fetchall()
+            ]
+
+        return await self._call(query)
+
+    async def save_run_cards(self, cards: Sequence[tuple[str, int, str]]) -> None:
+        """Keep ``(run key, gid, card)`` projections (replacing a run's previous one), for
+        :meth:`run_cards`; a run key with no event logged is skipped. Returns once queued (the
+        rows are written with the writer's next transaction)."""
+        for run_key, gid, card in cards:
+            await self._write(
+                "INSERT OR REPLACE INTO run_cards (run, gid, card) "
+                "SELECT id, ?, ? FROM run_ids WHERE run_key = ?",
+                (gid, card, run_key),
+                what="save_run_cards",
+                wait=False,
+            )
 
     async def last_gid(self) -> int:
         conn = self._reader

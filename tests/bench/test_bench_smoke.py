@@ -18,11 +18,13 @@ PATH_KEYS = (
     "first-event",
     "live",  # live-under-load: rows live-p99-N and live-first-N
     "cli-start",
+    "run-start",
     "review-diff",
     "workspaces",
     "log-bytes",
     "side-start",
     "cli-overhead",  # real CLIs at N=2 each (20 each in the full run)
+    "board-open",
     "board",  # rows board-*: 50 runs at 200 events/s in chromium (1,000 at 5,000/s in the full run)
 )
 

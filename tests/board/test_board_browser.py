@@ -640,3 +640,54 @@ def test_a_call_allowed_with_an_edited_input_from_the_board_runs_the_edited_inpu
             server.close()
     finally:
         stop(model)
+
+
+def test_the_page_of_a_long_run_starts_from_its_last_events(
+    tmp_path: Path, board_env: dict[str, str], browser: Any
+) -> None:
+    """A run of 2,500 events: its page shows the last 2,000 (the first one is not in the
+    transcript), says how many came before, shows the run's own totals (its card, not the
+    shown events'), and the link replays every event."""
+    import trio
+
+    from orchestrator.core.events import EventFactory, RuntimeEvent, Usage
+    from orchestrator.engine.eventlog import EventLog
+
+    key = "runtime:scripted:task:0000abcd:run-0000abcd"
+    make = EventFactory(run_id="long", session_id=key)
+    # the run's only cost report comes first: shown only through the run's card
+    events: list[RuntimeEvent] = [
+        make.cost(Usage(input_tokens=1234, output_tokens=7), cost_usd=0.5)
+    ]
+    events.append(make.text_delta("FIRST LINE\n"))
+    events += [make.text_delta(f"line {i}\n") for i in range(2496)]
+    events += make.finish("success", "ok")
+
+    async def fill() -> None:
+        async with EventLog.open(Path(board_env["RINGLEADER_STATE_DIR"]) / "events.db") as log:
+            await log.start_run(key, runtime_id="scripted", session_key=key)
+            await log.append(key, events)
+            await log.finish_run(key, status="success", outcome={"title": "long"})
+
+    trio.run(fill)
+    server = Served(tmp_path, board_env, None)
+    server.start()
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/run/{key}#token={server.token}")
+        page.wait_for_selector('[data-testid="done"]', timeout=TIMEOUT_MS)
+        earlier = page.inner_text('[data-testid="earlier"]')
+        assert f"{len(events) - 2000} earlier events not shown" in earlier
+        text = page.inner_text('[data-testid="transcript"]')
+        assert "FIRST LINE" not in text and "line 2495" in text
+        assert "1234 in" in page.inner_text("#run-summary")
+        page.click('[data-testid="show-all"]')
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=\"transcript\"]').innerText"
+            ".includes('FIRST LINE')",
+            timeout=TIMEOUT_MS,
+        )
+        page.wait_for_selector('[data-testid="done"]', timeout=TIMEOUT_MS)
+        assert page.query_selector('[data-testid="earlier"]') is None
+    finally:
+        server.close()

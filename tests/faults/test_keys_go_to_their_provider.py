@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from adapters.native.spec import NATIVE
+from adapters.native_spec import NATIVE
 from contract import collect_run
 from orchestrator.core import Done, StartOpts, TaskHandle
 from orchestrator.core.config import RuntimeConfig

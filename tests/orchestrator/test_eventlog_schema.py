@@ -208,3 +208,30 @@ def test_a_log_of_a_newer_schema_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="newer ringleader") as caught:
         trio.run(create)
     assert "\n" not in str(caught.value)
+
+
+def test_the_cards_a_reader_keeps_are_per_run_and_pruned_with_their_run(tmp_path: Path) -> None:
+    """``run_cards`` (added to a log of any version when it is opened, a migrated one too):
+    every run with events, its last gid and the card kept of it; a card is replaced per run,
+    one for a run with no event is not kept, and pruning a run drops its card."""
+    path = tmp_path / "events.db"
+    write_v0(path)
+
+    async def main() -> None:
+        async with EventLog.open(path) as log:
+            cards = await log.run_cards()
+            assert [(c.run_key, c.card) for c in cards] == [
+                (k, None) for k in (DONE_KEY, GOING_KEY)
+            ]
+            last = {c.run_key: c.last_gid for c in cards}
+            await log.save_run_cards([(DONE_KEY, 1, "old"), ("no-such-run", 1, "x")])
+            await log.save_run_cards([(DONE_KEY, last[DONE_KEY], "new")])
+            kept = {c.run_key: (c.card_gid, c.card) for c in await log.run_cards()}
+            assert kept == {DONE_KEY: (last[DONE_KEY], "new"), GOING_KEY: (None, None)}
+            await log.prune(ended_before_ms=10**15)
+            assert await log.run_cards() == []
+
+    trio.run(main)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM run_cards").fetchone() == (0,)
+    conn.close()

@@ -143,3 +143,26 @@ def test_registries_are_independent() -> None:
     one, two = RuntimeRegistry(), RuntimeRegistry()
     one.register(fake("a"))
     assert two.ids() == []
+
+
+def test_preload_gets_the_runtime_config_and_the_model() -> None:
+    """``preload`` (the CLI calls it in a worker thread before the runs start) is the spec's,
+    bound to the runtime's configuration; a runtime without one preloads nothing."""
+    from orchestrator.core.config import RuntimeConfig
+    from orchestrator.core.registry import RuntimeSpec
+
+    seen: list[tuple[str | None, str | None]] = []
+    specs = [
+        RuntimeSpec(
+            id="a",
+            factory=lambda config: fake("a"),
+            preload=lambda config, model: seen.append((config.model, model)),
+        ),
+        RuntimeSpec(id="b", factory=lambda config: fake("b")),
+    ]
+    registry = RuntimeRegistry.from_specs(specs, lambda rid: RuntimeConfig(model=f"{rid}-model"))
+    registry.preload("a", "anthropic:claude-x")
+    registry.preload("a")
+    registry.preload("b", "m")
+    registry.preload("missing")
+    assert seen == [("a-model", "anthropic:claude-x"), ("a-model", None)]

@@ -13,49 +13,25 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any, Generic, Self, TypeVar
-
-import anthropic
-import httpx2
-import openai
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from adapters.native.subscriber import NotifyFn
 from orchestrator.core.errors import ConfigError
 
-from ._common import convert_error, shared_http_client
+from ._common import SdkErrors, convert_error
 from .base import ModelOptions, ModelResponse, PromptRequest, SpecificTool, SystemPrompt, ToolChoice
 
-__all__ = ["OpenAISdkModel", "SdkModel", "anthropic_client", "openai_client"]
+__all__ = ["SdkModel"]
 
 ClientT = TypeVar("ClientT")
 
 
-def anthropic_client(
-    api_key: str | None, base_url: str | None, http_client: httpx2.AsyncClient | None
-) -> anthropic.AsyncAnthropic:
-    """An Anthropic SDK client on the shared httpx2 client, SDK retries off."""
-    return anthropic.AsyncAnthropic(
-        api_key=api_key or "unset",
-        base_url=base_url,
-        http_client=http_client or shared_http_client(),
-        max_retries=0,
-    )
-
-
-def openai_client(
-    api_key: str | None, base_url: str | None, http_client: httpx2.AsyncClient | None
-) -> openai.AsyncOpenAI:
-    """An OpenAI SDK client on the shared httpx2 client, SDK retries off."""
-    return openai.AsyncOpenAI(
-        api_key=api_key or "unused",
-        base_url=base_url,
-        http_client=http_client or shared_http_client(),
-        max_retries=0,
-    )
-
-
 class SdkModel(Generic[ClientT]):
-    """A model adapter on a provider SDK (see the module docstring)."""
+    """A model adapter on a provider SDK (see the module docstring). This module imports no
+    SDK: each provider's module imports its own (an Anthropic run never loads the OpenAI SDK)."""
+
+    sdk_errors: ClassVar[SdkErrors]
+    """The SDK's exception classes (:func:`~adapters.native.models._common.convert_error`)."""
 
     def __init__(
         self, model: str, client: ClientT, *, provider: str, max_tokens: int, stream: bool
@@ -149,7 +125,7 @@ class SdkModel(Generic[ClientT]):
                 return await self.streamed(params, notify)
             raw = await self.call(params)
         except Exception as exc:
-            err = convert_error(exc)
+            err = convert_error(exc, self.sdk_errors)
             if err is None:
                 raise
             raise err from exc
@@ -182,22 +158,3 @@ def _parameters(method: Any) -> frozenset[str]:
     if known is None:
         known = _PARAMETERS[key] = frozenset(inspect.signature(method).parameters)
     return known
-
-
-class OpenAISdkModel(SdkModel[openai.AsyncOpenAI]):
-    """A model on the OpenAI SDK (Responses, Chat Completions, every compatible provider)."""
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_tokens: int = 4096,
-        stream: bool = True,
-        provider: str = "openai",
-        http_client: httpx2.AsyncClient | None = None,
-        client: openai.AsyncOpenAI | None = None,
-    ) -> None:
-        client = client or openai_client(api_key, base_url, http_client)
-        super().__init__(model, client, provider=provider, max_tokens=max_tokens, stream=stream)

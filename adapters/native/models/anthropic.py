@@ -33,11 +33,11 @@ from adapters.native.subscriber import NotifyFn, TextDeltaEvent, ToolUseEvent
 from adapters.native.tools import ToolDefinition
 from tiers import AssembledPrompt
 
-from ._common import parse_arguments
-from ._sdk import SdkModel, anthropic_client
+from ._common import SdkErrors, parse_arguments, shared_http_client
+from ._sdk import SdkModel
 from .base import ModelResponse, PromptRequest, SpecificTool, SystemPrompt, ToolChoice
 
-__all__ = ["AnthropicModel", "format_anthropic_messages", "system_blocks"]
+__all__ = ["AnthropicModel", "anthropic_client", "format_anthropic_messages", "system_blocks"]
 
 _EPHEMERAL = {"type": "ephemeral"}
 
@@ -46,7 +46,23 @@ AnthropicClient: TypeAlias = anthropic.AsyncAnthropic | AsyncAnthropicBedrock
 """The first-party API, or Anthropic's models on AWS Bedrock (the SDK's Bedrock client)."""
 
 
+def anthropic_client(
+    api_key: str | None, base_url: str | None, http_client: httpx2.AsyncClient | None
+) -> anthropic.AsyncAnthropic:
+    """An Anthropic SDK client on the shared httpx2 client, SDK retries off."""
+    return anthropic.AsyncAnthropic(
+        api_key=api_key or "unset",
+        base_url=base_url,
+        http_client=http_client or shared_http_client(),
+        max_retries=0,
+    )
+
+
 class AnthropicModel(SdkModel[AnthropicClient]):
+    sdk_errors = SdkErrors(
+        anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.APIError
+    )
+
     def __init__(
         self,
         model: str,

@@ -24,7 +24,7 @@ from adapters.native.subscriber import NotifyFn, TextDeltaEvent, ToolUseEvent
 from adapters.native.tools import ToolDefinition
 
 from ._common import data_url, parse_arguments
-from ._sdk import OpenAISdkModel
+from ._openai import OpenAISdkModel
 from .base import ModelError, ModelResponse, PromptRequest, SpecificTool, ToolChoice
 
 __all__ = ["OpenAIResponsesModel", "format_responses_input"]

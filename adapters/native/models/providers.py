@@ -41,6 +41,7 @@ __all__ = [
     "canonical_provider",
     "create_adapter",
     "get_available_providers",
+    "model_class",
 ]
 
 WireFormat: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "bedrock"]
@@ -214,6 +215,25 @@ def canonical_provider(name: str) -> str:
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
+
+
+def model_class(provider: str, api: Literal["chat", "responses"] | None = None) -> type[Any] | None:
+    """The model adapter class :func:`create_adapter` builds for ``provider``, imported (and with
+    it that provider's SDK, and no other); ``None`` for an unknown provider."""
+    spec = PROVIDERS.get(_ALIASES.get(provider, provider))
+    if spec is None:
+        return None
+    if spec.format in ("anthropic", "bedrock"):
+        from .anthropic import AnthropicModel
+
+        return AnthropicModel
+    if (spec.format if api is None else f"openai-{api}") == "openai-responses":
+        from .openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel
+    from .openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel
 
 
 def create_adapter(

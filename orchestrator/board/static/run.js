@@ -350,12 +350,40 @@ rawBox.addEventListener("toggle", () => {
   }
 });
 
+// The page starts from the run's last events and its card (GET /run-tail), then follows the
+// run's feed from there: a run of 100,000 events is not replayed event by event (issue 37).
+// `#all` (the "show every event" link) replays the whole run instead.
+const TAIL = 2000;
+
+async function start() {
+  let cursor = 0;
+  if (location.hash !== "#all") {
+    try {
+      const tail = await getJSON(`/run-tail?run=${encodeURIComponent(runKey)}&limit=${TAIL}`);
+      if (tail.earlier > 0) {
+        const all = el("a", { href: "#all", "data-testid": "show-all", text: `show all ${tail.earlier + tail.events.length} events` });
+        all.addEventListener("click", () => setTimeout(() => location.reload(), 0));
+        transcript.append(el("div", { class: "status", "data-testid": "earlier" },
+          el("span", { text: `${tail.earlier} earlier events not shown · ` }), all));
+      }
+      for (const item of tail.events) onEvent(item.gid, runKey, item.event);
+      card = { ...newCard(runKey), ...tail.card };
+      cursor = tail.cursor;
+      summary();
+      drawCost();
+    } catch (err) {
+      say(String(err.message), true);
+    }
+  }
+  follow(`/events?run=${encodeURIComponent(runKey)}`, cursor, onEvent, (state) => {
+    conn.dataset.state = state;
+    conn.textContent = state;
+  });
+}
+
 summary();
 loadMeta();
-follow(`/events?run=${encodeURIComponent(runKey)}`, 0, onEvent, (state) => {
-  conn.dataset.state = state;
-  conn.textContent = state;
-});
+start();
 setInterval(pollApprovals, 1000);
 setInterval(pollFollowups, 2000);
 setInterval(summary, 1000);

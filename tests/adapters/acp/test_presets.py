@@ -43,7 +43,7 @@ def test_every_preset_is_a_registered_runtime() -> None:
 def test_the_entry_points_register_the_presets() -> None:
     text = (Path(__file__).resolve().parents[3] / "pyproject.toml").read_text()
     for rid in PRESET_IDS:
-        assert f'"{rid}" = "adapters.acp.spec:' in text
+        assert f'"{rid}" = "adapters.acp_spec:' in text
 
 
 def test_a_setting_the_preset_cannot_use_is_refused() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.native.spec import NATIVE
+from adapters.native_spec import NATIVE
 from orchestrator.cli.main import main
 from orchestrator.core.config import RuntimeConfig, load_config
 from orchestrator.core.errors import ConfigError
@@ -124,7 +124,7 @@ def test_subagents_in_the_config_file_and_only_for_native(tmp_path: Path) -> Non
     NATIVE.create(native)  # builds
     rows = {key: value for key, value, _ in loaded.describe(["native"])}
     assert rows["runtimes.native.subagents.reviewer"] == "Reviews diffs."
-    from adapters.claude_code.spec import CLAUDE_CODE
+    from adapters.claude_code_spec import CLAUDE_CODE
 
     with pytest.raises(ConfigError, match=r"runtimes\.claude-code\.subagents: not used"):
         CLAUDE_CODE.create(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from adapters.native.spec import NATIVE
+from adapters.native_spec import NATIVE
 from orchestrator.cli.main import main
 from orchestrator.core.config import load_config, trust_directory
 from orchestrator.core.errors import ConfigError
@@ -245,7 +245,7 @@ def test_ringleader_config_shows_the_declared_app_layer_and_other_runtimes_refus
     )
     assert rows["runtimes.native.skills.python-debug"] == "dir docs/skills/python-debug"
     assert rows["runtimes.native.subagents.weather"].startswith("factory team_app:weather")
-    from adapters.claude_code.spec import CLAUDE_CODE
+    from adapters.claude_code_spec import CLAUDE_CODE
     from orchestrator.core.config import RuntimeConfig
 
     with pytest.raises(ConfigError, match=r"runtimes\.claude-code\.hooks: not used"):

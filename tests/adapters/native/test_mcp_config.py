@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from adapters.codex.spec import CODEX
+from adapters.codex_spec import CODEX
 from adapters.native import McpHttpServer, McpStdioServer, NativeAdapter
-from adapters.native.spec import NATIVE
+from adapters.native_spec import NATIVE
 from orchestrator.core.config import McpServerConfig, RuntimeConfig, load_config, trust_directory
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Done, ToolCall, ToolResult

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.acp.spec import ACP
-from adapters.codex.spec import CODEX
+from adapters.acp_spec import ACP
+from adapters.codex_spec import CODEX
 from adapters.native import NativeAdapter
-from adapters.native.spec import NATIVE
+from adapters.native_spec import NATIVE
 from orchestrator.core.config import RuntimeConfig, load_config
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import Done, ErrorEvent, Status

@@ -14,7 +14,7 @@ import trio
 
 from adapters.openclaw import GatewaySettings, OpenClawAdapter, ask_person
 from adapters.openclaw.gateway import gateway_config
-from adapters.openclaw.spec import OPENCLAW
+from adapters.openclaw_spec import OPENCLAW
 from contract import check_stream, collect_run
 from orchestrator.core.adapter import RunHandle, StartOpts, TaskHandle
 from orchestrator.core.approvals import ApprovalBook, ApprovalEntry, approve, reject
