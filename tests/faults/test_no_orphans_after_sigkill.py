@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import trio
@@ -23,6 +22,8 @@ import trio
 from adapters import ScriptedAdapter
 from orchestrator.core.lifetime import ProcessIdentity
 from orchestrator.engine.eventlog import EventLog
+
+from .children import killed_on_the_way_out
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,34 +83,26 @@ ORCHESTRATOR = textwrap.dedent(
 )
 
 
-@contextlib.contextmanager
-def _orchestrator(tmp_path: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
-    """The orchestrator process; killed on the way out if a failed check left it running (its
-    run waits forever on the fake runtime, so leaving would otherwise wait for it forever)."""
-    with _start(tmp_path, mode) as proc:
-        try:
-            yield proc
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-
-
-def _start(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            ORCHESTRATOR,
-            str(tmp_path / "events.db"),
-            str(tmp_path / "state"),
-            str(tmp_path / "pids"),
-            mode,
-            FAKE_RUNTIME,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+def _orchestrator(
+    tmp_path: Path, mode: str
+) -> contextlib.AbstractContextManager[subprocess.Popen[str]]:
+    return killed_on_the_way_out(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                ORCHESTRATOR,
+                str(tmp_path / "events.db"),
+                str(tmp_path / "state"),
+                str(tmp_path / "pids"),
+                mode,
+                FAKE_RUNTIME,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     )
 
 

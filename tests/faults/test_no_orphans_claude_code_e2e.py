@@ -5,6 +5,7 @@ session recorded for resume."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -21,6 +22,8 @@ from adapters._runtimes import install_hint, runtime_binary
 from orchestrator.core.errors import RuntimeNotFoundError
 from orchestrator.core.lifetime import ProcessIdentity, marked_pids
 from orchestrator.engine.eventlog import EventLog
+
+from .children import killed_on_the_way_out
 
 pytestmark = pytest.mark.e2e
 
@@ -79,23 +82,27 @@ def claude_binary() -> Path:
         pytest.fail(f"Claude Code is not installed: {install_hint('claude-code')} ({exc})")
 
 
-def _orchestrator(tmp_path: Path, marker: str) -> subprocess.Popen[str]:
+def _orchestrator(
+    tmp_path: Path, marker: str
+) -> contextlib.AbstractContextManager[subprocess.Popen[str]]:
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            ORCHESTRATOR,
-            str(tmp_path / "events.db"),
-            str(tmp_path / "state"),
-            str(ws),
-            marker,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+    return killed_on_the_way_out(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                ORCHESTRATOR,
+                str(tmp_path / "events.db"),
+                str(tmp_path / "state"),
+                str(ws),
+                marker,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     )
 
 

@@ -4,6 +4,7 @@ of dying on ``UNIQUE constraint failed: events.run_key, events.seq``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,6 +21,8 @@ from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import RecordingSink
 from orchestrator.engine.hosts import LocalHost
 from orchestrator.engine.runner import Runner
+
+from .children import killed_on_the_way_out
 
 ORCHESTRATOR = textwrap.dedent(
     """
@@ -58,13 +61,17 @@ ORCHESTRATOR = textwrap.dedent(
 )
 
 
-def _orchestrator(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
+def _orchestrator(
+    tmp_path: Path, mode: str
+) -> contextlib.AbstractContextManager[subprocess.Popen[str]]:
     db, state, origin = tmp_path / "events.db", tmp_path / "state", tmp_path / "repo"
     origin.mkdir(exist_ok=True)
-    return subprocess.Popen(
-        [sys.executable, "-c", ORCHESTRATOR, str(db), str(state), str(origin), mode],
-        stdout=subprocess.PIPE,
-        text=True,
+    return killed_on_the_way_out(
+        subprocess.Popen(
+            [sys.executable, "-c", ORCHESTRATOR, str(db), str(state), str(origin), mode],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
     )
 
 
