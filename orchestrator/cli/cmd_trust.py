@@ -1,6 +1,8 @@
 """``ringleader trust [DIR]``: let a project's ``ringleader.toml`` set what can redirect a key or
-run code (``binary``, ``base_url``, ``api_key_env``, ``extra_args``, ``mcp_servers``, ``permission
-= "allow"``); recorded in the user config (:func:`orchestrator.core.config.trust_directory`)."""
+run code (``binary``, ``base_url``, ``api_key_env``, ``extra_args``, ``mcp_servers``, hooks,
+workspace commands, schedules, notification URLs, ``permission = "allow"``, …) and let the
+runtimes read their own project files; recorded in the user config
+(:func:`orchestrator.core.config.trust_directory`). What is ignored until then: docs/security.md."""
 
 from __future__ import annotations
 
@@ -35,10 +37,14 @@ def register(sub: Any) -> None:
         "trust",
         "trust a directory's ringleader.toml to set binaries, URLs, keys and MCP servers",
         "A ringleader.toml in the working directory comes with whatever repository is there: "
-        "unless its directory is trusted it may not set what can run code or redirect a key "
-        '(binary, base_url, api_key_env, extra_args, mcp_servers, permission = "allow"); each '
-        "ignored key is said on stderr. Trusting a directory (and what is under it) records it "
-        "in your user config ([[trusted]] directory = …); remove that entry to take it back.",
+        "unless its directory is trusted it may not set what can run code, redirect a key or "
+        "loosen your protections (a runtime's binary, base_url, api_key_env and extra_args, MCP "
+        "servers, hooks, workspace setup/teardown, schedules, notification URLs, accounts, "
+        'permission = "allow", sandbox paths or kind = "none"), and the runtimes\' own project '
+        "files (.claude/, .mcp.json, .codex/, opencode.json) start nothing; each ignored key is "
+        "said on stderr. Trusting a directory (and what is under it) records it in your user "
+        "config ([[trusted]] directory = …); remove that entry to take it back. What trust "
+        "covers, and what it does not: docs/security.md.",
         ["ringleader trust", "ringleader trust ~/src/myproject", "ringleader trust --list"],
     )
     trust.add_argument(
