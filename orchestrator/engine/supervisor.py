@@ -127,6 +127,15 @@ _TOO_LONG = re.compile(
 """An input no model will take as it is (Codex: "input exceeds the maximum length"): whatever
 code it comes with, retrying the same input cannot help."""
 
+_NO_SUCH_SESSION = re.compile(r"(?i)\bno conversation found with session id\b")
+"""A resume of a session the runtime never wrote down (Claude Code killed before it saved its
+transcript): every attempt would ask for the same missing session."""
+
+
+def _hopeless(text: str) -> bool:
+    """What no retry of the same request can fix, whatever code it came with."""
+    return bool(_TOO_LONG.search(text) or _NO_SUCH_SESSION.search(text))
+
 
 def _status_class(status: int) -> FailureClass:
     if status == 429 or status >= 500:
@@ -141,7 +150,7 @@ def classify_failure(code: str | None, message: str | None) -> FailureClass:
     if REFUSED.search(text) and LOOPBACK.search(text):
         return "permanent"
     code = (code or "").lower()
-    if code in PERMANENT_CODES or _TOO_LONG.search(text):
+    if code in PERMANENT_CODES or _hopeless(text):
         return "permanent"
     if code in TRANSIENT_CODES:
         # a typed transient code whose message is an auth failure (Codex words its 401s this
@@ -170,7 +179,7 @@ def classify_outcome(outcome: RunOutcome) -> FailureClass | None:
     code = outcome.error_code or ""
     if code in BEFORE_OUTPUT_CODES:
         text = (outcome.error_message or "")[:MAX_SCAN_CHARS]
-        if _AUTH.search(text) or _TOO_LONG.search(text):
+        if _AUTH.search(text) or _hopeless(text):
             return "permanent"
         if REFUSED.search(text) and LOOPBACK.search(text):
             return "permanent"
@@ -187,7 +196,8 @@ def classify_exception(error: BaseException) -> FailureClass:
     if isinstance(error, RuntimeStartError):
         text = str(error)[:MAX_SCAN_CHARS]
         refused_here = REFUSED.search(text) and LOOPBACK.search(text)
-        return "permanent" if _AUTH.search(text) or refused_here else "transient"
+        hopeless = _AUTH.search(text) or refused_here or _hopeless(text)
+        return "permanent" if hopeless else "transient"
     if isinstance(error, RingleaderError):
         return classify_failure(error.event_code, str(error))
     if isinstance(error, ConnectionRefusedError):

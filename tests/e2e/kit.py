@@ -257,16 +257,24 @@ async def background(
 
 
 async def killed_while_waiting(
-    argv: Sequence[str], *, cwd: Path, env: dict[str, str], state: Path, deadline_s: float
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    state: Path,
+    deadline_s: float,
+    also: Callable[[], bool] | None = None,
 ) -> ApprovalEntry:
     """Start ``argv`` (a ``ringleader run --approvals wait``), wait until its call waits in the
-    book on ``state``, then SIGKILL it: nothing of the orchestrator runs any more. The entry."""
+    book on ``state`` (and ``also()`` holds), then SIGKILL it: nothing of the orchestrator runs
+    any more. The entry."""
     proc = await trio.lowlevel.open_process(list(argv), cwd=cwd, env=env)
     book = ApprovalBook.in_state_dir(state)
     try:
         with trio.fail_after(deadline_s):
             while True:  # the orchestrator's entry, in another process
-                if (state / "approvals.db").exists() and await book.pending():
+                waiting = (state / "approvals.db").exists() and bool(await book.pending())
+                if waiting and (also is None or await trio.to_thread.run_sync(also)):
                     break
                 await trio.sleep(0.2)
         [entry] = await book.pending()

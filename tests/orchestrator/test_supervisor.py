@@ -68,6 +68,11 @@ PERMANENT = [
     ("server_error", "input exceeds the maximum length"),
     ("runtime_exited", "codex exited with status 1: input exceeds the maximum length"),
     ("runtime_reported", "This model's maximum context length is 200000 tokens"),
+    # a resumed session the runtime never saved (Claude Code killed before its transcript)
+    (
+        "runtime_start_failed",
+        "claude exited during initialize: No conversation found with session ID: a9ba",
+    ),
     # unknown: permanent
     ("runtime_reported", "something odd happened"),
     (None, ""),
@@ -124,6 +129,8 @@ def test_exceptions() -> None:
     assert classify_exception(ConfigError("bad")) == "permanent"
     assert classify_exception(RuntimeStartError("spawn failed")) == "transient"
     assert classify_exception(RuntimeStartError("HTTP 401 Unauthorized")) == "permanent"
+    gone = "claude exited during initialize: No conversation found with session ID: a9ba263b"
+    assert classify_exception(RuntimeStartError(gone)) == "permanent"  # was retried 4×
     assert classify_exception(RuntimeReportedError("x", code="rate_limited")) == "transient"
     assert classify_exception(RuntimeReportedError("status 403", code="api_error")) == "permanent"
     assert classify_exception(ValueError("?")) == "permanent"
