@@ -5,6 +5,7 @@ one fails the run with ``error{setup_failed}`` and no agent starts)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -205,7 +206,18 @@ async def test_a_failing_setup_fails_the_run_and_no_agent_starts(tmp_path: Path)
 async def test_a_setup_script_past_its_timeout_is_stopped(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    result = await run_workspace_script("echo start; exec sleep 600", tmp_path, timeout_s=5)
+    # The clock stands still until the script's first line is read: autojumping while the
+    # shell starts would pass the 5 s before it prints anything (seen under load in CI).
+    jump = autojump_clock.autojump_threshold
+    autojump_clock.autojump_threshold = math.inf
+
+    def seen(line: str) -> None:
+        if line == "start":
+            autojump_clock.autojump_threshold = jump
+
+    result = await run_workspace_script(
+        "echo start; exec sleep 600", tmp_path, timeout_s=5, on_line=seen
+    )
     assert not result.ok and result.timed_out
     assert result.lines == ("start",)
     assert "did not finish within 5s" in result.describe("setup", 5)
