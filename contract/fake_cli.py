@@ -72,6 +72,7 @@ import argparse
 import json
 import os
 import re
+import select
 import signal
 import sys
 import tempfile
@@ -396,9 +397,40 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+_signal_wakeup: int | None = None
+"""The read end of the pipe a handled signal writes a byte to (``signal.set_wakeup_fd``), once
+:func:`_wake_on_signals` made it. CPython runs a signal's handler between bytecodes, and a
+signal that comes after the last check but before a wait's system call (``time.sleep``,
+``Thread.join``) is handled only when that wait ends: for a stalled fake, never (its SIGINT line
+lost, SIGTERM after the grace instead). A wait that selects on this pipe wakes at once."""
+
+
+def _wake_on_signals() -> None:
+    global _signal_wakeup
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    _signal_wakeup = read
+
+
+def _wait_for(fd: int | None = None) -> None:
+    """Block until ``fd`` is readable (``None``: for ever); a handled signal's handler runs
+    meanwhile, however close to the start of the wait the signal came."""
+    fds = [f for f in (fd, _signal_wakeup) if f is not None]
+    while True:
+        if _signal_wakeup is None and fd is None:
+            time.sleep(3600)
+            continue
+        ready, _, _ = select.select(fds, [], [])
+        if fd in ready:
+            return
+        if _signal_wakeup in ready:
+            os.read(_signal_wakeup, 512)  # its handler runs as select returns
+
+
 def _sleep_forever() -> NoReturn:
     while True:
-        time.sleep(3600)
+        _wait_for(None)
 
 
 def _spawn_grandchild(pidfile: str | None) -> None:
@@ -408,12 +440,15 @@ def _spawn_grandchild(pidfile: str | None) -> None:
     command line as soon as the record exists (and so before this fake CLI's first line): the
     pipe's write end is close-on-exec, and its end of file here is that exec (or the child
     giving up on it)."""
+    global _signal_wakeup
     execed, exec_done = os.pipe()  # non-inheritable: the exec closes the child's copy
     pid = os.fork()
     if pid == 0:  # the grandchild
         os.close(execed)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)  # the signals of its own: none handled, nothing to wake for
+        _signal_wakeup = None
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
@@ -475,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             _exit(code)
 
         signal.signal(signal.SIGINT, on_sigint)
+        _wake_on_signals()
     else:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # die by the signal, like a plain CLI
     if args.ignore_sigterm:
@@ -487,6 +523,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _write_all(2, text.encode("utf-8") + b"\n")
 
     reader: threading.Thread | None = None
+    reader_done, reader_ended = os.pipe()  # end of file once the reader is done
     started: threading.Event | None = None
     start_on: object = json.loads(args.start_on) if args.start_on else None
     if args.rules is not None or start_on is not None:
@@ -495,9 +532,14 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             spec = Path(spec[1:]).read_text(encoding="utf-8")
         rules: list[dict[str, Any]] = json.loads(spec)
         started = threading.Event() if start_on is not None else None
-        reader = threading.Thread(
-            target=_serve_stdin, args=(out, rules, args.stdin_log, start_on, started), daemon=True
-        )
+
+        def serve() -> None:
+            try:
+                _serve_stdin(out, rules, args.stdin_log, start_on, started)
+            finally:
+                os.close(reader_ended)
+
+        reader = threading.Thread(target=serve, daemon=True)
         reader.start()
     if started is not None:
         started.wait()
@@ -523,6 +565,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             time.sleep(args.delay)
 
     if reader is not None:
+        _wait_for(reader_done)  # (not reader.join(): a SIGINT just before it would wait too)
         reader.join()
     _exit(args.exit_code)
 
