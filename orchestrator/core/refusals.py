@@ -17,8 +17,9 @@ folds a run's events and counts each refused call once (by its ``toolCallId``):
   (its normalizer writes ``[declined]``).
 
 Where the runtime's own text says neither, its normalizer marks the output
-(:data:`DECLINED_MARK`, :data:`NEEDS_APPROVAL_MARK`): Codex's declined items, and an ACP
-agent's calls whose permission request the adapter refused.
+(:data:`DECLINED_MARK`, :data:`NEEDS_APPROVAL_MARK`): Codex's declined items, an ACP agent's
+calls whose permission request the adapter refused, and Claude Code's calls our permission
+policy denied (Claude Code returns only the policy's message).
 
 A plain failure (``bash: x: Permission denied``, a non-zero exit) is not a refusal. Used by the
 CLI's lanes (the side-by-side summary) — the same fold for every runtime.
