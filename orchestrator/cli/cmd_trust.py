@@ -42,7 +42,8 @@ def register(sub: Any) -> None:
         "servers, hooks, workspace setup/teardown, schedules, notification URLs, accounts, "
         'prices, permission = "allow", sandbox paths or kind = "none"), its budgets, breaker '
         "and max_runs may only be stricter than yours, and the runtimes' own project "
-        "files (.claude/, .mcp.json, .codex/, opencode.json) start nothing; each ignored key is "
+        "files (.claude/, .mcp.json, .codex/, opencode.json; Hermes' language servers; "
+        "OpenClaw's .env) start nothing; each ignored key is "
         "said on stderr. Trusting a directory (and what is under it) records it in your user "
         "config ([[trusted]] directory = …); remove that entry to take it back. What trust "
         "covers, and what it does not: docs/security.md.",

@@ -7,7 +7,10 @@ claude-agent-acp, ``acp:claude``, the SDK's ``settingSources`` and ``strictMcpCo
 Codex 0.169: a repository's ``.codex/config.toml`` MCP server does not start (Codex trusts the
 directory it runs in by itself; ringleader marks it untrusted with ``-c projects=…``). OpenCode
 (``acp:opencode``): the repository's ``opencode.json`` MCP server does not start
-(``OPENCODE_DISABLE_PROJECT_CONFIG``). Once ``ringleader trust`` names the directory, each CLI
+(``OPENCODE_DISABLE_PROJECT_CONFIG``). Hermes 0.19.0: the language servers it starts after a
+file edit do not run the interpreter a repository's ``pyrightconfig.json`` names (``lsp.enabled:
+false``). OpenClaw 2026.9.6: a repository's ``.env`` does not reach its exec tool's commands (the
+gateway starts in its state directory). Once ``ringleader trust`` names the directory, each CLI
 reads its files as usual."""
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,7 +165,7 @@ def test_a_cloned_repositorys_code_runs_in_hermes_language_servers_only_once_tru
     (repo / "pyrightconfig.json").write_text(json.dumps({"venvPath": ".", "venv": ".venv"}))
     # the agent writes a Python file, then waits (at most 15 s) for the repository's program
     wait = f"for i in $(seq 75); do [ -e {ran}/python ] && break; sleep 0.2; done; echo waited"
-    turns: list[dict[str, object]] = [
+    turns: list[Any] = [
         {"tool_calls": [{"name": "write_file", "input": {"path": "x.py", "content": "x = 1\n"}}]},
         {"tool_calls": [{"name": "terminal", "input": {"command": wait}}]},
         *[{"text": "done"}] * 3,  # and any further call Hermes makes
@@ -206,7 +210,7 @@ def test_a_cloned_repositorys_dotenv_reaches_openclaw_commands_only_once_trusted
     ran.mkdir()
     (repo / "perl" / "strict.pm").write_text(f'open(my $f, ">", "{ran}/perl"); close($f); 1;\n')
     (repo / ".env").write_text(f"PERLLIB={repo / 'perl'}\n")
-    turns: list[dict[str, object]] = [
+    turns: list[Any] = [
         {"tool_calls": [{"name": "exec", "input": {"command": "shasum /dev/null > sum.txt"}}]},
         *[{"text": "done"}] * 3,  # and any further call OpenClaw makes
     ]
