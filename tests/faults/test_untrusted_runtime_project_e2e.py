@@ -154,6 +154,8 @@ def test_a_cloned_repositorys_code_runs_in_hermes_language_servers_only_once_tru
     bin_dir = Path(sys.executable).parent  # pyright, a development dependency, is here
     if not (bin_dir / "pyright-langserver").exists():
         pytest.fail(f"pyright-langserver is not in {bin_dir}: scripts/setup installs it")
+    if shutil.which("node") is None:  # pyright's bundled server runs on it
+        pytest.fail("node is not on PATH")
     repo = tmp_path / "clone"
     (repo / ".venv" / "bin").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
