@@ -50,6 +50,8 @@ def decision_from_args(
         edited: Any = json.loads(edit)
     except ValueError as exc:
         raise ConfigError(f"--edit: not JSON ({exc})") from None
+    except RecursionError:  # valid JSON nested deeper than the parser goes (as the board, ACP)
+        raise ConfigError("--edit: not JSON (nested too deeply)") from None
     if not isinstance(edited, dict):
         raise ConfigError("--edit: the tool's input must be a JSON object")
     return ApprovalDecision(True, input=cast(dict[str, Any], edited))
