@@ -453,7 +453,8 @@ def board_app(
         return JSONResponse(await pending_approvals())
 
     async def run_meta(request: Request) -> Response:
-        """The run's row, its title, and the runs of the same task (retries, rotations, resumes)."""
+        """The run's row, its title, the runs of the same task (retries, rotations, resumes) and
+        its refused tool calls (:meth:`~orchestrator.board.projection.Card.refusals_json`)."""
         if not auth.reads(request):
             return refused()
         key: str = request.query_params.get("run", "")
@@ -476,7 +477,15 @@ def board_app(
         title = hosted.title(key) if hosted is not None else None
         if title is None and mine.outcome:
             title = mine.outcome.get("title")
-        meta = {"run": run_json(mine), "title": title, "related": related}
+        # the run's refused calls, from its card (the refusal fold, orchestrator/core/refusals.py):
+        # the page asks when a run ends and sets them on the card it projects live
+        card = await card_of(log, key, await log.last_gid())
+        meta = {
+            "run": run_json(mine),
+            "title": title,
+            "related": related,
+            "refusals": card.refusals_json(),
+        }
         return JSONResponse(meta | _chain_fields(mine.outcome))
 
     async def run_tail(request: Request) -> Response:

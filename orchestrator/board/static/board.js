@@ -68,6 +68,7 @@ function render(card) {
       el("span", { class: card.costUsd === null ? "cost unknown" : "cost", text: formatCost(card.costUsd, card.estimated) }),
       el("span", { class: "elapsed", "data-started": card.startedTs ?? "", text: formatElapsed(elapsedMs) })),
     el("div", { class: "last-line", "data-testid": "last-line", text: card.lastLine || card.error || card.waitingFor || "" }),
+    ...(card.refusals ? [el("div", { class: "refused", "data-testid": "refused", title: card.refusals.hint, text: card.refusals.summary })] : []),
   ];
   if (hosting && live) {
     children.push(el("button", { class: "abort", type: "button", onclick: () => abort(card.runKey), text: "Abort" }));
@@ -91,8 +92,9 @@ async function abort(runKey) {
 }
 
 // Title and runtime of a run first seen on the feed: asked once per run (GET /run-meta, one
-// row), and once more when it ends untitled (a run of another process records its title with
-// its outcome). Never the whole board per event: the projection stays the page's own.
+// row), and once more when it ends (a run of another process records its title with its
+// outcome; the server's fold says which of its tool calls were refused). Never the whole board
+// per event: the projection stays the page's own.
 const metaAsked = new Map(); // runKey → "asked" | "final"
 function refreshMeta(runKey, final) {
   const state = metaAsked.get(runKey);
@@ -105,7 +107,10 @@ function refreshMeta(runKey, final) {
       const title = meta.title ?? card.title;
       const runtimeId = (meta.run && meta.run.runtimeId) ?? card.runtimeId;
       const chainTask = meta.chainTask ?? card.chainTask;
-      if (title !== card.title || runtimeId !== card.runtimeId || chainTask !== card.chainTask) {
+      const refusals = meta.refusals ?? card.refusals;
+      if (title !== card.title || runtimeId !== card.runtimeId || chainTask !== card.chainTask
+          || JSON.stringify(refusals) !== JSON.stringify(card.refusals)) {
+        card.refusals = refusals;
         card.title = title;
         card.runtimeId = runtimeId;
         card.chainTask = chainTask;
@@ -132,7 +137,7 @@ function onEvent(gid, runKey, ev) {
   counts();
   document.body.dataset.lastId = String(gid);
   if (!known) refreshMeta(runKey, false);
-  else if (ev.kind === "done" && !card.title) refreshMeta(runKey, true);
+  else if (ev.kind === "done") refreshMeta(runKey, true);
 }
 
 async function pollApprovals() {

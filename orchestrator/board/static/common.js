@@ -137,6 +137,11 @@ export function newCard(runKey) {
     error: null,
     errorCode: null,
     waitingFor: null,
+    // The run's refused tool calls ({needsApproval, denied, summary, hint} or null): never
+    // classified here. The server folds them (orchestrator/core/refusals.py, the CLI's fold)
+    // into its cards; the page takes them from GET /board, /run-tail and /run-meta (asked when
+    // a run ends), and applyEvent carries them over unchanged.
+    refusals: null,
   };
 }
 

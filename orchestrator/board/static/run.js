@@ -27,6 +27,7 @@ const costPoints = []; // [ts, costUsd or null, tokens]
 let card = newCard(runKey);
 let current = null; // the text block being streamed: {channel, node}
 let pending = new Set();
+let replaying = false;
 
 function say(text, isError = false) {
   notice.textContent = text;
@@ -121,10 +122,23 @@ function onEvent(gid, _key, ev) {
     case "done":
       current = null;
       drawCost();
+      if (!replaying) refreshRefusals();
       transcript.append(el("div", { class: `done-line done-${ev.reason}`, "data-testid": "done", text: `done: ${ev.reason}${ev.summary ? " — " + ev.summary : ""}` }));
       break;
   }
   summary();
+}
+
+// The run's refused tool calls come from the server's fold (orchestrator/core/refusals.py):
+// in the card GET /run-tail starts with, and asked again when the run ends live.
+async function refreshRefusals() {
+  try {
+    const meta = await getJSON(`/run-meta?run=${encodeURIComponent(runKey)}`);
+    card = { ...card, refusals: meta.refusals ?? null };
+    summary();
+  } catch {
+    /* the next load shows them */
+  }
 }
 
 function drawCost() {
@@ -156,6 +170,7 @@ function summary() {
   document.getElementById("run-summary").replaceChildren(
     el("span", { class: `badge col-${card.column}`, "data-testid": "run-column", text: card.column }),
     el("span", { text: ` ${runtimeOf(runKey)} · ${card.phase} · ${formatTokens(card.inputTokens)} in · ${formatTokens(card.outputTokens)} out · ${formatCost(card.costUsd, card.estimated)} · ${formatElapsed(elapsed)}` }),
+    ...(card.refusals ? [el("div", { class: "refused", "data-testid": "refused", text: card.refusals.hint })] : []),
   );
   const live = card.column === "running" || card.column === "queued";
   document.getElementById("actions").hidden = !(hosting && live);
@@ -366,7 +381,9 @@ async function start() {
         transcript.append(el("div", { class: "status", "data-testid": "earlier" },
           el("span", { text: `${tail.earlier} earlier events not shown · ` }), all));
       }
+      replaying = true; // the tail's card below has the refusals already
       for (const item of tail.events) onEvent(item.gid, runKey, item.event);
+      replaying = false;
       card = { ...newCard(runKey), ...tail.card };
       cursor = tail.cursor;
       summary();
