@@ -13,6 +13,7 @@ import {
   newCard,
   post,
   runtimeOf,
+  showGrants,
 } from "./common.js";
 
 const cards = new Map(); // runKey → card (projection) + runtimeId, title
@@ -156,6 +157,15 @@ async function pollApprovals() {
   }
 }
 
+async function pollGrants() {
+  if (!hosting) return;
+  try {
+    await showGrants(document.getElementById("grants"), "/grants", (m) => say(m, true));
+  } catch {
+    /* the next poll retries */
+  }
+}
+
 function setupTaskForm(runtimes) {
   if (!hosting || !runtimes.length) return;
   const form = document.getElementById("new-task");
@@ -232,6 +242,8 @@ async function main() {
     }
   }, 1000);
   setInterval(pollApprovals, 1000);
+  pollGrants();
+  setInterval(pollGrants, 3000);
   pollUsage();
   setInterval(pollUsage, 15000);
 }

@@ -12,6 +12,7 @@ import {
   newCard,
   post,
   runtimeOf,
+  showGrants,
 } from "./common.js";
 
 const LONG_LINES = 12;
@@ -248,6 +249,15 @@ async function pollApprovals() {
   }
 }
 
+async function pollGrants() {
+  if (!hosting) return;
+  try {
+    await showGrants(document.getElementById("grants"), `/grants?run=${encodeURIComponent(runKey)}`, (m) => say(m, true));
+  } catch {
+    /* retried */
+  }
+}
+
 function approvalRow(a) {
   // Allow / Allow for this run / Always here / Deny (with the message typed beside it, which the
   // model is told) / Edit input (the call runs with the edited JSON instead)
@@ -402,5 +412,7 @@ summary();
 loadMeta();
 start();
 setInterval(pollApprovals, 1000);
+pollGrants();
+setInterval(pollGrants, 3000);
 setInterval(pollFollowups, 2000);
 setInterval(summary, 1000);
