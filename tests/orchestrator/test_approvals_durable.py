@@ -237,8 +237,17 @@ async def test_a_waiting_run_takes_a_decision_made_through_another_book(tmp_path
 async def test_an_abort_while_waiting_cancels_the_entry(tmp_path: Path) -> None:
     book = ApprovalBook(tmp_path / "approvals.db", poll_s=0.01)
     request = ApprovalRequest("bash", {"command": "ls"}, "call-1", "session-1")
-    with trio.move_on_after(0.2):
-        await book.wait(request)
+    # the abort comes once the call waits in the book (its worker threads made the file and
+    # wrote the entry), not after a fixed time: on a loaded machine that took longer than 0.2 s
+    # and the wait was cancelled before there was anything to cancel
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(book.wait, request)
+        entries: list[Any] = []
+        with trio.fail_after(30):  # real time: only if the entry is never written
+            while not entries:
+                await trio.sleep(0.01)
+                entries = await book.pending()
+        nursery.cancel_scope.cancel()
     entry = await book.get(request.id)
     assert entry is not None and entry.status == "cancelled"
     assert await book.pending() == []

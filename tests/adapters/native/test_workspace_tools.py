@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 from adapters.native.cancel import CancelToken
 from adapters.native.executor import Executor, PermissionRequest, ToolBatch
@@ -350,18 +352,41 @@ def _alive(recorded: str) -> bool:
     return ProcessIdentity(int(pid), int(start)).alive()
 
 
-async def test_bash_timeout_kills_the_process_group(ws: Path) -> None:
+def _wait_for_file(path: Path) -> None:
+    """Block (a worker thread) until ``path`` exists; fail after a minute of real time."""
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} was never written"
+        time.sleep(0.01)
+
+
+async def test_bash_timeout_kills_the_process_group(
+    ws: Path, mock_clock: trio.testing.MockClock
+) -> None:
     from adapters.native.shell import BashOptions
 
+    # The clock stands still (rate 0) until the command has printed its line and recorded its
+    # background job, then runs at the real rate: the 0.5 s timeout can only fire after that
+    # (on a loaded machine the PID-namespace shim and bash took longer than 0.5 s to get there,
+    # and the output was empty), and the kill's graces are real ones.
     tools = workspace_tools(ws, policy=FULL_ACCESS, bash=BashOptions(kill_grace_s=0.2))
-    began = time.monotonic()
-    result = await call(
-        tools,
-        "bash",
-        command=f"sleep 300 & {RECORD_BG} > bg.pid; (sleep 300; echo never) & echo started; wait",
-        timeout_s=0.5,
+    command = (
+        f"sleep 300 & {RECORD_BG} > bg.pid; (sleep 300; echo never) & echo started; : > ready; wait"
     )
+    results: list[ToolResultData] = []
+
+    async def run() -> None:
+        results.append(await call(tools, "bash", command=command, timeout_s=0.5))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        await trio.to_thread.run_sync(_wait_for_file, ws / "ready")
+        await trio.testing.wait_all_tasks_blocked()  # the tool has read the line
+        assert not results  # no time has passed: the command still runs
+        mock_clock.rate = 1.0
+        began = time.monotonic()
     elapsed = time.monotonic() - began
+    [result] = results
     msg = err(result, "timeout")
     assert "timed out after 0.5s" in msg and "process group was killed" in msg
     assert result.data == "started\n"
