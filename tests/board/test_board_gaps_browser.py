@@ -36,6 +36,7 @@ def test_a_refused_call_is_on_the_card_and_the_grants_are_revocable_from_the_boa
             "isError": True,
         },
         {"type": "text", "text": "I could not write the file.\n"},
+        {"type": "sleep", "seconds": 4},
         {"type": "result", "ok": True, "summary": "I could not write the file."},
     ]
     script = write_script(tmp_path, "refused.json", frames)
@@ -52,8 +53,13 @@ def test_a_refused_call_is_on_the_card_and_the_grants_are_revocable_from_the_boa
         revoke = page.get_by_role(
             "button", name="Revoke: bash: allowed always on native in /w/repo"
         )
-        # the run ends live while the page watches: its card says what was refused, once
+        # the page watches: the card says what was refused as soon as it was (the server's fold,
+        # asked after a failed call), and still once the run has ended
         prefix = post_task(server, "scripted", "make the file")
+        running = page.wait_for_selector(
+            card_selector(prefix, "running") + ' [data-testid="refused"]', timeout=TIMEOUT_MS
+        )
+        assert running.text_content() == "1 tool call refused (needs approval)"
         done = page.wait_for_selector(
             card_selector(prefix, "done") + ' [data-testid="refused"]', timeout=TIMEOUT_MS
         )

@@ -124,6 +124,33 @@ function refreshMeta(runKey, final) {
     });
 }
 
+// A failed tool call may be a refused one: the server's fold says (GET /run-meta), one
+// question in flight per run, asked once more if another failed call came meanwhile.
+const refusalAsk = new Map(); // runKey → "asking" | "again"
+function askRefusals(runKey) {
+  if (refusalAsk.has(runKey)) {
+    refusalAsk.set(runKey, "again");
+    return;
+  }
+  refusalAsk.set(runKey, "asking");
+  getJSON(`/run-meta?run=${encodeURIComponent(runKey)}`)
+    .then((meta) => {
+      const card = cards.get(runKey);
+      if (card && JSON.stringify(meta.refusals) !== JSON.stringify(card.refusals)) {
+        card.refusals = meta.refusals;
+        render(card);
+      }
+    })
+    .catch(() => {
+      /* the run's end asks again */
+    })
+    .finally(() => {
+      const again = refusalAsk.get(runKey) === "again";
+      refusalAsk.delete(runKey);
+      if (again) askRefusals(runKey);
+    });
+}
+
 function onEvent(gid, runKey, ev) {
   let card = cards.get(runKey);
   const known = !!card;
@@ -139,6 +166,7 @@ function onEvent(gid, runKey, ev) {
   document.body.dataset.lastId = String(gid);
   if (!known) refreshMeta(runKey, false);
   else if (ev.kind === "done") refreshMeta(runKey, true);
+  else if (ev.kind === "tool-result" && ev.isError) askRefusals(runKey);
 }
 
 async function pollApprovals() {

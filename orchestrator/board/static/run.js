@@ -88,6 +88,7 @@ function onEvent(gid, _key, ev) {
     }
     case "tool-result": {
       current = null;
+      if (ev.isError && !replaying) refreshRefusals();
       let node = tools.get(ev.toolCallId);
       if (!node) {
         node = el("details", { class: "tool", "data-tool-call": ev.toolCallId },
@@ -131,7 +132,7 @@ function onEvent(gid, _key, ev) {
 }
 
 // The run's refused tool calls come from the server's fold (orchestrator/core/refusals.py):
-// in the card GET /run-tail starts with, and asked again when the run ends live.
+// in the card GET /run-tail starts with, and asked again after a failed call and at the end.
 async function refreshRefusals() {
   try {
     const meta = await getJSON(`/run-meta?run=${encodeURIComponent(runKey)}`);
