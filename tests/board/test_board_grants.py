@@ -14,6 +14,7 @@ import httpx2
 import trio
 
 from orchestrator.core.approvals import ApprovalBook, RunInfo
+from orchestrator.engine.eventlog import EventLog
 
 from .conftest import Served
 
@@ -48,6 +49,21 @@ def test_the_board_lists_the_grants_the_cli_lists_and_revokes_one(
 ) -> None:
     state = Path(board_env["RINGLEADER_STATE_DIR"])
     plant_grants(state)
+
+    async def runs() -> None:  # a run of the granted session, another of another runtime
+        async with EventLog.open(state / "events.db") as log:
+            await log.start_run(
+                "runtime:native:task:t1:run-1",
+                runtime_id="native",
+                session_key="runtime:native:task:t1",
+            )
+            await log.start_run(
+                "runtime:codex:task:t2:run-1",
+                runtime_id="codex",
+                session_key="runtime:codex:task:t2",
+            )
+
+    trio.run(runs)
     server = Served(tmp_path, board_env, None)
     server.start()
     try:
@@ -57,6 +73,11 @@ def test_the_board_lists_the_grants_the_cli_lists_and_revokes_one(
             ("bash", "always", "always on native in /w/repo"),
             ("write_file", "run", "for the rest of run runtime:native:task:t1"),
         ]
+        # a run page lists those that apply to its run
+        mine = server.get("/grants?run=runtime:native:task:t1:run-1").json()
+        assert [g["tool"] for g in mine] == ["bash", "write_file"]
+        assert server.get("/grants?run=runtime:codex:task:t2:run-1").json() == []
+        assert server.get("/grants?run=no-such-run").json() == []
         bash = grants[0]
         body = {k: bash[k] for k in ("scope", "tool", "runtime", "cwd", "run")}
         # the action rules: no token, another origin, a form: refused, and nothing revoked
