@@ -7,6 +7,7 @@ classification rules live once, in orchestrator/core/refusals.py."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from orchestrator.board.projection import project
 from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent, Usage, event_to_json
+from tests.orchestrator.test_board import ENDINGS, build_stream
 from tests.orchestrator.test_board_refusals import refused_run
 
 COMMON = Path(__file__).resolve().parents[2] / "orchestrator" / "board" / "static" / "common.js"
@@ -45,7 +47,28 @@ def streams() -> dict[str, list[RuntimeEvent]]:
         *make.fail("boom", code="interrupted"),
         make.text_delta("after the end"),
     ]
-    return {"refused": refused_run(), "busy": busy}
+    out = {"refused": refused_run(), "busy": busy}
+    rnd = random.Random(
+        7
+    )  # the property test's kinds of streams (tests/orchestrator/test_board.py)
+    for n in range(40):
+        steps: list[tuple[Any, ...]] = []
+        for _ in range(rnd.randrange(12)):
+            kind = rnd.choice(["text", "tool", "status", "cost", "error"])
+            if kind == "text":
+                text = rnd.choice(["", "a", "line\n", "x\r\ny", "  \n", "é" * 250])
+                steps.append((kind, text, rnd.choice(["assistant", "reasoning"])))
+            elif kind == "tool":
+                steps.append((kind, rnd.choice(["bash", "read_file"]), rnd.random() < 0.7))
+            elif kind == "status":
+                steps.append((kind, rnd.choice(["init", "thinking", "running", "turn-complete"])))
+            elif kind == "cost":
+                price = rnd.choice([None, 0.0, 0.5, 1.25])
+                steps.append((kind, rnd.randrange(5000), rnd.randrange(5000), price))
+            else:
+                steps.append((kind, rnd.choice(["", "oops"])))
+        out[f"random-{n}"] = build_stream(steps, rnd.choice(ENDINGS))
+    return out
 
 
 def run_node(cases: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +77,8 @@ def run_node(cases: dict[str, Any]) -> dict[str, Any]:
         pytest.skip("node is not installed (scripts/install-runtimes needs it too)")
     script = (
         f"{PAGE} const {{ applyEvent, newCard }} = await import({json.dumps(COMMON.as_uri())});"
-        f"const cases = {json.dumps(cases)}; const out = {{}};"
+        "const { readFileSync } = await import('node:fs');"
+        "const cases = JSON.parse(readFileSync(0, 'utf8')); const out = {};"
         "for (const [name, c] of Object.entries(cases)) {"
         "  let card = { ...newCard(c.runKey), ...c.start };"
         "  for (const ev of c.events) card = applyEvent(card, ev);"
@@ -63,6 +87,7 @@ def run_node(cases: dict[str, Any]) -> dict[str, Any]:
     )
     done = subprocess.run(
         [node, "--no-warnings", "--input-type=module", "-e", script],
+        input=json.dumps(cases),
         capture_output=True,
         text=True,
         timeout=60,
@@ -83,7 +108,7 @@ def test_the_page_projects_the_cards_the_server_projects() -> None:
     for name, events in streams().items():
         server = project(name, events).to_json()
         page = got[name]
-        assert server["refusals"] is not None or name == "busy"
+        assert server["refusals"] is not None or name != "refused"
         assert {k: v for k, v in page.items() if k != "refusals"} == {
             k: v for k, v in server.items() if k != "refusals"
         }, name
