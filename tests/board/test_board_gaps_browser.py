@@ -10,6 +10,7 @@ from typing import Any
 
 import trio
 
+from orchestrator.core.approvals import ApprovalBook, RunInfo
 from orchestrator.core.asking import NO_ONE_TO_ASK
 from orchestrator.engine.eventlog import EventLog
 from tests.orchestrator.review_kit import GIT_ID, git, make_runs
@@ -40,7 +41,14 @@ def test_a_refused_call_is_on_the_card_and_the_grants_are_revocable_from_the_boa
         {"type": "result", "ok": True, "summary": "I could not write the file."},
     ]
     script = write_script(tmp_path, "refused.json", frames)
-    plant_grants(Path(board_env["RINGLEADER_STATE_DIR"]))
+    state = Path(board_env["RINGLEADER_STATE_DIR"])
+    plant_grants(state)
+
+    async def scripted_grant() -> None:  # one that applies to the scripted run below
+        here = RunInfo(runtime_id="scripted", cwd="/elsewhere")
+        await ApprovalBook.in_state_dir(state).grant("Edit", "always", here, "ap-3")
+
+    trio.run(scripted_grant)
     server = Served(tmp_path, board_env | {"RINGLEADER_SCRIPTED_SCRIPT": str(script)}, None)
     server.start()
     try:
@@ -49,7 +57,7 @@ def test_a_refused_call_is_on_the_card_and_the_grants_are_revocable_from_the_boa
         page.wait_for_selector('#conn[data-state="live"]', timeout=TIMEOUT_MS)
         # the grants the CLI lists, each with its Revoke button (named for what it revokes)
         page.wait_for_selector("#grants:not([hidden]) li.grant", timeout=TIMEOUT_MS)
-        assert page.locator("#grants li.grant").count() == 2
+        assert page.locator("#grants li.grant").count() == 3
         revoke = page.get_by_role(
             "button", name="Revoke: bash: allowed always on native in /w/repo"
         )
@@ -69,9 +77,9 @@ def test_a_refused_call_is_on_the_card_and_the_grants_are_revocable_from_the_boa
         assert card.locator('[data-testid="refused"]').count() == 1
         revoke.click()
         page.wait_for_function(
-            "() => document.querySelectorAll('#grants li.grant').length === 1", timeout=TIMEOUT_MS
+            "() => document.querySelectorAll('#grants li.grant').length === 2", timeout=TIMEOUT_MS
         )
-        assert listed_by_cli(board_env) == [("write_file", "run")]
+        assert listed_by_cli(board_env) == [("write_file", "run"), ("Edit", "always")]
         page.screenshot(path=str(artifacts / "board-refused-and-grants.png"), full_page=True)
         # a fresh page starts from GET /board: the same line
         page.reload()
@@ -85,6 +93,14 @@ def test_a_refused_call_is_on_the_card_and_the_grants_are_revocable_from_the_boa
         text = hint.text_content() or ""
         assert text.startswith("1 tool call refused (needs approval): nobody was asked.")
         assert "ringleader serve" in text and "--approvals wait" in text
+        # and lists the grants that apply to its run, revocable there too (by keyboard here)
+        mine = page.wait_for_selector("#grants:not([hidden]) li.grant", timeout=TIMEOUT_MS)
+        assert mine.text_content() == "Edit: allowed always on scripted in /elsewhere Revoke"
+        assert page.locator("#grants li.grant").count() == 1
+        page.focus("#grants li.grant button")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#grants[hidden]", state="attached", timeout=TIMEOUT_MS)
+        assert listed_by_cli(board_env) == [("write_file", "run")]
     finally:
         server.close()
 
