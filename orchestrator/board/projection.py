@@ -174,9 +174,17 @@ def _last_line(tail: str) -> str:
 
 def _refused(card: Card, event: RuntimeEvent) -> dict[str, Any]:
     """The card's refusal fields after ``event`` (:class:`~orchestrator.core.refusals.Refusals`
-    applied to the state the card keeps)."""
+    applied to the state the card keeps); none changed: ``{}``."""
+    if not Refusals.concerns(event):
+        return {}
     fold = card.refusals
     fold.apply(event)
+    if (
+        fold.needs_approval == set(card.refused_needs_approval)
+        and fold.denied == set(card.refused_denied)
+        and fold.asked == dict(card.approval_calls)
+    ):
+        return {}
     return {
         "refused_needs_approval": tuple(sorted(fold.needs_approval)),
         "refused_denied": tuple(sorted(fold.denied)),
@@ -240,8 +248,9 @@ def apply(card: Card, event: RuntimeEvent) -> Card:
             return attrs.evolve(base, open_tool_calls=calls, phase=f"tool: {event.name}")
         case ToolResult():
             calls = tuple(c for c in card.open_tool_calls if c != event.tool_call_id)
-            refused = _refused(card, event) if event.is_error else {}
-            return attrs.evolve(base, open_tool_calls=calls, phase="running", **refused)
+            return attrs.evolve(
+                base, open_tool_calls=calls, phase="running", **_refused(card, event)
+            )
         case Status():
             return attrs.evolve(base, phase=event.phase, **_refused(card, event))
         case Cost():

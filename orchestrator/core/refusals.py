@@ -79,6 +79,16 @@ class Refusals:
         """Approval id → the call it asked about (what :meth:`resume` takes back)."""
         return self._asked
 
+    @staticmethod
+    def concerns(event: RuntimeEvent) -> bool:
+        """Whether :meth:`apply` may change anything for ``event`` (a failed call, a status that
+        asks or decides): a fold kept elsewhere (the board's cards) skips the rest cheaply."""
+        if isinstance(event, ToolResult):
+            return event.is_error
+        if isinstance(event, Status):
+            return event.approval is not None or _DECISION.match(event.detail or "") is not None
+        return False
+
     def apply(self, event: RuntimeEvent) -> None:
         if isinstance(event, Status):
             if event.approval is not None:
