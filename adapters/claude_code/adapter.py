@@ -558,11 +558,15 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
                         message=made.rejection_text(),
                         updated_input=made.input,
                     )
+            if not decision.allow and not decision.ask and not live.plan and run is not None:
+                run.state.declined.add(ask.tool_use_id or request_id)  # the policy said no
             self.record("permission", sessionKey=live.key, tool=ask.tool_name, allow=decision.allow)
             await control.respond(request_id, permission_answer(decision, ask.input))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         except Exception as exc:  # a policy that raised: deny, and say why
+            if run is not None:
+                run.state.declined.add(as_str(request.get("tool_use_id")) or request_id)
             with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 await control.respond(
                     request_id,

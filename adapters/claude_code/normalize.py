@@ -24,7 +24,8 @@ stream ``message_delta``       ``cost``: the run's usage so far (USD unknown unt
                                ``--include-partial-messages``); a sub-agent's text (a line with a
                                ``parent_tool_use_id``) goes to the reasoning channel
 ``assistant`` tool_use         ``tool-call`` (whole input; ``partial`` is never used)
-``user`` tool_result           ``tool-result`` (text blocks joined); ignored if already answered
+``user`` tool_result           ``tool-result`` (text blocks joined); ignored if already answered;
+                               a call our permission policy denied starts ``[declined]``
 ``result``                     ``cost`` (the run's usage with cache tokens, and USD), then one
                                terminal group: aborted (our abort, or ``terminal_reason``
                                ``aborted_*``) → ``done{aborted}``; max turns → ``done{max_turns}``;
@@ -55,6 +56,7 @@ from orchestrator.core.events import (
     Usage,
     usage_of,
 )
+from orchestrator.core.refusals import DECLINED_MARK
 
 from .dialect import (
     ApiRetryLine,
@@ -168,6 +170,10 @@ class ClaudeState:
     """The terminal ``result`` line, once seen."""
     drift_noted: set[str] = attrs.field(factory=_set)
     """Frames already reported for missing expected fields (drift)."""
+    declined: set[str] = attrs.field(factory=_set)
+    """Calls our permission policy denied (by ``tool_use_id``): their failed result's output
+    starts with :data:`~orchestrator.core.refusals.DECLINED_MARK`, since the text Claude Code
+    returns is only the policy's message."""
 
     @property
     def summary(self) -> str:
@@ -396,11 +402,10 @@ def _user(frame: dict[str, Any], make: EventFactory, state: ClaudeState) -> list
         if call_id not in make.open_tool_calls:
             out.append(make.tool_call(call_id, "", None))  # a result for a call we never saw
         state.closed_tools.add(call_id)
-        out.append(
-            make.tool_result(
-                call_id, tool_output(block.get("content")), is_error=block.get("is_error") is True
-            )
-        )
+        output, failed = tool_output(block.get("content")), block.get("is_error") is True
+        if failed and call_id in state.declined:  # it never ran: say why (core.refusals reads it)
+            output = f"{DECLINED_MARK}\n{output}" if output else DECLINED_MARK
+        out.append(make.tool_result(call_id, output, is_error=failed))
     return out
 
 

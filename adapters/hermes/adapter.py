@@ -9,6 +9,12 @@
   manual approvals (so dangerous commands come to our permission policy instead of Hermes'
   own "smart" mode), no environment probe, no lazy installs. The key is never written: the file
   says ``api_key: ${NAME}`` and the child gets that one variable (Hermes expands it).
+* **A repository's files.** Hermes reads from the working directory only prompt text
+  (``.hermes.md``/``HERMES.md``, ``AGENTS.md``, ``CLAUDE.md``, ``.cursorrules``); its config,
+  ``.env``, hooks, MCP servers and skills come from ``HERMES_HOME`` (ours), and project plugins
+  (``./.hermes/plugins``) load only with ``HERMES_ENABLE_PROJECT_PLUGINS``, which the child
+  never gets. What did run a repository's code is its language servers (see
+  :func:`hermes_config_yaml`): off unless the directory is trusted (``ringleader trust``).
 * **Honest failures.** Hermes reports a model failure as ordinary assistant text with
   ``stopReason: end_turn`` and no ``usage`` (docs/runtimes.md §4.4). When a prompt ends that way, its
   session store (``state.db``) is read: if no assistant message was recorded after the prompt,
@@ -31,6 +37,7 @@ import attrs
 import trio
 
 from orchestrator.core.adapter import Capabilities, HealthResult, NativeHomeClaim
+from orchestrator.core.config import is_trusted
 from orchestrator.core.errors import ConfigError, RuntimeReportedError
 from orchestrator.core.events import now_ms
 
@@ -77,8 +84,15 @@ class HermesConfig:
             raise ConfigError(f"key_env must be an environment variable name, not {self.key_env!r}")
 
 
-def hermes_config_yaml(config: HermesConfig, cwd: Path) -> str:
-    """The ``config.yaml`` a run writes into its ``HERMES_HOME`` (no secret in it)."""
+def hermes_config_yaml(config: HermesConfig, cwd: Path, *, project_code: bool = False) -> str:
+    """The ``config.yaml`` a run writes into its ``HERMES_HOME`` (no secret in it).
+
+    ``project_code``: the directory is trusted (``ringleader trust``). Otherwise Hermes'
+    language servers stay off (``lsp.enabled: false``): after each file edit in a git
+    repository Hermes starts them against the repository (``agent/lsp/servers.py``), and
+    they run the repository's code — pyright the interpreter its ``pyrightconfig.json`` or
+    ``.venv`` names, rust-analyzer its build scripts, typescript-language-server its
+    ``node_modules/typescript``."""
     lines = [
         "model:",
         "  provider: custom",
@@ -105,6 +119,7 @@ def hermes_config_yaml(config: HermesConfig, cwd: Path) -> str:
         ),
         "security:",
         "  allow_lazy_installs: false",
+        *([] if project_code else ["lsp:", "  enabled: false"]),
         "",
     ]
     return "\n".join(lines)
@@ -170,7 +185,9 @@ class HermesAdapter(AcpAdapter):
         run.home = home
         await trio.Path(run.cwd).mkdir(parents=True, exist_ok=True)
         text = hermes_config_yaml(
-            attrs.evolve(config, model=run.state.model or config.model), run.cwd
+            attrs.evolve(config, model=run.state.model or config.model),
+            run.cwd,
+            project_code=await trio.to_thread.run_sync(is_trusted, run.cwd),
         )
         await trio.to_thread.run_sync(write_private, home / "config.yaml", text)
         key = run.opts.env.get(config.key_env) or os.environ.get(config.key_env) or "unset"

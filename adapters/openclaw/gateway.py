@@ -5,7 +5,9 @@ every session of an adapter (OpenClaw is a *connected substrate*). :class:`Gatew
 
 * **starts** ``openclaw gateway run`` on loopback with token auth, a generated config
   (``openclaw.json5`` pointing at one model provider, update checks, telemetry, catalog refresh
-  and heartbeats off) and a private state directory, through the shared child-process driver
+  and heartbeats off) and a private state directory — its working directory too, unless the
+  workspace is trusted (``ringleader trust``), so a repository's ``.env`` stays out of its
+  environment — through the shared child-process driver
   (:func:`adapters._process.open_child`: own process group, allow-listed environment, the whole
   tree terminated when the manager's scope ends); or
 * **attaches** to a running gateway given its URL and token (:meth:`GatewayManager.attach`): no
@@ -34,6 +36,7 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
+from orchestrator.core.config import is_trusted
 from orchestrator.core.errors import (
     ConfigError,
     RuntimeExitedError,
@@ -456,11 +459,16 @@ class GatewayManager:
         self.url = f"ws://127.0.0.1:{port}"
         self._token = token
         self._stopped = trio.Event()
+        # OpenClaw loads `.env` from its working directory into its environment, which every
+        # command of its exec tool inherits (its blocklist lets PERLLIB through: a repository's
+        # Perl ran on `shasum`): outside a trusted directory it starts in its state directory,
+        # the agent still working in the workspace (agents.defaults.workspace)
+        trusted = await trio.to_thread.run_sync(is_trusted, self.workspace)
         try:
             async with open_child(
                 argv,
                 env=env,
-                cwd=self.workspace,
+                cwd=self.workspace if trusted else state,
                 writable=[state],  # its own state (config, sessions, tmp), when sandboxed
                 sigint_grace=settings.sigint_grace,
                 sigterm_grace=settings.sigterm_grace,

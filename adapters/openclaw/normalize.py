@@ -399,19 +399,32 @@ def continuation_events(
 ) -> list[RuntimeEvent]:
     """A whole run from the gateway's own continuation of a turn (see
     :func:`restart_continuation`): its assistant text and the usage it recorded, then
-    ``done{success}``. Its tool calls ran in the gateway; they are not replayed as events."""
+    ``done{success}``. Its tool calls ran in the gateway before the run took it over; they are
+    reported from the transcript as they were recorded — each assistant message's ``toolCall``
+    blocks as ``tool-call``, each ``toolResult`` message as its ``tool-result`` — in order."""
     out: list[RuntimeEvent] = [make.status("init", model=state.model)]
     texts: list[str] = []
     inp = out_tokens = 0
     cache_read: int | None = None
     cost = 0.0
     for message in messages:
-        if as_str(message.get("role")) != "assistant":
+        role = as_str(message.get("role"))
+        if role == "toolResult":
+            out += _recorded_result(message, state, make)
+            continue
+        if role != "assistant":
             continue
         text = text_of_content(message.get("content"))
         if text:
             texts.append(text)
             out.append(make.text_delta(text))
+        for block in as_list(message.get("content")):
+            call = as_dict(block)
+            call_id = as_str(call.get("id"))
+            if call.get("type") == "toolCall" and call_id and call_id not in state.tools:
+                state.tools[call_id] = name = as_str(call.get("name"))
+                args = call.get("arguments")
+                out.append(make.tool_call(call_id, name, args if isinstance(args, dict) else {}))  # pyright: ignore[reportUnknownArgumentType]
         usage = as_dict(message.get("usage"))
         read = as_int(usage.get("cacheRead"))
         inp += (as_int(usage.get("input")) or 0) + (read or 0)
@@ -424,6 +437,28 @@ def continuation_events(
     tokens = Usage(input_tokens=inp, output_tokens=out_tokens, cached_input_tokens=cache_read)
     out.append(make.cost(tokens, cost_usd=usd, model=state.model, estimated=usd is not None))
     return out + make.finish("success", texts[-1] if texts else "")
+
+
+def _recorded_result(
+    message: dict[str, object], state: RunState, make: EventFactory
+) -> list[RuntimeEvent]:
+    """The ``tool-result`` of a transcript's ``toolResult`` message (announcing its call first
+    if no assistant message did); ``[]`` for one without a call id or already answered."""
+    call_id = as_str(message.get("toolCallId"))
+    if not call_id:
+        return []
+    name = as_str(message.get("toolName")) or state.tools.get(call_id, "")
+    out: list[RuntimeEvent] = []
+    if call_id not in state.tools:
+        state.tools[call_id] = name
+        out.append(make.tool_call(call_id, name, {}))
+    if call_id not in make.open_tool_calls:
+        return out  # already answered
+    output = text_of_content(message.get("content"))
+    out.append(
+        make.tool_result(call_id, output, name=name, is_error=message.get("isError") is True)
+    )
+    return out
 
 
 def finish_from_lifecycle(state: RunState, make: EventFactory) -> list[RuntimeEvent]:

@@ -36,6 +36,7 @@ from orchestrator.core.events import (
     ToolResult,
     assert_exhaustive,
 )
+from orchestrator.core.refusals import Refusals
 from orchestrator.engine.eventlog import LoggedEvent
 
 __all__ = [
@@ -99,10 +100,38 @@ class Card:
     """Events that arrived after the run's ``done`` (a broken stream; ignored)."""
     waiting_for: str | None = None
     """While queued: why the run waits (``status{queued}``'s detail); ``None`` once it runs."""
+    refused_needs_approval: tuple[str, ...] = ()
+    """The run's tool calls refused because nobody was asked (sorted ``toolCallId``s): the
+    state of :class:`~orchestrator.core.refusals.Refusals`, the fold the CLI's done line uses."""
+    refused_denied: tuple[str, ...] = ()
+    """The calls a person or a policy denied (likewise)."""
+    approval_calls: tuple[tuple[str, str], ...] = ()
+    """Approval id → the call it asked about, as the refusal fold keeps them (sorted pairs)."""
 
     @property
     def terminal(self) -> bool:
         return self.column in TERMINAL_COLUMNS
+
+    @property
+    def refusals(self) -> Refusals:
+        """The refused calls as :class:`~orchestrator.core.refusals.Refusals` (a fresh fold)."""
+        return Refusals.resume(
+            self.refused_needs_approval, self.refused_denied, self.approval_calls
+        )
+
+    def refusals_json(self) -> dict[str, Any] | None:
+        """What the card says of refused calls (``None``: none was): the counts, the CLI's
+        summary and the board's hint (:meth:`~orchestrator.core.refusals.Refusals.board_hint`)."""
+        fold = self.refusals
+        summary = fold.summary()
+        if summary is None:
+            return None
+        return {
+            "needsApproval": len(fold.needs_approval),
+            "denied": len(fold.denied),
+            "summary": summary,
+            "hint": fold.board_hint(),
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The card with the wire's camelCase names (what ``GET /board`` serves)."""
@@ -125,6 +154,7 @@ class Card:
             "error": self.error,
             "errorCode": self.error_code,
             "waitingFor": self.waiting_for,
+            "refusals": self.refusals_json(),
         }
 
 
@@ -140,6 +170,26 @@ def _last_line(tail: str) -> str:
             return line[-LAST_LINE_CHARS:]
         end = start - 1
     return ""
+
+
+def _refused(card: Card, event: RuntimeEvent) -> dict[str, Any]:
+    """The card's refusal fields after ``event`` (:class:`~orchestrator.core.refusals.Refusals`
+    applied to the state the card keeps); none changed: ``{}``."""
+    if not Refusals.concerns(event):
+        return {}
+    fold = card.refusals
+    fold.apply(event)
+    if (
+        fold.needs_approval == set(card.refused_needs_approval)
+        and fold.denied == set(card.refused_denied)
+        and fold.asked == dict(card.approval_calls)
+    ):
+        return {}
+    return {
+        "refused_needs_approval": tuple(sorted(fold.needs_approval)),
+        "refused_denied": tuple(sorted(fold.denied)),
+        "approval_calls": tuple(sorted(fold.asked.items())),
+    }
 
 
 def _ending(reason: str, error_code: str | None) -> BoardColumn:
@@ -198,9 +248,11 @@ def apply(card: Card, event: RuntimeEvent) -> Card:
             return attrs.evolve(base, open_tool_calls=calls, phase=f"tool: {event.name}")
         case ToolResult():
             calls = tuple(c for c in card.open_tool_calls if c != event.tool_call_id)
-            return attrs.evolve(base, open_tool_calls=calls, phase="running")
+            return attrs.evolve(
+                base, open_tool_calls=calls, phase="running", **_refused(card, event)
+            )
         case Status():
-            return attrs.evolve(base, phase=event.phase)
+            return attrs.evolve(base, phase=event.phase, **_refused(card, event))
         case Cost():
             return attrs.evolve(
                 base,
@@ -236,7 +288,7 @@ def project(run_key: str, events: Iterable[RuntimeEvent]) -> Card:
     return card
 
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """The layout of :func:`card_to_cache`'s JSON; a card kept in another layout is folded again."""
 
 _CACHED_FIELDS = tuple(field.name for field in attrs.fields(Card))
@@ -263,7 +315,9 @@ def card_from_cache(raw: str) -> Card | None:
         values = {name: fields[name] for name in _CACHED_FIELDS}
         if values["column"] not in get_args(BoardColumn) or not isinstance(values["run_key"], str):
             return None
-        values["open_tool_calls"] = tuple(values["open_tool_calls"])
+        for name in ("open_tool_calls", "refused_needs_approval", "refused_denied"):
+            values[name] = tuple(str(v) for v in values[name])
+        values["approval_calls"] = tuple((str(a), str(c)) for a, c in values["approval_calls"])
         return Card(**values)
     except (ValueError, KeyError, TypeError):
         return None

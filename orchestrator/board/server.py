@@ -13,7 +13,9 @@
   "input"?}``: an :class:`~orchestrator.core.approvals.ApprovalBook` entry, decided as ``ringleader
   approve`` decides it), ``POST /say`` (``{"run", "text"}``: a follow-up, as ``ringleader say``),
   ``POST /followup`` (``{"id", "text"}`` edits a queued one, ``{"id", "withdraw": true}``
-  withdraws it) — only when the process hosts runs (:class:`BoardHost`), else 503;
+  withdraws it), ``POST /grants/revoke`` (``{"scope", "tool", "runtime", "cwd"?, "run"?}``: one
+  standing grant of the approval book goes) — only when the process hosts runs
+  (:class:`BoardHost`), else 503; ``GET /grants`` (``?run=KEY``) lists the standing grants;
   ``GET /followups?run=KEY`` lists the queued follow-ups of the run's session;
 * review comments (:mod:`orchestrator.engine.reviewloop.comments`): ``GET /runs/KEY/comments``,
   ``POST /runs/KEY/comments`` (``{"file", "start", "end"?, "text"}``), ``POST
@@ -412,6 +414,45 @@ def board_app(
             return []
         return [entry.to_json() for entry in await hosted.approvals.pending()]
 
+    async def grants(request: Request) -> Response:
+        """``GET /grants`` (``?run=KEY``: those that apply to the run): the standing grants of
+        the approval book (``ringleader approvals`` lists them too), oldest first."""
+        if not auth.reads(request):
+            return refused()
+        if hosted is None or hosted.approvals is None:
+            await trio.lowlevel.checkpoint()
+            return JSONResponse([])
+        listed = await hosted.approvals.grants()
+        key = request.query_params.get("run")
+        if key is not None:
+            row = next((r for r in await log.runs() if r.run_key == key), None)
+            listed = [
+                g
+                for g in listed
+                if row is not None
+                and g.runtime_id == row.runtime_id
+                and (g.scope == "always" or g.session_key == row.session_key)
+            ]
+        return JSONResponse([g.to_json() | {"describe": g.describe()} for g in listed])
+
+    async def revoke(data: dict[str, Any], h: BoardHost) -> Response:
+        """``POST /grants/revoke`` ``{"scope", "tool", "runtime", "cwd"?, "run"?}`` (a grant as
+        ``GET /grants`` lists it): that one grant goes; the tool asks again."""
+        scope, tool, runtime = (text_field(data, n) for n in ("scope", "tool", "runtime"))
+        if scope not in ("run", "always"):
+            raise ConfigError("'scope' must be 'run' or 'always'")
+        where = {n: data.get(n) or "" for n in ("cwd", "run")}
+        if not all(isinstance(v, str) for v in where.values()):
+            raise ConfigError("'cwd' and 'run' must be strings")
+        if h.approvals is None:
+            return JSONResponse({"error": "this board's runs do not wait for approvals"}, 404)
+        gone = await h.approvals.revoke_grant(
+            "run" if scope == "run" else "always", tool, runtime, where["cwd"], where["run"]
+        )
+        if not gone:
+            return JSONResponse({"error": "no such grant (revoked already?)"}, 404)
+        return JSONResponse({"ok": True, "scope": scope, "tool": tool}, 200)
+
     projection = Board()  # kept and brought up to date per request: never re-projected
     projecting = trio.Lock()
 
@@ -453,7 +494,8 @@ def board_app(
         return JSONResponse(await pending_approvals())
 
     async def run_meta(request: Request) -> Response:
-        """The run's row, its title, and the runs of the same task (retries, rotations, resumes)."""
+        """The run's row, its title, the runs of the same task (retries, rotations, resumes) and
+        its refused tool calls (:meth:`~orchestrator.board.projection.Card.refusals_json`)."""
         if not auth.reads(request):
             return refused()
         key: str = request.query_params.get("run", "")
@@ -476,7 +518,15 @@ def board_app(
         title = hosted.title(key) if hosted is not None else None
         if title is None and mine.outcome:
             title = mine.outcome.get("title")
-        meta = {"run": run_json(mine), "title": title, "related": related}
+        # the run's refused calls, from its card (the refusal fold, orchestrator/core/refusals.py):
+        # the page asks when a run ends and sets them on the card it projects live
+        card = await card_of(log, key, await log.last_gid())
+        meta = {
+            "run": run_json(mine),
+            "title": title,
+            "related": related,
+            "refusals": card.refusals_json(),
+        }
         return JSONResponse(meta | _chain_fields(mine.outcome))
 
     async def run_tail(request: Request) -> Response:
@@ -713,6 +763,8 @@ def board_app(
         Route("/abort", action(abort), methods=["POST"]),
         Route("/steer", action(steer), methods=["POST"]),
         Route("/approve", action(approve), methods=["POST"]),
+        Route("/grants", grants),
+        Route("/grants/revoke", action(revoke), methods=["POST"]),
         Route("/say", action(say), methods=["POST"]),
         Route("/followup", action(followup), methods=["POST"]),
         Route("/followups", followups),

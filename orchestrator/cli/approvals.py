@@ -24,7 +24,7 @@ from orchestrator.core.errors import ConfigError
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.runner import TaskSpec, resumable_task
 
-__all__ = ["approve_command", "decision_from_args", "list_approvals"]
+__all__ = ["approve_command", "decision_from_args", "list_approvals", "revoke_grants"]
 
 Resume = Callable[[str, TaskSpec], Awaitable[int]]
 """Runs the resumed task on its runtime (with approvals on); the exit code."""
@@ -50,6 +50,8 @@ def decision_from_args(
         edited: Any = json.loads(edit)
     except ValueError as exc:
         raise ConfigError(f"--edit: not JSON ({exc})") from None
+    except RecursionError:  # valid JSON nested deeper than the parser goes (as the board, ACP)
+        raise ConfigError("--edit: not JSON (nested too deeply)") from None
     if not isinstance(edited, dict):
         raise ConfigError("--edit: the tool's input must be a JSON object")
     return ApprovalDecision(True, input=cast(dict[str, Any], edited))
@@ -90,6 +92,35 @@ async def list_approvals(state: Path, *, as_json: bool, out: TextIO) -> int:
             entry.session_key or entry.session_id,
         )
     Console(file=out, soft_wrap=True, no_color=True).print(table)
+    return 0
+
+
+async def revoke_grants(state: Path, what: str, *, runtime_id: str | None, out: TextIO) -> int:
+    """``approvals --revoke WHAT``: remove the standing grants ``WHAT`` names — the approval
+    that made one (the ``from`` column, ``ap-…``) or a tool (all its grants; ``runtime_id``
+    narrows to one runtime) — saying each; the tool asks again from its next call.
+
+    Raises:
+        ConfigError: no standing grant matches (nothing is removed).
+    """
+    book = ApprovalBook.in_state_dir(state)
+    chosen = [
+        g
+        for g in await book.grants()
+        if what in (g.approval_id, g.tool) and runtime_id in (None, g.runtime_id)
+    ]
+    if not chosen:
+        on = f" on {runtime_id}" if runtime_id else ""
+        raise ConfigError(
+            f"--revoke: no standing grant of {what!r}{on} (`ringleader approvals` lists them: "
+            "a tool, or the approval in the `from` column)"
+        )
+    for grant in chosen:
+        gone = await book.revoke_grant(
+            grant.scope, grant.tool, grant.runtime_id, grant.cwd, grant.session_key
+        )
+        said = "revoked" if gone else "already gone"
+        out.write(f"ringleader: {said}: {grant.tool} allowed {grant.describe()}\n")
     return 0
 
 

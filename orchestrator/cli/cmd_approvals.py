@@ -71,10 +71,16 @@ async def _approve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _handle_list(args: argparse.Namespace, out: TextIO) -> int:
-    from orchestrator.cli.approvals import list_approvals
+    from orchestrator.cli.approvals import list_approvals, revoke_grants
     from orchestrator.cli.commands import usable_state_dir
+    from orchestrator.core.errors import ConfigError
 
-    return trio.run(lambda: list_approvals(usable_state_dir(), as_json=args.json, out=out))
+    state = usable_state_dir()
+    if args.revoke is not None:
+        return trio.run(lambda: revoke_grants(state, args.revoke, runtime_id=args.runtime, out=out))
+    if args.runtime is not None:
+        raise ConfigError("--runtime goes with --revoke (e.g. --revoke bash --runtime native)")
+    return trio.run(lambda: list_approvals(state, as_json=args.json, out=out))
 
 
 def _handle_approve(args: argparse.Namespace, out: TextIO) -> int:
@@ -91,10 +97,29 @@ def register(sub: Any) -> None:
         "by `ringleader serve` or `ringleader acp --approvals wait`, in any process, and the "
         "standing grants (allowed for the rest of a run, or always on a runtime in a "
         "directory). A run whose process is gone resumes when its approval is decided "
-        "(`ringleader approve`).",
-        ["ringleader approvals", "ringleader approvals --json | jq .id"],
+        "(`ringleader approve`). --revoke takes a standing grant back: the tool asks again "
+        "from its next call.",
+        [
+            "ringleader approvals",
+            "ringleader approvals --json | jq .id",
+            "ringleader approvals --revoke ap-1a2b3c4d5e6f",
+            "ringleader approvals --revoke bash --runtime native",
+        ],
     )
     json_option(approvals, "the pending approvals (one JSON object per line)")
+    approvals.add_argument(
+        "--revoke",
+        default=None,
+        metavar="WHAT",
+        help="remove the standing grants WHAT names: the approval that made one (the `from` "
+        "column) or a tool (all its grants); e.g. --revoke ap-1a2b3c4d5e6f, --revoke bash",
+    )
+    approvals.add_argument(
+        "--runtime",
+        default=None,
+        metavar="ID",
+        help="with --revoke: only that runtime's grants; e.g. --revoke bash --runtime native",
+    )
     approve = sub_command(
         sub,
         "approve",

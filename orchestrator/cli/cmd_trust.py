@@ -40,8 +40,10 @@ def register(sub: Any) -> None:
         "unless its directory is trusted it may not set what can run code, redirect a key or "
         "loosen your protections (a runtime's binary, base_url, api_key_env and extra_args, MCP "
         "servers, hooks, workspace setup/teardown, schedules, notification URLs, accounts, "
-        'permission = "allow", sandbox paths or kind = "none"), and the runtimes\' own project '
-        "files (.claude/, .mcp.json, .codex/, opencode.json) start nothing; each ignored key is "
+        'prices, permission = "allow", sandbox paths or kind = "none"), its budgets, breaker '
+        "and max_runs may only be stricter than yours, and the runtimes' own project "
+        "files (.claude/, .mcp.json, .codex/, opencode.json; Hermes' language servers; "
+        "OpenClaw's .env) start nothing; each ignored key is "
         "said on stderr. Trusting a directory (and what is under it) records it in your user "
         "config ([[trusted]] directory = …); remove that entry to take it back. What trust "
         "covers, and what it does not: docs/security.md.",

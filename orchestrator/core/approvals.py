@@ -541,6 +541,21 @@ class ApprovalBook:
 
         return await self._db(delete)
 
+    async def revoke_grant(
+        self, scope: DecisionScope, tool: str, runtime_id: str, cwd: str, session_key: str
+    ) -> bool:
+        """Remove one standing grant (its key: what :meth:`grants` lists of it); False when
+        there is no such grant (revoked already)."""
+
+        def delete(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "DELETE FROM grants WHERE scope = ? AND tool = ? AND runtime_id = ? AND cwd = ? "
+                "AND session_key = ?",
+                (scope, tool, runtime_id, cwd, session_key),
+            ).rowcount
+
+        return await self._db(delete) > 0
+
     # -- calls that started ------------------------------------------------------------------
 
     async def mark_started(self, request: ApprovalRequest) -> None:

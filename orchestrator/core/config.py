@@ -77,10 +77,14 @@ its ``binary``, ``base_url``, ``api_key_env``, ``extra_args``, ``mcp_servers``, 
 ``skills`` and ``subagents`` (native Python code by ``module:function``), a ``permission =
 "allow"``, ``[workspace]`` ``setup``/``teardown``, ``[notify]`` ``urls`` (a server of its
 choosing, and ``${NAME}`` fills in any of your variables), ``[sandbox]`` ``read``/``write`` and
-a ``kind = "none"`` that would turn your sandbox off, its ``accounts`` and ``[[schedule]]`` are
-ignored, one line each in :attr:`LoadedConfig.ignored` saying which key and why (the CLI prints
-them). The user config, ``--config FILE`` and the environment
-are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
+a ``kind = "none"`` that would turn your sandbox off, its ``accounts``, ``prices`` (cheaper
+prices would let runs spend past a USD budget) and ``[[schedule]]`` are ignored, one line each in
+:attr:`LoadedConfig.ignored` saying which key and why (the CLI prints them). Its limits may only
+be stricter than the user's: a ``[budget]`` value, a breaker's ``failures`` or a runtime's
+``max_runs`` applies only where it is lower than the user's (or the user set none), a breaker's
+``cooldown_s`` only where longer, a ``permission`` only where stricter, ``allow_estimates = true``
+not over the user's ``false``, and a breaker ``fallback`` only for runtimes the user gave none.
+The user config, ``--config FILE`` and the environment are the user's own. The same idea as Codex's trusted projects and VS Code's workspace trust.
 
 A key itself is never accepted in a file (a field named like one, or a value shaped like one):
 the file names the environment variable that holds it (``api_key_env``). Every problem is one
@@ -778,6 +782,8 @@ def load_config(
             )
             found = {}
         schedules.update(found)
+        if project:  # limits: only stricter than yours (what you set none of, it may set)
+            _no_looser(path, data, tables, merged, sections, sources, ignored)
         _merge(merged, sources, data, str(path))
         for name, table in tables.items():  # key by key, a later file wins
             sections.setdefault(name, {}).update(table)
@@ -812,7 +818,16 @@ _UNTRUSTED_REASONS: Final = {
     "hooks": "it would import and run Python code of the repository's choosing",
     "skills": "it would import and run Python code of the repository's choosing",
     "accounts": "it would choose an account's config directory, key variable or server",
+    "prices": "lower prices would make runs look cheaper than they are, so they could spend "
+    "past your USD budgets (your prices and the shipped table apply)",
 }
+
+_LOWER_IS_STRICTER: Final = {
+    "budget": ("usd", "tokens", "wall_s", "host_usd", "host_tokens"),
+    "breaker": ("failures",),
+}
+"""Limits an untrusted project may only lower; ``breaker.cooldown_s`` it may only lengthen."""
+_PERMISSION_ORDER: Final = ("deny", "ask", "allow")
 
 
 def trusted_directories(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
@@ -979,6 +994,81 @@ def _read_file(
                     f"`ringleader trust {path.parent}`)"
                 )
     return runtimes, tables
+
+
+def _no_looser(
+    path: Path,
+    runtimes: dict[str, dict[str, Any]],
+    tables: dict[str, dict[str, Any]],
+    merged: Mapping[str, Mapping[str, Any]],
+    sections: Mapping[str, Mapping[str, Any]],
+    sources: Mapping[str, str],
+    ignored: list[str],
+) -> None:
+    """Leave out what an untrusted project file (``runtimes`` and ``tables``, as read by
+    :func:`_read_file`) sets looser than the files before it (yours): a budget or a breaker's
+    ``failures`` higher, a breaker's ``cooldown_s`` shorter, ``allow_estimates`` on where you
+    set it off, a breaker ``fallback`` other than yours, a runtime's ``max_runs`` higher or its
+    ``permission`` more permissive. What you set none of, it may set; one line each in
+    ``ignored``."""
+    trust = f"(trust it with `ringleader trust {path.parent}`)"
+
+    def refuse(key: str, value: Any, why: str) -> None:
+        ignored.append(
+            f"{path}: ignored {key} = {value!r}: this directory is not trusted and it would "
+            f"{why} (from {sources.get(key, 'your configuration')}) {trust}"
+        )
+
+    for name, table in tables.items():
+        if name not in ("budget", "breaker") or name not in sections:
+            continue  # you set no such section: the project's applies
+        yours = sections[name]
+        mine: BaseModel = (BudgetConfig if name == "budget" else BreakerConfig).model_validate(
+            yours
+        )
+        theirs: BaseModel = (BudgetConfig if name == "budget" else BreakerConfig).model_validate(
+            table
+        )
+        for field in list(table):
+            value: Any = getattr(theirs, field)
+            limit: Any = getattr(mine, field)
+            key = f"{name}.{field}"
+            if field == "fallback":  # yours stand; the project's fill in runtimes you left out
+                theirs_fb, yours_fb = cast(dict[str, str], value), cast(dict[str, str], limit)
+                for runtime_id, target in theirs_fb.items():
+                    if runtime_id in yours_fb and target != yours_fb[runtime_id]:
+                        refuse(
+                            f"{key}.{runtime_id}",
+                            target,
+                            f"replace your fallback {yours_fb[runtime_id]!r}",
+                        )
+                table[field] = theirs_fb | yours_fb
+            elif field in _LOWER_IS_STRICTER[name] and limit is not None and value > limit:
+                refuse(key, value, f"raise your limit of {limit}")
+                del table[field]
+            elif field == "cooldown_s" and value < limit:
+                refuse(key, value, f"shorten your breaker's cooldown of {limit} s")
+                del table[field]
+            elif field == "allow_estimates" and value and field in yours and not limit:
+                refuse(key, value, "allow the list-price estimates you turned off")
+                del table[field]
+    for runtime_id, fields in runtimes.items():
+        yours_rt = merged.get(runtime_id, {})
+        key = f"runtimes.{runtime_id}"
+        cap = yours_rt.get("max_runs")
+        if "max_runs" in fields and cap is not None and fields["max_runs"] > cap:
+            refuse(f"{key}.max_runs", fields.pop("max_runs"), f"raise your limit of {cap}")
+        permission = yours_rt.get("permission")
+        if (
+            "permission" in fields
+            and permission is not None
+            and _PERMISSION_ORDER.index(fields["permission"]) > _PERMISSION_ORDER.index(permission)
+        ):
+            refuse(
+                f"{key}.permission",
+                fields.pop("permission"),
+                f"let the agent do more than your permission {permission!r} allows",
+            )
 
 
 def _refuse_secrets(path: Path, data: Any, where: tuple[str, ...]) -> None:

@@ -17,16 +17,19 @@ folds a run's events and counts each refused call once (by its ``toolCallId``):
   (its normalizer writes ``[declined]``).
 
 Where the runtime's own text says neither, its normalizer marks the output
-(:data:`DECLINED_MARK`, :data:`NEEDS_APPROVAL_MARK`): Codex's declined items, and an ACP
-agent's calls whose permission request the adapter refused.
+(:data:`DECLINED_MARK`, :data:`NEEDS_APPROVAL_MARK`): Codex's declined items, an ACP agent's
+calls whose permission request the adapter refused, and Claude Code's calls our permission
+policy denied (Claude Code returns only the policy's message).
 
 A plain failure (``bash: x: Permission denied``, a non-zero exit) is not a refusal. Used by the
-CLI's lanes (the side-by-side summary) — the same fold for every runtime.
+CLI's lanes (the side-by-side summary) and the board's cards (``orchestrator/board/projection.py``
+keeps the fold's state in each card) — the same fold for every runtime and every surface.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 import attrs
@@ -60,6 +63,31 @@ class Refusals:
     """Calls a person or a policy denied."""
     _asked: dict[str, str] = attrs.field(factory=dict[str, str])
     """Approval id → the call it asked about (from ``status{waiting_approval}``)."""
+
+    @classmethod
+    def resume(
+        cls, needs_approval: Iterable[str], denied: Iterable[str], asked: Iterable[tuple[str, str]]
+    ) -> Refusals:
+        """A fold that goes on from a kept state (:attr:`needs_approval`, :attr:`denied`,
+        :attr:`asked`): the board keeps it in its cards (``orchestrator/board/projection.py``)."""
+        fold = cls(set(needs_approval), set(denied))
+        fold._asked.update(asked)
+        return fold
+
+    @property
+    def asked(self) -> Mapping[str, str]:
+        """Approval id → the call it asked about (what :meth:`resume` takes back)."""
+        return self._asked
+
+    @staticmethod
+    def concerns(event: RuntimeEvent) -> bool:
+        """Whether :meth:`apply` may change anything for ``event`` (a failed call, a status that
+        asks or decides): a fold kept elsewhere (the board's cards) skips the rest cheaply."""
+        if isinstance(event, ToolResult):
+            return event.is_error
+        if isinstance(event, Status):
+            return event.approval is not None or _DECISION.match(event.detail or "") is not None
+        return False
 
     def apply(self, event: RuntimeEvent) -> None:
         if isinstance(event, Status):
@@ -106,4 +134,17 @@ class Refusals:
         return (
             f"{said} — run with --approvals wait and a person decides each one "
             "(`ringleader approvals`, `ringleader approve`, the board)"
+        )
+
+    def board_hint(self) -> str | None:
+        """:meth:`hint` as the board says it (a card, a run page): what a person there can do."""
+        said = self.summary()
+        if said is None:
+            return None
+        if not self.needs_approval:
+            return f"{said} (by a person or a permission policy)"
+        return (
+            f"{said}: nobody was asked. Start the task from this board (`ringleader serve` "
+            "asks you here) or with `ringleader run --approvals wait`, and a person decides "
+            "each call"
         )

@@ -197,7 +197,16 @@ def test_on_loopback_every_read_and_action_needs_the_printed_token(
         page = httpx2.get(server.url + "/")
         assert page.status_code == 200 and server.token not in page.text
         assert server.token not in httpx2.get(server.url + "/run/x").text
-        for path in ("/board", "/events", "/approvals", "/runs", "/runs/x", "/run-meta?run=x"):
+        reads = (
+            "/board",
+            "/events",
+            "/approvals",
+            "/grants",
+            "/runs",
+            "/runs/x",
+            "/run-meta?run=x",
+        )
+        for path in reads:
             assert httpx2.get(server.url + path).status_code == 401, path
             wrong = {"authorization": "Bearer " + "x" * len(server.token)}
             assert httpx2.get(server.url + path, headers=wrong).status_code == 401, path
@@ -206,7 +215,7 @@ def test_on_loopback_every_read_and_action_needs_the_printed_token(
         with httpx2.stream("GET", server.url + f"/events?token={server.token}") as events:
             assert events.status_code == 200
         body = {"prompt": "hi", "runtime": "scripted"}
-        for path in ("/tasks", "/abort", "/steer", "/approve"):
+        for path in ("/tasks", "/abort", "/steer", "/approve", "/grants/revoke"):
             assert httpx2.post(server.url + path, json=body).status_code == 401, path
         assert server.get("/board").status_code == 200
         token_file = Path(board_env["RINGLEADER_STATE_DIR"]) / "board-token"

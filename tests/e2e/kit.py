@@ -35,6 +35,7 @@ from orchestrator.core.events import (
     event_to_json,
 )
 from orchestrator.core.queue import QueueEventStream
+from orchestrator.core.refusals import Refusals
 
 
 class ChildRuntime(RuntimeAdapter, Protocol):
@@ -80,6 +81,14 @@ def done(events: list[RuntimeEvent]) -> Done:
     last = events[-1]
     assert isinstance(last, Done)
     return last
+
+
+def refused(events: list[RuntimeEvent]) -> str | None:
+    """What the done line says of the run's refused tool calls (``None``: none was refused)."""
+    fold = Refusals()
+    for event in events:
+        fold.apply(event)
+    return fold.summary()
 
 
 def text(events: list[RuntimeEvent], channel: str = "assistant") -> str:

@@ -35,7 +35,16 @@ from orchestrator.core.approvals import ApprovalBook, approve
 from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status, event_from_json
 from orchestrator.model_server import ModelServer, serve_model_server
 
-from .kit import RINGLEADER, cli_env, done, drive, installed, killed_while_waiting, start
+from .kit import (
+    RINGLEADER,
+    cli_env,
+    done,
+    drive,
+    installed,
+    killed_while_waiting,
+    refused,
+    start,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -254,6 +263,7 @@ async def test_a_call_waits_in_the_book_and_runs_when_allowed_from_another_proce
     resumed = [e for e in events if isinstance(e, Status) and "allowed" in (e.detail or "")]
     assert len(waiting) == 1 and len(resumed) == 1
     assert events.index(waiting[0]) < events.index(resumed[0])
+    assert refused(events) is None  # an allowed call is not a refusal
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -273,6 +283,7 @@ async def test_a_call_denied_with_a_message_does_not_run_and_the_model_is_told(
     assert len(asked) == 1
     assert done(events).reason == "success"
     assert not changed(runtime, workspace, 1)
+    assert refused(events) == "1 tool call denied"  # what the done line and the table say
     later = [r for r in server.requests if r.conversation == "deny" and not r.side][1:]
     assert later, "the model was not asked again after the denial"
     seen = json.dumps([r.body for r in later])

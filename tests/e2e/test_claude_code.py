@@ -41,6 +41,7 @@ from .kit import (
     done,
     installed,
     read_until,
+    refused,
     run_turn,
     start,
     text,
@@ -328,6 +329,7 @@ async def test_permission_denied_one_shot(
     assert "approval" in result.output
     assert not (workspace / "made.txt").exists()
     assert done(events).summary == "DENIAL_SEEN"
+    assert refused(events) == "1 tool call refused (needs approval)"  # what the done line says
 
 
 async def test_long_lived_permission_policy(
@@ -345,10 +347,11 @@ async def test_long_lived_permission_policy(
         assert pid2 == pid
     assert (workspace / "allowed.txt").exists() and not (workspace / "refused.txt").exists()
     (ok,) = [e for e in first if isinstance(e, ToolResult)]
-    (refused,) = [e for e in second if isinstance(e, ToolResult)]
+    (no,) = [e for e in second if isinstance(e, ToolResult)]
     assert not ok.is_error and done(first).summary == "ALLOWED"
-    assert refused.is_error and "ringleader policy says no" in refused.output
+    assert no.is_error and "ringleader policy says no" in no.output
     assert done(second).summary == "REFUSED"
+    assert (refused(first), refused(second)) == (None, "1 tool call denied")
     assert [c.params["allow"] for c in adapter.calls if c.method == "permission"] == [True, False]
     assert not alive(pid)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from orchestrator.core.events import Done, event_from_json
+from orchestrator.core.events import Done, ToolCall, ToolResult, event_from_json
 from orchestrator.core.lifetime import marked_pids
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.model_server import serve_model_server
@@ -43,6 +43,7 @@ SCRIPT = {
             "marker": "[[e2e:crash]]",
             "turns": [
                 {"text": "once upon a time " * 400, "chunk_chars": 6, "chunk_delay_s": 0.2},
+                {"tool_calls": [{"name": "exec", "input": {"command": "echo tool-after-restart"}}]},
                 {"text": "RECOVERED the story"},
             ],
         }
@@ -113,10 +114,15 @@ async def test_recover_resumes_an_openclaw_session_with_its_conversation(tmp_pat
     said = done.stdout.decode()
     assert done.returncode == 0, (err[-3000:], said[-3000:], [(r.turn, r.outcome) for r in asked])
     assert "recovering" in err
-    # one continuation, with the interrupted conversation (its marker): it took turn 2
-    assert [r.turn for r in asked if not r.side] == [0, 1], [(r.turn, r.outcome) for r in asked]
+    # one continuation, with the interrupted conversation (its marker): it took turns 2 and 3
+    assert [r.turn for r in asked if not r.side] == [0, 1, 2], [(r.turn, r.outcome) for r in asked]
     lines = done.stdout.decode().splitlines()
     events = [event_from_json(line) for line in lines if line.startswith("{")]
     assert isinstance(events[-1], Done) and events[-1].reason == "success", err[-3000:]
     texts = "".join(getattr(e, "text", "") for e in events)
     assert "RECOVERED" in texts
+    # the tool the continuation ran is in the resumed run's events, with its result
+    [call] = [e for e in events if isinstance(e, ToolCall)]
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert (call.name, call.input) == ("exec", {"command": "echo tool-after-restart"})
+    assert result.tool_call_id == call.tool_call_id and "tool-after-restart" in result.output

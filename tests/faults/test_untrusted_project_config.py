@@ -177,3 +177,95 @@ def test_runtimes_never_executes_an_untrusted_binary(
         check=False,
     )
     assert trusted.returncode == 0 and "trusted" in trusted.stdout, trusted.stderr
+
+
+YOUR_LIMITS = """\
+[budget]
+usd = 2.0
+tokens = 100000
+host_usd = 5.0
+allow_estimates = false
+
+[breaker]
+failures = 2
+cooldown_s = 120
+fallback = { codex = "claude-code" }
+
+[runtimes.native]
+max_runs = 1
+permission = "deny"
+"""
+
+LOOSER_LIMITS = """\
+[budget]
+usd = 50.0
+tokens = 500
+host_usd = 100.0
+wall_s = 60
+allow_estimates = true
+
+[breaker]
+failures = 10
+cooldown_s = 1
+fallback = { codex = "native", native = "codex" }
+
+[runtimes.native]
+max_runs = 8
+permission = "ask"
+
+[runtimes.codex.prices."gpt-5.5"]
+input = 0.0001
+output = 0.0001
+"""
+
+
+def test_an_untrusted_project_may_only_make_your_limits_stricter(
+    repo: tuple[Path, dict[str, str], Path],
+) -> None:
+    from orchestrator.engine.governance import Governance
+
+    project, env, _ = repo
+    user = Path(env["XDG_CONFIG_HOME"]) / "ringleader" / "config.toml"
+    user.parent.mkdir()
+    user.write_text(YOUR_LIMITS)
+    (project / "ringleader.toml").write_text(LOOSER_LIMITS)
+    loaded = load_config(cwd=project, environ=env)
+    budget, breaker = loaded.config.budget, loaded.config.breaker
+    # higher caps, a laxer breaker, a more permissive policy: yours stand
+    assert budget.usd == 2.0 and budget.host_usd == 5.0 and not budget.allow_estimates
+    assert breaker is not None and (breaker.failures, breaker.cooldown_s) == (2, 120)
+    assert breaker.fallback == {"codex": "claude-code", "native": "codex"}
+    native = loaded.runtime("native")
+    assert native.max_runs == 1 and native.permission == "deny"
+    # cheaper prices would let a run spend past your USD budget unseen
+    assert loaded.runtime("codex").prices == {}
+    # stricter, or where you set none: the project's applies
+    assert budget.tokens == 500 and budget.wall_s == 60
+    said = sorted(line.split(" ignored ")[1].split(" ")[0].rstrip(":") for line in loaded.ignored)
+    assert said == [
+        "breaker.cooldown_s",
+        "breaker.failures",
+        "breaker.fallback.codex",
+        "budget.allow_estimates",
+        "budget.host_usd",
+        "budget.usd",
+        "runtimes.codex.prices",
+        "runtimes.native.max_runs",
+        "runtimes.native.permission",
+    ]
+    usd = next(line for line in loaded.ignored if "budget.usd" in line)
+    assert "raise your limit of 2.0" in usd and str(user) in usd and "not trusted" in usd
+    # --budget-usd on the command line still wins over both
+    assert Governance.from_config(loaded.config, usd=20.0).task_budget.usd == 20.0
+    # a project's limits where you set none apply as they are
+    user.write_text("")
+    loaded = load_config(cwd=project, environ=env)
+    assert loaded.config.budget.usd == 50.0 and loaded.config.breaker is not None
+    assert loaded.config.breaker.failures == 10 and loaded.runtime("native").max_runs == 8
+    # a trusted directory's file wins over yours, as before
+    user.write_text(YOUR_LIMITS)
+    trust_directory(project, env)
+    loaded = load_config(cwd=project, environ=env)
+    assert loaded.ignored == () and loaded.config.budget.usd == 50.0
+    assert loaded.runtime("codex").prices["gpt-5.5"].input == 0.0001
+    assert loaded.runtime("native").permission == "ask"

@@ -187,6 +187,21 @@ def test_approve_refuses_what_it_cannot_decide(tmp_path: Path) -> None:
     assert listed.returncode == 0 and "no pending approvals" in listed.stdout
 
 
+def test_approve_edit_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = {**os.environ, "RINGLEADER_STATE_DIR": str(state)}
+    deep = '{"a":' * 5000 + "1" + "}" * 5000  # 30 KB: well within one argument's limit
+    done = subprocess.run(
+        _ringleader("approve", "ap-x", "--allow", "--edit", deep),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "ringleader: --edit: not JSON (nested too deeply)\n"
+    assert not list(state.glob("crash-*.txt"))  # no internal error behind it
+
+
 # -- the book ------------------------------------------------------------------------------------
 
 

@@ -60,6 +60,7 @@ def test_precedence_user_then_project_then_explicit_then_env(
         '[runtimes.codex.prices."m2"]\ninput = 3\noutput = 4\n',
     )
     explicit = write(tmp_path / "x.toml", '[runtimes.codex]\nmode = "exec"\n')
+    trust_directory(project, env)  # an untrusted project's prices are ignored
     environ = env | {
         "RINGLEADER_CODEX_BINARY": "/opt/codex",
         "RINGLEADER_CODEX_EXTRA_ARGS": "a=1 'b=2 3'",

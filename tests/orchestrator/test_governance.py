@@ -398,7 +398,7 @@ def test_native_breakers_are_per_provider() -> None:
 
 
 def test_budget_and_breaker_from_config_files_with_flags_winning(tmp_path: Path) -> None:
-    from orchestrator.core.config import load_config
+    from orchestrator.core.config import load_config, trust_directory
 
     (tmp_path / "ringleader.toml").write_text(
         "[budget]\nusd = 2.0\ntokens = 1000\nhost_usd = 10\nallow_estimates = true\n"
@@ -406,7 +406,9 @@ def test_budget_and_breaker_from_config_files_with_flags_winning(tmp_path: Path)
         '[runtimes.codex.prices."gpt-5.5"]\ninput = 1.0\noutput = 2.0\n',
         encoding="utf-8",
     )
-    loaded = load_config(cwd=tmp_path, environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    trust_directory(tmp_path, env)  # an untrusted project's prices are ignored
+    loaded = load_config(cwd=tmp_path, environ=env)
     assert loaded.sources["budget.usd"].endswith("ringleader.toml")
     gov = Governance.from_config(loaded.config, tokens=50)
     assert gov.task_budget == Budget(usd=2.0, tokens=50)

@@ -15,13 +15,14 @@ from rich.console import Console
 
 from adapters import ScriptedAdapter
 from adapters.acp import AcpState, normalize_update
+from adapters.claude_code import ClaudeState, normalize_line
 from adapters.codex import AppState, normalize_app
 from orchestrator.cli.live import PlainView
 from orchestrator.cli.sidebyside import Job, run_jobs
 from orchestrator.core import RuntimeRegistry
 from orchestrator.core.approvals import DEFAULT_REJECT_MESSAGE
 from orchestrator.core.asking import NO_ONE_TO_ASK
-from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent
+from orchestrator.core.events import ApprovalCall, EventFactory, RuntimeEvent, ToolResult
 from orchestrator.core.refusals import DECLINED_MARK, NEEDS_APPROVAL_MARK, Refusals
 from orchestrator.engine import TaskSpec
 
@@ -188,3 +189,27 @@ def test_an_acp_agents_refused_call_says_why_it_never_ran() -> None:
             events += out
     fold = refused(events)
     assert (fold.needs_approval, fold.denied) == ({"a1"}, {"a2"})  # a3 failed on its own
+
+
+def test_a_call_claude_codes_permission_policy_denied_is_denied() -> None:
+    """Claude Code returns only the policy's message ("ringleader policy says no"), so the
+    adapter notes the calls its policy denied (``ClaudeState.declined``) for the normalizer."""
+    make = EventFactory(run_id="r")
+    state = ClaudeState()
+    state.declined.add("c1")
+    events: list[RuntimeEvent] = []
+    for call_id in ("c1", "c2"):  # c2 failed on its own
+        use = {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "x"}}
+        answer = {"type": "tool_result", "tool_use_id": call_id, "is_error": True}
+        answer["content"] = "ringleader policy says no" if call_id == "c1" else "exit 1"
+        for line in (
+            {"type": "assistant", "message": {"id": f"m{call_id}", "content": [use]}},
+            {"type": "user", "message": {"content": [answer]}},
+        ):
+            out = normalize_line(line, make, state)
+            assert out is not None
+            events += out
+    fold = refused(events)
+    assert (fold.needs_approval, fold.denied) == (set[str](), {"c1"})
+    [said] = [e for e in events if isinstance(e, ToolResult) and e.tool_call_id == "c1"]
+    assert said.output == f"{DECLINED_MARK}\nringleader policy says no"  # the model's text kept

@@ -13,6 +13,7 @@ import {
   newCard,
   post,
   runtimeOf,
+  showGrants,
 } from "./common.js";
 
 const cards = new Map(); // runKey → card (projection) + runtimeId, title
@@ -68,6 +69,7 @@ function render(card) {
       el("span", { class: card.costUsd === null ? "cost unknown" : "cost", text: formatCost(card.costUsd, card.estimated) }),
       el("span", { class: "elapsed", "data-started": card.startedTs ?? "", text: formatElapsed(elapsedMs) })),
     el("div", { class: "last-line", "data-testid": "last-line", text: card.lastLine || card.error || card.waitingFor || "" }),
+    ...(card.refusals ? [el("div", { class: "refused", "data-testid": "refused", title: card.refusals.hint, text: card.refusals.summary })] : []),
   ];
   if (hosting && live) {
     children.push(el("button", { class: "abort", type: "button", onclick: () => abort(card.runKey), text: "Abort" }));
@@ -91,8 +93,9 @@ async function abort(runKey) {
 }
 
 // Title and runtime of a run first seen on the feed: asked once per run (GET /run-meta, one
-// row), and once more when it ends untitled (a run of another process records its title with
-// its outcome). Never the whole board per event: the projection stays the page's own.
+// row), and once more when it ends (a run of another process records its title with its
+// outcome; the server's fold says which of its tool calls were refused). Never the whole board
+// per event: the projection stays the page's own.
 const metaAsked = new Map(); // runKey → "asked" | "final"
 function refreshMeta(runKey, final) {
   const state = metaAsked.get(runKey);
@@ -105,7 +108,10 @@ function refreshMeta(runKey, final) {
       const title = meta.title ?? card.title;
       const runtimeId = (meta.run && meta.run.runtimeId) ?? card.runtimeId;
       const chainTask = meta.chainTask ?? card.chainTask;
-      if (title !== card.title || runtimeId !== card.runtimeId || chainTask !== card.chainTask) {
+      const refusals = meta.refusals ?? card.refusals;
+      if (title !== card.title || runtimeId !== card.runtimeId || chainTask !== card.chainTask
+          || JSON.stringify(refusals) !== JSON.stringify(card.refusals)) {
+        card.refusals = refusals;
         card.title = title;
         card.runtimeId = runtimeId;
         card.chainTask = chainTask;
@@ -115,6 +121,33 @@ function refreshMeta(runKey, final) {
     })
     .catch(() => {
       /* the run's end asks again */
+    });
+}
+
+// A failed tool call may be a refused one: the server's fold says (GET /run-meta), one
+// question in flight per run, asked once more if another failed call came meanwhile.
+const refusalAsk = new Map(); // runKey → "asking" | "again"
+function askRefusals(runKey) {
+  if (refusalAsk.has(runKey)) {
+    refusalAsk.set(runKey, "again");
+    return;
+  }
+  refusalAsk.set(runKey, "asking");
+  getJSON(`/run-meta?run=${encodeURIComponent(runKey)}`)
+    .then((meta) => {
+      const card = cards.get(runKey);
+      if (card && JSON.stringify(meta.refusals) !== JSON.stringify(card.refusals)) {
+        card.refusals = meta.refusals;
+        render(card);
+      }
+    })
+    .catch(() => {
+      /* the run's end asks again */
+    })
+    .finally(() => {
+      const again = refusalAsk.get(runKey) === "again";
+      refusalAsk.delete(runKey);
+      if (again) askRefusals(runKey);
     });
 }
 
@@ -132,7 +165,8 @@ function onEvent(gid, runKey, ev) {
   counts();
   document.body.dataset.lastId = String(gid);
   if (!known) refreshMeta(runKey, false);
-  else if (ev.kind === "done" && !card.title) refreshMeta(runKey, true);
+  else if (ev.kind === "done") refreshMeta(runKey, true);
+  else if (ev.kind === "tool-result" && ev.isError) askRefusals(runKey);
 }
 
 async function pollApprovals() {
@@ -148,6 +182,15 @@ async function pollApprovals() {
     }
   } catch {
     /* shown by the connection state */
+  }
+}
+
+async function pollGrants() {
+  if (!hosting) return;
+  try {
+    await showGrants(document.getElementById("grants"), "/grants", (m) => say(m, true));
+  } catch {
+    /* the next poll retries */
   }
 }
 
@@ -227,6 +270,8 @@ async function main() {
     }
   }, 1000);
   setInterval(pollApprovals, 1000);
+  pollGrants();
+  setInterval(pollGrants, 3000);
   pollUsage();
   setInterval(pollUsage, 15000);
 }

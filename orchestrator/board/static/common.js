@@ -137,6 +137,11 @@ export function newCard(runKey) {
     error: null,
     errorCode: null,
     waitingFor: null,
+    // The run's refused tool calls ({needsApproval, denied, summary, hint} or null): never
+    // classified here. The server folds them (orchestrator/core/refusals.py, the CLI's fold)
+    // into its cards; the page takes them from GET /board, /run-tail and /run-meta (asked when
+    // a run ends), and applyEvent carries them over unchanged.
+    refusals: null,
   };
 }
 
@@ -240,4 +245,27 @@ export function follow(path, cursor, onEvent, onState) {
   source.addEventListener("open", () => onState("live"));
   source.addEventListener("error", () => onState("reconnecting"));
   return { source, lastId: () => last };
+}
+
+// The standing grants of the approval book (GET /grants: "for the rest of the run" and "always
+// here" answers, which `ringleader approvals` lists too), each with a Revoke button (POST
+// /grants/revoke: that grant goes, and the tool asks again). `path` may filter (?run=KEY).
+export async function showGrants(box, path, onError) {
+  const grants = await getJSON(path);
+  box.hidden = !grants.length;
+  const list = box.querySelector("ul");
+  list.replaceChildren(...grants.map((g) => {
+    const what = `${g.tool}: allowed ${g.describe}`;
+    const revoke = async () => {
+      try {
+        await post("/grants/revoke", { scope: g.scope, tool: g.tool, runtime: g.runtime, cwd: g.cwd, run: g.run });
+        await showGrants(box, path, onError);
+      } catch (e) {
+        onError(String(e.message));
+      }
+    };
+    return el("li", { class: "grant", "data-grant-tool": g.tool, "data-grant-scope": g.scope },
+      el("span", { text: `${what} ` }),
+      el("button", { type: "button", onclick: revoke, "aria-label": `Revoke: ${what}`, text: "Revoke" }));
+  }));
 }

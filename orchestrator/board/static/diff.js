@@ -61,8 +61,11 @@ function mark() {
   commentBox.hidden = false;
 }
 
-// A click on a new-side line number: that line; shift-click: the range from the last one.
+// A click on a new-side line number (or Enter/Space on it): that line; with Shift, the range
+// from the last one. The comment box takes the focus; Cancel or Escape gives it back.
+let pickedFrom = null;
 function pick(path, line, event) {
+  pickedFrom = event.currentTarget instanceof HTMLElement ? event.currentTarget : null;
   if (event.shiftKey && selection && selection.file === path) {
     const a = selection.anchor;
     selection = { file: path, start: Math.min(a, line), end: Math.max(a, line), anchor: a };
@@ -119,14 +122,20 @@ commentBox.addEventListener("submit", async (e) => {
     commentNotice.dataset.error = "no";
     commentNotice.textContent = `comment added (${pending.length} waiting)`;
     showPending();
+    if (pickedFrom && pickedFrom.isConnected) pickedFrom.focus(); // back where the person was
   } catch (err) {
     commentNotice.dataset.error = "yes";
     commentNotice.textContent = String(err.message);
   }
 });
-document.getElementById("comment-cancel").addEventListener("click", () => {
+function cancelComment() {
   selection = null;
   mark();
+  if (pickedFrom && pickedFrom.isConnected) pickedFrom.focus();
+}
+document.getElementById("comment-cancel").addEventListener("click", cancelComment);
+commentText.addEventListener("keydown", (e) => {
+  if (e.key === "Escape") cancelComment();
 });
 sendButton.addEventListener("click", async () => {
   try {

@@ -110,14 +110,24 @@ function hunkView(path, hunk, language, onLine) {
     }
     const code = el("span", { class: `diff-line diff-${kind}` }, prefix);
     code.append(lit || document.createTextNode(text), "\n");
+    // With onLine, a new-side number is a button for the keyboard too: in the tab order, named
+    // for what it does, Enter or Space picks it (Shift: the range from the last one picked).
     const number = newNo === null
       ? el("span", { class: "ln ln-new" })
       : el("span", {
         class: `ln ln-new${onLine ? " pick" : ""}`,
         "data-line": newNo,
-        title: onLine ? `comment on line ${newNo} (shift-click: a range)` : null,
+        role: onLine ? "button" : null,
+        tabindex: onLine ? "0" : null,
+        "aria-label": onLine ? `comment on line ${newNo} of ${path}` : null,
+        title: onLine ? `comment on line ${newNo} (shift-click or shift-Enter: a range)` : null,
         text: String(newNo),
         onclick: onLine ? (e) => onLine(path, newNo, e) : null,
+        onkeydown: onLine ? (e) => {
+          if (e.key !== "Enter" && e.key !== " ") return;
+          e.preventDefault(); // Space would scroll the page
+          onLine(path, newNo, e);
+        } : null,
       });
     out.push(el("div", { class: `diff-row row-${kind}`, "data-new": newNo ?? "" },
       el("span", { class: "ln ln-old", text: oldNo === null ? "" : String(oldNo) }), number, code));

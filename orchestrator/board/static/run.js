@@ -12,6 +12,7 @@ import {
   newCard,
   post,
   runtimeOf,
+  showGrants,
 } from "./common.js";
 
 const LONG_LINES = 12;
@@ -27,6 +28,7 @@ const costPoints = []; // [ts, costUsd or null, tokens]
 let card = newCard(runKey);
 let current = null; // the text block being streamed: {channel, node}
 let pending = new Set();
+let replaying = false;
 
 function say(text, isError = false) {
   notice.textContent = text;
@@ -86,6 +88,7 @@ function onEvent(gid, _key, ev) {
     }
     case "tool-result": {
       current = null;
+      if (ev.isError && !replaying) refreshRefusals();
       let node = tools.get(ev.toolCallId);
       if (!node) {
         node = el("details", { class: "tool", "data-tool-call": ev.toolCallId },
@@ -121,10 +124,23 @@ function onEvent(gid, _key, ev) {
     case "done":
       current = null;
       drawCost();
+      if (!replaying) refreshRefusals();
       transcript.append(el("div", { class: `done-line done-${ev.reason}`, "data-testid": "done", text: `done: ${ev.reason}${ev.summary ? " — " + ev.summary : ""}` }));
       break;
   }
   summary();
+}
+
+// The run's refused tool calls come from the server's fold (orchestrator/core/refusals.py):
+// in the card GET /run-tail starts with, and asked again after a failed call and at the end.
+async function refreshRefusals() {
+  try {
+    const meta = await getJSON(`/run-meta?run=${encodeURIComponent(runKey)}`);
+    card = { ...card, refusals: meta.refusals ?? null };
+    summary();
+  } catch {
+    /* the next load shows them */
+  }
 }
 
 function drawCost() {
@@ -156,6 +172,7 @@ function summary() {
   document.getElementById("run-summary").replaceChildren(
     el("span", { class: `badge col-${card.column}`, "data-testid": "run-column", text: card.column }),
     el("span", { text: ` ${runtimeOf(runKey)} · ${card.phase} · ${formatTokens(card.inputTokens)} in · ${formatTokens(card.outputTokens)} out · ${formatCost(card.costUsd, card.estimated)} · ${formatElapsed(elapsed)}` }),
+    ...(card.refusals ? [el("div", { class: "refused", "data-testid": "refused", text: card.refusals.hint })] : []),
   );
   const live = card.column === "running" || card.column === "queued";
   document.getElementById("actions").hidden = !(hosting && live);
@@ -228,6 +245,15 @@ async function pollApprovals() {
     if (ids.size === pending.size && [...ids].every((id) => pending.has(id))) return;
     pending = ids;
     document.getElementById("approvals").replaceChildren(...list.map(approvalRow));
+  } catch {
+    /* retried */
+  }
+}
+
+async function pollGrants() {
+  if (!hosting) return;
+  try {
+    await showGrants(document.getElementById("grants"), `/grants?run=${encodeURIComponent(runKey)}`, (m) => say(m, true));
   } catch {
     /* retried */
   }
@@ -366,7 +392,9 @@ async function start() {
         transcript.append(el("div", { class: "status", "data-testid": "earlier" },
           el("span", { text: `${tail.earlier} earlier events not shown · ` }), all));
       }
+      replaying = true; // the tail's card below has the refusals already
       for (const item of tail.events) onEvent(item.gid, runKey, item.event);
+      replaying = false;
       card = { ...newCard(runKey), ...tail.card };
       cursor = tail.cursor;
       summary();
@@ -385,5 +413,7 @@ summary();
 loadMeta();
 start();
 setInterval(pollApprovals, 1000);
+pollGrants();
+setInterval(pollGrants, 3000);
 setInterval(pollFollowups, 2000);
 setInterval(summary, 1000);

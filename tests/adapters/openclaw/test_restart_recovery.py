@@ -13,8 +13,9 @@ from typing import Any
 import trio
 
 from adapters.openclaw import OpenClawAdapter
+from contract import check_stream
 from orchestrator.core.adapter import StartOpts, TaskHandle
-from orchestrator.core.events import Cost, Done, RuntimeEvent, TextDelta
+from orchestrator.core.events import Cost, Done, RuntimeEvent, TextDelta, ToolCall, ToolResult
 
 from .harness import OpenClawHarness
 
@@ -99,6 +100,42 @@ def test_a_resume_takes_the_gateways_own_continuation_instead_of_a_second_one() 
     assert isinstance(events[-1], Done) and events[-1].reason == "success"
     assert all(e.run_id == "rec-1" for e in events)  # the gateway's run, seq gapless
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+def test_the_tools_the_gateways_continuation_ran_are_reported() -> None:
+    """The continuation's tool calls ran in the gateway before the resume took it over: they are
+    reported from the transcript as OpenClaw 2026.9.6 records them (``toolCall`` blocks,
+    ``toolResult`` messages), in order, each answered once."""
+    harness = OpenClawHarness(restart_poll=0.01)
+    call = {"type": "toolCall", "id": "call_1", "name": "exec", "arguments": {"command": "ls"}}
+    asks = {**assistant("checking"), "stopReason": "toolUse"}
+    asks["content"] = [{"type": "text", "text": "checking"}, call]
+
+    def result(text: str, *, error: bool = False) -> dict[str, Any]:
+        return {"role": "toolResult", "toolCallId": "call_1", "toolName": "exec",
+                "content": [{"type": "text", "text": text}], "isError": error}  # fmt: skip
+
+    def session(started: int) -> dict[str, Any]:
+        return {
+            "status": "done",
+            "messages": [user("story"), recovery(started + 500), asks, result("a.txt"),
+                         result("again"), assistant("RECOVERED")],
+        }  # fmt: skip
+
+    events, methods = resumed(harness, session)
+    assert "agent" not in methods
+    kinds = [(type(e).__name__, getattr(e, "tool_call_id", None)) for e in events]
+    assert [k for k in kinds if k[0] in ("TextDelta", "ToolCall", "ToolResult")] == [
+        ("TextDelta", None),
+        ("ToolCall", "call_1"),
+        ("ToolResult", "call_1"),  # once: the repeated result is not a second answer
+        ("TextDelta", None),
+    ]
+    [called] = [e for e in events if isinstance(e, ToolCall)]
+    [answer] = [e for e in events if isinstance(e, ToolResult)]
+    assert (called.name, called.input) == ("exec", {"command": "ls"})
+    assert (answer.output, answer.is_error, answer.name) == ("a.txt", False, "exec")
+    check_stream(events)
 
 
 def test_a_resume_of_a_session_not_continued_by_the_gateway_sends_the_prompt() -> None:
