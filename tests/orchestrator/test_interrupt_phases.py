@@ -13,6 +13,7 @@ import trio
 from rich.console import Console
 
 from adapters import ScriptedAdapter
+from adapters.scripted import Script
 from orchestrator.cli import sidebyside
 from orchestrator.cli.live import PlainView
 from orchestrator.cli.options import Interrupt
@@ -31,9 +32,15 @@ SLOW = [
 
 
 class SlowStart(ScriptedAdapter):
-    """A runtime whose start takes an hour (an OpenClaw gateway booting, say)."""
+    """A runtime whose start takes an hour (an OpenClaw gateway booting, say); ``entered`` is
+    set once a start has begun."""
+
+    def __init__(self, script: Script, entered: trio.Event) -> None:
+        super().__init__(script)
+        self.entered = entered
 
     async def start(self, task: TaskHandle, opts: StartOpts) -> RunHandle:
+        self.entered.set()
         await trio.sleep(3600)
         return await super().start(task, opts)
 
@@ -68,12 +75,16 @@ async def test_an_abort_while_a_runtime_starts_stops_the_start_and_is_logged(
     tmp_path: Path,
 ) -> None:
     registry = RuntimeRegistry()
-    registry.register_factory("gateway", lambda: SlowStart(SLOW))
+    entered = trio.Event()
+    registry.register_factory("gateway", lambda: SlowStart(SLOW, entered))
     async with EventLog.open(tmp_path / "events.db") as log:
         runner = Runner(registry, state_dir=tmp_path, event_log=log)
         async with LocalHost(runner) as host:
             ref = host.submit("gateway", TaskSpec(task_id="g", title="t"))
-            await trio.sleep(0.5)  # the gateway is booting (for an hour)
+            # the abort comes once the gateway is booting (for an hour), not after a fixed 0.5 s:
+            # with the runner's worker threads slowed, that came before the start had begun
+            with trio.fail_after(30):  # real time: only if the start never begins
+                await entered.wait()
             ref.abort()
             with trio.fail_after(30):
                 outcome = await ref.outcome()
