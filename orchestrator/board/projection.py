@@ -121,7 +121,7 @@ class Card:
 
     def refusals_json(self) -> dict[str, Any] | None:
         """What the card says of refused calls (``None``: none was): the counts, the CLI's
-        summary and the board's hint (:meth:`~orchestrator.core.refusals.Refusals.board_hint`)."""
+        summary and the board's hint (:meth:`~orchestrator.core.refusals.Refusals.hint`)."""
         fold = self.refusals
         summary = fold.summary()
         if summary is None:
@@ -130,7 +130,7 @@ class Card:
             "needsApproval": len(fold.needs_approval),
             "denied": len(fold.denied),
             "summary": summary,
-            "hint": fold.board_hint(),
+            "hint": fold.hint(board=True),
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -124,27 +124,21 @@ class Refusals:
             return f"{needs} {calls} refused (needs approval)"
         return f"{denied} {calls} denied"
 
-    def hint(self) -> str | None:
-        """:meth:`summary` with what a person can do about it; ``None`` when nothing was refused."""
+    def hint(self, *, board: bool = False) -> str | None:
+        """:meth:`summary` with what a person can do about it (``board``: as the board says it,
+        on a card or a run page); ``None`` when nothing was refused."""
         said = self.summary()
         if said is None:
             return None
         if not self.needs_approval:
             return f"{said} (by a person or a permission policy)"
+        if board:
+            return (
+                f"{said}: nobody was asked. Start the task from this board (`ringleader serve` "
+                "asks you here) or with `ringleader run --approvals wait`, and a person decides "
+                "each call"
+            )
         return (
             f"{said} — run with --approvals wait and a person decides each one "
             "(`ringleader approvals`, `ringleader approve`, the board)"
-        )
-
-    def board_hint(self) -> str | None:
-        """:meth:`hint` as the board says it (a card, a run page): what a person there can do."""
-        said = self.summary()
-        if said is None:
-            return None
-        if not self.needs_approval:
-            return f"{said} (by a person or a permission policy)"
-        return (
-            f"{said}: nobody was asked. Start the task from this board (`ringleader serve` "
-            "asks you here) or with `ringleader run --approvals wait`, and a person decides "
-            "each call"
         )

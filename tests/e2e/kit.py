@@ -225,6 +225,17 @@ def cli_env(state: Path, **extra: str) -> dict[str, str]:
     return env | {"RINGLEADER_STATE_DIR": str(state), **extra}
 
 
+def served_config(
+    folder: Path, runtime_id: str, base_url: str, *, key_env: str, model: str | None = None
+) -> Path:
+    """``FOLDER/ringleader.toml`` pointing ``runtime_id`` at a scripted model server: its URL,
+    the variable holding its key (never the key), the model."""
+    path = folder / "ringleader.toml"
+    lines = [f"[runtimes.{runtime_id}]", f'base_url = "{base_url}"', f'api_key_env = "{key_env}"']
+    path.write_text("\n".join([*lines, *([f'model = "{model}"'] if model else []), ""]))
+    return path
+
+
 def ringleader(
     *args: str, cwd: Path, env: dict[str, str], timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:

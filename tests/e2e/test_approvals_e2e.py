@@ -43,6 +43,7 @@ from .kit import (
     installed,
     killed_while_waiting,
     refused,
+    served_config,
     start,
 )
 
@@ -418,10 +419,8 @@ async def test_a_codex_call_waiting_when_its_orchestrator_is_killed_is_answered_
     state = tmp_path / "state"
     touch = {"name": "exec_command", "input": {"cmd": "touch recovered.txt"}}
     async with serve_model_server(durable(MODELS["codex"], touch)) as server:
-        config = tmp_path / "ringleader.toml"
-        config.write_text(
-            f'[runtimes.codex]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_CODEX_KEY"\n'
-            f'model = "{MODELS["codex"]}"\n'
+        config = served_config(
+            tmp_path, "codex", server.base_url, key_env="E2E_CODEX_KEY", model=MODELS["codex"]
         )
         env = cli_env(state, XDG_CONFIG_HOME=str(tmp_path / "xdg"), E2E_CODEX_KEY=KEYS["codex"])
         argv = [*RINGLEADER, "run", "--config", str(config), "--approvals", "wait"]

@@ -22,7 +22,7 @@ import trio
 from orchestrator.core.events import Done, TextDelta, event_from_json
 from orchestrator.model_server import serve_model_server
 
-from .kit import RINGLEADER, background, cli_env, installed, ringleader
+from .kit import RINGLEADER, background, cli_env, installed, ringleader, served_config
 
 pytestmark = pytest.mark.e2e
 
@@ -74,10 +74,7 @@ async def test_messages_said_to_a_busy_non_steerable_run_are_its_next_turn(
     state = tmp_path / "state"
     release = tmp_path / "release"
     async with serve_model_server(script(release)) as server:
-        config = tmp_path / "ringleader.toml"
-        config.write_text(
-            f'[runtimes.hermes]\nbase_url = "{server.base_url}"\napi_key_env = "E2E_HERMES_KEY"\n'
-        )
+        config = served_config(tmp_path, "hermes", server.base_url, key_env="E2E_HERMES_KEY")
         env = cli_env(state, XDG_CONFIG_HOME=str(tmp_path / "xdg"), E2E_HERMES_KEY=KEY)
         argv = [*RINGLEADER, "run", "--config", str(config)]
         argv += ["--runtime", "hermes", "--json", "start streaming"]

@@ -20,7 +20,7 @@ import trio
 
 from orchestrator.model_server import serve_model_server
 
-from .kit import cli_env, installed, ringleader
+from .kit import cli_env, installed, ringleader, served_config
 
 pytestmark = pytest.mark.e2e
 
@@ -56,10 +56,8 @@ async def test_prune_deletes_the_old_runs_openclaw_session_and_keeps_the_new_one
     state = tmp_path / "state"
     env = cli_env(state, XDG_CONFIG_HOME=str(tmp_path / "xdg"), E2E_OPENCLAW_KEY=KEY)
     async with serve_model_server(SCRIPT) as server:
-        config = tmp_path / "ringleader.toml"
-        config.write_text(
-            f'[runtimes.openclaw]\nbase_url = "{server.base_url}"\nmodel = "{MODEL}"\n'
-            'api_key_env = "E2E_OPENCLAW_KEY"\n'
+        config = served_config(
+            tmp_path, "openclaw", server.base_url, key_env="E2E_OPENCLAW_KEY", model=MODEL
         )
         for marker in ("[[e2e:old-run]]", "[[e2e:new-run]]"):
             argv = ("run", "--config", str(config), "--runtime", "openclaw", f"{marker} go")

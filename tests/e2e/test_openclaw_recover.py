@@ -16,7 +16,6 @@ resumed turn, so the model is asked exactly once more. The killed run's gateway 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from orchestrator.core.lifetime import marked_pids
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.model_server import serve_model_server
 
-from .kit import installed
+from .kit import cli_env, installed, served_config
 
 pytestmark = pytest.mark.e2e
 
@@ -68,20 +67,10 @@ async def test_recover_resumes_an_openclaw_session_with_its_conversation(tmp_pat
     workspace.mkdir()
     state = tmp_path / "state"
     async with serve_model_server(SCRIPT) as server:
-        config = tmp_path / "ringleader.toml"
-        config.write_text(
-            f'[runtimes.openclaw]\nbase_url = "{server.base_url}"\nmodel = "{MODEL}"\n'
-            'api_key_env = "E2E_OPENCLAW_KEY"\n'
+        config = served_config(
+            tmp_path, "openclaw", server.base_url, key_env="E2E_OPENCLAW_KEY", model=MODEL
         )
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("RINGLEADER_") or k == "RINGLEADER_RUNTIMES_DIR"
-        } | {
-            "RINGLEADER_STATE_DIR": str(state),
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-            "E2E_OPENCLAW_KEY": KEY,
-        }
+        env = cli_env(state, XDG_CONFIG_HOME=str(tmp_path / "xdg"), E2E_OPENCLAW_KEY=KEY)
         base = [sys.executable, "-m", "orchestrator.cli"]
         argv = [*base, "run", "--config", str(config), "--runtime", "openclaw", "--json", PROMPT]
         proc = await trio.lowlevel.open_process(argv, cwd=workspace, env=env)

@@ -61,7 +61,7 @@ def test_a_card_says_what_the_clis_fold_says() -> None:
         "needsApproval": 2,
         "denied": 2,
         "summary": fold.summary(),
-        "hint": fold.board_hint(),
+        "hint": fold.hint(board=True),
     }
     assert said["summary"] == "2 tool calls refused (needs approval), 2 denied"
     assert "nobody was asked" in said["hint"] and "--approvals wait" in said["hint"]
