@@ -167,9 +167,21 @@ def _silence_stdout() -> None:
         pass
 
 
+def _interrupt(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a Ctrl-C: a ``KeyboardInterrupt`` (or the cancellation it caused), also
+    one Python wrapped as the cause of another error — a Ctrl-C while a class is created during
+    an import surfaces as ``RuntimeError: Error calling __set_name__ …``."""
+    import trio
+
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt | trio.Cancelled):
+            return True
+        exc = exc.__cause__
+    return False
+
+
 def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     """The exit code for an operator mistake or an interrupt (its one line printed), else None."""
-    import trio
 
     from orchestrator.core.errors import RingleaderError, RuntimeNotFoundError, exception_leaves
 
@@ -177,7 +189,7 @@ def _failure(exc: BaseException, args: argparse.Namespace | None) -> int | None:
     if all(_broken_pipe(e) for e in found):  # `ringleader … | head -1`: the reader left
         _silence_stdout()
         return 0
-    if all(isinstance(e, KeyboardInterrupt | trio.Cancelled) for e in found):
+    if all(_interrupt(e) for e in found):
         print("ringleader: interrupted", file=sys.stderr)
         return 130
     from orchestrator.core.listen import bind_error
