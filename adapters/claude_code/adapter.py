@@ -541,6 +541,7 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
         try:
             ask = CanUseToolRequest.model_validate(request)
             decision = self.config.permission_policy(ask.tool_name, ask.input)
+            refused = not decision.allow and not decision.ask  # the policy itself said no
             if live.plan:  # plan mode is read-only; the host has a person review the plan
                 decision = PermissionDecision(allow=False, message=_PLAN_REVIEWED)
             elif decision.ask:
@@ -558,8 +559,8 @@ class ClaudeCodeAdapter(CliAdapterBase[ClaudeCodeConfig, "_Run"]):
                         message=made.rejection_text(),
                         updated_input=made.input,
                     )
-            if not decision.allow and not decision.ask and not live.plan and run is not None:
-                run.state.declined.add(ask.tool_use_id or request_id)  # the policy said no
+            if refused and not live.plan and run is not None:  # a person's "no" says itself
+                run.state.declined.add(ask.tool_use_id or request_id)
             self.record("permission", sessionKey=live.key, tool=ask.tool_name, allow=decision.allow)
             await control.respond(request_id, permission_answer(decision, ask.input))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):

@@ -409,8 +409,10 @@ def continuation_events(
     cost = 0.0
     for message in messages:
         role = as_str(message.get("role"))
-        if role == "toolResult":
-            out += _recorded_result(message, state, make)
+        if role == "toolResult":  # as the live stream's tool result (see _tool)
+            result = {"content": message.get("content")}
+            out += _tool({**message, "name": message.get("toolName"), "phase": "result",
+                          "result": result}, state, make)  # fmt: skip
             continue
         if role != "assistant":
             continue
@@ -420,11 +422,9 @@ def continuation_events(
             out.append(make.text_delta(text))
         for block in as_list(message.get("content")):
             call = as_dict(block)
-            call_id = as_str(call.get("id"))
-            if call.get("type") == "toolCall" and call_id and call_id not in state.tools:
-                state.tools[call_id] = name = as_str(call.get("name"))
-                args = call.get("arguments")
-                out.append(make.tool_call(call_id, name, args if isinstance(args, dict) else {}))  # pyright: ignore[reportUnknownArgumentType]
+            if call.get("type") == "toolCall":  # as the live stream's tool start (see _tool)
+                start = {"toolCallId": call.get("id"), "name": call.get("name"), "phase": "start"}
+                out += _tool({**start, "args": call.get("arguments")}, state, make)
         usage = as_dict(message.get("usage"))
         read = as_int(usage.get("cacheRead"))
         inp += (as_int(usage.get("input")) or 0) + (read or 0)
@@ -437,28 +437,6 @@ def continuation_events(
     tokens = Usage(input_tokens=inp, output_tokens=out_tokens, cached_input_tokens=cache_read)
     out.append(make.cost(tokens, cost_usd=usd, model=state.model, estimated=usd is not None))
     return out + make.finish("success", texts[-1] if texts else "")
-
-
-def _recorded_result(
-    message: dict[str, object], state: RunState, make: EventFactory
-) -> list[RuntimeEvent]:
-    """The ``tool-result`` of a transcript's ``toolResult`` message (announcing its call first
-    if no assistant message did); ``[]`` for one without a call id or already answered."""
-    call_id = as_str(message.get("toolCallId"))
-    if not call_id:
-        return []
-    name = as_str(message.get("toolName")) or state.tools.get(call_id, "")
-    out: list[RuntimeEvent] = []
-    if call_id not in state.tools:
-        state.tools[call_id] = name
-        out.append(make.tool_call(call_id, name, {}))
-    if call_id not in make.open_tool_calls:
-        return out  # already answered
-    output = text_of_content(message.get("content"))
-    out.append(
-        make.tool_result(call_id, output, name=name, is_error=message.get("isError") is True)
-    )
-    return out
 
 
 def finish_from_lifecycle(state: RunState, make: EventFactory) -> list[RuntimeEvent]:

@@ -32,7 +32,15 @@ from adapters.scripted import RecordedCall
 from contract import check_stream
 from orchestrator.core.adapter import RuntimeAdapter
 from orchestrator.core.approvals import ApprovalBook, approve
-from orchestrator.core.events import ApprovalCall, Done, RuntimeEvent, Status, event_from_json
+from orchestrator.core.events import (
+    ApprovalCall,
+    Done,
+    RuntimeEvent,
+    Status,
+    ToolResult,
+    event_from_json,
+)
+from orchestrator.core.refusals import DECLINED_MARK
 from orchestrator.model_server import ModelServer, serve_model_server
 
 from .kit import (
@@ -285,6 +293,9 @@ async def test_a_call_denied_with_a_message_does_not_run_and_the_model_is_told(
     assert done(events).reason == "success"
     assert not changed(runtime, workspace, 1)
     assert refused(events) == "1 tool call denied"  # what the done line and the table say
+    if runtime == "claude-code":  # the person's decision says it: no policy mark on the result
+        outputs = [e.output for e in events if isinstance(e, ToolResult)]
+        assert outputs and not any(o.startswith(DECLINED_MARK) for o in outputs), outputs
     later = [r for r in server.requests if r.conversation == "deny" and not r.side][1:]
     assert later, "the model was not asked again after the denial"
     seen = json.dumps([r.body for r in later])

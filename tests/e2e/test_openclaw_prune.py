@@ -68,10 +68,7 @@ async def test_prune_deletes_the_old_runs_openclaw_session_and_keeps_the_new_one
     assert transcripts_with(state, "[[e2e:old-run]]") and transcripts_with(state, "[[e2e:new-run]]")
     conn = sqlite3.connect(state / "events.db")
     try:
-        [old] = [
-            key
-            for (key,) in conn.execute("SELECT run_key FROM runs ORDER BY started_ms").fetchall()
-        ][:1]
+        [(old,)] = conn.execute("SELECT run_key FROM runs ORDER BY started_ms LIMIT 1").fetchall()
         aged = int(time.time() * 1000) - 40 * DAY_MS
         conn.execute("UPDATE runs SET ended_ms = ? WHERE run_key = ?", (aged, old))
         conn.commit()
