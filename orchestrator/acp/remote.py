@@ -25,6 +25,7 @@ configured (:func:`~orchestrator.engine.feed.check_bind`).
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import logging
@@ -43,6 +44,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from orchestrator.acp.server import MAX_LINE, AcpServer
 from orchestrator.acp.streamable import HttpConnections
+from orchestrator.core.listen import serve_asgi
 from orchestrator.core.registry import RuntimeRegistry
 from orchestrator.engine.eventlog import EventLog
 from orchestrator.engine.feed import FeedAuth, check_bind
@@ -169,21 +171,7 @@ async def serve_acp_remote(
         ConfigError: off loopback without a token, or an empty token.
     """
     check_bind(host, token)
-    from hypercorn.config import Config
-    from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
-
-    config = Config()
     bare = host.strip("[]")
-    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
-    config.accesslog = None  # query strings may carry the token
-    config.errorlog = _log
-    config.graceful_timeout = 0.5
-    config.websocket_max_message_size = MAX_LINE
-    config.websocket_ping_interval = 20.0
-
-    async def run(*, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-        await serve(app, config, task_status=task_status)  # pyright: ignore[reportArgumentType]
-
     async with trio.open_nursery() as nursery:
         app, connections = acp_app(
             registry,
@@ -194,7 +182,17 @@ async def serve_acp_remote(
             approvals=approvals,
             nursery=nursery,
         )
-        binds: list[str] = await nursery.start(run)
+        binds: list[str] = await nursery.start(
+            functools.partial(
+                serve_asgi,
+                app,
+                host,
+                port,
+                errorlog=_log,
+                websocket_max_message_size=MAX_LINE,
+                websocket_ping_interval=20.0,
+            )
+        )
         bound = int(binds[0].rsplit(":", 1)[1])
         shown = "127.0.0.1" if bare == "localhost" else (f"[{bare}]" if ":" in bare else bare)
         try:

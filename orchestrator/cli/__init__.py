@@ -8,6 +8,7 @@ the library never imports it."""
 # Only in the `ringleader` process itself (the console script, or `python -m orchestrator.cli`
 # while the module is being located), never when a program or a test imports this package.
 import _signal  # pyright: ignore[reportMissingImports] - builtin; `signal` would import enum first
+import _thread  # builtin, loaded at the interpreter's start
 import os as _os  # already imported by the interpreter's start: free
 import sys as _sys
 
@@ -23,7 +24,29 @@ def _quiet_exit(signum: int, frame: object) -> None:
     _os._exit(130)
 
 
+def _interrupt_again(unraisable: "_sys.UnraisableHookArgs") -> None:
+    """A Ctrl-C whose ``KeyboardInterrupt`` was raised inside a finalizer or a weakref callback
+    (Python can only print "Exception ignored" there, and carries on): send SIGINT again, so it
+    reaches the code that handles it. Seen in a full run: a SIGINT landing in importlib's
+    module-lock callback while ``run`` imported, and the command ran on as if never
+    interrupted. Anything else goes to the hook that was there before.
+
+    The signal comes from a new thread whose whole work is one C call: raised here, in this
+    hook, it would be ignored the same way; the thread waits for this thread to let go of the
+    interpreter lock, which it does after the hook has returned. Sent to this (the main)
+    thread, it also wakes a sleep."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        _thread.start_new_thread(_signal.pthread_kill, (_MAIN_THREAD, 2))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        return
+    _previous_hook(unraisable)
+
+
+_MAIN_THREAD = _thread.get_ident()  # this package is imported on the main thread
+
+
+_previous_hook = _sys.unraisablehook
 if _os.path.basename(_sys.argv[0]) in ("ringleader", "-m") and (
     _signal.getsignal(2) is _signal.default_int_handler  # pyright: ignore[reportUnknownMemberType]
 ):
     _signal.signal(2, _quiet_exit)  # SIGINT  # pyright: ignore[reportUnknownMemberType]
+    _sys.unraisablehook = _interrupt_again

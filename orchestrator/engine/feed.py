@@ -45,6 +45,7 @@ the stream re-subscribes and goes back to step 2, so the log is the slow board's
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import json
@@ -66,6 +67,7 @@ from starlette.routing import Route
 
 from orchestrator.core.errors import ConfigError
 from orchestrator.core.events import RuntimeEvent, TextDelta, event_to_json
+from orchestrator.core.listen import serve_asgi
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import EventLog, LoggedEvent, RunRow
 
@@ -772,23 +774,13 @@ async def serve_feed(
     if app is not None and token is None:
         raise ConfigError("serving an app needs the token it was built with")
     token = token or new_token()
-    from hypercorn.config import Config
-    from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
-
-    config = Config()
-    bare = host.strip("[]")
-    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
-    config.accesslog = None  # query strings may carry the token
-    config.errorlog = _log
-    config.graceful_timeout = 0.5
     served_app: Any = app or feed_app(feed, log, token=token, keepalive_s=keepalive_s)
     served_token = token
-
-    async def run(*, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-        await serve(served_app, config, task_status=task_status)
-
+    bare = host.strip("[]")
     async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(run)
+        binds: list[str] = await nursery.start(
+            functools.partial(serve_asgi, served_app, host, port, errorlog=_log)
+        )
         bound = int(binds[0].rsplit(":", 1)[1])
         shown = "127.0.0.1" if bare == "localhost" else (f"[{bare}]" if ":" in bare else bare)
         try:

@@ -8,6 +8,7 @@ small, typed routing layer over ASGI.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from collections.abc import AsyncGenerator, Sequence
@@ -17,10 +18,9 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
 
 from orchestrator.core.errors import ConfigError, exception_leaves
+from orchestrator.core.listen import serve_asgi
 from orchestrator.model_server.app import StreamCut, build_app
 from orchestrator.model_server.script import Script, load_script
 from orchestrator.model_server.state import LoggedRequest, Outcome, ServerState
@@ -80,13 +80,10 @@ async def serve_model_server(
     if host not in ("127.0.0.1", "::1", "localhost"):
         raise ValueError("the scripted model server binds to loopback only")
     state = ServerState(load_script(script), Path(log_path) if log_path is not None else None)
-    config = Config()
-    config.bind = [f"{host}:{port}"]
-    config.accesslog = None
-    config.errorlog = _ERROR_LOG
-    config.graceful_timeout = 0.5
     async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(_serve, build_app(state), config)
+        binds: list[str] = await nursery.start(
+            functools.partial(serve_asgi, build_app(state), host, port, errorlog=_ERROR_LOG)
+        )
         bound_port = int(binds[0].rsplit(":", 1)[1])
         try:
             yield ModelServer(
@@ -105,12 +102,6 @@ class _QuietCuts(logging.Filter):
 
 _ERROR_LOG = logging.getLogger("ringleader.model_server")
 _ERROR_LOG.addFilter(_QuietCuts())
-
-
-async def _serve(
-    app: Any, config: Config, *, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
-) -> None:
-    await serve(app, config, task_status=task_status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -146,7 +146,13 @@ def test_model_server_port_0_prints_its_url(tmp_path: Path) -> None:
             pytest.fail(f"the model server printed no URL within 120 s: {errors.read()}")
         url = server.stdout.readline().strip()
         server.send_signal(signal.SIGINT)
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # leaving the `with` would wait for it forever
+            server.kill()
+            server.wait()
+            errors.seek(0)
+            pytest.fail(f"the model server ignored Ctrl-C for 30 s: {errors.read()}")
         errors.seek(0)
         err = errors.read()
     assert url.startswith("http://127.0.0.1:")

@@ -253,3 +253,47 @@ def test_a_ctrl_c_python_wrapped_while_a_class_was_made_is_an_interrupt() -> Non
     assert isinstance(caught, RuntimeError) and isinstance(caught.__cause__, KeyboardInterrupt)
     assert _failure(caught, None) == 130
     assert _failure(RuntimeError("a plain failure"), None) is None
+
+
+FINALIZER_CTRL_C = """
+import sys, time
+import orchestrator.cli  # in a process named `ringleader`: the quiet handler, and the hook
+if sys.argv[1] == "main":
+    from orchestrator.cli.main import _interrupts_raise
+    _interrupts_raise()  # as `main` does before the command's work
+
+class Finalized:
+    def __del__(self) -> None:
+        raise KeyboardInterrupt  # where a SIGINT can land: a finalizer, a weakref callback
+
+try:
+    Finalized()
+    time.sleep(30)
+    print("ran on as if never interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("phase", ["importing", "main"])
+def test_a_ctrl_c_raised_inside_a_finalizer_is_not_lost(tmp_path: Path, phase: str) -> None:
+    """Seen once in a full run: a SIGINT at 0.065 s raised its KeyboardInterrupt inside
+    importlib's module-lock weakref callback; Python prints "Exception ignored" there and goes
+    on, and ``run`` ran on. The ``ringleader`` process delivers such an interrupt again
+    (orchestrator/cli/__init__.py): while importing it exits quietly with 130, inside ``main`` it
+    is a KeyboardInterrupt that ``main`` handles. Before the fix both ran on for 30 s."""
+    script = tmp_path / "ringleader"  # the hook is the `ringleader` process's alone
+    script.write_text(FINALIZER_CTRL_C)
+    proc = subprocess.run(
+        [sys.executable, str(script), phase],
+        capture_output=True,
+        text=True,
+        timeout=25,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert "Exception ignored" not in proc.stderr, proc.stderr
+    assert "ran on" not in proc.stdout
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert proc.stdout.strip() == ("" if phase == "importing" else "interrupted")
