@@ -284,7 +284,7 @@ class AcpAdapter(CliAdapterBase[AcpConfig, AcpRun]):
             return HealthResult(ok=False, message=str(exc))
         env = child_env(self.config.env_allow, extra=dict(self.config.env))
         async with open_child(
-            argv, env=env, stdin=True, sigint_grace=0.2, sigterm_grace=0.2, adapter=self.id
+            argv, env=env, stdin=True, sigint_grace=0.1, sigterm_grace=0.1, adapter=self.id
         ) as child:
             rpc = JsonRpcClient(child.send_line, adapter=self.id)
             async with trio.open_nursery() as nursery:

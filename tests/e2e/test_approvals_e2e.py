@@ -408,11 +408,13 @@ async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_
         err = result.stderr.decode()
         assert result.returncode == 0, err[-2000:]
         assert "resuming" in err
-    assert (workspace / "recovered.txt").exists()
+        requests = [(r.conversation, r.turn, r.side, r.outcome) for r in server.state.requests]
     lines = result.stdout.decode().splitlines()
     events = [event_from_json(line) for line in lines if line.startswith("{")]
-    assert isinstance(events[-1], Done) and events[-1].reason == "success"
-    assert [e for e in events if isinstance(e, Status) and e.approval is not None]  # asked again
+    seen = f"{[e.kind for e in events]}\nrequests: {requests}\n{err[-2000:]}"
+    assert (workspace / "recovered.txt").exists(), seen
+    assert isinstance(events[-1], Done) and events[-1].reason == "success", seen
+    assert [e for e in events if isinstance(e, Status) and e.approval is not None], seen
     assert await ApprovalBook.in_state_dir(state).pending() == []
 
 
