@@ -36,6 +36,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.git import git_env
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import RunRecorder
 from orchestrator.engine.review.diff import workspace_diff as review_diff
@@ -287,7 +288,7 @@ def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         errors="replace",
         check=False,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+        env=git_env(repo=cwd),
     )
 
 

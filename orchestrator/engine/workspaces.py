@@ -26,6 +26,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import ConfigError
+from orchestrator.core.git import git_env
 from orchestrator.engine.reviewloop.bootstrap import copy_included_files
 
 __all__ = [
@@ -183,7 +184,7 @@ def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+        env=git_env(repo=cwd),
     )
 
 
@@ -289,7 +290,7 @@ def _snapshot_copy(ws: Workspace, state_dir: Path) -> Workspace:
         return ws
     (git_dir / "info").mkdir(exist_ok=True)
     (git_dir / "info" / "exclude").write_text("".join(f"{n}/\n" for n in sorted(COPY_IGNORED)))
-    env = {**os.environ, **SNAPSHOT_IDENTITY, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    env = git_env(SNAPSHOT_IDENTITY)  # our own repository: it defines no filters
     steps = [
         ["config", "core.bare", "false"],
         ["add", "-A", "."],

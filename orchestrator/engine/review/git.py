@@ -1,11 +1,11 @@
-"""Running git for review: one place that runs it with a clean environment (no inherited
-``GIT_DIR``/``GIT_INDEX_FILE``, no prompts, C locale), and a workspace's checkout as git sees it
-(a worktree, or a temporary copy with its snapshot repository outside it)."""
+"""Running git for review: one place that runs it in the environment of
+:mod:`orchestrator.core.git` (no inherited ``GIT_DIR``/``GIT_INDEX_FILE``, no prompts, C locale,
+nothing the repository configures is run), and a workspace's checkout as git sees it (a
+worktree, or a temporary copy with its snapshot repository outside it)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -15,20 +15,19 @@ from pathlib import Path
 import attrs
 
 from orchestrator.core.errors import ReviewError, redact_secrets
+from orchestrator.core.git import git_env
 
-__all__ = ["Checkout", "git", "git_env", "temporary_index"]
-
-_SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+__all__ = ["Checkout", "git", "temporary_index"]
 
 
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment git runs with: the caller's, without variables that would point git at
-    another repository or index, no terminal prompts, C locale (parsed output)."""
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"})
-    if extra:
-        env.update(extra)
-    return env
+def _leading_flags(args: Sequence[str]) -> tuple[str, ...]:
+    """``--git-dir X --work-tree Y`` at the start of ``args`` (a snapshot's checkout)."""
+    flags: list[str] = []
+    rest = list(args)
+    while len(rest) >= 2 and rest[0] in ("--git-dir", "--work-tree"):
+        flags += rest[:2]
+        rest = rest[2:]
+    return tuple(flags)
 
 
 def git(
@@ -39,16 +38,18 @@ def git(
     check: bool = True,
     what: str | None = None,
     input: bytes | None = None,
+    hooks: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git ARGS`` in ``cwd`` (bytes out). ``check``: a failure is a :class:`ReviewError`
-    naming ``what`` (default: the git command) and git's own message."""
+    """Run ``git ARGS`` in ``cwd`` (bytes out), running nothing the repository configures
+    (:mod:`orchestrator.core.git`; ``hooks``: its hooks do run). ``check``: a failure is a
+    :class:`ReviewError` naming ``what`` (default: the git command) and git's own message."""
     if shutil.which("git") is None:
         raise ReviewError("git is not installed (reviewing a workspace needs it)")
     done = subprocess.run(
         ["git", *args],
         cwd=cwd,
         capture_output=True,
-        env=git_env(env),
+        env=git_env(env, repo=cwd, git_flags=_leading_flags(args), hooks=hooks),
         input=input,
         check=False,
     )

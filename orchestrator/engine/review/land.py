@@ -270,6 +270,7 @@ def _publish(
         ["push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}"],
         cwd=top,
         check=False,
+        hooks=True,  # the person's own publishing: their pre-push hook runs, as with git push
     )
     if pushed.returncode != 0:
         lines = pushed.stderr.decode(errors="replace").strip().splitlines()

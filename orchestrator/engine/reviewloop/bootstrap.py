@@ -35,6 +35,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import RingleaderError
+from orchestrator.core.git import git_env
 from orchestrator.core.redact import (
     MIN_SECRET_CHARS,
     redact_text,
@@ -88,7 +89,7 @@ def _git(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.Com
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+        env=git_env(repo=cwd),
     )
 
 

@@ -45,6 +45,7 @@ from orchestrator.core.events import (
     ToolResult,
     now_ms,
 )
+from orchestrator.core.git import git_env
 
 __all__ = [
     "CHECKPOINT_REFS",
@@ -91,7 +92,7 @@ def _git(
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})},
+        env=git_env(env, repo=cwd),
     )
 
 
