@@ -36,7 +36,10 @@ def _interrupt_again(unraisable: "_sys.UnraisableHookArgs") -> None:
     interpreter lock, which it does after the hook has returned. Sent to this (the main)
     thread, it also wakes a sleep."""
     if issubclass(unraisable.exc_type, KeyboardInterrupt):
-        _thread.start_new_thread(_signal.pthread_kill, (_MAIN_THREAD, 2))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        try:
+            _thread.start_new_thread(_signal.pthread_kill, (_MAIN_THREAD, 2))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        except RuntimeError:  # no new thread (the interpreter is exiting): the Ctrl-C still ends it
+            _quiet_exit(2, None)
         return
     _previous_hook(unraisable)
 
