@@ -30,7 +30,7 @@ from adapters.codex import CodexAdapter, CodexConfig, CodexProvider, ask_person
 from adapters.hermes import HermesAdapter, HermesConfig
 from adapters.scripted import RecordedCall
 from contract import check_stream
-from orchestrator.core.adapter import RuntimeAdapter
+from orchestrator.core.adapter import RESUME_PROMPT, RuntimeAdapter
 from orchestrator.core.approvals import ApprovalBook, approve
 from orchestrator.core.events import (
     ApprovalCall,
@@ -229,14 +229,35 @@ async def run_deciding(
     return events, asked
 
 
-def durable(model: str, touch: dict[str, Any]) -> dict[str, Any]:
+def durable(model: str, touch: dict[str, Any], *, resumed_by: str | None = None) -> dict[str, Any]:
     """The script of a run killed while it waits: ``touch`` asked about twice (before the kill,
-    and again when the run is resumed), then the answer."""
-    turns = [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}]
-    return {
-        "model": model,
-        "conversations": [{"name": "durable", "marker": "[[e2e:durable]]", "turns": turns}],
-    }
+    and again when the run is resumed), then the answer.
+
+    ``resumed_by``: the prompt the resumed run is given. Its requests then get their own
+    conversation (listed first: a marker found in any user text wins, in script order), so
+    they are answered the same whatever the killed run asked for last. Claude Code does ask
+    once more: killing the orchestrator closes the CLI's stdin a moment before the kernel's
+    parent-death SIGKILL reaches it (the dying process closes its files before it signals its
+    children), and on a loaded machine Claude Code used that moment to end the waiting call as
+    failed and request the next turn (seen in a full run, and 2 of 24 runs under CPU load:
+    the resumed run was then answered with the last turn, and never touched the file)."""
+    if resumed_by is None:
+        turns = [{"tool_calls": [touch]}, {"tool_calls": [touch]}, {"text": "RECOVERED"}]
+        conversations = [{"name": "durable", "marker": "[[e2e:durable]]", "turns": turns}]
+    else:
+        conversations = [
+            {
+                "name": "resumed",
+                "marker": resumed_by,
+                "turns": [{"tool_calls": [touch]}, {"text": "RECOVERED"}],
+            },
+            {
+                "name": "durable",
+                "marker": "[[e2e:durable]]",
+                "turns": [{"tool_calls": [touch]}, {"text": "killed while it waited"}],
+            },
+        ]
+    return {"model": model, "conversations": conversations}
 
 
 def prepare(runtime: Runtime, workspace: Path) -> None:
@@ -384,7 +405,8 @@ async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_
     workspace.mkdir()
     state = tmp_path / "state"
     touch = {"name": "Bash", "input": {"command": "touch recovered.txt", "description": "x"}}
-    async with serve_model_server(durable(MODELS["claude-code"], touch)) as server:
+    script = durable(MODELS["claude-code"], touch, resumed_by=RESUME_PROMPT)
+    async with serve_model_server(script) as server:
         config = tmp_path / "ringleader.toml"
         config.write_text(
             f'[runtimes.claude-code]\nbase_url = "{server.url}"\napi_key_env = "E2E_CLAUDE_KEY"\n'
@@ -408,7 +430,20 @@ async def test_a_call_waiting_when_its_orchestrator_is_killed_is_answered_after_
         err = result.stderr.decode()
         assert result.returncode == 0, err[-2000:]
         assert "resuming" in err
-        requests = [(r.conversation, r.turn, r.side, r.outcome) for r in server.state.requests]
+        requests = [
+            (
+                r.conversation,
+                r.turn,
+                r.outcome,
+                [
+                    (m.get("role"), [b.get("type") for b in m["content"]])
+                    if isinstance(m.get("content"), list)
+                    else (m.get("role"), "text")
+                    for m in r.body.get("messages", [])
+                ],
+            )
+            for r in server.state.requests
+        ]
     lines = result.stdout.decode().splitlines()
     events = [event_from_json(line) for line in lines if line.startswith("{")]
     seen = f"{[e.kind for e in events]}\nrequests: {requests}\n{err[-2000:]}"
