@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal, overload
 
-__all__ = ["SAFE_CONFIG", "git_env", "local_filter_overrides"]
+__all__ = ["SAFE_CONFIG", "git_env", "local_filter_overrides", "run_git"]
 
 _SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 
@@ -96,3 +97,54 @@ def git_env(
         env[f"GIT_CONFIG_KEY_{n}"] = key
         env[f"GIT_CONFIG_VALUE_{n}"] = value
     return env
+
+
+@overload
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    text: Literal[True],
+    errors: str = "strict",
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    git_flags: Sequence[str] = (),
+    hooks: bool = False,
+) -> subprocess.CompletedProcess[str]: ...
+@overload
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    text: Literal[False] = False,
+    errors: str = "strict",
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    git_flags: Sequence[str] = (),
+    hooks: bool = False,
+) -> subprocess.CompletedProcess[bytes]: ...
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    text: bool = False,
+    errors: str = "strict",
+    env: Mapping[str, str] | None = None,
+    input: str | bytes | None = None,
+    git_flags: Sequence[str] = (),
+    hooks: bool = False,
+) -> subprocess.CompletedProcess[Any]:
+    """``git [GIT_FLAGS] ARGS`` in ``cwd`` with :func:`git_env` (``env`` on top of it), output
+    captured, never raising for git's exit status: the one way our code runs git. ``text``:
+    str in and out, decoded with ``errors``. Blocking."""
+    flags = tuple(git_flags)
+    return subprocess.run(
+        ["git", *flags, *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=text,
+        errors=errors if text else None,
+        check=False,
+        env=git_env(env, repo=cwd, git_flags=flags, hooks=hooks),
+    )

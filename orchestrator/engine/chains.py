@@ -36,7 +36,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import ConfigError
-from orchestrator.core.git import git_env
+from orchestrator.core.git import run_git
 from orchestrator.engine.actor import EventSink
 from orchestrator.engine.eventlog import RunRecorder
 from orchestrator.engine.review.diff import workspace_diff as review_diff
@@ -281,15 +281,7 @@ async def record_skipped(
 
 
 def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        check=False,
-        env=git_env(repo=cwd),
-    )
+    return run_git(args, cwd, text=True, errors="replace")
 
 
 def _cut(diff: str) -> str:

@@ -26,7 +26,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import ConfigError
-from orchestrator.core.git import git_env
+from orchestrator.core.git import run_git
 from orchestrator.engine.reviewloop.bootstrap import copy_included_files
 
 __all__ = [
@@ -178,14 +178,7 @@ async def changes_since(before: Snapshot) -> str:
 
 
 def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=git_env(repo=cwd),
-    )
+    return run_git(args, cwd, text=True)
 
 
 def _git_toplevel(origin: Path) -> Path | None:
@@ -290,7 +283,6 @@ def _snapshot_copy(ws: Workspace, state_dir: Path) -> Workspace:
         return ws
     (git_dir / "info").mkdir(exist_ok=True)
     (git_dir / "info" / "exclude").write_text("".join(f"{n}/\n" for n in sorted(COPY_IGNORED)))
-    env = git_env(SNAPSHOT_IDENTITY)  # our own repository: it defines no filters
     steps = [
         ["config", "core.bare", "false"],
         ["add", "-A", "."],
@@ -298,27 +290,21 @@ def _snapshot_copy(ws: Workspace, state_dir: Path) -> Workspace:
     ]
     out = ""
     for step in steps:
-        done = subprocess.run(
-            ["git", *flags, *step], cwd=ws.root, capture_output=True, text=True, env=env
-        )
+        done = run_git(step, ws.root, text=True, env=SNAPSHOT_IDENTITY, git_flags=flags)
         if done.returncode != 0:
             shutil.rmtree(git_dir, ignore_errors=True)
             return ws
         out = done.stdout.strip()
-    commit = subprocess.run(
-        ["git", *flags, "commit-tree", out, "-m", f"ringleader snapshot of {ws.origin}"],
-        cwd=ws.root,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    message = f"ringleader snapshot of {ws.origin}"
+    commit = run_git(
+        ["commit-tree", out, "-m", message], ws.root, text=True, env=SNAPSHOT_IDENTITY,
+        git_flags=flags,
+    )  # fmt: skip
     if commit.returncode != 0:
         shutil.rmtree(git_dir, ignore_errors=True)
         return ws
     head = commit.stdout.strip()
-    subprocess.run(
-        ["git", *flags, "update-ref", "refs/ringleader/base", head], env=env, check=False
-    )
+    run_git(["update-ref", "refs/ringleader/base", head], ws.root, git_flags=flags)
     return attrs.evolve(ws, base=head, git_dir=git_dir)
 
 

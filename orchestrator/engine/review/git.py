@@ -15,19 +15,9 @@ from pathlib import Path
 import attrs
 
 from orchestrator.core.errors import ReviewError, redact_secrets
-from orchestrator.core.git import git_env
+from orchestrator.core.git import run_git
 
 __all__ = ["Checkout", "git", "temporary_index"]
-
-
-def _leading_flags(args: Sequence[str]) -> tuple[str, ...]:
-    """``--git-dir X --work-tree Y`` at the start of ``args`` (a snapshot's checkout)."""
-    flags: list[str] = []
-    rest = list(args)
-    while len(rest) >= 2 and rest[0] in ("--git-dir", "--work-tree"):
-        flags += rest[:2]
-        rest = rest[2:]
-    return tuple(flags)
 
 
 def git(
@@ -39,20 +29,15 @@ def git(
     what: str | None = None,
     input: bytes | None = None,
     hooks: bool = False,
+    git_flags: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git ARGS`` in ``cwd`` (bytes out), running nothing the repository configures
-    (:mod:`orchestrator.core.git`; ``hooks``: its hooks do run). ``check``: a failure is a
-    :class:`ReviewError` naming ``what`` (default: the git command) and git's own message."""
+    """Run ``git [GIT_FLAGS] ARGS`` in ``cwd`` (bytes out) with
+    :func:`orchestrator.core.git.run_git` (``hooks``: the repository's hooks do run).
+    ``check``: a failure is a :class:`ReviewError` naming ``what`` (default: the git command)
+    and git's own message."""
     if shutil.which("git") is None:
         raise ReviewError("git is not installed (reviewing a workspace needs it)")
-    done = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        capture_output=True,
-        env=git_env(env, repo=cwd, git_flags=_leading_flags(args), hooks=hooks),
-        input=input,
-        check=False,
-    )
+    done = run_git(args, cwd, env=env, input=input, git_flags=git_flags, hooks=hooks)
     if check and done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         label = what or f"git {args[0] if args else ''}".strip()
@@ -87,7 +72,13 @@ class Checkout:
         input: bytes | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         return git(
-            [*self.flags(), *args], cwd=self.root, env=env, check=check, what=what, input=input
+            args,
+            cwd=self.root,
+            env=env,
+            check=check,
+            what=what,
+            input=input,
+            git_flags=self.flags(),
         )
 
     def index_path(self) -> Path:

@@ -35,7 +35,7 @@ import attrs
 import trio
 
 from orchestrator.core.errors import RingleaderError
-from orchestrator.core.git import git_env
+from orchestrator.core.git import run_git
 from orchestrator.core.redact import (
     MIN_SECRET_CHARS,
     redact_text,
@@ -82,15 +82,7 @@ class SetupFailedError(RingleaderError):
 
 
 def _git(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=git_env(repo=cwd),
-    )
+    return run_git(args, cwd, text=True, input=stdin)
 
 
 def included_files(top: Path) -> list[str]:

@@ -45,7 +45,7 @@ from orchestrator.core.events import (
     ToolResult,
     now_ms,
 )
-from orchestrator.core.git import git_env
+from orchestrator.core.git import run_git
 
 __all__ = [
     "CHECKPOINT_REFS",
@@ -85,15 +85,7 @@ def _git(
     env: Mapping[str, str] | None = None,
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=git_env(env, repo=cwd),
-    )
+    return run_git(args, cwd, text=True, env=env, input=stdin)
 
 
 def _ok(result: subprocess.CompletedProcess[str], what: str) -> str:
