@@ -31,17 +31,34 @@ def _interrupt_again(unraisable: "_sys.UnraisableHookArgs") -> None:
     module-lock callback while ``run`` imported, and the command ran on as if never
     interrupted. Anything else goes to the hook that was there before.
 
-    The signal comes from a new thread whose whole work is one C call: raised here, in this
-    hook, it would be ignored the same way; the thread waits for this thread to let go of the
-    interpreter lock, which it does after the hook has returned. Sent to this (the main)
-    thread, it also wakes a sleep."""
+    The signal comes from a new thread (:func:`_send_again`): raised here, in this hook, it
+    would be ignored the same way."""
     if issubclass(unraisable.exc_type, KeyboardInterrupt):
         try:
-            _thread.start_new_thread(_signal.pthread_kill, (_MAIN_THREAD, 2))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+            _thread.start_new_thread(_send_again, ())
         except RuntimeError:  # no new thread (the interpreter is exiting): the Ctrl-C still ends it
             _quiet_exit(2, None)
         return
     _previous_hook(unraisable)
+
+
+def _send_again() -> None:
+    """SIGINT to the main thread; while the quiet handler is in place, every 20 ms until it has
+    ended the process. One signal can be lost too: this thread gets the interpreter lock when
+    the main thread lets go of it, which is often right before a blocking call (a sleep, a
+    read); a signal landing before that call starts runs no handler until the call returns (one
+    full run under load in eight lost it so). A second signal interrupts the call. Once
+    ``main`` has made Ctrl-C a ``KeyboardInterrupt`` it is sent once: a repeat would interrupt
+    the handling of the first. There the command's waits are trio's, which the signal wakes
+    whenever it lands (trio's wakeup fd)."""
+    pause = _thread.allocate_lock()
+    pause.acquire()
+    while True:
+        quiet = _signal.getsignal(2) is _quiet_exit  # pyright: ignore[reportUnknownMemberType]
+        _signal.pthread_kill(_MAIN_THREAD, 2)  # pyright: ignore[reportUnknownMemberType]
+        if not quiet:
+            return
+        pause.acquire(timeout=0.02)
 
 
 _MAIN_THREAD = _thread.get_ident()  # this package is imported on the main thread
