@@ -46,8 +46,8 @@ def _send_again() -> None:
     """SIGINT to the main thread; while the quiet handler is in place, every 20 ms until it has
     ended the process. One signal can be lost too: this thread gets the interpreter lock when
     the main thread lets go of it, which is often right before a blocking call (a sleep, a
-    read); a signal landing before that call starts runs no handler until the call returns (one
-    full run under load in eight lost it so). A second signal interrupts the call. Once
+    read); a signal landing before that call starts runs no handler until the call returns (under
+    load, one process in eight lost it so). A second signal interrupts the call. Once
     ``main`` has made Ctrl-C a ``KeyboardInterrupt`` it is sent once: a repeat would interrupt
     the handling of the first. There the command's waits are trio's, which the signal wakes
     whenever it lands (trio's wakeup fd)."""
